@@ -1,0 +1,530 @@
+/* cfg: the YAML configuration, loaded through a table of key, type, offset.
+ *
+ * libyaml's event parser gives the mark (line, column) of every node, so
+ * every message can name FILE:LINE:COLUMN, 1-based as editors count. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "log.h"
+#include "util.h"
+#include "cfg.h"
+
+enum ctype {
+	CT_SECTION, /* a mapping of further keys */
+	CT_INT,     /* integer within [min, max] */
+	CT_DOUBLE,  /* number within [min, max] */
+	CT_STR,     /* string, checked by a validator */
+	CT_LIST,    /* sequence of strings, each checked by a validator */
+};
+
+typedef const char *(*validator)(const char *s);
+
+struct ckey {
+	const char *name; /* dotted path */
+	enum ctype type;
+	size_t off;       /* of the value (CT_LIST: of the array) */
+	size_t countoff;  /* CT_LIST: of the count */
+	double min, max;  /* CT_INT/CT_DOUBLE range; CT_LIST/CT_STR length range */
+	validator check;  /* CT_STR/CT_LIST: NULL or returns a message */
+};
+
+static const char *v_listen(const char *s)
+{
+	struct addr a;
+	return addr_parse(s, 1, 0, &a);
+}
+
+static const char *v_master(const char *s)
+{
+	struct addr a;
+	return addr_parse(s, 0, 0, &a);
+}
+
+static const char *v_mode(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 4)
+		return "must be 1 to 4 octal digits, e.g. \"0660\"";
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '7')
+			return "must be octal digits, e.g. \"0660\"";
+	return NULL;
+}
+
+static const char *v_level(const char *s)
+{
+	enum log_level l;
+	return log_level_parse(s, &l) == 0 ? NULL : "must be one of error, warn, info, debug";
+}
+
+static const char *v_target(const char *s)
+{
+	return strcmp(s, "stderr") == 0 || strcmp(s, "syslog") == 0 ? NULL
+								       : "must be stderr or syslog";
+}
+
+static const char *v_prefix(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if (*p < 0x21 || *p > 0x7e)
+			return "must be printable ASCII without spaces";
+	return NULL;
+}
+
+static const char *v_optaddr(const char *s)
+{
+	struct addr a;
+	return s[0] == '\0' ? NULL : addr_parse(s, 0, 1, &a);
+}
+
+#define OFF(f) offsetof(struct config, f)
+static const struct ckey keys[] = {
+	{"listen", CT_LIST, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
+	{"unix_socket_mode", CT_STR, OFF(unix_socket_mode), 0, 1, 4, v_mode},
+	{"password", CT_STR, OFF(password), 0, 0, 256, NULL},
+	{"log_level", CT_STR, OFF(log_level), 0, 1, 16, v_level},
+	{"log_target", CT_STR, OFF(log_target), 0, 1, 16, v_target},
+	{"redis", CT_SECTION, 0, 0, 0, 0, NULL},
+	{"redis.masters", CT_LIST, OFF(masters), OFF(nmasters), 1, CONFIG_MAX_MASTERS, v_master},
+	{"redis.timeout_ms", CT_INT, OFF(timeout_ms), 0, 1, 60000, NULL},
+	{"redis.key_prefix", CT_STR, OFF(key_prefix), 0, 1, 64, v_prefix},
+	{"redis.password", CT_STR, OFF(redis_password), 0, 0, 256, NULL},
+	{"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
+	{"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
+	{"locks", CT_SECTION, 0, 0, 0, 0, NULL},
+	{"locks.lease_ms", CT_INT, OFF(lease_ms), 0, 100, 2147483647, NULL},
+	{"locks.drift_factor", CT_DOUBLE, OFF(drift_factor), 0, 0, 0.5, NULL},
+	{"locks.handoff_limit", CT_INT, OFF(handoff_limit), 0, 1, 1000000, NULL},
+	{"limits", CT_SECTION, 0, 0, 0, 0, NULL},
+	{"limits.max_clients", CT_INT, OFF(max_clients), 0, 1, 1000000, NULL},
+	{"limits.max_line", CT_INT, OFF(max_line), 0, 16, 1048576, NULL},
+	{"limits.max_key_len", CT_INT, OFF(max_key_len), 0, 1, 65536, NULL},
+	{"limits.max_locks_per_session", CT_INT, OFF(max_locks_per_session), 0, 1, 10000000, NULL},
+	{"limits.reqs_per_event", CT_INT, OFF(reqs_per_event), 0, 1, 10000, NULL},
+	{"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
+	{"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+void cfg_print_keys(void)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (keys[i].type != CT_SECTION)
+			printf("%s\n", keys[i].name);
+}
+
+static char **str_at(struct config *c, size_t off) { return (char **)((char *)c + off); }
+
+void cfg_defaults(struct config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->listen[0] = strdup("127.0.0.1:7390");
+	c->nlisten = 1;
+	c->unix_socket_mode = strdup("0660");
+	c->password = strdup("");
+	c->log_level = strdup("info");
+	c->log_target = strdup("stderr");
+	c->masters[0] = strdup("127.0.0.1:6379");
+	c->nmasters = 1;
+	c->timeout_ms = 50;
+	c->key_prefix = strdup("lockd:");
+	c->redis_password = strdup("");
+	c->restart_exclusion_ms = -1;
+	c->reconnect_max_ms = 1000;
+	c->lease_ms = 30000;
+	c->drift_factor = 0.01;
+	c->handoff_limit = 16;
+	c->max_clients = 10000;
+	c->max_line = 4096;
+	c->max_key_len = 256;
+	c->max_locks_per_session = 10000;
+	c->reqs_per_event = 20;
+	c->metrics_listen = strdup("");
+}
+
+void cfg_free(struct config *c)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (keys[i].type == CT_STR) {
+			free(*str_at(c, keys[i].off));
+		} else if (keys[i].type == CT_LIST) {
+			char **arr = str_at(c, keys[i].off);
+			int n = *(int *)((char *)c + keys[i].countoff);
+			for (int j = 0; j < n; j++)
+				free(arr[j]);
+		}
+	}
+	memset(c, 0, sizeof(*c));
+}
+
+int cfg_unix_mode(const struct config *c) { return (int)strtol(c->unix_socket_mode, NULL, 8); }
+
+int64_t cfg_exclusion_ms(const struct config *c)
+{
+	return c->restart_exclusion_ms < 0 ? c->lease_ms : c->restart_exclusion_ms;
+}
+
+/* --- the loader --- */
+
+struct loader {
+	yaml_parser_t parser;
+	const char *name;
+	struct config *c;
+	char *err;
+	size_t errlen;
+	int failed;
+	unsigned char seen[NKEYS];
+	yaml_mark_t marks[NKEYS]; /* where each key was set, for cross-key checks */
+};
+
+static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (l->failed)
+		return -1;
+	l->failed = 1;
+	n = snprintf(l->err, l->errlen, "%s:%zu:%zu: ", l->name, m.line + 1, m.column + 1);
+	if (n < 0 || (size_t)n >= l->errlen)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(l->err + n, l->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int next(struct loader *l, yaml_event_t *ev)
+{
+	if (!yaml_parser_parse(&l->parser, ev)) {
+		yaml_mark_t m = l->parser.problem_mark;
+		return fail(l, m, "YAML syntax error: %s%s%s",
+			    l->parser.problem ? l->parser.problem : "invalid document",
+			    l->parser.context ? " " : "", l->parser.context ? l->parser.context : "");
+	}
+	return 0;
+}
+
+static const char *type_name(yaml_event_type_t t)
+{
+	switch (t) {
+	case YAML_MAPPING_START_EVENT:
+		return "a mapping";
+	case YAML_SEQUENCE_START_EVENT:
+		return "a list";
+	case YAML_SCALAR_EVENT:
+		return "a scalar";
+	case YAML_ALIAS_EVENT:
+		return "an alias";
+	default:
+		return "nothing";
+	}
+}
+
+static int lookup(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int check_str(struct loader *l, const struct ckey *k, const char *v, size_t len,
+		     yaml_mark_t m)
+{
+	if (memchr(v, '\0', len))
+		return fail(l, m, "%s: NUL byte in string", k->name);
+	if ((double)len < k->min || (double)len > k->max)
+		return fail(l, m, "%s: length must be %g to %g bytes", k->name, k->min, k->max);
+	if (k->check) {
+		const char *why = k->check(v);
+		if (why)
+			return fail(l, m, "%s: \"%s\": %s", k->name, v, why);
+	}
+	return 0;
+}
+
+/* A scalar that YAML would read as a string, not a number or null. */
+static int is_plain_int(const char *v)
+{
+	const char *p = v;
+	if (*p == '-' || *p == '+')
+		p++;
+	if (!*p)
+		return 0;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return 0;
+	return 1;
+}
+
+static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
+{
+	const char *v = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	yaml_mark_t m = ev->start_mark;
+	int quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+
+	switch (k->type) {
+	case CT_INT: {
+		if (quoted || !is_plain_int(v))
+			return fail(l, m, "%s: expected an integer, got \"%s\"", k->name, v);
+		errno = 0;
+		long long x = strtoll(v, NULL, 10);
+		if (errno || x < (long long)k->min || x > (long long)k->max)
+			return fail(l, m, "%s: %s is out of range (%.0f to %.0f)", k->name, v, k->min,
+				    k->max);
+		*(int64_t *)((char *)l->c + k->off) = x;
+		return 0;
+	}
+	case CT_DOUBLE: {
+		char *end;
+		if (quoted || len == 0)
+			return fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
+		errno = 0;
+		double x = strtod(v, &end);
+		if (*end || errno || !isfinite(x))
+			return fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
+		if (x < k->min || x > k->max)
+			return fail(l, m, "%s: %s is out of range (%g to %g)", k->name, v, k->min,
+				    k->max);
+		*(double *)((char *)l->c + k->off) = x;
+		return 0;
+	}
+	case CT_STR: {
+		if (!quoted && (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0))
+			return fail(l, m, "%s: expected a string, got null", k->name);
+		if (check_str(l, k, v, len, m))
+			return -1;
+		char **slot = str_at(l->c, k->off);
+		free(*slot);
+		*slot = strdup(v);
+		return 0;
+	}
+	default:
+		return fail(l, m, "%s: expected a list, got a scalar", k->name);
+	}
+}
+
+static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
+{
+	char **arr = str_at(l->c, k->off);
+	int *count = (int *)((char *)l->c + k->countoff);
+	yaml_event_t ev;
+	int n = 0;
+
+	for (int j = 0; j < *count; j++) {
+		free(arr[j]);
+		arr[j] = NULL;
+	}
+	*count = 0;
+	for (;;) {
+		if (next(l, &ev))
+			return -1;
+		if (ev.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		if (ev.type != YAML_SCALAR_EVENT) {
+			fail(l, ev.start_mark, "%s: list items must be strings, got %s", k->name,
+			     type_name(ev.type));
+			yaml_event_delete(&ev);
+			return -1;
+		}
+		if (n >= (int)k->max) {
+			fail(l, ev.start_mark, "%s: at most %.0f entries", k->name, k->max);
+			yaml_event_delete(&ev);
+			return -1;
+		}
+		const char *v = (const char *)ev.data.scalar.value;
+		if (check_str(l, k, v, ev.data.scalar.length, ev.start_mark) ||
+		    (v[0] == '\0' && fail(l, ev.start_mark, "%s: empty entry", k->name))) {
+			yaml_event_delete(&ev);
+			return -1;
+		}
+		for (int j = 0; j < n; j++)
+			if (strcmp(arr[j], v) == 0) {
+				fail(l, ev.start_mark, "%s: \"%s\" is listed twice", k->name, v);
+				yaml_event_delete(&ev);
+				return -1;
+			}
+		arr[n++] = strdup(v);
+		*count = n;
+		yaml_event_delete(&ev);
+	}
+	if (n < (int)k->min)
+		return fail(l, start, "%s: needs at least %.0f entry", k->name, k->min);
+	return 0;
+}
+
+/* Parse the body of a mapping whose start event was consumed. */
+static int parse_mapping(struct loader *l, const char *prefix)
+{
+	yaml_event_t ev;
+
+	for (;;) {
+		if (next(l, &ev))
+			return -1;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			return 0;
+		}
+		if (ev.type != YAML_SCALAR_EVENT) {
+			fail(l, ev.start_mark, "expected a key, got %s", type_name(ev.type));
+			yaml_event_delete(&ev);
+			return -1;
+		}
+		char name[128];
+		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "",
+			 (const char *)ev.data.scalar.value);
+		yaml_mark_t km = ev.start_mark;
+		yaml_event_delete(&ev);
+		int i = lookup(name);
+		if (i < 0)
+			return fail(l, km, "unknown key \"%s\"", name);
+		if (l->seen[i])
+			return fail(l, km, "duplicate key \"%s\" (first set at line %zu)", name,
+				    l->marks[i].line + 1);
+		l->seen[i] = 1;
+		l->marks[i] = km;
+
+		const struct ckey *k = &keys[i];
+		if (next(l, &ev))
+			return -1;
+		int rc;
+		if (k->type == CT_SECTION) {
+			if (ev.type != YAML_MAPPING_START_EVENT)
+				rc = fail(l, ev.start_mark, "%s: expected a mapping, got %s", name,
+					  type_name(ev.type));
+			else
+				rc = parse_mapping(l, name);
+		} else if (k->type == CT_LIST) {
+			if (ev.type != YAML_SEQUENCE_START_EVENT)
+				rc = fail(l, ev.start_mark, "%s: expected a list, got %s", name,
+					  type_name(ev.type));
+			else
+				rc = set_list(l, k, ev.start_mark);
+		} else if (ev.type != YAML_SCALAR_EVENT) {
+			rc = fail(l, ev.start_mark, "%s: expected a %s, got %s", name,
+				  k->type == CT_STR ? "string" : "number", type_name(ev.type));
+		} else {
+			rc = set_scalar(l, k, &ev);
+		}
+		yaml_event_delete(&ev);
+		if (rc)
+			return -1;
+	}
+}
+
+static int parse_document(struct loader *l)
+{
+	yaml_event_t ev;
+	int rc = 0;
+
+	for (;;) {
+		if (next(l, &ev))
+			return -1;
+		yaml_event_type_t t = ev.type;
+		yaml_mark_t m = ev.start_mark;
+		yaml_event_delete(&ev);
+		switch (t) {
+		case YAML_STREAM_START_EVENT:
+		case YAML_DOCUMENT_START_EVENT:
+		case YAML_DOCUMENT_END_EVENT:
+			continue;
+		case YAML_STREAM_END_EVENT:
+			return rc;
+		case YAML_MAPPING_START_EVENT:
+			if (rc == 1)
+				return fail(l, m, "only one YAML document is allowed");
+			if (parse_mapping(l, ""))
+				return -1;
+			rc = 1;
+			continue;
+		case YAML_SCALAR_EVENT:
+			/* An empty file parses as one empty plain scalar: take defaults. */
+			if (rc == 0 && m.index == 0)
+				continue;
+			/* fallthrough */
+		default:
+			return fail(l, m, "the top level must be a mapping of keys");
+		}
+	}
+}
+
+static int cross_checks(struct loader *l)
+{
+	struct config *c = l->c;
+	int i = lookup("limits.max_key_len");
+	if (c->max_key_len > c->max_line)
+		return fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
+			    "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
+			    (long long)c->max_key_len, (long long)c->max_line);
+	i = lookup("redis.timeout_ms");
+	if (c->timeout_ms * 3 >= c->lease_ms)
+		return fail(l, l->marks[l->seen[i] ? i : lookup("locks.lease_ms")],
+			    "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
+			    "(%lld)",
+			    (long long)c->timeout_ms, (long long)c->lease_ms);
+	return 0;
+}
+
+static int load(struct config *c, struct loader *l)
+{
+	int rc = parse_document(l);
+	if (rc >= 0)
+		rc = cross_checks(l);
+	yaml_parser_delete(&l->parser);
+	if (rc < 0) {
+		cfg_free(c);
+		cfg_defaults(c);
+		return -1;
+	}
+	return 0;
+}
+
+int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
+		       size_t errlen)
+{
+	struct loader l;
+
+	memset(&l, 0, sizeof(l));
+	l.name = name;
+	l.c = c;
+	l.err = err;
+	l.errlen = errlen;
+	yaml_parser_initialize(&l.parser);
+	yaml_parser_set_input_string(&l.parser, (const unsigned char *)text, len);
+	return load(c, &l);
+}
+
+int cfg_load_file(struct config *c, const char *path, char *err, size_t errlen)
+{
+	struct loader l;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		snprintf(err, errlen, "%s:1:1: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	memset(&l, 0, sizeof(l));
+	l.name = path;
+	l.c = c;
+	l.err = err;
+	l.errlen = errlen;
+	yaml_parser_initialize(&l.parser);
+	yaml_parser_set_input_file(&l.parser, f);
+	int rc = load(c, &l);
+	fclose(f);
+	return rc;
+}

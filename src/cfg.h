@@ -1,0 +1,54 @@
+/* cfg: the YAML configuration, loaded through a table of key, type, offset. */
+#ifndef LOCKD_CFG_H
+#define LOCKD_CFG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_MASTERS 15
+#define CONFIG_MAX_LISTEN 16
+
+struct config {
+	char *listen[CONFIG_MAX_LISTEN]; /* "HOST:PORT" or "unix:PATH" */
+	int nlisten;
+	char *unix_socket_mode; /* octal string, e.g. "0660" */
+	char *password;         /* "" when AUTH is not required */
+	char *log_level;        /* error, warn, info, debug */
+	char *log_target;       /* stderr or syslog */
+
+	char *masters[CONFIG_MAX_MASTERS];
+	int nmasters;
+	int64_t timeout_ms;
+	char *key_prefix;
+	char *redis_password;
+	int64_t restart_exclusion_ms; /* -1: same as lease_ms */
+	int64_t reconnect_max_ms;
+
+	int64_t lease_ms;
+	double drift_factor;
+	int64_t handoff_limit;
+
+	int64_t max_clients;
+	int64_t max_line;
+	int64_t max_key_len;
+	int64_t max_locks_per_session;
+	int64_t reqs_per_event;
+
+	char *metrics_listen; /* "" when off */
+};
+
+/* Fill c with the built-in defaults. */
+void cfg_defaults(struct config *c);
+/* Load a YAML file over the defaults. On error returns -1 with
+ * "FILE:LINE:COLUMN: message" in err and c left with defaults. */
+int cfg_load_file(struct config *c, const char *path, char *err, size_t errlen);
+/* The same for text in memory; name stands for the file in messages. */
+int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
+		       size_t errlen);
+void cfg_free(struct config *c);
+int cfg_unix_mode(const struct config *c);
+int64_t cfg_exclusion_ms(const struct config *c);
+/* Print every dotted key, one per line (for the docs check). */
+void cfg_print_keys(void);
+
+#endif

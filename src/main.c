@@ -1,0 +1,333 @@
+/* main: command line, startup, signals (as libevent events), reload and
+ * an orderly shutdown that releases every lock on the masters. */
+#include "config.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "cfg.h"
+#include "locktab.h"
+#include "log.h"
+#include "master.h"
+#include "metrics.h"
+#include "notify.h"
+#include "proto.h"
+#include "redlock.h"
+#include "server.h"
+#include "session.h"
+#include "stats.h"
+
+#define SHUTDOWN_MAX_MS 5000 /* wait this long for releases to finish */
+
+static struct config cfg;
+static const char *cfg_path;
+static const char *level_override;
+static struct event_base *base;
+static struct event *ev_term, *ev_int, *ev_hup, *ev_status, *ev_stop;
+static int64_t stop_started_us;
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: lockd [-c FILE] [-t] [-l LEVEL]\n"
+		   "  -c, --config FILE   run on this YAML config (default: built-in defaults)\n"
+		   "  -t, --test          check the config and exit (0 good, 1 bad)\n"
+		   "  -l, --log-level L   error, warn, info or debug (overrides log_level)\n"
+		   "  -h, --help          this help\n"
+		   "  -v, --version       print the version\n"
+		   "      --config-keys   print every config key\n"
+		   "      --commands      print every protocol command\n"
+		   "      --stats-fields  print every STATS field\n");
+}
+
+static void master_opts_from(const struct config *c, struct master_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeout_ms = c->timeout_ms;
+	o->reconnect_max_ms = c->reconnect_max_ms;
+	o->exclusion_ms = cfg_exclusion_ms(c);
+	o->password = c->redis_password;
+	o->prefix = c->key_prefix;
+	o->on_notice = lt_notice;
+}
+
+static void apply_log(const struct config *c)
+{
+	enum log_level lvl;
+	log_level_parse(level_override ? level_override : c->log_level, &lvl);
+	log_init(lvl, strcmp(c->log_target, "syslog") == 0);
+}
+
+static void status_cb(evutil_socket_t fd, short what, void *arg)
+{
+	char buf[160];
+	snprintf(buf, sizeof(buf), "masters up %d/%d, counting %d; clients %llu; locks held %llu",
+		 masters_up(), masters_count(), masters_counting(),
+		 (unsigned long long)stats.clients, (unsigned long long)stats.locks_held);
+	notify_status(buf);
+}
+
+static int same_list(char *const *a, int na, char *const *b, int nb)
+{
+	if (na != nb)
+		return 0;
+	for (int i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Keep what cannot change while running; say so for each. */
+static void keep_fixed(struct config *n, const struct config *o)
+{
+	if (!same_list(n->listen, n->nlisten, o->listen, o->nlisten)) {
+		log_warn("reload: listen cannot change at runtime; keeping the old value");
+		for (int i = 0; i < n->nlisten; i++)
+			free(n->listen[i]);
+		for (int i = 0; i < o->nlisten; i++)
+			n->listen[i] = strdup(o->listen[i]);
+		n->nlisten = o->nlisten;
+	}
+	if (!same_list(n->masters, n->nmasters, o->masters, o->nmasters)) {
+		log_warn("reload: redis.masters cannot change at runtime; keeping the old value");
+		for (int i = 0; i < n->nmasters; i++)
+			free(n->masters[i]);
+		for (int i = 0; i < o->nmasters; i++)
+			n->masters[i] = strdup(o->masters[i]);
+		n->nmasters = o->nmasters;
+	}
+	struct {
+		const char *name;
+		char **nv;
+		char *ov;
+	} strs[] = {
+		{"unix_socket_mode", &n->unix_socket_mode, o->unix_socket_mode},
+		{"redis.key_prefix", &n->key_prefix, o->key_prefix},
+		{"redis.password", &n->redis_password, o->redis_password},
+		{"metrics.listen", &n->metrics_listen, o->metrics_listen},
+	};
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (strcmp(*strs[i].nv, strs[i].ov) != 0) {
+			log_warn("reload: %s cannot change at runtime; keeping the old value",
+				 strs[i].name);
+			free(*strs[i].nv);
+			*strs[i].nv = strdup(strs[i].ov);
+		}
+}
+
+static void hup_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct config n;
+	char err[512];
+
+	if (!cfg_path) {
+		log_info("SIGHUP: no config file to reload");
+		return;
+	}
+	notify_reloading();
+	cfg_defaults(&n);
+	if (cfg_load_file(&n, cfg_path, err, sizeof(err)) != 0) {
+		log_error("reload failed, keeping the running config: %s", err);
+		cfg_free(&n);
+	} else {
+		keep_fixed(&n, &cfg);
+		cfg_free(&cfg);
+		cfg = n; /* modules point at cfg: they see the new values */
+		struct master_opts o;
+		master_opts_from(&cfg, &o);
+		masters_set_opts(&o);
+		redlock_set_drift(cfg.drift_factor);
+		locktab_set_cfg(&cfg);
+		apply_log(&cfg);
+		log_info("reloaded %s", cfg_path);
+	}
+	notify_ready();
+	status_cb(-1, 0, NULL);
+}
+
+static void stop_wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int64_t waited = (now_us() - stop_started_us) / 1000;
+	if (rl_inflight() == 0 || waited >= SHUTDOWN_MAX_MS) {
+		if (rl_inflight())
+			log_warn("exiting with %d quorum calls unfinished", rl_inflight());
+		event_base_loopbreak(base);
+		return;
+	}
+	struct timeval tv = {0, 10000};
+	evtimer_add(ev_stop, &tv);
+}
+
+static void term_cb(evutil_socket_t fd, short what, void *arg)
+{
+	if (stop_started_us) {
+		log_warn("second signal: exiting now");
+		event_base_loopbreak(base);
+		return;
+	}
+	log_info("shutting down: answering waiters, releasing locks");
+	notify_stopping();
+	stop_started_us = now_us();
+	server_close();
+	metrics_stop();
+	lt_shutdown_all();
+	ev_stop = evtimer_new(base, stop_wait_cb, NULL);
+	stop_wait_cb(-1, 0, NULL);
+}
+
+static void raise_nofile(int64_t want)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	rlim_t need = (rlim_t)want + 64;
+	if (rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < need)
+		log_warn("open files limit is %llu; limits.max_clients %lld needs more",
+			 (unsigned long long)rl.rlim_cur, (long long)want);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"test", no_argument, NULL, 't'},
+		{"log-level", required_argument, NULL, 'l'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'v'},
+		{"config-keys", no_argument, NULL, 'K'},
+		{"commands", no_argument, NULL, 'C'},
+		{"stats-fields", no_argument, NULL, 'S'},
+		{NULL, 0, NULL, 0},
+	};
+	int test_only = 0, ch;
+	char err[512];
+	enum log_level lvl;
+
+	while ((ch = getopt_long(argc, argv, "c:tl:hv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			cfg_path = optarg;
+			break;
+		case 't':
+			test_only = 1;
+			break;
+		case 'l':
+			if (log_level_parse(optarg, &lvl) != 0) {
+				fprintf(stderr, "lockd: -l %s: must be error, warn, info or debug\n",
+					optarg);
+				return 2;
+			}
+			level_override = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'v':
+			printf("lockd %s\n", PACKAGE_VERSION);
+			return 0;
+		case 'K':
+			cfg_print_keys();
+			return 0;
+		case 'C':
+			for (int i = 0; i < CMD_COUNT; i++)
+				printf("%s\n", proto_cmd_name((enum cmd)i));
+			return 0;
+		case 'S':
+			stats_print_fields();
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "lockd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	cfg_defaults(&cfg);
+	if (cfg_path && cfg_load_file(&cfg, cfg_path, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		cfg_free(&cfg);
+		return 1;
+	}
+	if (test_only) {
+		printf("%s: configuration OK\n", cfg_path ? cfg_path : "(built-in defaults)");
+		cfg_free(&cfg);
+		return 0;
+	}
+	apply_log(&cfg);
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile(cfg.max_clients);
+	stats.started_us = now_us();
+
+	base = event_base_new();
+	if (!base) {
+		log_error("cannot create the event loop");
+		return 1;
+	}
+	log_info("lockd %s starting (libevent %s, hiredis %d.%d.%d), %d master(s), majority %d",
+		 PACKAGE_VERSION, event_get_version(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
+		 cfg.nmasters, cfg.nmasters / 2 + 1);
+
+	struct master_opts mo;
+	master_opts_from(&cfg, &mo);
+	redlock_init(base, cfg.key_prefix, cfg.drift_factor);
+	sessions_set_cfg(&cfg);
+	if (locktab_init(base, &cfg) != 0 || masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
+		log_error("out of memory at startup");
+		return 1;
+	}
+	if (server_listen(base, &cfg, err, sizeof(err)) != 0 ||
+	    metrics_start(base, cfg.metrics_listen, err, sizeof(err)) != 0) {
+		log_error("%s", err);
+		server_close();
+		sessions_close_all();
+		locktab_shutdown();
+		masters_shutdown();
+		redlock_shutdown();
+		event_base_free(base);
+		cfg_free(&cfg);
+		return 1;
+	}
+	ev_term = evsignal_new(base, SIGTERM, term_cb, NULL);
+	ev_int = evsignal_new(base, SIGINT, term_cb, NULL);
+	ev_hup = evsignal_new(base, SIGHUP, hup_cb, NULL);
+	ev_status = event_new(base, -1, EV_PERSIST, status_cb, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+	evsignal_add(ev_hup, NULL);
+	struct timeval every = {2, 0};
+	event_add(ev_status, &every);
+	notify_ready();
+	log_info("ready");
+
+	event_base_dispatch(base);
+
+	server_close();
+	metrics_stop();
+	sessions_close_all();
+	masters_shutdown();
+	locktab_shutdown();
+	redlock_shutdown();
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_hup);
+	event_free(ev_status);
+	if (ev_stop)
+		event_free(ev_stop);
+	event_base_free(base);
+	log_info("stopped");
+	cfg_free(&cfg);
+	return 0;
+}

@@ -1,0 +1,561 @@
+/* master: one Redis master: a hiredis async connection on the libevent
+ * loop, its scripts, request timeouts, health, and reconnection.
+ *
+ * hiredis 0.14 has no timeouts for async contexts, so each master keeps
+ * its in-flight requests in send order and one timer for the oldest: when
+ * it is older than timeout_ms the master is dropped, every pending
+ * request fails (callback with NULL) and the master reconnects with
+ * capped, jittered backoff. A hung master thus costs a call at most
+ * timeout_ms, and a master that is down is skipped at once. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+
+#include "log.h"
+#include "master.h"
+
+/* One request on the wire. Freed only from its hiredis callback, which
+ * hiredis runs exactly once (with NULL when the context goes away). */
+struct mreq {
+	struct wq_link link; /* on master.inflight until answered or failed */
+	struct master *m;
+	master_reply_fn *fn;
+	void *arg;
+	int64_t sent_us;
+	int script; /* -1 or the script, for the NOSCRIPT fallback */
+	int argc;
+	const char **argv;
+	const size_t *argvlen;
+	int done; /* fn has run (the request failed); only the free is left */
+	struct mreq *next_free;
+};
+
+static struct event_base *base;
+static struct master *masters;
+static int nmasters;
+static struct master_opts opts;
+static char marker_key[128];
+static char channel[128];
+static struct mreq *free_reqs;
+
+static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
+static void start_connect(struct master *m);
+
+const char *master_state_name(enum master_state s)
+{
+	static const char *const names[] = {"down", "connecting", "handshake", "up"};
+	return names[s];
+}
+
+static struct mreq *mreq_get(void)
+{
+	struct mreq *r = free_reqs;
+	if (r)
+		free_reqs = r->next_free;
+	else if (!(r = malloc(sizeof(*r))))
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+static void mreq_put(struct mreq *r)
+{
+	r->next_free = free_reqs;
+	free_reqs = r;
+}
+
+static void set_state(struct master *m, enum master_state s)
+{
+	m->state = s;
+	m->state_since_us = now_us();
+}
+
+/* Arm the timer for the oldest request, or the connect/handshake deadline. */
+static void arm_timer(struct master *m)
+{
+	int64_t deadline;
+	struct wq_link *l = waitq_first(&m->inflight);
+
+	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
+		int64_t t = opts.timeout_ms * 4 < 250 ? 250 : opts.timeout_ms * 4;
+		deadline = m->state_since_us + t * 1000;
+	} else if (l) {
+		deadline = wq_entry(l, struct mreq, link)->sent_us + opts.timeout_ms * 1000;
+	} else {
+		event_del(m->timer);
+		return;
+	}
+	int64_t d = deadline - now_us();
+	if (d < 0)
+		d = 0;
+	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
+	event_add(m->timer, &tv);
+}
+
+/* Drop the connection: fail what is in flight, reconnect later.
+ * free_ctx is 0 when hiredis is already tearing the context down. */
+static void master_drop(struct master *m, const char *why, int free_ctx)
+{
+	struct redisAsyncContext *ac = m->ac, *sub = m->sub;
+	struct wq_link *l;
+
+	if (m->state == MS_UP || (m->state != MS_DOWN && m->last_error[0] == '\0'))
+		log_warn("master %s down: %s", m->name, why);
+	else
+		log_debug("master %s: %s", m->name, why);
+	snprintf(m->last_error, sizeof(m->last_error), "%s", why);
+	set_state(m, MS_DOWN);
+	m->ac = m->sub = NULL;
+	if (ac)
+		ac->data = NULL;
+	if (sub)
+		sub->data = NULL;
+	/* Fail requests in send order; their callbacks see the master down,
+	 * so nothing new is sent to it from inside them. */
+	while ((l = waitq_pop(&m->inflight))) {
+		struct mreq *r = wq_entry(l, struct mreq, link);
+		r->done = 1;
+		m->failures++;
+		r->fn(m, NULL, r->arg);
+	}
+	if (ac && free_ctx)
+		redisAsyncFree(ac);
+	if (sub)
+		redisAsyncFree(sub);
+	event_del(m->timer);
+
+	int64_t b = m->backoff_ms;
+	m->backoff_ms = b * 2 > opts.reconnect_max_ms ? opts.reconnect_max_ms : b * 2;
+	b = b / 2 + (int64_t)(random() % (b / 2 + 1)); /* jitter: 50-100 % */
+	struct timeval tv = {(time_t)(b / 1000), (suseconds_t)(b % 1000) * 1000};
+	event_add(m->retry, &tv);
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct master *m = arg;
+	struct wq_link *l = waitq_first(&m->inflight);
+	int64_t now = now_us();
+
+	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
+		int64_t t = opts.timeout_ms * 4 < 250 ? 250 : opts.timeout_ms * 4;
+		if (now - m->state_since_us >= t * 1000) {
+			master_drop(m, m->state == MS_CONNECTING ? "connect timed out"
+								 : "handshake timed out",
+				    1);
+			return;
+		}
+	} else if (l && now - wq_entry(l, struct mreq, link)->sent_us >= opts.timeout_ms * 1000) {
+		master_drop(m, "request timed out", 1);
+		return;
+	}
+	arm_timer(m);
+}
+
+static int is_noscript(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+static int send_req(struct master *m, struct mreq *r, int use_eval);
+
+static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct mreq *r = priv;
+	struct master *m = r->m;
+	redisReply *rep = reply;
+
+	if (r->done) {
+		mreq_put(r);
+		return;
+	}
+	waitq_remove(&m->inflight, &r->link);
+	if (!rep) {
+		/* The context is going away under us: fail everything once. */
+		r->done = 1;
+		m->failures++;
+		r->fn(m, NULL, r->arg);
+		mreq_put(r);
+		if (ac->data == m)
+			master_drop(m, ac->errstr[0] ? ac->errstr : "connection lost", 0);
+		return;
+	}
+	m->latency_us = now_us() - r->sent_us;
+	if (is_noscript(rep) && r->script >= 0 && m->state == MS_UP) {
+		/* Someone flushed the script cache: send the body, which also
+		 * loads it again for the EVALSHAs that follow. */
+		log_info("master %s: NOSCRIPT, sending script %d by EVAL", m->name, r->script);
+		if (send_req(m, r, 1) == 0)
+			return;
+		r->done = 1;
+		r->fn(m, NULL, r->arg);
+		mreq_put(r);
+		return;
+	}
+	r->fn(m, rep, r->arg);
+	mreq_put(r);
+	arm_timer(m);
+}
+
+static int send_req(struct master *m, struct mreq *r, int use_eval)
+{
+	const char *fixed[2];
+	const char **argv = r->argv;
+	const char *local[64];
+	const char **heap = NULL;
+	int rc;
+
+	if (r->script >= 0) {
+		const char *sha = script_sha((enum script_id)r->script);
+		if (!sha)
+			use_eval = 1;
+		fixed[0] = use_eval ? "EVAL" : "EVALSHA";
+		fixed[1] = use_eval ? script_body((enum script_id)r->script) : sha;
+		/* hiredis copies arguments into its output buffer right away,
+		 * so a temporary argv with the first two replaced serves. */
+		argv = r->argc <= 64 ? local : (heap = malloc(sizeof(*heap) * (size_t)r->argc));
+		size_t *lens = malloc(sizeof(*lens) * (size_t)r->argc);
+		if (!argv || !lens) {
+			free(heap);
+			free(lens);
+			return -1;
+		}
+		for (int i = 0; i < r->argc; i++) {
+			argv[i] = i < 2 ? fixed[i] : r->argv[i];
+			lens[i] = i < 2 ? strlen(fixed[i]) : r->argvlen[i];
+		}
+		rc = redisAsyncCommandArgv(m->ac, reply_cb, r, r->argc, argv, lens);
+		free(lens);
+		free(heap);
+	} else {
+		rc = redisAsyncCommandArgv(m->ac, reply_cb, r, r->argc, argv, r->argvlen);
+	}
+	if (rc != REDIS_OK)
+		return -1;
+	r->sent_us = now_us();
+	waitq_push(&m->inflight, &r->link);
+	if (m->inflight.len == 1)
+		arm_timer(m);
+	return 0;
+}
+
+static int call_any(struct master *m, int script, int argc, const char **argv,
+		    const size_t *argvlen, master_reply_fn *fn, void *arg)
+{
+	struct mreq *r;
+
+	if (!m->ac || m->state == MS_DOWN || m->state == MS_CONNECTING)
+		return -1;
+	if (!(r = mreq_get()))
+		return -1;
+	r->m = m;
+	r->fn = fn;
+	r->arg = arg;
+	r->script = script;
+	r->argc = argc;
+	r->argv = argv;
+	r->argvlen = argvlen;
+	if (send_req(m, r, 0) != 0) {
+		mreq_put(r);
+		return -1;
+	}
+	m->calls++;
+	return 0;
+}
+
+int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
+		master_reply_fn *fn, void *arg)
+{
+	if (m->state != MS_UP)
+		return -1;
+	return call_any(m, script, argc, argv, argvlen, fn, arg);
+}
+
+/* --- handshake: AUTH, SCRIPT LOAD, INFO server, marker --- */
+
+static const char *const load_argv[] = {"SCRIPT", "LOAD", NULL};
+
+static void hs_fail(struct master *m, redisReply *r, const char *what)
+{
+	char why[160];
+	snprintf(why, sizeof(why), "%s: %s", what,
+		 !r ? "no reply" : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	if (m->state == MS_HANDSHAKE)
+		master_drop(m, why, 1);
+}
+
+static void hs_auth_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		hs_fail(m, r, "AUTH");
+}
+
+static void hs_load_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (!r || r->type != REDIS_REPLY_STRING) {
+		hs_fail(m, r, "SCRIPT LOAD");
+		return;
+	}
+	script_set_sha((enum script_id)(intptr_t)arg, r->str, r->len);
+}
+
+static void sub_msg_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct master *m = ac->data;
+	redisReply *r = reply;
+
+	if (!m)
+		return;
+	if (!r) {
+		if (m->sub == ac) {
+			m->sub = NULL;
+			ac->data = NULL;
+			master_drop(m, "subscriber connection lost", 1);
+		}
+		return;
+	}
+	/* ["message", channel, key]; the subscribe confirmation is skipped. */
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+	    r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0 &&
+	    r->element[2]->type == REDIS_REPLY_STRING && opts.on_notice)
+		opts.on_notice(r->element[2]->str, r->element[2]->len);
+}
+
+static void sub_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct master *m = ac->data;
+	if (m && m->sub == ac) {
+		m->sub = NULL;
+		master_drop(m, "subscriber disconnected", 1);
+	}
+}
+
+static void sub_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct master *m = ac->data;
+	if (status != REDIS_OK && m && m->sub == ac) {
+		m->sub = NULL; /* hiredis frees it after this callback */
+		master_drop(m, "subscriber connect failed", 1);
+	}
+}
+
+static void start_subscriber(struct master *m)
+{
+	redisAsyncContext *s = redisAsyncConnect(m->addr.host, m->addr.port);
+	if (!s || s->err) {
+		if (s)
+			redisAsyncFree(s);
+		return; /* wake-ups fall back to the lease timers */
+	}
+	s->data = m;
+	redisLibeventAttach(s, base);
+	redisAsyncSetConnectCallback(s, sub_connect_cb);
+	redisAsyncSetDisconnectCallback(s, sub_disconnect_cb);
+	m->sub = s;
+	if (opts.password[0])
+		redisAsyncCommand(s, NULL, NULL, "AUTH %s", opts.password);
+	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s", channel);
+}
+
+static void go_up(struct master *m)
+{
+	set_state(m, MS_UP);
+	m->backoff_ms = 10;
+	m->last_error[0] = '\0';
+	if (m->exclude_until_us > now_us())
+		log_warn("master %s up, but restarted: it counts again in %lld ms", m->name,
+			 (long long)((m->exclude_until_us - now_us()) / 1000));
+	else
+		log_info("master %s up", m->name);
+	start_subscriber(m);
+	arm_timer(m);
+}
+
+static void hs_info_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (!r || r->type != REDIS_REPLY_STRING) {
+		hs_fail(m, r, "INFO");
+		return;
+	}
+	const char *p = strstr(r->str, "run_id:");
+	char id[48] = "";
+	if (p) {
+		size_t n = strcspn(p + 7, "\r\n");
+		if (n >= sizeof(id))
+			n = sizeof(id) - 1;
+		memcpy(id, p + 7, n);
+		id[n] = '\0';
+	}
+	/* A new run_id means the master restarted and may have lost keys:
+	 * it must not count until every lease it could have held ran out. */
+	if (m->run_id[0] && strcmp(m->run_id, id) != 0) {
+		m->exclude_until_us = now_us() + opts.exclusion_ms * 1000;
+		log_warn("master %s restarted (run_id %.8s -> %.8s): excluded for %lld ms",
+			 m->name, m->run_id, id, (long long)opts.exclusion_ms);
+	}
+	snprintf(m->run_id, sizeof(m->run_id), "%s", id);
+	if (m->state == MS_HANDSHAKE)
+		go_up(m);
+}
+
+static void connect_cb(const redisAsyncContext *cac, int status)
+{
+	struct master *m = cac->data;
+	redisAsyncContext *ac = (redisAsyncContext *)cac;
+
+	if (!m)
+		return;
+	if (status != REDIS_OK) {
+		m->ac = NULL; /* hiredis frees it after this callback */
+		ac->data = NULL;
+		master_drop(m, ac->errstr[0] ? ac->errstr : "connect failed", 0);
+		return;
+	}
+	set_state(m, MS_HANDSHAKE);
+	static size_t load_len[SCR_COUNT][3];
+	static const char *load_args[SCR_COUNT][3];
+	if (opts.password[0]) {
+		static const char *auth_argv[2];
+		static size_t auth_len[2];
+		auth_argv[0] = "AUTH";
+		auth_len[0] = 4;
+		auth_argv[1] = opts.password;
+		auth_len[1] = strlen(opts.password);
+		call_any(m, -1, 2, auth_argv, auth_len, hs_auth_cb, NULL);
+	}
+	for (int i = 0; i < SCR_COUNT; i++) {
+		load_args[i][0] = load_argv[0];
+		load_args[i][1] = load_argv[1];
+		load_args[i][2] = script_body((enum script_id)i);
+		for (int j = 0; j < 3; j++)
+			load_len[i][j] = strlen(load_args[i][j]);
+		call_any(m, -1, 3, load_args[i], load_len[i], hs_load_cb, (void *)(intptr_t)i);
+	}
+	static const char *info_argv[] = {"INFO", "server"};
+	static const size_t info_len[] = {4, 6};
+	call_any(m, -1, 2, info_argv, info_len, hs_info_cb, NULL);
+	arm_timer(m);
+}
+
+static void disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct master *m = ac->data;
+	if (!m || m->ac != ac)
+		return;
+	m->ac = NULL;
+	master_drop(m, ac->errstr[0] ? ac->errstr : "disconnected", 0);
+}
+
+static void start_connect(struct master *m)
+{
+	redisAsyncContext *ac = redisAsyncConnect(m->addr.host, m->addr.port);
+
+	if (!ac || ac->err) {
+		char why[160];
+		snprintf(why, sizeof(why), "connect: %s", ac ? ac->errstr : "out of memory");
+		if (ac)
+			redisAsyncFree(ac);
+		master_drop(m, why, 0);
+		return;
+	}
+	ac->data = m;
+	m->ac = ac;
+	redisLibeventAttach(ac, base);
+	redisAsyncSetConnectCallback(ac, connect_cb);
+	redisAsyncSetDisconnectCallback(ac, disconnect_cb);
+	m->reconnects++;
+	set_state(m, MS_CONNECTING);
+	arm_timer(m);
+}
+
+static void reconnect_cb(evutil_socket_t fd, short what, void *arg) { start_connect(arg); }
+
+int masters_init(struct event_base *b, char **names, int n, const struct master_opts *o)
+{
+	base = b;
+	opts = *o;
+	opts.password = strdup(o->password);
+	nmasters = n;
+	masters = calloc((size_t)n, sizeof(*masters));
+	if (!masters)
+		return -1;
+	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
+	snprintf(channel, sizeof(channel), "%s released", o->prefix);
+	for (int i = 0; i < n; i++) {
+		struct master *m = &masters[i];
+		m->idx = i;
+		m->name = strdup(names[i]);
+		if (addr_parse(names[i], 0, 0, &m->addr))
+			return -1;
+		waitq_init(&m->inflight);
+		m->timer = evtimer_new(base, timer_cb, m);
+		m->retry = evtimer_new(base, reconnect_cb, m);
+		m->backoff_ms = 10;
+		m->judged = 1;
+		start_connect(m);
+		m->reconnects = 0;
+	}
+	return 0;
+}
+
+void masters_set_opts(const struct master_opts *o)
+{
+	opts.timeout_ms = o->timeout_ms;
+	opts.reconnect_max_ms = o->reconnect_max_ms;
+	opts.exclusion_ms = o->exclusion_ms;
+}
+
+void masters_shutdown(void)
+{
+	for (int i = 0; i < nmasters; i++) {
+		struct master *m = &masters[i];
+		m->last_error[0] = 'x'; /* no "down" warning for our own shutdown */
+		event_del(m->retry);
+		if (m->ac || m->sub)
+			master_drop(m, "shutting down", 1);
+		event_del(m->retry);
+		event_free(m->retry);
+		event_free(m->timer);
+		free(m->name);
+	}
+	free((char *)opts.password);
+	free(masters);
+	masters = NULL;
+	nmasters = 0;
+	while (free_reqs) {
+		struct mreq *r = free_reqs;
+		free_reqs = r->next_free;
+		free(r);
+	}
+}
+
+int masters_count(void) { return nmasters; }
+
+struct master *master_get(int i) { return &masters[i]; }
+
+int master_counts(const struct master *m)
+{
+	return m->state == MS_UP && m->judged && m->exclude_until_us <= now_us();
+}
+
+int masters_counting(void)
+{
+	int n = 0;
+	for (int i = 0; i < nmasters; i++)
+		n += master_counts(&masters[i]);
+	return n;
+}
+
+int masters_up(void)
+{
+	int n = 0;
+	for (int i = 0; i < nmasters; i++)
+		n += masters[i].state == MS_UP;
+	return n;
+}

@@ -1,0 +1,82 @@
+/* master: one Redis master: a hiredis async connection on the libevent
+ * loop, its scripts, request timeouts, health, and reconnection. */
+#ifndef LOCKD_MASTER_H
+#define LOCKD_MASTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "scripts.h"
+#include "util.h"
+#include "waitq.h"
+
+struct event_base;
+struct master;
+
+enum master_state {
+	MS_DOWN,       /* no connection; a reconnect timer is armed */
+	MS_CONNECTING, /* TCP connect in flight */
+	MS_HANDSHAKE,  /* connected; AUTH, SCRIPT LOAD, INFO in flight: not used yet */
+	MS_UP,         /* answering; calls go to it */
+};
+
+/* reply is NULL when the master failed, timed out or went away. It is
+ * called exactly once for every master_call that returned 0, never
+ * from inside master_call itself. */
+typedef void master_reply_fn(struct master *m, redisReply *reply, void *arg);
+
+/* Released-key notices from the master's pub/sub channel. */
+typedef void master_notice_fn(const char *key, size_t klen);
+
+struct master_opts {
+	int64_t timeout_ms;
+	int64_t reconnect_max_ms;
+	int64_t exclusion_ms; /* a restarted master does not count for this long */
+	const char *password; /* "" for none */
+	const char *prefix;   /* key prefix, for the marker and channel */
+	master_notice_fn *on_notice;
+};
+
+struct master {
+	int idx;
+	char *name; /* "host:port" as configured */
+	struct addr addr;
+	enum master_state state;
+	struct redisAsyncContext *ac;  /* commands */
+	struct redisAsyncContext *sub; /* pub/sub subscriber */
+	struct waitq inflight;         /* struct mreq, in send order */
+	struct event *timer;           /* oldest request / connect deadline */
+	struct event *retry;           /* reconnect after backoff */
+	int64_t state_since_us;
+	int64_t backoff_ms;
+	int64_t exclude_until_us; /* 0: counts when up */
+	int judged;               /* startup marker check done (counts if up) */
+	int has_marker;
+	char run_id[48];
+	int64_t latency_us; /* last round trip */
+	uint64_t reconnects;
+	uint64_t calls, failures;
+	char last_error[128];
+};
+
+int masters_init(struct event_base *base, char **names, int n, const struct master_opts *o);
+void masters_set_opts(const struct master_opts *o);
+void masters_shutdown(void);
+int masters_count(void);
+struct master *master_get(int i);
+/* Up, judged, and past any restart exclusion: may count towards a majority. */
+int master_counts(const struct master *m);
+int masters_counting(void);
+int masters_up(void);
+const char *master_state_name(enum master_state s);
+
+/* Send a command. For a script, argv[0] and argv[1] are ignored and
+ * replaced by EVALSHA and its SHA (EVAL and the body after NOSCRIPT).
+ * argv and argvlen must stay valid until fn runs. Returns -1 (and fn will
+ * not run) when the master is not up. */
+int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
+		master_reply_fn *fn, void *arg);
+
+#endif

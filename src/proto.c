@@ -1,0 +1,242 @@
+/* proto: the text protocol's request parser (pure: no I/O, no allocation).
+ *
+ * Two passes over the tokens: syntax first (command, arity, option names),
+ * then keys and numbers left to right, so that a request with several
+ * faults gets ERR PROTOCOL if it has one, else the leftmost fault. */
+#include "config.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "proto.h"
+#include "util.h"
+
+#define MAX_TOKENS 8 /* the longest request, LOCK k WAIT n TTL n, has 6 */
+
+struct tok {
+	const char *p;
+	size_t n;
+};
+
+/* What follows the command name. */
+enum shape {
+	SH_NONE,     /* no argument */
+	SH_OPTWORD,  /* one optional word */
+	SH_WORD,     /* one required word */
+	SH_KEY,      /* a key */
+	SH_KEY_MS,   /* a key and a number */
+	SH_KEY_OPTS, /* a key and options */
+};
+
+enum opt {
+	OPT_WAIT = 1,
+	OPT_TTL = 2,
+};
+
+static const struct {
+	const char *name;
+	enum shape shape;
+	unsigned opts; /* OPT_* allowed for SH_KEY_OPTS */
+} cmds[CMD_COUNT] = {
+	[CMD_PING] = {"PING", SH_OPTWORD, 0},
+	[CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL},
+	[CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL},
+	[CMD_UNLOCK] = {"UNLOCK", SH_KEY, 0},
+	[CMD_EXTEND] = {"EXTEND", SH_KEY_MS, 0},
+	[CMD_STATUS] = {"STATUS", SH_KEY, 0},
+	[CMD_HELD] = {"HELD", SH_NONE, 0},
+	[CMD_STATS] = {"STATS", SH_NONE, 0},
+	[CMD_AUTH] = {"AUTH", SH_WORD, 0},
+	[CMD_QUIT] = {"QUIT", SH_NONE, 0},
+};
+
+const char *proto_cmd_name(enum cmd c) { return c < CMD_COUNT ? cmds[c].name : "?"; }
+
+const char *proto_err_name(enum proto_err e)
+{
+	static const char *const names[] = {"", "PROTOCOL", "ARG", "KEY"};
+	return names[e];
+}
+
+static int is_blank(char c) { return c == ' ' || c == '\t'; }
+
+static int tok_is(const struct tok *t, const char *word)
+{
+	return t->n == strlen(word) && strncasecmp(t->p, word, t->n) == 0;
+}
+
+static enum proto_err check_key(const struct tok *t, size_t max_key_len, const char **msg)
+{
+	if (t->n > max_key_len) {
+		*msg = "key is too long";
+		return PE_KEY;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		unsigned char c = (unsigned char)t->p[i];
+		if (c < 0x21 || c > 0x7e) {
+			*msg = "key must be printable ASCII (0x21-0x7E)";
+			return PE_KEY;
+		}
+	}
+	return PE_NONE;
+}
+
+static enum proto_err check_ms(const struct tok *t, uint32_t min, uint32_t *out, const char *what,
+			       const char **msg)
+{
+	uint64_t v;
+	if (parse_u64(t->p, t->n, PROTO_MS_MAX, &v) != 0 || v < min) {
+		*msg = what;
+		return PE_ARG;
+	}
+	*out = (uint32_t)v;
+	return PE_NONE;
+}
+
+enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, struct request *req,
+			   const char **msg)
+{
+	struct tok t[MAX_TOKENS + 1];
+	size_t nt = 0, i = 0;
+	enum proto_err e;
+
+	memset(req, 0, sizeof(*req));
+	if (len > 0 && line[len - 1] == '\r')
+		len--;
+	while (i < len) {
+		while (i < len && is_blank(line[i]))
+			i++;
+		if (i == len)
+			break;
+		size_t start = i;
+		while (i < len && !is_blank(line[i]))
+			i++;
+		if (nt == MAX_TOKENS + 1) {
+			*msg = "too many arguments";
+			return PE_PROTOCOL;
+		}
+		t[nt].p = line + start;
+		t[nt].n = i - start;
+		nt++;
+	}
+	if (nt == 0) {
+		*msg = "empty line";
+		return PE_PROTOCOL;
+	}
+
+	int c;
+	for (c = 0; c < CMD_COUNT; c++)
+		if (tok_is(&t[0], cmds[c].name))
+			break;
+	if (c == CMD_COUNT) {
+		*msg = "unknown command";
+		return PE_PROTOCOL;
+	}
+	req->cmd = (enum cmd)c;
+
+	/* Pass 1: syntax. */
+	const struct tok *wait = NULL, *ttl = NULL, *ms = NULL;
+	switch (cmds[c].shape) {
+	case SH_NONE:
+		if (nt > 1)
+			goto extra;
+		break;
+	case SH_OPTWORD:
+		if (nt > 2)
+			goto extra;
+		if (nt == 2) {
+			req->word = t[1].p;
+			req->wlen = t[1].n;
+		}
+		break;
+	case SH_WORD:
+		if (nt < 2) {
+			*msg = "missing argument";
+			return PE_PROTOCOL;
+		}
+		if (nt > 2)
+			goto extra;
+		req->word = t[1].p;
+		req->wlen = t[1].n;
+		break;
+	case SH_KEY:
+	case SH_KEY_MS:
+	case SH_KEY_OPTS:
+		if (nt < 2) {
+			*msg = "missing key";
+			return PE_PROTOCOL;
+		}
+		if (cmds[c].shape == SH_KEY) {
+			if (nt > 2)
+				goto extra;
+		} else if (cmds[c].shape == SH_KEY_MS) {
+			if (nt < 3) {
+				*msg = "missing milliseconds";
+				return PE_PROTOCOL;
+			}
+			if (nt > 3)
+				goto extra;
+			ms = &t[2];
+		} else {
+			for (size_t j = 2; j < nt; j += 2) {
+				const struct tok **slot;
+				if ((cmds[c].opts & OPT_WAIT) && tok_is(&t[j], "WAIT"))
+					slot = &wait;
+				else if ((cmds[c].opts & OPT_TTL) && tok_is(&t[j], "TTL"))
+					slot = &ttl;
+				else {
+					*msg = "unknown option";
+					return PE_PROTOCOL;
+				}
+				if (*slot) {
+					*msg = "option given twice";
+					return PE_PROTOCOL;
+				}
+				if (j + 1 >= nt) {
+					*msg = "missing option value";
+					return PE_PROTOCOL;
+				}
+				*slot = &t[j + 1];
+			}
+		}
+		break;
+	}
+	if (nt > MAX_TOKENS)
+		goto extra;
+
+	/* Pass 2: key and numbers, left to right (key always comes first). */
+	if (cmds[c].shape >= SH_KEY) {
+		if ((e = check_key(&t[1], max_key_len, msg)) != PE_NONE)
+			return e;
+		req->key = t[1].p;
+		req->klen = t[1].n;
+	}
+	if (ms && (e = check_ms(ms, 1, &req->ttl_ms, "ms must be 1 to 2147483647", msg)) != PE_NONE)
+		return e;
+	const struct tok *first = wait, *second = ttl;
+	if (wait && ttl && ttl < wait) {
+		first = ttl;
+		second = wait;
+	}
+	for (int k = 0; k < 2; k++) {
+		const struct tok *o = k == 0 ? first : second;
+		if (!o)
+			continue;
+		if (o == wait) {
+			if ((e = check_ms(o, 0, &req->wait_ms, "WAIT must be 0 to 2147483647 ms",
+					  msg)) != PE_NONE)
+				return e;
+			req->has_wait = 1;
+		} else {
+			if ((e = check_ms(o, 1, &req->ttl_ms, "TTL must be 1 to 2147483647 ms",
+					  msg)) != PE_NONE)
+				return e;
+			req->has_ttl = 1;
+		}
+	}
+	return PE_NONE;
+
+extra:
+	*msg = "extra argument";
+	return PE_PROTOCOL;
+}

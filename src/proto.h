@@ -1,0 +1,51 @@
+/* proto: the text protocol's request parser (pure: no I/O, no allocation). */
+#ifndef LOCKD_PROTO_H
+#define LOCKD_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cmd {
+	CMD_PING,    /* PING [word] */
+	CMD_LOCK,    /* LOCK key [WAIT ms] [TTL ms] */
+	CMD_TRYLOCK, /* TRYLOCK key [TTL ms] */
+	CMD_UNLOCK,  /* UNLOCK key */
+	CMD_EXTEND,  /* EXTEND key ms */
+	CMD_STATUS,  /* STATUS key */
+	CMD_HELD,    /* HELD */
+	CMD_STATS,   /* STATS */
+	CMD_AUTH,    /* AUTH password */
+	CMD_QUIT,    /* QUIT */
+	CMD_COUNT
+};
+
+/* Reply error classes, as on the wire after "ERR ". */
+enum proto_err {
+	PE_NONE,
+	PE_PROTOCOL,
+	PE_ARG,
+	PE_KEY,
+};
+
+#define PROTO_MS_MAX 2147483647u
+
+struct request {
+	enum cmd cmd;
+	const char *key; /* points into the parsed line */
+	size_t klen;
+	const char *word; /* PING word or AUTH password; NULL if none */
+	size_t wlen;
+	int has_wait, has_ttl;
+	uint32_t wait_ms; /* LOCK WAIT */
+	uint32_t ttl_ms;  /* LOCK/TRYLOCK TTL, EXTEND ms */
+};
+
+/* Parse one line (without its '\n'; a trailing '\r' is dropped here).
+ * On error returns the class and sets *msg to the text after "ERR CODE ". */
+enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, struct request *req,
+			   const char **msg);
+
+const char *proto_cmd_name(enum cmd c);
+const char *proto_err_name(enum proto_err e);
+
+#endif

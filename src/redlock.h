@@ -1,0 +1,82 @@
+/* redlock: one quorum call across all masters: fan out, count the
+ * answers of the masters that count, decide, and undo on failure. */
+#ifndef LOCKD_REDLOCK_H
+#define LOCKD_REDLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg.h"
+#include "util.h"
+
+enum rl_result {
+	RL_OK,     /* a majority of counting masters said yes in time */
+	RL_BUSY,   /* a majority answered, but another token holds the key */
+	RL_QUORUM, /* no majority answered in time */
+};
+
+struct rl_call;
+typedef void rl_done_fn(struct rl_call *c, void *owner);
+
+/* Per-key outcome of a renewal batch. */
+struct rl_renew_item {
+	const char *key; /* lock key without prefix */
+	size_t klen;
+	const char *token;
+	void *owner; /* caller's handle */
+	uint64_t grant_id;
+	int yes; /* counting masters that hold it for us now */
+};
+
+/* What an acquire (and a handoff) reports. */
+struct rl_grant {
+	enum rl_result result;
+	uint64_t fence;
+	int64_t start_us;    /* when the call started: leases run from here */
+	int64_t validity_us; /* deadline (monotonic) before which the lock is ours */
+	int64_t pttl_ms;     /* RL_BUSY: the longest lease left on a master, or -1 */
+};
+
+struct event_base;
+void redlock_init(struct event_base *base, const char *prefix, double drift_factor);
+void redlock_shutdown(void);
+void redlock_set_drift(double drift_factor);
+
+/* Acquire key with token for lease_ms. With old_token, swap our own lock
+ * to the new token in the same round (a handoff): each master that
+ * answers has then dropped old_token, which release_done learns. done
+ * runs once with the grant; release_done (if set) once with the release
+ * verdict: RL_OK when a majority answered, RL_QUORUM when it cannot. */
+struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
+			   const char *old_token, rl_done_fn *done, rl_done_fn *release_done,
+			   void *owner);
+const struct rl_grant *rl_grant_of(const struct rl_call *c);
+
+/* Compare-and-delete on every master. done (if set) runs once: RL_OK once
+ * a majority of counting masters answered, RL_QUORUM once they cannot. */
+struct rl_call *rl_release(const char *key, size_t klen, const char *token, rl_done_fn *done,
+			   void *owner);
+enum rl_result rl_result_of(const struct rl_call *c);
+
+/* Renew (and write back where missing) items for lease_ms, one script
+ * per master for all of them. done runs once after every master answered
+ * or failed; items[i].yes then holds the count. The call owns items
+ * (malloc'ed by the caller) and frees them after done. */
+struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
+			 void *owner);
+struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n);
+int64_t rl_start_us(const struct rl_call *c);
+
+/* PTTL of the key on every master; done after all answered: held is set
+ * when a majority of counting masters have it, ttl is its remaining
+ * lease there. */
+struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *owner);
+void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms);
+
+/* The owner goes away: its callbacks will not run; the call finishes
+ * (and undoes a failed acquire) on its own. */
+void rl_detach(struct rl_call *c, void *owner);
+/* Calls not finished yet (shutdown waits for the releases). */
+int rl_inflight(void);
+
+#endif

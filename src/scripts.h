@@ -1,0 +1,18 @@
+/* scripts: the Lua scripts lockd runs on every master, and their SHA1s. */
+#ifndef LOCKD_SCRIPTS_H
+#define LOCKD_SCRIPTS_H
+
+enum script_id {
+	SCR_ACQUIRE, /* set the lock if free (or ours to swap), bump the fence */
+	SCR_RELEASE, /* compare-and-delete, then announce the release */
+	SCR_RENEW,   /* extend each key we hold, write back each we lost */
+	SCR_RAISE,   /* raise a fence counter to at least a value */
+	SCR_COUNT
+};
+
+const char *script_body(enum script_id id);
+/* The SHA1 as the masters report it, or NULL until one has loaded it. */
+const char *script_sha(enum script_id id);
+void script_set_sha(enum script_id id, const char *sha, size_t len);
+
+#endif

@@ -1,0 +1,351 @@
+/* session: one client connection.
+ *
+ * Requests are answered one at a time, in order. While one waits (in a
+ * key's queue or on a quorum call) the session is SS_BLOCKED and later
+ * lines simply stay in the input buffer, which is the request queue. A
+ * session handles at most limits.reqs_per_event requests per turn and
+ * then yields, so that one pipelining client cannot starve the others. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "log.h"
+#include "proto.h"
+#include "redlock.h"
+#include "session.h"
+#include "stats.h"
+
+static struct waitq all_sessions;
+static const struct config *cfg;
+static uint64_t next_id;
+
+#define READ_HIGH_WATER (256 * 1024) /* stop reading a client this far ahead */
+#define CLOSE_FLUSH_SECS 5           /* give a closing client this long to read */
+
+static void process(struct session *s);
+static void session_close(struct session *s);
+
+void sessions_set_cfg(const struct config *c)
+{
+	if (!cfg)
+		waitq_init(&all_sessions);
+	cfg = c;
+}
+
+static void session_free(struct session *s)
+{
+	waitq_remove(&all_sessions, &s->all);
+	bufferevent_free(s->bev);
+	event_free(s->resume);
+	free(s->key);
+	free(s);
+}
+
+static void vline(struct session *s, const char *fmt, va_list ap)
+{
+	struct evbuffer *out = bufferevent_get_output(s->bev);
+	evbuffer_add_vprintf(out, fmt, ap);
+	evbuffer_add(out, "\r\n", 2);
+}
+
+void session_line(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+	if (s->state == SS_CLOSING)
+		return;
+	va_start(ap, fmt);
+	vline(s, fmt, ap);
+	va_end(ap);
+}
+
+void session_reply(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+	if (s->state != SS_BLOCKED)
+		return; /* closing: nobody to answer */
+	va_start(ap, fmt);
+	vline(s, fmt, ap);
+	va_end(ap);
+	s->state = SS_READING;
+	/* Go on from the loop, never from inside the caller's callback. */
+	event_active(s->resume, EV_TIMEOUT, 0);
+}
+
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	if (s->state == SS_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0)
+			session_free(s);
+		return;
+	}
+	if (s->eof && s->state == SS_BLOCKED && lt_waiting(s)) {
+		session_close(s); /* its LOCK started to wait after the peer left */
+		return;
+	}
+	process(s);
+}
+
+void session_poke(struct session *s) { event_active(s->resume, EV_TIMEOUT, 0); }
+
+/* End the session: cancel its wait, release its locks, then close once
+ * the output has been written (or CLOSE_FLUSH_SECS passed). */
+static void session_close(struct session *s)
+{
+	if (s->state == SS_CLOSING)
+		return;
+	s->state = SS_CLOSING;
+	stats.clients--;
+	lt_session_end(s);
+	bufferevent_disable(s->bev, EV_READ);
+	struct timeval tv = {CLOSE_FLUSH_SECS, 0};
+	bufferevent_set_timeouts(s->bev, NULL, &tv);
+	event_active(s->resume, EV_TIMEOUT, 0);
+}
+
+static void copy_key(struct session *s, const struct request *r)
+{
+	if (r->klen + 1 > s->keycap) {
+		char *k = realloc(s->key, r->klen + 1);
+		if (!k)
+			abort();
+		s->key = k;
+		s->keycap = r->klen + 1;
+	}
+	memcpy(s->key, r->key, r->klen);
+	s->key[r->klen] = '\0';
+	s->klen = r->klen;
+}
+
+static int auth_ok(const char *pw, size_t len)
+{
+	size_t n = strlen(cfg->password);
+	unsigned char d = (unsigned char)(n != len);
+	/* Compare in time independent of where the first difference is. */
+	for (size_t i = 0; i < len; i++)
+		d |= (unsigned char)(pw[i] ^ cfg->password[i < n ? i : 0]);
+	return d == 0 && n > 0;
+}
+
+/* Handle one request line. Leaves s SS_READING when answered at once,
+ * SS_BLOCKED when the answer comes later. */
+static void handle(struct session *s, const char *line, size_t len)
+{
+	struct request r;
+	const char *msg;
+	enum proto_err e = proto_parse(line, len, (size_t)cfg->max_key_len, &r, &msg);
+
+	s->state = SS_BLOCKED;
+	s->req_us = now_us();
+	if (e != PE_NONE) {
+		stats.protocol_errors++;
+		session_reply(s, "ERR %s %s", proto_err_name(e), msg);
+		return;
+	}
+	if (!s->authed && r.cmd != CMD_AUTH && r.cmd != CMD_PING && r.cmd != CMD_QUIT) {
+		session_reply(s, "ERR NOAUTH authenticate with AUTH first");
+		return;
+	}
+	if (r.key) {
+		copy_key(s, &r);
+		r.key = s->key;
+	}
+	switch (r.cmd) {
+	case CMD_PING:
+		if (r.word) {
+			char w[128];
+			str_sanitize(w, sizeof(w), r.word, r.wlen);
+			session_reply(s, "PONG %s", w);
+		} else {
+			session_reply(s, "PONG");
+		}
+		break;
+	case CMD_LOCK:
+	case CMD_TRYLOCK:
+		lt_lock(s, &r);
+		break;
+	case CMD_UNLOCK:
+		lt_unlock(s, r.key, r.klen);
+		break;
+	case CMD_EXTEND:
+		lt_extend(s, r.key, r.klen, r.ttl_ms);
+		break;
+	case CMD_STATUS:
+		lt_status(s, r.key, r.klen);
+		break;
+	case CMD_HELD:
+		lt_held(s);
+		break;
+	case CMD_STATS:
+		stats_write(bufferevent_get_output(s->bev), locktab_keys());
+		session_reply(s, "END");
+		break;
+	case CMD_AUTH:
+		if (!cfg->password[0]) {
+			session_reply(s, "ERR AUTH no password is configured");
+		} else if (auth_ok(r.word, r.wlen)) {
+			s->authed = 1;
+			session_reply(s, "OK");
+		} else {
+			session_reply(s, "ERR AUTH wrong password");
+		}
+		break;
+	case CMD_QUIT:
+		session_reply(s, "OK");
+		session_close(s);
+		break;
+	case CMD_COUNT:
+		break;
+	}
+}
+
+static void too_long(struct session *s)
+{
+	stats.protocol_errors++;
+	s->state = SS_BLOCKED;
+	session_reply(s, "ERR PROTOCOL line too long");
+	session_close(s);
+}
+
+static void process(struct session *s)
+{
+	struct evbuffer *in = bufferevent_get_input(s->bev);
+	size_t max = (size_t)cfg->max_line;
+	int64_t n = 0;
+
+	while (s->state == SS_READING) {
+		size_t len = evbuffer_get_length(in);
+		if (len == 0)
+			break;
+		if (n++ >= cfg->reqs_per_event) {
+			event_active(s->resume, EV_TIMEOUT, 0); /* yield to others */
+			return;
+		}
+		/* Look for the end of the line only as far as a legal line goes. */
+		struct evbuffer_ptr end;
+		size_t span = len < max + 2 ? len : max + 2;
+		if (evbuffer_ptr_set(in, &end, span, EVBUFFER_PTR_SET) != 0)
+			break;
+		struct evbuffer_ptr p = evbuffer_search_range(in, "\n", 1, NULL, &end);
+		if (p.pos < 0) {
+			unsigned char last = 0;
+			if (len == max + 1) {
+				struct evbuffer_ptr lp;
+				evbuffer_ptr_set(in, &lp, len - 1, EVBUFFER_PTR_SET);
+				evbuffer_copyout_from(in, &lp, &last, 1);
+			}
+			/* More than max bytes of content with no line end yet
+			 * (one '\r' may still be the start of "\r\n"). */
+			if (len > max + 1 || (len == max + 1 && last != '\r')) {
+				too_long(s);
+				return;
+			}
+			break;
+		}
+		size_t ll = (size_t)p.pos, content = ll;
+		unsigned char *line = evbuffer_pullup(in, (ssize_t)ll + 1);
+		if (content > 0 && line[content - 1] == '\r')
+			content--;
+		if (content > max) {
+			too_long(s);
+			return;
+		}
+		handle(s, (const char *)line, ll);
+		evbuffer_drain(in, ll + 1);
+		if (s->eof && s->state == SS_BLOCKED && lt_waiting(s)) {
+			session_close(s);
+			return;
+		}
+	}
+	if (s->eof && s->state == SS_READING &&
+	    evbuffer_search(in, "\n", 1, NULL).pos < 0)
+		session_close(s); /* everything read has been answered */
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	if (s->state == SS_READING)
+		process(s);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	if (s->state == SS_CLOSING)
+		session_free(s);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+
+	if (s->state == SS_CLOSING) {
+		session_free(s); /* write error or flush timeout */
+		return;
+	}
+	if (what & BEV_EVENT_EOF) {
+		s->eof = 1;
+		/* A waiting LOCK is cancelled without a reply, with every
+		 * request behind it; anything else in progress is answered. */
+		if (s->state == SS_BLOCKED && lt_waiting(s)) {
+			session_close(s);
+			return;
+		}
+		if (s->state == SS_READING)
+			process(s);
+		return;
+	}
+	log_debug("session %llu: connection error", (unsigned long long)s->id);
+	session_close(s);
+}
+
+struct session *session_new(struct event_base *base, int fd, const char *peer)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	s->resume = event_new(base, -1, 0, resume_cb, s);
+	if (!s->bev || !s->resume) {
+		if (s->bev)
+			bufferevent_free(s->bev);
+		if (s->resume)
+			event_free(s->resume);
+		free(s);
+		return NULL;
+	}
+	s->id = ++next_id;
+	s->authed = cfg->password[0] == '\0';
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	waitq_init(&s->locks);
+	s->w.s = s;
+	bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
+	bufferevent_setwatermark(s->bev, EV_READ, 0, READ_HIGH_WATER + (size_t)cfg->max_line);
+	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+	waitq_push(&all_sessions, &s->all);
+	stats.clients++;
+	stats.clients_total++;
+	return s;
+}
+
+void sessions_close_all(void)
+{
+	struct wq_link *l;
+	while ((l = waitq_first(&all_sessions))) {
+		struct session *s = wq_entry(l, struct session, all);
+		if (s->state != SS_CLOSING) {
+			s->state = SS_CLOSING;
+			stats.clients--;
+			lt_session_end(s);
+		}
+		session_free(s);
+	}
+}

@@ -1,0 +1,156 @@
+/* stats: process-wide counters for STATS and /metrics. */
+#include "config.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "master.h"
+#include "stats.h"
+
+struct stats stats;
+
+#define NBUCKETS 24 /* 1 us .. 2^23 us (8 s) */
+static uint64_t hist[HIST_COUNT][NBUCKETS + 1];
+static uint64_t hist_sum[HIST_COUNT];
+static uint64_t hist_count[HIST_COUNT];
+
+void stats_observe(enum hist_id h, int64_t us)
+{
+	int b = 0;
+	while (b < NBUCKETS && (1LL << b) < us)
+		b++;
+	hist[h][b]++;
+	hist_sum[h] += (uint64_t)(us > 0 ? us : 0);
+	hist_count[h]++;
+}
+
+struct field {
+	const char *name;
+	const char *help;
+	const uint64_t *v;
+};
+
+static const struct field counters[] = {
+	{"clients", "Connected clients", &stats.clients},
+	{"clients_total", "Clients accepted since start", &stats.clients_total},
+	{"rejected_clients", "Connections refused at max_clients", &stats.rejected_clients},
+	{"sessions_waiting", "Sessions waiting in a LOCK", &stats.sessions_waiting},
+	{"locks_held", "Locks held by sessions of this lockd", &stats.locks_held},
+	{"grants", "Locks granted", &stats.grants},
+	{"handoffs", "Locks handed directly to the next waiter", &stats.handoffs},
+	{"busy", "TRYLOCK answered BUSY", &stats.busy},
+	{"timeouts", "LOCK answered TIMEOUT", &stats.timeouts},
+	{"lost", "LOST events sent", &stats.lost},
+	{"quorum_failures", "Quorum calls without a majority", &stats.quorum_failures},
+	{"releases", "Release calls sent to the masters", &stats.releases},
+	{"renewals", "Lock renewals that reached a majority", &stats.renewals},
+	{"renewal_failures", "Lock renewals that did not", &stats.renewal_failures},
+	{"renew_batches", "Renewal rounds (one script per master each)", &stats.renew_batches},
+	{"fence_writebacks", "Grants whose fence had to be written back", &stats.fence_writebacks},
+	{"protocol_errors", "Requests answered ERR PROTOCOL, ARG or KEY", &stats.protocol_errors},
+};
+#define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
+
+static const char *const master_fields[] = {"addr",	"state",      "counts",
+					    "latency_us", "reconnects", "last_error"};
+
+void stats_print_fields(void)
+{
+	printf("pid\nversion\nuptime_ms\nkeys\n");
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		printf("%s\n", counters[i].name);
+	printf("masters\nmasters_up\nmasters_counting\n");
+	for (size_t i = 0; i < sizeof(master_fields) / sizeof(master_fields[0]); i++)
+		printf("master.<i>.%s\n", master_fields[i]);
+}
+
+void stats_write(struct evbuffer *out, uint64_t keys)
+{
+	evbuffer_add_printf(out, "STAT pid %ld\r\nSTAT version %s\r\nSTAT uptime_ms %lld\r\n",
+			    (long)getpid(), PACKAGE_VERSION,
+			    (long long)((now_us() - stats.started_us) / 1000));
+	evbuffer_add_printf(out, "STAT keys %llu\r\n", (unsigned long long)keys);
+	for (size_t i = 0; i < NCOUNTERS; i++)
+		evbuffer_add_printf(out, "STAT %s %llu\r\n", counters[i].name,
+				    (unsigned long long)*counters[i].v);
+	evbuffer_add_printf(out, "STAT masters %d\r\nSTAT masters_up %d\r\nSTAT masters_counting %d\r\n",
+			    masters_count(), masters_up(), masters_counting());
+	for (int i = 0; i < masters_count(); i++) {
+		struct master *m = master_get(i);
+		evbuffer_add_printf(out,
+				    "STAT master.%d.addr %s\r\nSTAT master.%d.state %s\r\n"
+				    "STAT master.%d.counts %d\r\nSTAT master.%d.latency_us %lld\r\n"
+				    "STAT master.%d.reconnects %llu\r\nSTAT master.%d.last_error %s\r\n",
+				    i, m->name, i, master_state_name(m->state), i, master_counts(m), i,
+				    (long long)m->latency_us, i, (unsigned long long)m->reconnects, i,
+				    m->last_error[0] ? m->last_error : "-");
+	}
+}
+
+void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
+{
+	static const char *const hnames[HIST_COUNT] = {"acquire", "handoff"};
+
+	evbuffer_add_printf(out,
+			    "# HELP lockd_uptime_seconds Seconds since start\n"
+			    "# TYPE lockd_uptime_seconds gauge\nlockd_uptime_seconds %.3f\n",
+			    (double)(now_us() - stats.started_us) / 1e6);
+	evbuffer_add_printf(out,
+			    "# HELP lockd_keys Keys in the lock table\n# TYPE lockd_keys gauge\n"
+			    "lockd_keys %llu\n",
+			    (unsigned long long)keys);
+	for (size_t i = 0; i < NCOUNTERS; i++) {
+		const char *name = counters[i].name;
+		int gauge = counters[i].v == &stats.clients || counters[i].v == &stats.locks_held ||
+			    counters[i].v == &stats.sessions_waiting;
+		evbuffer_add_printf(out, "# HELP lockd_%s%s %s\n# TYPE lockd_%s%s %s\nlockd_%s%s %llu\n",
+				    name, gauge ? "" : "_total", counters[i].help, name,
+				    gauge ? "" : "_total", gauge ? "gauge" : "counter", name,
+				    gauge ? "" : "_total", (unsigned long long)*counters[i].v);
+	}
+	evbuffer_add_printf(out, "# HELP lockd_master_up 1 if the master answers\n"
+				 "# TYPE lockd_master_up gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_up{master=\"%s\"} %d\n", master_get(i)->name,
+				    master_get(i)->state == MS_UP);
+	evbuffer_add_printf(out, "# HELP lockd_master_counts 1 if the master counts towards a "
+				 "majority\n# TYPE lockd_master_counts gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_counts{master=\"%s\"} %d\n",
+				    master_get(i)->name, master_counts(master_get(i)));
+	evbuffer_add_printf(out, "# HELP lockd_master_latency_seconds Last round trip\n"
+				 "# TYPE lockd_master_latency_seconds gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_latency_seconds{master=\"%s\"} %.6f\n",
+				    master_get(i)->name, (double)master_get(i)->latency_us / 1e6);
+	evbuffer_add_printf(out, "# HELP lockd_master_reconnects_total Reconnects\n"
+				 "# TYPE lockd_master_reconnects_total counter\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_reconnects_total{master=\"%s\"} %llu\n",
+				    master_get(i)->name,
+				    (unsigned long long)master_get(i)->reconnects);
+	for (int h = 0; h < HIST_COUNT; h++) {
+		uint64_t cum = 0;
+		evbuffer_add_printf(out,
+				    "# HELP lockd_%s_seconds Latency of %s\n"
+				    "# TYPE lockd_%s_seconds histogram\n",
+				    hnames[h],
+				    h == HIST_ACQUIRE ? "grants (request to OK)"
+						      : "handoffs (release to next OK)",
+				    hnames[h]);
+		for (int b = 0; b < NBUCKETS; b++) {
+			cum += hist[h][b];
+			evbuffer_add_printf(out, "lockd_%s_seconds_bucket{le=\"%g\"} %llu\n",
+					    hnames[h], (double)(1LL << b) / 1e6,
+					    (unsigned long long)cum);
+		}
+		evbuffer_add_printf(out,
+				    "lockd_%s_seconds_bucket{le=\"+Inf\"} %llu\n"
+				    "lockd_%s_seconds_sum %.6f\nlockd_%s_seconds_count %llu\n",
+				    hnames[h], (unsigned long long)hist_count[h], hnames[h],
+				    (double)hist_sum[h] / 1e6, hnames[h],
+				    (unsigned long long)hist_count[h]);
+	}
+}

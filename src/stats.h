@@ -1,0 +1,43 @@
+/* stats: process-wide counters for STATS and /metrics. */
+#ifndef LOCKD_STATS_H
+#define LOCKD_STATS_H
+
+#include <stdint.h>
+
+struct evbuffer;
+
+struct stats {
+	int64_t started_us;
+	uint64_t clients;        /* connected now */
+	uint64_t clients_total;  /* accepted since start */
+	uint64_t sessions_waiting;
+	uint64_t locks_held;     /* keys held by sessions of this lockd */
+	uint64_t grants;
+	uint64_t handoffs;       /* grants passed directly from holder to waiter */
+	uint64_t busy;
+	uint64_t timeouts;
+	uint64_t lost;
+	uint64_t quorum_failures;
+	uint64_t releases;
+	uint64_t renewals;        /* lock renewals that reached a majority */
+	uint64_t renewal_failures;
+	uint64_t renew_batches;   /* renewal round trips (one script per master) */
+	uint64_t fence_writebacks;
+	uint64_t protocol_errors;
+	uint64_t rejected_clients;
+};
+
+extern struct stats stats;
+
+/* Latency histograms (microseconds, powers of two) for /metrics. */
+enum hist_id { HIST_ACQUIRE, HIST_HANDOFF, HIST_COUNT };
+void stats_observe(enum hist_id h, int64_t us);
+
+/* Append "STAT name value\r\n" lines (no END). keys: current table size. */
+void stats_write(struct evbuffer *out, uint64_t keys);
+/* Prometheus text exposition. */
+void stats_write_prometheus(struct evbuffer *out, uint64_t keys);
+/* Every STATS field name, one per line (per-master ones with <i>). */
+void stats_print_fields(void);
+
+#endif
