@@ -55,6 +55,17 @@ static const char *v_mode(const char *s)
 	for (size_t i = 0; i < n; i++)
 		if (s[i] < '0' || s[i] > '7')
 			return "must be octal digits, e.g. \"0660\"";
+	if (strtol(s, NULL, 8) > 0777)
+		return "must be 0000 to 0777 (no setuid, setgid or sticky bits)";
+	return NULL;
+}
+
+/* AUTH takes one token, so a password with blanks could never be sent. */
+static const char *v_password(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+			return "must be printable ASCII without spaces";
 	return NULL;
 }
 
@@ -88,7 +99,7 @@ static const char *v_optaddr(const char *s)
 static const struct ckey keys[] = {
 	{"listen", CT_LIST, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
 	{"unix_socket_mode", CT_STR, OFF(unix_socket_mode), 0, 1, 4, v_mode},
-	{"password", CT_STR, OFF(password), 0, 0, 256, NULL},
+	{"password", CT_STR, OFF(password), 0, 0, 256, v_password},
 	{"log_level", CT_STR, OFF(log_level), 0, 1, 16, v_level},
 	{"log_target", CT_STR, OFF(log_target), 0, 1, 16, v_target},
 	{"redis", CT_SECTION, 0, 0, 0, 0, NULL},
@@ -244,7 +255,7 @@ static int check_str(struct loader *l, const struct ckey *k, const char *v, size
 {
 	if (memchr(v, '\0', len))
 		return fail(l, m, "%s: NUL byte in string", k->name);
-	if ((double)len < k->min || (double)len > k->max)
+	if (k->type == CT_STR && ((double)len < k->min || (double)len > k->max))
 		return fail(l, m, "%s: length must be %g to %g bytes", k->name, k->min, k->max);
 	if (k->check) {
 		const char *why = k->check(v);

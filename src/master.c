@@ -43,6 +43,7 @@ static struct master_opts opts;
 static char marker_key[128];
 static char channel[128];
 static struct mreq *free_reqs;
+static int shutting_down; /* our own close: no "down" warnings */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
@@ -105,7 +106,9 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 	struct redisAsyncContext *ac = m->ac, *sub = m->sub;
 	struct wq_link *l;
 
-	if (m->state == MS_UP || (m->state != MS_DOWN && m->last_error[0] == '\0'))
+	if (shutting_down)
+		log_debug("master %s: closed", m->name);
+	else if (m->state == MS_UP || (m->state != MS_DOWN && m->last_error[0] == '\0'))
 		log_warn("master %s down: %s", m->name, why);
 	else
 		log_debug("master %s: %s", m->name, why);
@@ -513,9 +516,9 @@ void masters_set_opts(const struct master_opts *o)
 
 void masters_shutdown(void)
 {
+	shutting_down = 1;
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
-		m->last_error[0] = 'x'; /* no "down" warning for our own shutdown */
 		event_del(m->retry);
 		if (m->ac || m->sub)
 			master_drop(m, "shutting down", 1);
