@@ -80,7 +80,8 @@ static struct event *wd_timer;
 static int wd_retry_soon;
 static int shutting_down;
 
-#define RENEW_BATCH 512 /* keys per renewal script */
+#define RENEW_BATCH 512    /* keys per renewal script */
+#define HANDOFF_YIELD_MS 5 /* after handoff_limit handoffs, remote waiters go first */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
@@ -408,6 +409,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 		if (rs)
 			rs->rel_lk = NULL;
 	}
+	int yield = l && lk->handoffs >= (uint32_t)cfg->handoff_limit;
 	lk->handoffs = 0;
 	struct rl_call *c = rl_release(lk->key, lk->node.klen, old, rs ? released : NULL, rs);
 	if (rs) {
@@ -416,6 +418,10 @@ static void release_key(struct lkey *lk, struct session *rs)
 		else
 			session_reply(rs, "ERR LIMIT out of memory");
 	}
+	if (yield && !lk->retry_armed && !shutting_down)
+		/* Let waiters on other lockd instances, woken by the release
+		 * notice, ask first; ours asks a moment later. */
+		schedule_retry(lk, HANDOFF_YIELD_MS);
 	kick(lk);
 	lk_maybe_free(lk);
 }

@@ -36,6 +36,8 @@ struct mreq {
 	struct mreq *next_free;
 };
 
+#define MAX_INFLIGHT 100000 /* requests queued to one master, at most */
+
 static struct event_base *base;
 static struct master *masters;
 static int nmasters;
@@ -43,7 +45,8 @@ static struct master_opts opts;
 static char marker_key[128];
 static char channel[128];
 static struct mreq *free_reqs;
-static int shutting_down; /* our own close: no "down" warnings */
+static int shutting_down;   /* our own close: no "down" warnings */
+static int startup_judging; /* markers not judged yet (see judge) */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
@@ -255,6 +258,8 @@ static int call_any(struct master *m, int script, int argc, const char **argv,
 
 	if (!m->ac || m->state == MS_DOWN || m->state == MS_CONNECTING)
 		return -1;
+	if (m->inflight.len >= MAX_INFLIGHT)
+		return -1; /* a master this far behind counts as a no */
 	if (!(r = mreq_get()))
 		return -1;
 	r->m = m;
@@ -366,17 +371,107 @@ static void start_subscriber(struct master *m)
 	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s", channel);
 }
 
+static void marker_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (r && r->type != REDIS_REPLY_ERROR)
+		m->has_marker = 1;
+}
+
+/* The marker says "this master has counted, so it holds lockd's data". It
+ * is written only once a master counts, never before. */
+static void write_marker(struct master *m)
+{
+	static const char *argv[3];
+	static size_t len[3];
+	argv[0] = "SET";
+	len[0] = 3;
+	argv[1] = marker_key;
+	len[1] = strlen(marker_key);
+	argv[2] = "1";
+	len[2] = 1;
+	if (!m->has_marker)
+		call_any(m, -1, 3, argv, len, marker_cb, NULL);
+}
+
+static void exclude(struct master *m, const char *why)
+{
+	m->exclude_until_us = now_us() + opts.exclusion_ms * 1000;
+	log_warn("master %s %s: it does not count for %lld ms (redis.restart_exclusion_ms)",
+		 m->name, why, (long long)opts.exclusion_ms);
+	struct timeval tv = {(time_t)(opts.exclusion_ms / 1000),
+			     (suseconds_t)(opts.exclusion_ms % 1000) * 1000};
+	event_add(m->rejoin, &tv);
+}
+
+/* At startup nothing tells a master that restarted empty from a new one
+ * but the marker on the others. Judge the doubtful ones together: a
+ * majority with the marker means the others lost their data; more than
+ * N - majority without it means a new deployment. */
+static void judge(void)
+{
+	int maj = nmasters / 2 + 1, with = 0, without = 0;
+
+	if (!startup_judging)
+		return;
+	for (int i = 0; i < nmasters; i++) {
+		struct master *m = &masters[i];
+		if (m->state != MS_UP)
+			continue;
+		if (m->has_marker)
+			with++;
+		else
+			without++;
+	}
+	if (with < maj && without <= nmasters - maj)
+		return; /* not enough answers to tell yet */
+	startup_judging = 0;
+	if (with < maj)
+		log_info("no majority of masters has lockd's marker: a new deployment");
+	for (int i = 0; i < nmasters; i++) {
+		struct master *m = &masters[i];
+		if (m->state != MS_UP)
+			continue;
+		m->judged = 1;
+		if (with >= maj && !m->has_marker)
+			exclude(m, "lacks the marker the majority has (restarted empty?)");
+		else
+			write_marker(m);
+	}
+}
+
+static void rejoin_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct master *m = arg;
+	if (m->exclude_until_us > now_us()) {
+		struct timeval tv = {0, 10000};
+		event_add(m->rejoin, &tv);
+		return;
+	}
+	if (m->state == MS_UP && m->judged) {
+		log_info("master %s counts again", m->name);
+		write_marker(m);
+	}
+}
+
 static void go_up(struct master *m)
 {
 	set_state(m, MS_UP);
 	m->backoff_ms = 10;
 	m->last_error[0] = '\0';
-	if (m->exclude_until_us > now_us())
-		log_warn("master %s up, but restarted: it counts again in %lld ms", m->name,
-			 (long long)((m->exclude_until_us - now_us()) / 1000));
-	else
-		log_info("master %s up", m->name);
+	log_info("master %s up", m->name);
 	start_subscriber(m);
+	if (startup_judging) {
+		judge();
+	} else if (!m->judged) {
+		/* First met after startup: judged on the markers now. */
+		m->judged = 1;
+		if (!m->has_marker)
+			exclude(m, "lacks lockd's marker (restarted empty?)");
+		else
+			write_marker(m);
+	} else if (m->exclude_until_us <= now_us()) {
+		write_marker(m);
+	}
 	arm_timer(m);
 }
 
@@ -398,11 +493,21 @@ static void hs_info_cb(struct master *m, redisReply *r, void *arg)
 	/* A new run_id means the master restarted and may have lost keys:
 	 * it must not count until every lease it could have held ran out. */
 	if (m->run_id[0] && strcmp(m->run_id, id) != 0) {
-		m->exclude_until_us = now_us() + opts.exclusion_ms * 1000;
-		log_warn("master %s restarted (run_id %.8s -> %.8s): excluded for %lld ms",
-			 m->name, m->run_id, id, (long long)opts.exclusion_ms);
+		char why[96];
+		snprintf(why, sizeof(why), "restarted (run_id %.8s -> %.8s)", m->run_id, id);
+		m->has_marker = 0; /* whatever it says, it lost our data */
+		exclude(m, why);
 	}
 	snprintf(m->run_id, sizeof(m->run_id), "%s", id);
+}
+
+static void hs_marker_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (!r || r->type != REDIS_REPLY_INTEGER) {
+		hs_fail(m, r, "EXISTS marker");
+		return;
+	}
+	m->has_marker = r->integer > 0;
 	if (m->state == MS_HANDSHAKE)
 		go_up(m);
 }
@@ -443,6 +548,13 @@ static void connect_cb(const redisAsyncContext *cac, int status)
 	static const char *info_argv[] = {"INFO", "server"};
 	static const size_t info_len[] = {4, 6};
 	call_any(m, -1, 2, info_argv, info_len, hs_info_cb, NULL);
+	static const char *ex_argv[2];
+	static size_t ex_len[2];
+	ex_argv[0] = "EXISTS";
+	ex_len[0] = 6;
+	ex_argv[1] = marker_key;
+	ex_len[1] = strlen(marker_key);
+	call_any(m, -1, 2, ex_argv, ex_len, hs_marker_cb, NULL);
 	arm_timer(m);
 }
 
@@ -490,6 +602,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(channel, sizeof(channel), "%s released", o->prefix);
+	startup_judging = 1;
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;
@@ -500,7 +613,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->timer = evtimer_new(base, timer_cb, m);
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->backoff_ms = 10;
-		m->judged = 1;
+		m->rejoin = evtimer_new(base, rejoin_cb, m);
 		start_connect(m);
 		m->reconnects = 0;
 	}
@@ -525,6 +638,7 @@ void masters_shutdown(void)
 		event_del(m->retry);
 		event_free(m->retry);
 		event_free(m->timer);
+		event_free(m->rejoin);
 		free(m->name);
 	}
 	free((char *)opts.password);

@@ -49,6 +49,7 @@ struct master {
 	struct waitq inflight;         /* struct mreq, in send order */
 	struct event *timer;           /* oldest request / connect deadline */
 	struct event *retry;           /* reconnect after backoff */
+	struct event *rejoin;          /* end of a restart exclusion */
 	int64_t state_since_us;
 	int64_t backoff_ms;
 	int64_t exclude_until_us; /* 0: counts when up */

@@ -1,0 +1,1565 @@
+/*
+ * lockd-benchmark: a load generator for lockd, in the spirit of
+ * redis-benchmark. See lockd-benchmark(1).
+ *
+ * One libevent loop drives every session (one connection each). A session
+ * is a small state machine over "slots": a slot is one key that the session
+ * takes through LOCK -> hold -> UNLOCK. lockd answers requests in order, so
+ * a session keeps a FIFO of the slots whose request is outstanding and
+ * matches each reply line to its head. "LOST" lines are events, never
+ * replies: they are counted and marked on the slot they concern.
+ *
+ * All timestamps are CLOCK_MONOTONIC nanoseconds taken in this one process,
+ * so release-to-grant gaps between two sessions are directly comparable.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
+
+#define PROG "lockd-benchmark"
+#define DEFAULT_PORT 7390
+#define DEFAULT_SESSIONS 16
+#define DEFAULT_MS 5000		/* run time without -d and -n */
+#define HELD_DEFAULT_MS 30000	/* held: one default lease, so every lock is renewed */
+#define N_ONLY_LIMIT_MS 600000	/* time limit of a -n run without -d */
+#define DEADLINE_SLACK_MS 30000 /* hard deadline = time limit + this */
+#define STALL_MS 30000		/* no reply for this long (plus WAIT) = lockd hangs */
+#define CONNECT_BURST 256	/* connects in progress at once (listen backlog) */
+#define MAX_REPLY 65536		/* longer reply line: give up */
+#define MAX_MASTERS 16
+#define KEY_PREFIX PROG ":"
+
+enum scenario { SC_UNCONTENDED, SC_CONTENDED, SC_HANDOFF, SC_HELD, SC_COUNT };
+static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff",
+						      "held"};
+
+enum output { OUT_HUMAN, OUT_CSV, OUT_JSON };
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ histogram */
+
+/*
+ * Log-linear histogram of nanosecond values: exact below 128 ns, then 128
+ * buckets per power of two, so any value is known to within 0.4 % in a
+ * fixed 58 KiB whatever the number of samples.
+ */
+#define H_SUB_BITS 8
+#define H_HALF (1 << (H_SUB_BITS - 1))
+#define H_BUCKETS ((64 - H_SUB_BITS + 2) * H_HALF)
+
+struct hist {
+	uint64_t n, min, max;
+	uint64_t b[H_BUCKETS];
+};
+
+static int h_index(uint64_t v)
+{
+	int s;
+
+	if (v < H_HALF)
+		return (int)v;
+	s = 63 - __builtin_clzll(v) - (H_SUB_BITS - 1);
+	return (s + 1) * H_HALF + (int)((v >> s) - H_HALF);
+}
+
+static uint64_t h_mid(int i)
+{
+	int s;
+	uint64_t m;
+
+	if (i < H_HALF)
+		return (uint64_t)i;
+	s = i / H_HALF - 1;
+	m = (uint64_t)(i % H_HALF + H_HALF);
+	return (m << s) + ((1ULL << s) >> 1);
+}
+
+static void h_add(struct hist *h, int64_t v)
+{
+	uint64_t u = v > 0 ? (uint64_t)v : 0;
+
+	if (h->n == 0 || u < h->min)
+		h->min = u;
+	if (u > h->max)
+		h->max = u;
+	h->n++;
+	h->b[h_index(u)]++;
+}
+
+/* The ppm-th per-million percentile in ms (nearest rank), NAN when empty. */
+static double h_pct_ms(const struct hist *h, uint64_t ppm)
+{
+	uint64_t rank, cum = 0, v;
+
+	if (h->n == 0)
+		return NAN;
+	/* integer rank: 0.9 * 10 in floating point would round up to 10 */
+	rank = (h->n * ppm + 999999) / 1000000;
+	if (rank < 1)
+		rank = 1;
+	for (int i = 0; i < H_BUCKETS; i++) {
+		cum += h->b[i];
+		if (cum >= rank) {
+			v = h_mid(i);
+			v = v < h->min ? h->min : v > h->max ? h->max : v;
+			return (double)v / 1e6;
+		}
+	}
+	return (double)h->max / 1e6;
+}
+
+static const uint64_t pct_ppm[5] = {500000, 900000, 990000, 999000, 1000000};
+static const char *const pct_names[5] = {"p50", "p90", "p99", "p99.9", "max"};
+static const char *const pct_cols[5] = {"p50", "p90", "p99", "p999", "max"};
+
+/* ------------------------------------------------------------------ options */
+
+struct hostport {
+	char host[256];
+	int port;
+};
+
+static struct opts {
+	const char *host, *sock, *password;
+	int port, sessions, keys, hold_ms, pipeline, wait_ms, ttl_ms, trylock, locks;
+	long long cycles;
+	int64_t duration_ms;
+	int duration_set;
+	long pid;
+	enum output out;
+	struct hostport masters[MAX_MASTERS];
+	int nmasters;
+	enum scenario scen[SC_COUNT];
+	int nscen;
+} O;
+
+static void usage(void)
+{
+	printf("Usage: " PROG " [-h host] [-p port] [-s socket] [-a password] [-c sessions]\n"
+	       "       [-n cycles] [-d duration] [-k keys] [--scenario list] [--hold ms]\n"
+	       "       [--pipeline n] [--wait ms] [--ttl ms] [--trylock]\n"
+	       "       [--locks-per-session n] [--pid pid] [--masters host:port,...]\n"
+	       "       [--csv | --json]\n"
+	       "Drive a running lockd with many sessions over its text protocol and report\n"
+	       "cycles/s, acquire latency percentiles and Redis commands per grant.\n"
+	       "\n"
+	       "  -h host              lockd host (default 127.0.0.1)\n"
+	       "  -p port              lockd TCP port (default %d)\n"
+	       "  -s socket            lockd Unix socket path (instead of -h/-p)\n"
+	       "  -a password          send AUTH password first on every session\n"
+	       "  -c sessions          concurrent sessions (default %d)\n"
+	       "  -n cycles            stop after this many grants (lock/unlock cycles)\n"
+	       "  -d duration          run time: 10 or 10s = seconds, 500ms = milliseconds\n"
+	       "                       (default 5 s; held: the hold time, default 30 s;\n"
+	       "                       with -n alone, a limit of 600 s)\n"
+	       "  -k keys              distinct keys (uncontended: default one per slot;\n"
+	       "                       contended, handoff: default 1)\n"
+	       "  --scenario list      comma-separated: uncontended, contended, handoff, held\n"
+	       "                       (default uncontended,contended,handoff)\n"
+	       "  --hold ms            hold each lock this long before UNLOCK (default 0)\n"
+	       "  --pipeline n         uncontended: n keys per session, a LOCK/UNLOCK cycle in\n"
+	       "                       flight on each; held: LOCKs in flight (default 1)\n"
+	       "  --wait ms            LOCK key WAIT ms (default 10000)\n"
+	       "  --ttl ms             add TTL ms to every LOCK (not with held)\n"
+	       "  --trylock            TRYLOCK instead of LOCK ... WAIT (not with held)\n"
+	       "  --locks-per-session n  held: locks per session (default 10)\n"
+	       "  --pid pid            held: lockd's pid for /proc (default: from STATS)\n"
+	       "  --masters list       Redis masters host:port,... to read INFO commandstats\n"
+	       "                       from before and after each run\n"
+	       "  --csv                one CSV header, then one row per scenario\n"
+	       "  --json               one JSON object per line per scenario\n"
+	       "  --help               this help\n"
+	       "  --version            print the version\n",
+	       DEFAULT_PORT, DEFAULT_SESSIONS);
+}
+
+static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '" PROG " --help'.\n");
+	exit(2);
+}
+
+static long long parse_int(const char *opt, const char *s, long long min, long long max)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = isdigit((unsigned char)s[0]) ? strtoll(s, &end, 10) : 0;
+	if (!isdigit((unsigned char)s[0]) || *end != '\0' || errno == ERANGE || v < min || v > max)
+		usage_error("%s: expected an integer from %lld to %lld, got '%s'", opt, min, max, s);
+	return v;
+}
+
+/* "10" and "10s" are seconds, "500ms" milliseconds. */
+static int64_t parse_duration(const char *opt, const char *s)
+{
+	char *end;
+	long long v;
+	int64_t ms;
+
+	errno = 0;
+	v = isdigit((unsigned char)s[0]) ? strtoll(s, &end, 10) : -1;
+	if (v < 0 || errno == ERANGE)
+		goto bad;
+	if (*end == '\0' || strcmp(end, "s") == 0)
+		ms = v > 86400 ? -1 : (int64_t)v * 1000;
+	else if (strcmp(end, "ms") == 0)
+		ms = v > 86400000 ? -1 : v;
+	else
+		goto bad;
+	if (ms >= 1)
+		return ms;
+bad:
+	usage_error("%s: expected a duration from 1ms to 86400s such as 10 (seconds), 10s or "
+		    "500ms, got '%s'",
+		    opt, s);
+}
+
+static void parse_masters(const char *list)
+{
+	const char *p = list;
+
+	while (1) {
+		const char *end = strchr(p, ','), *colon;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[300];
+		struct hostport *m;
+
+		if (len == 0 || len >= sizeof(item))
+			usage_error("--masters: expected host:port,host:port,..., got '%s'", list);
+		if (O.nmasters == MAX_MASTERS)
+			usage_error("--masters: at most %d masters", MAX_MASTERS);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		colon = strrchr(item, ':');
+		if (!colon || colon == item || colon[1] == '\0')
+			usage_error("--masters: '%s' is not host:port", item);
+		m = &O.masters[O.nmasters++];
+		m->port = (int)parse_int("--masters port", colon + 1, 1, 65535);
+		len = (size_t)(colon - item);
+		if (len >= 2 && item[0] == '[' && item[len - 1] == ']') { /* [::1]:6379 */
+			memcpy(m->host, item + 1, len - 2);
+			m->host[len - 2] = '\0';
+		} else {
+			memcpy(m->host, item, len);
+			m->host[len] = '\0';
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+}
+
+static void parse_scenarios(const char *list)
+{
+	const char *p = list;
+
+	O.nscen = 0;
+	while (1) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		int sc;
+
+		for (sc = 0; sc < SC_COUNT; sc++)
+			if (strlen(scenario_names[sc]) == len && strncmp(p, scenario_names[sc], len) == 0)
+				break;
+		if (sc == SC_COUNT)
+			usage_error("--scenario: unknown scenario '%.*s' (expected uncontended, "
+				    "contended, handoff or held)",
+				    (int)len, p);
+		for (int i = 0; i < O.nscen; i++)
+			if (O.scen[i] == (enum scenario)sc)
+				usage_error("--scenario: '%s' is listed twice", scenario_names[sc]);
+		O.scen[O.nscen++] = (enum scenario)sc;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+}
+
+static int has_scenario(enum scenario sc)
+{
+	for (int i = 0; i < O.nscen; i++)
+		if (O.scen[i] == sc)
+			return 1;
+	return 0;
+}
+
+static void parse_args(int argc, char **argv)
+{
+	enum { O_HOLD = 256, O_PIPELINE, O_CSV, O_JSON, O_MASTERS, O_SCENARIO, O_HELP,
+	       O_VERSION, O_LOCKS, O_PID, O_WAIT, O_TTL, O_TRYLOCK };
+	static const struct option longs[] = {
+		{"hold", required_argument, NULL, O_HOLD},
+		{"pipeline", required_argument, NULL, O_PIPELINE},
+		{"csv", no_argument, NULL, O_CSV},
+		{"json", no_argument, NULL, O_JSON},
+		{"masters", required_argument, NULL, O_MASTERS},
+		{"scenario", required_argument, NULL, O_SCENARIO},
+		{"help", no_argument, NULL, O_HELP},
+		{"version", no_argument, NULL, O_VERSION},
+		{"locks-per-session", required_argument, NULL, O_LOCKS},
+		{"pid", required_argument, NULL, O_PID},
+		{"wait", required_argument, NULL, O_WAIT},
+		{"ttl", required_argument, NULL, O_TTL},
+		{"trylock", no_argument, NULL, O_TRYLOCK},
+		{NULL, 0, NULL, 0},
+	};
+	int c, keys_set = 0, hold_set = 0, pipeline_set = 0, locks_set = 0;
+
+	O.host = "127.0.0.1";
+	O.port = DEFAULT_PORT;
+	O.sessions = DEFAULT_SESSIONS;
+	O.pipeline = 1;
+	O.wait_ms = 10000;
+	O.locks = 10;
+	O.scen[0] = SC_UNCONTENDED;
+	O.scen[1] = SC_CONTENDED;
+	O.scen[2] = SC_HANDOFF;
+	O.nscen = 3;
+	opterr = 0; /* our own messages, with exit status 2 */
+	while ((c = getopt_long(argc, argv, ":h:p:s:a:c:n:d:k:", longs, NULL)) != -1) {
+		switch (c) {
+		case 'h': O.host = optarg; break;
+		case 'p': O.port = (int)parse_int("-p", optarg, 1, 65535); break;
+		case 's': O.sock = optarg; break;
+		case 'a': O.password = optarg; break;
+		case 'c': O.sessions = (int)parse_int("-c", optarg, 1, 100000); break;
+		case 'n': O.cycles = parse_int("-n", optarg, 1, 1000000000000LL); break;
+		case 'd': O.duration_ms = parse_duration("-d", optarg), O.duration_set = 1; break;
+		case 'k': O.keys = (int)parse_int("-k", optarg, 1, 10000000), keys_set = 1; break;
+		case O_HOLD: O.hold_ms = (int)parse_int("--hold", optarg, 0, 3600000), hold_set = 1; break;
+		case O_PIPELINE:
+			O.pipeline = (int)parse_int("--pipeline", optarg, 1, 1000), pipeline_set = 1;
+			break;
+		case O_CSV: O.out = OUT_CSV; break;
+		case O_JSON: O.out = OUT_JSON; break;
+		case O_MASTERS: parse_masters(optarg); break;
+		case O_SCENARIO: parse_scenarios(optarg); break;
+		case O_HELP: usage(); exit(0);
+		case O_VERSION: printf(PROG " %s\n", PACKAGE_VERSION); exit(0);
+		case O_LOCKS: O.locks = (int)parse_int("--locks-per-session", optarg, 1, 10000), locks_set = 1; break;
+		case O_PID: O.pid = (long)parse_int("--pid", optarg, 1, 4194304); break;
+		case O_WAIT: O.wait_ms = (int)parse_int("--wait", optarg, 0, 2147483647); break;
+		case O_TTL: O.ttl_ms = (int)parse_int("--ttl", optarg, 1, 2147483647); break;
+		case O_TRYLOCK: O.trylock = 1; break;
+		case ':': usage_error("option %s needs a value", argv[optind - 1]);
+		default:
+			if (optopt)
+				usage_error("unknown option -%c", optopt);
+			usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (O.sock && strlen(O.sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		usage_error("-s: socket path is longer than %zu bytes",
+			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	/* A session must never lock a key it holds (that would be a reentrant
+	 * hold, same fence): its pipeline slots need distinct keys. */
+	if (keys_set && has_scenario(SC_UNCONTENDED) && O.keys < O.pipeline)
+		usage_error("-k %d is less than --pipeline %d: an uncontended session needs a key "
+			    "per pipeline slot",
+			    O.keys, O.pipeline);
+	if (has_scenario(SC_HELD) && (O.ttl_ms || O.trylock))
+		usage_error("--%s does not apply to the held scenario (its locks have no TTL)",
+			    O.ttl_ms ? "ttl" : "trylock");
+	if (has_scenario(SC_HELD) && O.nscen == 1 && (O.cycles || keys_set || hold_set))
+		usage_error("%s does not apply to the held scenario (use -c, "
+			    "--locks-per-session and -d)",
+			    O.cycles ? "-n" : keys_set ? "-k" : "--hold");
+	if (locks_set && !has_scenario(SC_HELD))
+		usage_error("--locks-per-session applies only to the held scenario");
+	if (pipeline_set && !has_scenario(SC_UNCONTENDED) && !has_scenario(SC_HELD))
+		usage_error("--pipeline applies only to the uncontended and held scenarios");
+}
+
+/* ------------------------------------------------------------------ target */
+
+static struct target {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	int tcp;
+	char name[300];
+} T;
+
+static void resolve_target(void)
+{
+	struct addrinfo hints = {0}, *res;
+	char port[16];
+	int rc;
+
+	if (O.sock) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&T.addr;
+
+		un->sun_family = AF_UNIX;
+		strcpy(un->sun_path, O.sock); /* length checked in parse_args */
+		T.len = sizeof(*un);
+		snprintf(T.name, sizeof(T.name), "%s", O.sock);
+		return;
+	}
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(port, sizeof(port), "%d", O.port);
+	rc = getaddrinfo(O.host, port, &hints, &res);
+	if (rc != 0)
+		usage_error("-h: cannot resolve '%s': %s", O.host, gai_strerror(rc));
+	memcpy(&T.addr, res->ai_addr, res->ai_addrlen);
+	T.len = res->ai_addrlen;
+	T.tcp = 1;
+	freeaddrinfo(res);
+	snprintf(T.name, sizeof(T.name), "%s:%d", O.host, O.port);
+}
+
+/* 10,000 sessions need more descriptors than the usual soft limit of 1024. */
+static int raise_nofile(long need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 0;
+	if (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 ||
+		    (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need)) {
+			fprintf(stderr,
+				PROG ": %ld sessions need about %ld file descriptors, but the hard "
+				     "limit is %ld (raise it: ulimit -Hn, limits.conf)\n",
+				(long)O.sessions, need, (long)rl.rlim_max);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ Redis INFO */
+
+static redisContext *masters[MAX_MASTERS];
+
+/* Commands summed over the masters, from INFO commandstats. */
+struct cmdcount {
+	int ok;
+	double all, scripts;
+};
+
+/* Harness and health-check traffic, not lock traffic (as bench.js counts). */
+static int is_admin(const char *name)
+{
+	static const char *const admin[] = {"info",    "ping",   "client", "hello",   "select",
+					    "config",  "script", "command", "quit",   "auth",
+					    "echo",    "time",   "dbsize", "flushall", "flushdb"};
+
+	for (size_t i = 0; i < sizeof(admin) / sizeof(admin[0]); i++)
+		if (strcmp(name, admin[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static int is_script(const char *name)
+{
+	return strcmp(name, "evalsha") == 0 || strcmp(name, "eval") == 0 ||
+	       strcmp(name, "evalsha_ro") == 0 || strcmp(name, "eval_ro") == 0 ||
+	       strcmp(name, "fcall") == 0 || strcmp(name, "fcall_ro") == 0;
+}
+
+static int connect_masters(void)
+{
+	struct timeval tv = {2, 0};
+
+	for (int i = 0; i < O.nmasters; i++) {
+		redisContext *c = redisConnectWithTimeout(O.masters[i].host, O.masters[i].port, tv);
+
+		if (!c || c->err) {
+			fprintf(stderr, PROG ": --masters: cannot connect to %s:%d: %s\n",
+				O.masters[i].host, O.masters[i].port, c ? c->errstr : "out of memory");
+			redisFree(c);
+			return -1;
+		}
+		tv.tv_sec = 5;
+		redisSetTimeout(c, tv);
+		masters[i] = c;
+	}
+	return 0;
+}
+
+/* Blocking, but only called between phases. A failure makes the Redis
+ * figures of this run unavailable; it does not end the benchmark. */
+static void redis_snapshot(struct cmdcount *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	if (O.nmasters == 0)
+		return;
+	for (int i = 0; i < O.nmasters; i++) {
+		redisReply *r = redisCommand(masters[i], "INFO commandstats");
+		const char *p;
+
+		if (!r || r->type != REDIS_REPLY_STRING) {
+			fprintf(stderr, PROG ": warning: INFO commandstats from %s:%d failed: %s\n",
+				O.masters[i].host, O.masters[i].port,
+				r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply")
+				  : masters[i]->errstr);
+			if (r)
+				freeReplyObject(r);
+			return;
+		}
+		/* lines "cmdstat_client|setname:calls=3,usec=..." */
+		for (p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
+			char name[64];
+			size_t n = strcspn(p + 8, ":|\r\n");
+			const char *calls = strstr(p, ":calls=");
+
+			if (n == 0 || n >= sizeof(name) || !calls)
+				continue;
+			memcpy(name, p + 8, n);
+			name[n] = '\0';
+			if (is_admin(name))
+				continue;
+			cc->all += strtod(calls + 7, NULL);
+			if (is_script(name))
+				cc->scripts += strtod(calls + 7, NULL);
+		}
+		freeReplyObject(r);
+	}
+	cc->ok = 1;
+}
+
+/* ------------------------------------------------------------------ lockd process */
+
+struct procsnap {
+	int ok;
+	double rss_kb, hwm_kb, cpu_s;
+};
+
+static void proc_snapshot(long pid, struct procsnap *ps)
+{
+	char path[64], buf[4096], *p;
+	unsigned long ut, st;
+	FILE *f;
+	size_t n;
+
+	memset(ps, 0, sizeof(*ps));
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if (!(f = fopen(path, "r")))
+		return;
+	while (fgets(buf, sizeof(buf), f)) {
+		if (strncmp(buf, "VmRSS:", 6) == 0)
+			ps->rss_kb = strtod(buf + 6, NULL);
+		else if (strncmp(buf, "VmHWM:", 6) == 0)
+			ps->hwm_kb = strtod(buf + 6, NULL);
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the command name in field 2 may contain spaces: start after its ')' */
+	if (!(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return;
+	ps->cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	ps->ok = 1;
+}
+
+/* Blocking one-off session: AUTH if asked, then STATS for "STAT pid N". */
+static long lockd_pid_from_stats(void)
+{
+	struct timeval tv = {5, 0};
+	char buf[65536], req[600], *p;
+	size_t len = 0;
+	long pid = -1;
+	int fd;
+
+	if ((fd = socket(T.addr.ss_family, SOCK_STREAM, 0)) < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* bounds connect too */
+	if (O.password)
+		snprintf(req, sizeof(req), "AUTH %s\r\nSTATS\r\n", O.password);
+	else
+		snprintf(req, sizeof(req), "STATS\r\n");
+	if (connect(fd, (struct sockaddr *)&T.addr, T.len) != 0 ||
+	    write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+		goto out;
+	while (len < sizeof(buf) - 1) {
+		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = '\0';
+		if (strstr(buf, "\nEND\r\n") || strncmp(buf, "END\r\n", 5) == 0)
+			break;
+	}
+	buf[len] = '\0';
+	if ((p = strstr(buf, "STAT pid ")) && (p == buf || p[-1] == '\n'))
+		pid = strtol(p + 9, NULL, 10);
+out:
+	close(fd);
+	return pid;
+}
+
+/* A pid from STATS is only used when it is a local lockd (not, say, a
+ * process that happens to have that pid on this machine). */
+static int is_local_lockd(long pid)
+{
+	char path[64], comm[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = '\0';
+	fclose(f);
+	return strncmp(comm, "lockd", 5) == 0 && strncmp(comm, "lockd-benchmark", 15) != 0;
+}
+
+/* ------------------------------------------------------------------ run state */
+
+enum phase { PH_CONNECT, PH_RUN, PH_DRAIN, PH_ACQUIRE, PH_HOLD, PH_RELEASE, PH_DONE };
+enum slot_state { SL_IDLE, SL_LOCKING, SL_HELD, SL_UNLOCKING };
+enum { RQ_PING = -1, RQ_AUTH = -2 }; /* FIFO entries that are not a slot */
+
+struct session;
+
+struct slot {
+	struct session *s;
+	struct event *timer; /* hold timer; NULL without --hold */
+	int64_t t_req;	     /* when the LOCK went out */
+	uint64_t fence;
+	uint32_t key;
+	uint8_t state;
+	uint8_t lost; /* LOST arrived for this grant: UNLOCK may answer ERR NOTHELD */
+};
+
+struct session {
+	int id, ready, done;
+	struct bufferevent *bev;
+	struct slot *slots;
+	int nslots, busy, locking; /* slots not idle; slots in LOCK */
+	int *fifo;		   /* slot index per outstanding request */
+	int fifo_cap, fifo_head, fifo_len;
+	uint64_t grants; /* in the window, for fairness */
+};
+
+/* What this process knows of one key, to check lockd's guarantees. */
+struct keystate {
+	uint64_t last_grant; /* highest fence granted so far */
+	uint64_t rel_fence;  /* fence whose release (OK 0) came last */
+	int64_t t_rel;	     /* when that OK 0 arrived */
+	int64_t t_early;     /* a grant that arrived before its predecessor's OK 0 */
+	int holders;	     /* sessions between OK fence and sending UNLOCK */
+	uint8_t early_in_window;
+};
+
+static struct run {
+	enum scenario sc;
+	struct event_base *base;
+	struct session *sess;
+	int nsess, depth;
+	struct keystate *ks;
+	uint32_t nkeys;
+	const char *prefix;
+	char lockfmt[96]; /* "LOCK %s%u WAIT 10000\r\n" and the like */
+	enum phase phase;
+	int next_connect, connecting, nready, ndone, failed;
+	long long issued, grants, grants_window, timeouts, lost, overlaps, regressions;
+	long long handoffs, early;
+	long outstanding;
+	int64_t limit_ms, t_begin, t0, t_stop, t_granted, t_hold_end, t_end, last_line;
+	struct hist acq, gap;
+	struct event *ev_stop, *ev_deadline, *ev_tick;
+	const struct timeval *tv_hold;
+	long pid;
+	struct cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
+	struct procsnap p0, p1, p2; /* likewise, for the lockd process */
+	struct rusage ru0;
+} R;
+
+static const char *const phase_names[] = {"connect", "run", "drain", "acquire",
+					  "hold", "release", "done"};
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (R.failed++)
+		return; /* the first error is the one that matters */
+	fprintf(stderr, PROG ": ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	event_base_loopbreak(R.base);
+}
+
+static void send_req(struct session *s, int slot, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void send_req(struct session *s, int slot, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(bufferevent_get_output(s->bev), fmt, ap);
+	va_end(ap);
+	s->fifo[(s->fifo_head + s->fifo_len++) % s->fifo_cap] = slot;
+	R.outstanding++;
+}
+
+static void send_lock(struct slot *sl)
+{
+	struct session *s = sl->s;
+
+	sl->state = SL_LOCKING;
+	sl->t_req = now_ns();
+	s->busy++;
+	s->locking++;
+	R.issued++;
+	send_req(s, (int)(sl - s->slots), R.lockfmt, R.prefix, sl->key);
+}
+
+static void send_unlock(struct slot *sl)
+{
+	if (!sl->lost) /* a lost lock stopped being held when LOST came */
+		R.ks[sl->key].holders--;
+	sl->state = SL_UNLOCKING;
+	send_req(sl->s, (int)(sl - sl->s->slots), "UNLOCK %s%u\r\n", R.prefix, sl->key);
+}
+
+static void finish(void)
+{
+	R.t_end = now_ns();
+	R.phase = PH_DONE;
+	event_base_loopbreak(R.base);
+}
+
+/* Issue what the phase allows, and notice when the session has finished. */
+static void pump(struct session *s)
+{
+	if (R.phase == PH_RUN || R.phase == PH_ACQUIRE) {
+		for (int i = 0; i < s->nslots && s->locking < R.depth; i++) {
+			if (s->slots[i].state != SL_IDLE)
+				continue;
+			if (R.phase == PH_RUN && O.cycles && R.issued >= O.cycles)
+				break;
+			send_lock(&s->slots[i]);
+		}
+	}
+	if (!s->done && s->fifo_len == 0 && s->busy == 0 &&
+	    (R.phase == PH_DRAIN || R.phase == PH_RELEASE)) {
+		s->done = 1;
+		if (++R.ndone == R.nsess)
+			finish();
+	}
+}
+
+/* The window closes: no new LOCK; outstanding ones are answered, and
+ * granted locks are released at once, so the drain is short. */
+static void stop_run(void)
+{
+	if (R.phase != PH_RUN)
+		return;
+	R.phase = PH_DRAIN;
+	R.t_stop = now_ns();
+	event_del(R.ev_stop);
+	for (int i = 0; i < R.nsess; i++)
+		pump(&R.sess[i]);
+}
+
+static void start_run(void)
+{
+	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
+
+	proc_snapshot(R.pid, &R.p0);
+	redis_snapshot(&R.c0);
+	getrusage(RUSAGE_SELF, &R.ru0);
+	R.t0 = R.last_line = now_ns();
+	R.phase = R.sc == SC_HELD ? PH_ACQUIRE : PH_RUN;
+	if (R.sc != SC_HELD)
+		evtimer_add(R.ev_stop, &tv);
+	for (int i = 0; i < R.nsess && !R.failed; i++)
+		pump(&R.sess[i]);
+}
+
+/* held: every lock is granted; now hold them all for the duration. */
+static void all_granted(void)
+{
+	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
+
+	R.t_granted = now_ns();
+	proc_snapshot(R.pid, &R.p1);
+	redis_snapshot(&R.c1);
+	R.phase = PH_HOLD;
+	evtimer_add(R.ev_stop, &tv);
+}
+
+static void end_hold(void)
+{
+	R.t_hold_end = now_ns();
+	proc_snapshot(R.pid, &R.p2);
+	redis_snapshot(&R.c2);
+	R.phase = PH_RELEASE;
+	for (int i = 0; i < R.nsess; i++) {
+		struct session *s = &R.sess[i];
+
+		for (int j = 0; j < s->nslots; j++)
+			if (s->slots[j].state == SL_HELD)
+				send_unlock(&s->slots[j]);
+		pump(s);
+	}
+}
+
+/* A release of the grant with this fence was seen (OK 0, or LOST). */
+static void key_released(struct keystate *ks, uint64_t fence, int64_t t)
+{
+	if (ks->t_early && fence < ks->last_grant) {
+		/* The next grant came before this OK 0 (a direct handoff can
+		 * reach the waiter's socket first): the gap is 0, not negative. */
+		if (ks->early_in_window) {
+			h_add(&R.gap, 0);
+			R.handoffs++;
+			R.early++;
+		}
+		ks->t_early = 0;
+	}
+	ks->rel_fence = fence;
+	ks->t_rel = t;
+}
+
+static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
+{
+	struct session *s = sl->s;
+	struct keystate *ks = &R.ks[sl->key];
+	int in_window = R.phase == PH_RUN || R.phase == PH_ACQUIRE;
+
+	if (ks->holders > 0 && ++R.overlaps <= 5)
+		fprintf(stderr, PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while "
+				"another session held it\n",
+			R.prefix, sl->key, s->id, (unsigned long long)fence);
+	ks->holders++;
+	if (fence <= ks->last_grant) {
+		if (++R.regressions <= 5)
+			fprintf(stderr, PROG ": FENCE REGRESSION: %s%u granted with fence %llu after "
+					"%llu\n",
+				R.prefix, sl->key, (unsigned long long)fence,
+				(unsigned long long)ks->last_grant);
+	} else {
+		if (ks->last_grant && ks->rel_fence == ks->last_grant) {
+			if (in_window) {
+				h_add(&R.gap, t - ks->t_rel);
+				R.handoffs++;
+			}
+		} else if (ks->last_grant) {
+			ks->t_early = t;
+			ks->early_in_window = (uint8_t)in_window;
+		}
+		ks->last_grant = fence;
+	}
+	sl->fence = fence;
+	sl->state = SL_HELD;
+	sl->lost = 0;
+	R.grants++;
+	if (in_window) {
+		h_add(&R.acq, t - sl->t_req);
+		s->grants++;
+		R.grants_window++;
+	}
+	if (R.sc == SC_HELD) {
+		if (R.grants == (long long)R.nkeys)
+			all_granted();
+		else
+			pump(s);
+		return;
+	}
+	if (R.phase == PH_RUN && O.cycles && R.grants_window >= O.cycles)
+		stop_run();
+	if (R.phase == PH_RUN && sl->timer)
+		evtimer_add(sl->timer, R.tv_hold);
+	else
+		send_unlock(sl);
+}
+
+static void on_hold_timer(evutil_socket_t fd, short what, void *arg)
+{
+	send_unlock(arg);
+}
+
+static void session_ready(struct session *s)
+{
+	s->ready = 1;
+	R.connecting--;
+	R.nready++;
+	if (R.nready == R.nsess)
+		start_run();
+}
+
+/* "LOST key fence": mark the slot, which no longer holds the key. */
+static void on_lost(struct session *s, const char *line, int64_t t)
+{
+	char key[300];
+	unsigned long long fence = 0;
+	int n = sscanf(line, "LOST %299s %llu", key, &fence);
+
+	R.lost++;
+	for (int i = 0; n >= 1 && i < s->nslots; i++) {
+		struct slot *sl = &s->slots[i];
+		char name[300];
+
+		if ((sl->state != SL_HELD && sl->state != SL_UNLOCKING) || sl->lost)
+			continue;
+		snprintf(name, sizeof(name), "%s%u", R.prefix, sl->key);
+		if (strcmp(name, key) != 0 || (n == 2 && fence != sl->fence))
+			continue;
+		sl->lost = 1;
+		if (sl->state == SL_HELD)
+			R.ks[sl->key].holders--;
+		key_released(&R.ks[sl->key], sl->fence, t);
+		break;
+	}
+}
+
+static void on_line(struct session *s, const char *line, int64_t t)
+{
+	struct slot *sl;
+	int idx;
+
+	R.last_line = t;
+	if (strncmp(line, "LOST", 4) == 0 && (line[4] == ' ' || line[4] == '\0')) {
+		on_lost(s, line, t);
+		return;
+	}
+	if (s->fifo_len == 0) {
+		fail("session %d: reply without a request: \"%s\"", s->id, line);
+		return;
+	}
+	idx = s->fifo[s->fifo_head];
+	s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
+	s->fifo_len--;
+	R.outstanding--;
+	if (idx == RQ_AUTH) {
+		if (strcmp(line, "OK") != 0)
+			fail("session %d: unexpected reply to AUTH: \"%s\"", s->id, line);
+		return;
+	}
+	if (idx == RQ_PING) {
+		if (strncmp(line, "PONG", 4) != 0)
+			fail("session %d: unexpected reply to PING: \"%s\"", s->id, line);
+		else
+			session_ready(s);
+		return;
+	}
+	sl = &s->slots[idx];
+	if (sl->state == SL_LOCKING) {
+		char *end;
+		unsigned long long fence;
+
+		s->locking--;
+		if (strncmp(line, "OK ", 3) == 0 && isdigit((unsigned char)line[3])) {
+			errno = 0;
+			fence = strtoull(line + 3, &end, 10);
+			if (*end == '\0' && fence > 0 && errno == 0) {
+				on_grant(sl, fence, t);
+				return;
+			}
+		} else if (strcmp(line, "TIMEOUT") == 0 || strcmp(line, "BUSY") == 0) {
+			/* not granted: try again (the window allowing) */
+			R.timeouts++;
+			R.issued--;
+			sl->state = SL_IDLE;
+			s->busy--;
+			pump(s);
+			return;
+		}
+		fail("session %d: unexpected reply to %s %s%u: \"%s\"", s->id,
+		     R.lockfmt[0] == 'T' ? "TRYLOCK" : "LOCK", R.prefix, sl->key, line);
+		return;
+	}
+	/* SL_UNLOCKING. After LOST, lockd has dropped the lock: NOTHELD is due. */
+	if (strcmp(line, "OK 0") != 0 && !(sl->lost && strncmp(line, "ERR NOTHELD", 11) == 0)) {
+		fail("session %d: unexpected reply to UNLOCK %s%u: \"%s\"", s->id, R.prefix, sl->key,
+		     line);
+		return;
+	}
+	if (!sl->lost)
+		key_released(&R.ks[sl->key], sl->fence, t);
+	sl->state = SL_IDLE;
+	sl->lost = 0;
+	s->busy--;
+	pump(s);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+	struct session *s = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	int64_t t = now_ns(); /* arrival time of every line read now */
+	char line[512];
+
+	while (!R.failed) {
+		size_t eol_len, n;
+		struct evbuffer_ptr p = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_CRLF);
+
+		if (p.pos < 0) {
+			if (evbuffer_get_length(in) > MAX_REPLY)
+				fail("session %d: reply line longer than %d bytes", s->id, MAX_REPLY);
+			return;
+		}
+		/* our replies are short; a longer line is kept truncated for messages */
+		n = (size_t)p.pos < sizeof(line) - 1 ? (size_t)p.pos : sizeof(line) - 1;
+		evbuffer_copyout(in, line, n);
+		line[n] = '\0';
+		evbuffer_drain(in, (size_t)p.pos + eol_len);
+		on_line(s, line, t);
+	}
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct session *s = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		int one = 1;
+
+		/* requests are small and latency is what we measure */
+		if (T.tcp)
+			setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		return;
+	}
+	if (what & BEV_EVENT_EOF)
+		fail("session %d: lockd closed the connection (phase %s, %d requests "
+		     "unanswered)",
+		     s->id, phase_names[R.phase], s->fifo_len);
+	else if (what & BEV_EVENT_ERROR)
+		fail("session %d: %s %s: %s", s->id,
+		     s->ready ? "connection error with" : "cannot connect to", T.name,
+		     evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+/* Connect sessions while fewer than CONNECT_BURST are in progress. */
+static void connect_more(void)
+{
+	while (!R.failed && R.connecting < CONNECT_BURST && R.next_connect < R.nsess) {
+		struct session *s = &R.sess[R.next_connect++];
+
+		s->bev = bufferevent_socket_new(R.base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (!s->bev) {
+			fail("out of memory");
+			return;
+		}
+		bufferevent_setcb(s->bev, on_read, NULL, on_event, s);
+		bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+		R.connecting++;
+		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&T.addr, (int)T.len) < 0) {
+			fail("session %d: cannot connect to %s: %s", s->id, T.name, strerror(errno));
+			return;
+		}
+		/* queued until the connection is up; PONG means ready */
+		if (O.password)
+			send_req(s, RQ_AUTH, "AUTH %s\r\n", O.password);
+		send_req(s, RQ_PING, "PING\r\n");
+	}
+}
+
+static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
+{
+	if (R.sc == SC_HELD)
+		end_hold();
+	else
+		stop_run();
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	fail("lockd stopped answering: hard deadline of %lld s reached (phase %s, %ld requests "
+	     "unanswered, %d of %d sessions connected)",
+	     (long long)((R.limit_ms + DEADLINE_SLACK_MS) / 1000), phase_names[R.phase],
+	     R.outstanding, R.nready, R.nsess);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	int64_t quiet_ms = (now_ns() - R.last_line) / 1000000;
+
+	if (R.outstanding > 0 && quiet_ms > STALL_MS + (int64_t)O.wait_ms)
+		fail("lockd stopped answering: no reply for %lld s with %ld requests unanswered "
+		     "(phase %s)",
+		     (long long)quiet_ms / 1000, R.outstanding, phase_names[R.phase]);
+}
+
+/* ------------------------------------------------------------------ results */
+
+struct result {
+	enum scenario sc;
+	int sessions, pipeline, hold_ms, locks;
+	uint32_t keys;
+	double seconds, hold_s, cycles, cps;
+	double acq[5], gap[5];
+	double handoffs, early, jain;
+	double regressions, overlaps, timeouts, lost;
+	double cmds_per_grant, scripts_per_grant;
+	long pid;
+	double rss_kb, rss_idle_kb, hwm_kb, cpu_pct, renew_cmds_s, renew_scripts_s;
+	double client_cpu_pct;
+};
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : NAN;
+}
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static void compute_result(struct result *r)
+{
+	struct rusage ru;
+	struct cmdcount c3;
+	double sum = 0, sq = 0, wall;
+	int cycling = R.sc != SC_HELD;
+
+	redis_snapshot(&c3);
+	getrusage(RUSAGE_SELF, &ru);
+	memset(r, 0, sizeof(*r));
+	r->sc = R.sc;
+	r->sessions = R.nsess;
+	r->pipeline = R.depth;
+	r->hold_ms = cycling ? O.hold_ms : 0;
+	r->locks = cycling ? 0 : R.sess[0].nslots;
+	r->keys = R.nkeys;
+	r->seconds = (double)((cycling ? R.t_stop : R.t_granted) - R.t0) / 1e9;
+	r->cycles = (double)R.grants_window;
+	r->cps = ratio(r->cycles, r->seconds);
+	for (int i = 0; i < 5; i++) {
+		r->acq[i] = h_pct_ms(&R.acq, pct_ppm[i]);
+		r->gap[i] = R.sc == SC_HANDOFF ? h_pct_ms(&R.gap, pct_ppm[i]) : NAN;
+	}
+	r->handoffs = R.sc == SC_HANDOFF ? (double)R.handoffs : NAN;
+	r->early = R.sc == SC_HANDOFF ? (double)R.early : NAN;
+	/* Jain's index: 1 when every session got the same number of grants */
+	for (int i = 0; i < R.nsess; i++) {
+		sum += (double)R.sess[i].grants;
+		sq += (double)R.sess[i].grants * (double)R.sess[i].grants;
+	}
+	r->jain = R.sc == SC_HANDOFF ? ratio(sum * sum, R.nsess * sq) : NAN;
+	r->regressions = (double)R.regressions;
+	r->overlaps = (double)R.overlaps;
+	r->timeouts = (double)R.timeouts;
+	r->lost = (double)R.lost;
+	r->cmds_per_grant = r->scripts_per_grant = NAN;
+	if (R.c0.ok && c3.ok) {
+		r->cmds_per_grant = ratio(c3.all - R.c0.all, (double)R.grants);
+		r->scripts_per_grant = ratio(c3.scripts - R.c0.scripts, (double)R.grants);
+	}
+	r->pid = R.pid;
+	r->rss_kb = r->rss_idle_kb = r->hwm_kb = r->cpu_pct = NAN;
+	r->renew_cmds_s = r->renew_scripts_s = NAN;
+	if (!cycling) {
+		double hold_s = r->hold_s = (double)(R.t_hold_end - R.t_granted) / 1e9;
+
+		if (R.p0.ok && R.p2.ok) {
+			r->rss_kb = R.p2.rss_kb;
+			r->rss_idle_kb = R.p0.rss_kb;
+			r->hwm_kb = R.p2.hwm_kb;
+		}
+		if (R.p1.ok && R.p2.ok)
+			r->cpu_pct = ratio(100 * (R.p2.cpu_s - R.p1.cpu_s), hold_s);
+		if (R.c1.ok && R.c2.ok) {
+			r->renew_cmds_s = ratio(R.c2.all - R.c1.all, hold_s);
+			r->renew_scripts_s = ratio(R.c2.scripts - R.c1.scripts, hold_s);
+		}
+	}
+	wall = (double)(R.t_end - R.t0) / 1e9;
+	r->client_cpu_pct = ratio(100 * (tv_s(ru.ru_utime) + tv_s(ru.ru_stime) -
+					 tv_s(R.ru0.ru_utime) - tv_s(R.ru0.ru_stime)),
+				  wall);
+}
+
+/* "-" in the human output, empty in CSV, null in JSON */
+static void fmt_num(char *buf, size_t len, double v, int decimals, const char *na)
+{
+	if (isnan(v))
+		snprintf(buf, len, "%s", na);
+	else
+		snprintf(buf, len, "%.*f", decimals, v);
+}
+
+static void print_pcts(const char *label, const double *v)
+{
+	char b[32];
+
+	printf("  %-22s", label);
+	for (int i = 0; i < 5; i++) {
+		fmt_num(b, sizeof(b), v[i], 3, "-");
+		printf(" %s %s%s", pct_names[i], b, i < 4 ? " " : "\n");
+	}
+}
+
+static void print_human(const struct result *r)
+{
+	char a[32], b[32], c[32];
+
+	printf("====== %s ======\n", scenario_names[r->sc]);
+	if (r->sc == SC_HELD) {
+		printf("  %d sessions x %d locks (LOCK key WAIT %d, no TTL), held %.3f s\n",
+		       r->sessions, r->locks, O.wait_ms, r->hold_s);
+	} else {
+		printf("  %d sessions, %u key%s, pipeline %d, hold %d ms: %s", r->sessions, r->keys,
+		       r->keys == 1 ? "" : "s", r->pipeline, r->hold_ms,
+		       O.trylock ? "TRYLOCK key" : "LOCK key");
+		if (!O.trylock)
+			printf(" WAIT %d", O.wait_ms);
+		if (O.ttl_ms)
+			printf(" TTL %d", O.ttl_ms);
+		printf(" / UNLOCK key\n");
+	}
+	if (O.nmasters)
+		printf("  lockd %s, Redis INFO from %d masters\n", T.name, O.nmasters);
+	else
+		printf("  lockd %s (no --masters: no Redis figures)\n", T.name);
+	printf("  %.0f %s in %.3f s: %.2f cycles/s\n", r->cycles,
+	       r->sc == SC_HELD ? "grants" : "cycles", r->seconds, isnan(r->cps) ? 0 : r->cps);
+	print_pcts("acquire latency (ms):", r->acq);
+	if (r->sc == SC_HANDOFF) {
+		print_pcts("handoff gap (ms):", r->gap);
+		fmt_num(a, sizeof(a), r->jain, 3, "-");
+		printf("  handoffs %.0f (%.0f before the release reply), fairness (Jain) %s\n",
+		       r->handoffs, r->early, a);
+	}
+	fmt_num(a, sizeof(a), r->cmds_per_grant, 2, "-");
+	fmt_num(b, sizeof(b), r->scripts_per_grant, 2, "-");
+	printf("  Redis commands per grant: %s (EVALSHA/EVAL %s)\n", a, b);
+	if (r->sc == SC_HELD) {
+		if (isnan(r->rss_kb)) {
+			printf("  lockd process: unavailable (give --pid for a local lockd)\n");
+		} else {
+			fmt_num(a, sizeof(a), r->cpu_pct, 2, "-");
+			fmt_num(b, sizeof(b),
+				ratio((r->rss_kb - r->rss_idle_kb) * 1024, (double)r->sessions * r->locks),
+				0, "-");
+			printf("  lockd pid %ld: RSS %.0f kB (%.0f kB before, %s bytes per lock), "
+			       "peak %.0f kB, CPU %s %% while holding\n",
+			       r->pid, r->rss_kb, r->rss_idle_kb, b, r->hwm_kb, a);
+		}
+		fmt_num(a, sizeof(a), r->renew_cmds_s, 1, "-");
+		fmt_num(b, sizeof(b), r->renew_scripts_s, 1, "-");
+		printf("  renewals while holding: %s Redis commands/s (EVALSHA/EVAL %s/s)\n", a, b);
+	}
+	fmt_num(c, sizeof(c), r->client_cpu_pct, 0, "-");
+	printf("  timeouts %.0f, LOST events %.0f, fence regressions %.0f, overlaps %.0f, "
+	       "client CPU %s %%\n\n",
+	       r->timeouts, r->lost, r->regressions, r->overlaps, c);
+}
+
+/* One list of columns serves the CSV header, the CSV rows and the JSON. */
+static void print_machine(const struct result *r, int header)
+{
+	struct {
+		char name[32];
+		double v;
+		int decimals;
+	} col[48];
+	int n = 0;
+	char b[48], name[32];
+
+#define COL(nm, val, dec) \
+	(snprintf(col[n].name, sizeof(col[n].name), "%s", nm), col[n].v = (val), \
+	 col[n++].decimals = (dec))
+	COL("sessions", r->sessions, 0);
+	COL("keys", r->keys, 0);
+	COL("pipeline", r->pipeline, 0);
+	COL("hold_ms", r->sc == SC_HELD ? NAN : r->hold_ms, 0);
+	COL("locks_per_session", r->sc == SC_HELD ? r->locks : NAN, 0);
+	COL("seconds", r->seconds, 3);
+	COL("cycles", r->cycles, 0);
+	COL("cycles_per_s", r->cps, 2);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "acq_%s_ms", pct_cols[i]);
+		COL(name, r->acq[i], 3);
+	}
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "handoff_%s_ms", pct_cols[i]);
+		COL(name, r->gap[i], 3);
+	}
+	COL("handoffs", r->handoffs, 0);
+	COL("handoffs_before_release", r->early, 0);
+	COL("jain", r->jain, 4);
+	COL("fence_regressions", r->regressions, 0);
+	COL("overlaps", r->overlaps, 0);
+	COL("timeouts", r->timeouts, 0);
+	COL("lost", r->lost, 0);
+	COL("redis_cmds_per_grant", r->cmds_per_grant, 3);
+	COL("redis_scripts_per_grant", r->scripts_per_grant, 3);
+	COL("lockd_rss_kb", r->rss_kb, 0);
+	COL("lockd_rss_before_kb", r->rss_idle_kb, 0);
+	COL("lockd_cpu_pct", r->cpu_pct, 2);
+	COL("renew_cmds_per_s", r->renew_cmds_s, 1);
+	COL("renew_scripts_per_s", r->renew_scripts_s, 1);
+	COL("client_cpu_pct", r->client_cpu_pct, 1);
+#undef COL
+
+	if (O.out == OUT_CSV) {
+		if (header) {
+			printf("scenario");
+			for (int i = 0; i < n; i++)
+				printf(",%s", col[i].name);
+			printf("\n");
+		}
+		printf("%s", scenario_names[r->sc]);
+		for (int i = 0; i < n; i++) {
+			fmt_num(b, sizeof(b), col[i].v, col[i].decimals, "");
+			printf(",%s", b);
+		}
+		printf("\n");
+	} else {
+		printf("{\"scenario\":\"%s\"", scenario_names[r->sc]);
+		for (int i = 0; i < n; i++) {
+			fmt_num(b, sizeof(b), col[i].v, col[i].decimals, "null");
+			printf(",\"%s\":%s", col[i].name, b);
+		}
+		printf("}\n");
+	}
+}
+
+/* ------------------------------------------------------------------ one scenario */
+
+static void free_run(void)
+{
+	for (int i = 0; R.sess && i < R.nsess; i++) {
+		struct session *s = &R.sess[i];
+
+		if (s->bev)
+			bufferevent_free(s->bev);
+		for (int j = 0; s->slots && j < s->nslots; j++)
+			if (s->slots[j].timer)
+				event_free(s->slots[j].timer);
+		free(s->slots);
+		free(s->fifo);
+	}
+	free(R.sess);
+	free(R.ks);
+	if (R.ev_stop)
+		event_free(R.ev_stop);
+	if (R.ev_deadline)
+		event_free(R.ev_deadline);
+	if (R.ev_tick)
+		event_free(R.ev_tick);
+	/* bufferevents are finalized (and their sockets closed) by the loop */
+	event_base_loop(R.base, EVLOOP_NONBLOCK);
+}
+
+static int run_scenario(struct event_base *base, enum scenario sc, struct result *res)
+{
+	static const char *const prefixes[SC_COUNT] = {KEY_PREFIX "u:", KEY_PREFIX "c:",
+						       KEY_PREFIX "h:", KEY_PREFIX "held:"};
+	int cycling = sc != SC_HELD;
+	int nslots = sc == SC_UNCONTENDED ? O.pipeline : sc == SC_HELD ? O.locks : 1;
+	struct timeval tv_deadline, tv_tick = {1, 0}, tv_hold = {O.hold_ms / 1000,
+								 (O.hold_ms % 1000) * 1000};
+	int n;
+
+	memset(&R, 0, sizeof(R));
+	R.sc = sc;
+	R.base = base;
+	R.nsess = O.sessions;
+	R.prefix = prefixes[sc];
+	R.depth = sc == SC_UNCONTENDED ? O.pipeline : sc == SC_HELD ? O.pipeline : 1;
+	if (sc == SC_UNCONTENDED)
+		R.nkeys = O.keys ? (uint32_t)O.keys : (uint32_t)(O.sessions * O.pipeline);
+	else if (sc == SC_HELD)
+		R.nkeys = (uint32_t)(O.sessions * O.locks);
+	else
+		R.nkeys = O.keys ? (uint32_t)O.keys : 1;
+	if (O.duration_set)
+		R.limit_ms = O.duration_ms;
+	else
+		R.limit_ms = !cycling ? HELD_DEFAULT_MS : O.cycles ? N_ONLY_LIMIT_MS : DEFAULT_MS;
+
+	if (!cycling || !O.trylock)
+		n = snprintf(R.lockfmt, sizeof(R.lockfmt), "LOCK %%s%%u WAIT %d", O.wait_ms);
+	else
+		n = snprintf(R.lockfmt, sizeof(R.lockfmt), "TRYLOCK %%s%%u");
+	if (cycling && O.ttl_ms)
+		n += snprintf(R.lockfmt + n, sizeof(R.lockfmt) - (size_t)n, " TTL %d", O.ttl_ms);
+	snprintf(R.lockfmt + n, sizeof(R.lockfmt) - (size_t)n, "\r\n");
+
+	if (sc == SC_HELD) {
+		R.pid = O.pid;
+		if (!R.pid) {
+			long pid = lockd_pid_from_stats();
+
+			if (pid > 0 && is_local_lockd(pid))
+				R.pid = pid;
+			else
+				fprintf(stderr,
+					PROG ": warning: %s: lockd's RSS and CPU unavailable (give "
+					     "--pid for a local lockd)\n",
+					pid > 0 ? "STATS pid is not a local lockd process"
+						: "no pid from STATS");
+		}
+	}
+
+	R.sess = calloc((size_t)R.nsess, sizeof(*R.sess));
+	R.ks = calloc(R.nkeys, sizeof(*R.ks));
+	if (!R.sess || !R.ks)
+		goto oom;
+	if (cycling && O.hold_ms > 0)
+		R.tv_hold = event_base_init_common_timeout(base, &tv_hold);
+	for (int i = 0; i < R.nsess; i++) {
+		struct session *s = &R.sess[i];
+
+		s->id = i;
+		s->nslots = nslots;
+		s->fifo_cap = nslots + 2; /* a request per slot, AUTH, PING */
+		s->slots = calloc((size_t)nslots, sizeof(*s->slots));
+		s->fifo = calloc((size_t)s->fifo_cap, sizeof(*s->fifo));
+		if (!s->slots || !s->fifo)
+			goto oom;
+		for (int j = 0; j < nslots; j++) {
+			struct slot *sl = &s->slots[j];
+
+			sl->s = s;
+			/* uncontended: a session's slots have distinct keys (K >= pipeline) */
+			if (sc == SC_UNCONTENDED || sc == SC_HELD)
+				sl->key = (uint32_t)(((uint64_t)i * (uint64_t)nslots + (uint64_t)j) % R.nkeys);
+			else
+				sl->key = (uint32_t)i % R.nkeys;
+			if (R.tv_hold && !(sl->timer = evtimer_new(base, on_hold_timer, sl)))
+				goto oom;
+		}
+	}
+	R.ev_stop = evtimer_new(base, on_stop_timer, NULL);
+	R.ev_deadline = evtimer_new(base, on_deadline, NULL);
+	R.ev_tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+	if (!R.ev_stop || !R.ev_deadline || !R.ev_tick)
+		goto oom;
+	tv_deadline.tv_sec = (R.limit_ms + DEADLINE_SLACK_MS) / 1000;
+	tv_deadline.tv_usec = (R.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000;
+	evtimer_add(R.ev_deadline, &tv_deadline);
+	event_add(R.ev_tick, &tv_tick);
+	R.t_begin = R.last_line = now_ns();
+
+	connect_more();
+	/* a loopbreak before the loop runs would be forgotten: check first */
+	if (!R.failed)
+		event_base_dispatch(base);
+	if (!R.failed && R.phase != PH_DONE)
+		fail("event loop ended early (phase %s)", phase_names[R.phase]);
+	if (!R.failed)
+		compute_result(res);
+	free_run();
+	return R.failed ? -1 : 0;
+oom:
+	fprintf(stderr, PROG ": out of memory for %d sessions\n", R.nsess);
+	R.failed = 1;
+	free_run();
+	return -1;
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+	struct event_base *base = NULL;
+	struct event_config *cfg;
+	int rc = 0;
+
+	parse_args(argc, argv);
+	resolve_target();
+	/* sessions, masters, the STATS probe, stdio and libevent's own */
+	if (raise_nofile((long)O.sessions + O.nmasters + 32) < 0)
+		return 1;
+	if (connect_masters() < 0) {
+		rc = 1;
+		goto out;
+	}
+	/* Without PRECISE_TIMER libevent reads CLOCK_MONOTONIC_COARSE, whose
+	 * tick (4 ms at HZ=250) would stretch every --hold 1 to 4 ms. */
+	if ((cfg = event_config_new())) {
+		event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+		base = event_base_new_with_config(cfg);
+		event_config_free(cfg);
+	}
+	if (!base) {
+		fprintf(stderr, PROG ": cannot create an event base\n");
+		rc = 1;
+		goto out;
+	}
+	for (int i = 0; i < O.nscen; i++) {
+		struct result r;
+
+		if (run_scenario(base, O.scen[i], &r) < 0) {
+			fprintf(stderr, PROG ": scenario %s failed\n", scenario_names[O.scen[i]]);
+			rc = 1;
+			break;
+		}
+		if (O.out == OUT_HUMAN)
+			print_human(&r);
+		else
+			print_machine(&r, i == 0);
+		fflush(stdout);
+		if (r.regressions > 0 || r.overlaps > 0) {
+			fprintf(stderr,
+				PROG ": scenario %s: %.0f fence regressions, %.0f overlaps: lockd "
+				     "broke its guarantees\n",
+				scenario_names[r.sc], r.regressions, r.overlaps);
+			rc = 1;
+		}
+	}
+	event_base_free(base);
+out:
+	for (int i = 0; i < O.nmasters; i++)
+		if (masters[i])
+			redisFree(masters[i]);
+	libevent_global_shutdown();
+	return rc;
+}
