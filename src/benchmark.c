@@ -719,7 +719,7 @@ static struct run {
 	const struct timeval *tv_hold;
 	long pid;
 	struct cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
-	struct procsnap p0, p1, p2; /* likewise, for the lockd process */
+	struct procsnap p0, p1, p2; /* before connecting; all granted; hold ended */
 	struct rusage ru0;
 } R;
 
@@ -818,7 +818,6 @@ static void start_run(void)
 {
 	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
 
-	proc_snapshot(R.pid, &R.p0);
 	redis_snapshot(&R.c0);
 	getrusage(RUSAGE_SELF, &R.ru0);
 	R.t0 = R.last_line = now_ns();
@@ -1119,7 +1118,7 @@ static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	fail("lockd stopped answering: hard deadline of %lld s reached (phase %s, %ld requests "
-	     "unanswered, %d of %d sessions connected)",
+	     "unanswered, %d of %d sessions ready)",
 	     (long long)((R.limit_ms + DEADLINE_SLACK_MS) / 1000), phase_names[R.phase],
 	     R.outstanding, R.nready, R.nsess);
 }
@@ -1263,7 +1262,8 @@ static void print_human(const struct result *r)
 		printf(" / UNLOCK key\n");
 	}
 	if (O.nmasters)
-		printf("  lockd %s, Redis INFO from %d masters\n", T.name, O.nmasters);
+		printf("  lockd %s, Redis INFO from %d master%s\n", T.name, O.nmasters,
+		       O.nmasters == 1 ? "" : "s");
 	else
 		printf("  lockd %s (no --masters: no Redis figures)\n", T.name);
 	printf("  %.0f %s in %.3f s: %.2f cycles/s\n", r->cycles,
@@ -1487,6 +1487,7 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	evtimer_add(R.ev_deadline, &tv_deadline);
 	event_add(R.ev_tick, &tv_tick);
 	R.t_begin = R.last_line = now_ns();
+	proc_snapshot(R.pid, &R.p0); /* lockd before our sessions exist */
 
 	connect_more();
 	/* a loopbreak before the loop runs would be forgotten: check first */

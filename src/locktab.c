@@ -156,28 +156,28 @@ static void waiter_leave(struct waiter *w)
 	w->lk = NULL;
 }
 
-/* Answer a waiter that will not get the lock, and let the next one try. */
+/* Answer a waiter that will not get the lock. The caller lets the next
+ * waiter try (kick) and frees the entry if unused (lk_maybe_free). */
 static void waiter_fail(struct waiter *w, const char *reply)
 {
 	struct lkey *lk = w->lk;
 	waiter_leave(w);
 	session_reply(w->s, "%s", reply);
-	if (lk) {
-		if (lk->retry_armed && lk->waiters.len == 0) {
-			event_del(lk->retry);
-			lk->retry_armed = 0;
-		}
-		kick(lk);
-		lk_maybe_free(lk);
+	if (lk && lk->retry_armed && lk->waiters.len == 0) {
+		event_del(lk->retry);
+		lk->retry_armed = 0;
 	}
 }
 
 static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct waiter *w = arg;
+	struct lkey *lk = w->lk;
 	stats.timeouts += !w->quorum_failed;
 	waiter_fail(w, w->quorum_failed ? "ERR QUORUM no majority of masters answered"
 					: "TIMEOUT");
+	kick(lk);
+	lk_maybe_free(lk);
 }
 
 /* --- holding --- */
@@ -377,6 +377,7 @@ void lt_notice(const char *key, size_t klen)
 	event_del(lk->retry);
 	lk->retry_armed = 0;
 	kick(lk);
+	lk_maybe_free(lk);
 }
 
 /* The holder is done with the key (UNLOCK to 0, QUIT, disconnect). rs is
@@ -481,6 +482,7 @@ void lt_lock(struct session *s, const struct request *r)
 		}
 	}
 	kick(lk);
+	lk_maybe_free(lk);
 }
 
 int lt_waiting(const struct session *s)
