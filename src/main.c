@@ -177,8 +177,10 @@ static void term_cb(evutil_socket_t fd, short what, void *arg)
 	server_close();
 	metrics_stop();
 	lt_shutdown_all();
+	/* Check from the loop, so that the replies just written go out. */
 	ev_stop = evtimer_new(base, stop_wait_cb, NULL);
-	stop_wait_cb(-1, 0, NULL);
+	struct timeval tv = {0, 10000};
+	evtimer_add(ev_stop, &tv);
 }
 
 static void raise_nofile(int64_t want)

@@ -47,9 +47,12 @@ static char channel[128];
 static struct mreq *free_reqs;
 static int shutting_down;   /* our own close: no "down" warnings */
 static int startup_judging; /* markers not judged yet (see judge) */
+static int64_t judge_deadline_us;
+static struct event *judge_timer;
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
+static void judge(void);
 
 const char *master_state_name(enum master_state s)
 {
@@ -136,6 +139,8 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 		redisAsyncFree(sub);
 	event_del(m->timer);
 
+	if (startup_judging && !shutting_down)
+		judge();
 	int64_t b = m->backoff_ms;
 	m->backoff_ms = b * 2 > opts.reconnect_max_ms ? opts.reconnect_max_ms : b * 2;
 	b = b / 2 + (int64_t)(random() % (b / 2 + 1)); /* jitter: 50-100 % */
@@ -413,6 +418,13 @@ static void judge(void)
 
 	if (!startup_judging)
 		return;
+	/* Judge the masters together: wait until each has answered or
+	 * failed once, or the grace period is over. */
+	int tried = 0;
+	for (int i = 0; i < nmasters; i++)
+		tried += masters[i].state == MS_UP || masters[i].last_error[0];
+	if (tried < nmasters && now_us() < judge_deadline_us)
+		return;
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
 		if (m->state != MS_UP)
@@ -438,6 +450,8 @@ static void judge(void)
 			write_marker(m);
 	}
 }
+
+static void judge_cb(evutil_socket_t fd, short what, void *arg) { judge(); }
 
 static void rejoin_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -603,6 +617,14 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(channel, sizeof(channel), "%s released", o->prefix);
 	startup_judging = 1;
+	judge_deadline_us = now_us() + (o->timeout_ms * 4 < 500 ? 500 : o->timeout_ms * 4) * 1000;
+	judge_timer = evtimer_new(base, judge_cb, NULL);
+	struct timeval tv = {0, (suseconds_t)(judge_deadline_us - now_us()) + 1000};
+	if (tv.tv_usec >= 1000000) {
+		tv.tv_sec = tv.tv_usec / 1000000;
+		tv.tv_usec %= 1000000;
+	}
+	event_add(judge_timer, &tv);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;
@@ -630,6 +652,9 @@ void masters_set_opts(const struct master_opts *o)
 void masters_shutdown(void)
 {
 	shutting_down = 1;
+	if (judge_timer)
+		event_free(judge_timer);
+	judge_timer = NULL;
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
 		event_del(m->retry);
