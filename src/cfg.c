@@ -191,6 +191,8 @@ struct loader {
 	char *err;
 	size_t errlen;
 	int failed;
+	const char *text; /* the whole input, for reader error positions */
+	size_t len;
 	unsigned char seen[NKEYS];
 	yaml_mark_t marks[NKEYS]; /* where each key was set, for cross-key checks */
 };
@@ -219,6 +221,18 @@ static int next(struct loader *l, yaml_event_t *ev)
 {
 	if (!yaml_parser_parse(&l->parser, ev)) {
 		yaml_mark_t m = l->parser.problem_mark;
+		if (l->parser.error == YAML_READER_ERROR) {
+			/* The reader reports a byte offset, not a mark. */
+			memset(&m, 0, sizeof(m));
+			for (size_t i = 0; i < l->parser.problem_offset && i < l->len; i++) {
+				if (l->text[i] == '\n') {
+					m.line++;
+					m.column = 0;
+				} else if (((unsigned char)l->text[i] & 0xc0) != 0x80) {
+					m.column++;
+				}
+			}
+		}
 		return fail(l, m, "YAML syntax error: %s%s%s",
 			    l->parser.problem ? l->parser.problem : "invalid document",
 			    l->parser.context ? " " : "", l->parser.context ? l->parser.context : "");
@@ -447,6 +461,11 @@ static int parse_document(struct loader *l)
 			return -1;
 		yaml_event_type_t t = ev.type;
 		yaml_mark_t m = ev.start_mark;
+		int empty_scalar = t == YAML_SCALAR_EVENT &&
+				   ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+				   (ev.data.scalar.length == 0 ||
+				    strcmp((const char *)ev.data.scalar.value, "~") == 0 ||
+				    strcmp((const char *)ev.data.scalar.value, "null") == 0);
 		yaml_event_delete(&ev);
 		switch (t) {
 		case YAML_STREAM_START_EVENT:
@@ -463,8 +482,8 @@ static int parse_document(struct loader *l)
 			rc = 1;
 			continue;
 		case YAML_SCALAR_EVENT:
-			/* An empty file parses as one empty plain scalar: take defaults. */
-			if (rc == 0 && m.index == 0)
+			/* A document that is only "~" or empty: take the defaults. */
+			if (rc == 0 && empty_scalar)
 				continue;
 			/* fallthrough */
 		default:
@@ -505,7 +524,7 @@ static int load(struct config *c, struct loader *l)
 }
 
 int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
-		       size_t errlen)
+		    size_t errlen)
 {
 	struct loader l;
 
@@ -514,28 +533,36 @@ int cfg_load_string(struct config *c, const char *name, const char *text, size_t
 	l.c = c;
 	l.err = err;
 	l.errlen = errlen;
+	l.text = text;
+	l.len = len;
 	yaml_parser_initialize(&l.parser);
 	yaml_parser_set_input_string(&l.parser, (const unsigned char *)text, len);
 	return load(c, &l);
 }
 
+#define CFG_MAX_FILE (1 << 20) /* a config file larger than this is a mistake */
+
 int cfg_load_file(struct config *c, const char *path, char *err, size_t errlen)
 {
-	struct loader l;
 	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t n;
 
 	if (!f) {
 		snprintf(err, errlen, "%s:1:1: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	memset(&l, 0, sizeof(l));
-	l.name = path;
-	l.c = c;
-	l.err = err;
-	l.errlen = errlen;
-	yaml_parser_initialize(&l.parser);
-	yaml_parser_set_input_file(&l.parser, f);
-	int rc = load(c, &l);
+	buf = malloc(CFG_MAX_FILE + 1);
+	n = buf ? fread(buf, 1, CFG_MAX_FILE + 1, f) : 0;
+	int bad = !buf || ferror(f) || n > CFG_MAX_FILE;
 	fclose(f);
+	if (bad) {
+		snprintf(err, errlen, "%s:1:1: cannot read: %s", path,
+			 n > CFG_MAX_FILE ? "larger than 1 MiB" : "read error");
+		free(buf);
+		return -1;
+	}
+	int rc = cfg_load_string(c, path, buf, n, err, errlen);
+	free(buf);
 	return rc;
 }
