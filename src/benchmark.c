@@ -931,6 +931,8 @@ static void on_hold_timer(evutil_socket_t fd, short what, void *arg)
 	send_unlock(arg);
 }
 
+static void connect_more(void);
+
 static void session_ready(struct session *s)
 {
 	s->ready = 1;
@@ -938,6 +940,8 @@ static void session_ready(struct session *s)
 	R.nready++;
 	if (R.nready == R.nsess)
 		start_run();
+	else
+		connect_more();
 }
 
 /* "LOST key fence": mark the slot, which no longer holds the key. */

@@ -173,6 +173,10 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct waiter *w = arg;
 	struct lkey *lk = w->lk;
+	if (now_us() < w->deadline_us) { /* never answer before the WAIT is over */
+		add_timer(w->timer, w->deadline_us);
+		return;
+	}
 	stats.timeouts += !w->quorum_failed;
 	waiter_fail(w, w->quorum_failed ? "ERR QUORUM no majority of masters answered"
 					: "TIMEOUT");
@@ -478,7 +482,8 @@ void lt_lock(struct session *s, const struct request *r)
 		if (r->has_wait) {
 			if (!w->timer)
 				w->timer = evtimer_new(base, wait_timeout_cb, w);
-			add_timer(w->timer, s->req_us + (int64_t)r->wait_ms * 1000);
+			w->deadline_us = s->req_us + (int64_t)r->wait_ms * 1000;
+			add_timer(w->timer, w->deadline_us);
 		}
 	}
 	kick(lk);

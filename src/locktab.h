@@ -31,7 +31,8 @@ struct waiter {
 	uint32_t ttl_ms;
 	int quorum_failed; /* the last attempt found no majority */
 	int64_t since_us;
-	struct event *timer; /* the WAIT deadline */
+	int64_t deadline_us; /* end of the WAIT */
+	struct event *timer; /* fires at deadline_us */
 };
 
 int locktab_init(struct event_base *base, const struct config *cfg);

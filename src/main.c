@@ -273,7 +273,14 @@ int main(int argc, char **argv)
 	raise_nofile(cfg.max_clients);
 	stats.started_us = now_us();
 
-	base = event_base_new();
+	/* Deadlines are computed from CLOCK_MONOTONIC now; libevent must not
+	 * add them to a time cached at the start of a busy loop turn. */
+	struct event_config *ec = event_config_new();
+	if (ec)
+		event_config_set_flag(ec, EVENT_BASE_FLAG_NO_CACHE_TIME);
+	base = ec ? event_base_new_with_config(ec) : NULL;
+	if (ec)
+		event_config_free(ec);
 	if (!base) {
 		log_error("cannot create the event loop");
 		return 1;

@@ -160,9 +160,7 @@ static void handle(struct session *s, const char *line, size_t len)
 	switch (r.cmd) {
 	case CMD_PING:
 		if (r.word) {
-			char w[128];
-			str_sanitize(w, sizeof(w), r.word, r.wlen);
-			session_reply(s, "PONG %s", w);
+			session_reply(s, "PONG %.*s", (int)r.wlen, r.word);
 		} else {
 			session_reply(s, "PONG");
 		}
