@@ -314,7 +314,7 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 	}
 	case CT_DOUBLE: {
 		char *end;
-		if (quoted || len == 0)
+		if (quoted || len == 0 || strspn(v, "0123456789.eE+-") != len)
 			return fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
 		errno = 0;
 		double x = strtod(v, &end);
@@ -413,8 +413,10 @@ static int parse_mapping(struct loader *l, const char *prefix)
 		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "",
 			 (const char *)ev.data.scalar.value);
 		yaml_mark_t km = ev.start_mark;
+		/* "redis.timeout_ms:" at the top is not "redis: {timeout_ms:}". */
+		int dotted = strchr((const char *)ev.data.scalar.value, '.') != NULL;
 		yaml_event_delete(&ev);
-		int i = lookup(name);
+		int i = dotted ? -1 : lookup(name);
 		if (i < 0)
 			return fail(l, km, "unknown key \"%s\"", name);
 		if (l->seen[i])

@@ -51,7 +51,13 @@ int parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 
-	if (len == 0 || len > 20)
+	if (len == 0)
+		return -1;
+	while (len > 1 && *s == '0') { /* leading zeros are still decimal digits */
+		s++;
+		len--;
+	}
+	if (len > 20)
 		return -1;
 	for (size_t i = 0; i < len; i++) {
 		if (s[i] < '0' || s[i] > '9')

@@ -1,0 +1,1413 @@
+/* harness: see harness.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define READY_TRIES 200 /* x 25 ms */
+#define PORT_TRIES 5
+
+static char run_dir[256];
+static char redis_bin[PATH_MAX];
+static char lockd_bin[PATH_MAX];
+static pid_t main_pid;
+
+static struct {
+	pid_t owner; /* the process that runs the test */
+	int active;
+	char dir[320];
+	int nm;
+	struct h_master m[H_MAX_MASTERS];
+	int nl;
+	struct h_lockd l[H_MAX_LOCKDS];
+	int used_ports[64];
+	int nused;
+} H;
+
+/* ------------------------------------------------------------------ time */
+
+double h_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+void h_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* Printable form of bytes for failure messages (rotating static buffers). */
+static const char *esc(const char *s, size_t n)
+{
+	static char bufs[4][512];
+	static int k;
+	char *b = bufs[k++ & 3];
+	size_t o = 0;
+	for (size_t i = 0; i < n && o < sizeof(bufs[0]) - 8; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '\\')
+			o += (size_t)snprintf(b + o, 8, "\\\\");
+		else if (ch == '\r')
+			o += (size_t)snprintf(b + o, 8, "\\r");
+		else if (ch == '\n')
+			o += (size_t)snprintf(b + o, 8, "\\n");
+		else if (ch == '\t')
+			o += (size_t)snprintf(b + o, 8, "\\t");
+		else if (ch < 0x20 || ch > 0x7e)
+			o += (size_t)snprintf(b + o, 8, "\\x%02x", ch);
+		else
+			b[o++] = (char)ch;
+	}
+	if (o >= sizeof(bufs[0]) - 8)
+		o += (size_t)snprintf(b + o, 8, "...");
+	b[o] = '\0';
+	return b;
+}
+#define ESC(s) esc((s), strlen(s))
+
+/* ------------------------------------------------------------------ run */
+
+static int find_in_path(const char *name, char *out, size_t outlen)
+{
+	if (strchr(name, '/')) {
+		if (access(name, X_OK) != 0)
+			return -1;
+		snprintf(out, outlen, "%s", name);
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	char *dup = strdup(path), *save = NULL;
+	for (char *d = strtok_r(dup, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char cand[PATH_MAX];
+		snprintf(cand, sizeof(cand), "%s/%s", *d ? d : ".", name);
+		if (access(cand, X_OK) == 0) {
+			snprintf(out, outlen, "%s", cand);
+			free(dup);
+			return 0;
+		}
+	}
+	free(dup);
+	return -1;
+}
+
+const char *h_redis_server(void)
+{
+	return redis_bin;
+}
+
+int h_run_init(void)
+{
+	main_pid = getpid();
+	signal(SIGPIPE, SIG_IGN);
+	const char *rs = getenv("REDIS_SERVER");
+	if (!rs || !*rs)
+		rs = "redis-server";
+	if (find_in_path(rs, redis_bin, sizeof(redis_bin)) != 0)
+		redis_bin[0] = '\0';
+
+	const char *bd = getenv("top_builddir");
+	if (!bd || !*bd)
+		bd = ".";
+	char rel[PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/lockd", bd);
+	if (!realpath(rel, lockd_bin))
+		snprintf(lockd_bin, sizeof(lockd_bin), "%s", rel);
+
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if (strlen(tmp) > 40) {
+		/* unix socket paths must stay short */
+		tmp = "/tmp";
+	}
+	snprintf(run_dir, sizeof(run_dir), "%s/lockd-it.XXXXXX", tmp);
+	if (!mkdtemp(run_dir)) {
+		fprintf(stderr, "test_lockd: mkdtemp %s: %s\n", run_dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	remove(p);
+	return 0;
+}
+
+static void rm_rf(const char *dir)
+{
+	if (dir[0])
+		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void print_tail(const char *path, int lines)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	static char buf[1 << 16];
+	fseek(f, 0, SEEK_END);
+	long sz = ftell(f);
+	long off = sz > (long)sizeof(buf) - 1 ? sz - (long)sizeof(buf) + 1 : 0;
+	fseek(f, off, SEEK_SET);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = buf + n;
+	int seen = 0;
+	while (p > buf) {
+		p--;
+		if (*p == '\n' && p != buf + n - 1 && ++seen >= lines) {
+			p++;
+			break;
+		}
+	}
+	fprintf(stderr, "---- tail of %s ----\n%s%s---- end ----\n", path, p,
+		n && buf[n - 1] != '\n' ? "\n" : "");
+}
+
+void h_run_finish(int failed)
+{
+	if (!run_dir[0])
+		return;
+	DIR *d = opendir(run_dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			fprintf(stderr, "test_lockd: %s left its directory (failed or timed out)\n",
+				e->d_name);
+			for (int i = 0; i < H_MAX_LOCKDS; i++) {
+				char p[PATH_MAX + 300];
+				snprintf(p, sizeof(p), "%s/%s/lockd%d.log", run_dir, e->d_name, i);
+				print_tail(p, 25);
+			}
+		}
+		closedir(d);
+	}
+	const char *keep = getenv("LOCKD_TEST_KEEP");
+	if (keep && *keep && strcmp(keep, "0") != 0)
+		fprintf(stderr, "test_lockd: kept %s\n", run_dir);
+	else
+		rm_rf(run_dir);
+}
+
+int h_selected(const char *name)
+{
+	const char *sel = getenv("LOCKD_TEST");
+	if (!sel || !*sel)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = sel; *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == n && strncmp(p, name, n) == 0)
+			return 1;
+		if (!e)
+			break;
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ processes */
+
+static void close_fds_from(int lo)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, (unsigned)lo, ~0u, 0) == 0)
+		return;
+#endif
+	long max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = lo; fd < max; fd++)
+		close(fd);
+}
+
+/* fork/exec argv with stdout/stderr appended to logpath; the child dies
+ * when the test process dies. */
+static pid_t spawn(char *const argv[], const char *logpath)
+{
+	pid_t parent = getpid();
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		int in = open("/dev/null", O_RDONLY);
+		int out = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (in >= 0)
+			dup2(in, 0);
+		if (out >= 0) {
+			dup2(out, 1);
+			dup2(out, 2);
+		}
+		close_fds_from(3);
+		sigset_t all;
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+/* waitpid bounded in time; returns status or -1 on timeout. */
+static int reap(pid_t pid, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return st;
+		if (r < 0 && errno != EINTR)
+			return 0; /* not our child any more */
+		if (h_now_ms() >= end)
+			return -1;
+		h_sleep_ms(2);
+	}
+}
+
+static void kill_reap(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	reap(pid, 5000);
+}
+
+static void cleanup(int remove_dir)
+{
+	if (!H.active || getpid() != H.owner)
+		return;
+	for (int i = 0; i < H.nm; i++)
+		if (H.m[i].pid > 0 && H.m[i].stopped) {
+			kill(H.m[i].pid, SIGCONT);
+			H.m[i].stopped = 0;
+		}
+	for (int i = 0; i < H.nl; i++)
+		if (H.l[i].pid > 0)
+			kill(H.l[i].pid, SIGTERM);
+	for (int i = 0; i < H.nl; i++)
+		if (H.l[i].pid > 0) {
+			if (reap(H.l[i].pid, 3000) == -1)
+				kill_reap(H.l[i].pid);
+			H.l[i].pid = 0;
+		}
+	for (int i = 0; i < H.nm; i++) {
+		kill_reap(H.m[i].pid);
+		H.m[i].pid = 0;
+	}
+	if (remove_dir && H.dir[0]) {
+		rm_rf(H.dir);
+		H.dir[0] = '\0';
+	}
+	H.active = 0;
+}
+
+static void at_exit_cleanup(void)
+{
+	cleanup(0);
+}
+
+void h_setup(void)
+{
+	static pid_t registered;
+	memset(&H, 0, sizeof(H));
+	H.owner = getpid();
+	H.active = 1;
+	if (H.owner != main_pid) {
+		/* forked test: die with the runner */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
+	}
+	if (registered != H.owner) {
+		atexit(at_exit_cleanup);
+		registered = H.owner;
+	}
+}
+
+void h_teardown(void)
+{
+	cleanup(1);
+}
+
+const char *h_dir(void)
+{
+	if (H.dir[0])
+		return H.dir;
+	char name[48];
+	const char *tn = tcase_name();
+	size_t o = 0;
+	for (const char *p = tn ? tn : "test"; *p && o < 32; p++)
+		name[o++] = (isalnum((unsigned char)*p) || *p == '_') ? *p : '_';
+	name[o] = '\0';
+	snprintf(H.dir, sizeof(H.dir), "%s/%s.XXXXXX", run_dir[0] ? run_dir : "/tmp", name);
+	ck_assert_msg(mkdtemp(H.dir) != NULL, "mkdtemp %s: %s", H.dir, strerror(errno));
+	return H.dir;
+}
+
+static int free_port(void)
+{
+	for (int tries = 0; tries < 50; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_msg(fd >= 0, "socket: %s", strerror(errno));
+		struct sockaddr_in a = {0};
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		a.sin_port = 0;
+		socklen_t l = sizeof(a);
+		ck_assert_msg(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "bind: %s",
+			      strerror(errno));
+		ck_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+		close(fd);
+		int port = ntohs(a.sin_port);
+		int dup = 0;
+		for (int i = 0; i < H.nused; i++)
+			dup |= H.used_ports[i] == port;
+		if (dup)
+			continue;
+		if (H.nused < (int)(sizeof(H.used_ports) / sizeof(H.used_ports[0])))
+			H.used_ports[H.nused++] = port;
+		return port;
+	}
+	ck_abort_msg("no free port");
+}
+
+/* ------------------------------------------------------------------ RESP */
+
+struct sb {
+	char *p;
+	size_t len, cap;
+};
+
+static void sb_add(struct sb *s, const char *p, size_t n)
+{
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap : 256;
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		s->p = realloc(s->p, cap);
+		ck_assert(s->p != NULL);
+		s->cap = cap;
+	}
+	memcpy(s->p + s->len, p, n);
+	s->len += n;
+	s->p[s->len] = '\0';
+}
+
+struct rconn {
+	int fd;
+	int timeout_ms;
+	char *buf;
+	size_t len, cap;
+};
+
+static int connect_tcp(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_in a = {0};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int connect_unix(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_un a = {0};
+	a.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		close(fd);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(a.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Send all bytes within deadline; 0 or -1 (errno set). */
+static int send_all(int fd, const void *p, size_t n, double deadline)
+{
+	const char *b = p;
+	while (n > 0) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			b += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -1;
+		double rem = deadline - h_now_ms();
+		if (rem <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		struct pollfd pf = {fd, POLLOUT, 0};
+		poll(&pf, 1, (int)rem + 1);
+	}
+	return 0;
+}
+
+struct rconn *rc_open(int port, int timeout_ms)
+{
+	int fd = connect_tcp(port);
+	if (fd < 0)
+		return NULL;
+	struct rconn *r = calloc(1, sizeof(*r));
+	ck_assert(r != NULL);
+	r->fd = fd;
+	r->timeout_ms = timeout_ms;
+	return r;
+}
+
+void rc_close(struct rconn *r)
+{
+	if (!r)
+		return;
+	close(r->fd);
+	free(r->buf);
+	free(r);
+}
+
+/* Parse one reply from b[0..n); returns bytes used, 0 if incomplete, -1 if
+ * malformed. */
+static long resp_parse(const char *b, size_t n, struct sb *out, int depth)
+{
+	const char *e = memmem(b, n, "\r\n", 2);
+	if (!e || depth > 8)
+		return e ? -1 : 0;
+	size_t hl = (size_t)(e - b) + 2;
+	switch (b[0]) {
+	case '+':
+	case ':':
+		sb_add(out, b + 1, hl - 3);
+		return (long)hl;
+	case '-':
+		sb_add(out, "-", 1);
+		sb_add(out, b + 1, hl - 3);
+		return (long)hl;
+	case '$': {
+		long long l = strtoll(b + 1, NULL, 10);
+		if (l < 0) {
+			sb_add(out, "(nil)", 5);
+			return (long)hl;
+		}
+		if (n < hl + (size_t)l + 2)
+			return 0;
+		sb_add(out, b + hl, (size_t)l);
+		return (long)(hl + (size_t)l + 2);
+	}
+	case '*': {
+		long long cnt = strtoll(b + 1, NULL, 10);
+		if (cnt < 0) {
+			sb_add(out, "(nil)", 5);
+			return (long)hl;
+		}
+		size_t used = hl;
+		for (long long i = 0; i < cnt; i++) {
+			long r = resp_parse(b + used, n - used, out, depth + 1);
+			if (r <= 0)
+				return r;
+			used += (size_t)r;
+			sb_add(out, "\n", 1);
+		}
+		return (long)used;
+	}
+	default:
+		return -1;
+	}
+}
+
+char *rc_cmdv(struct rconn *r, int argc, const char **argv)
+{
+	struct sb req = {0};
+	char hdr[64];
+	snprintf(hdr, sizeof(hdr), "*%d\r\n", argc);
+	sb_add(&req, hdr, strlen(hdr));
+	for (int i = 0; i < argc; i++) {
+		snprintf(hdr, sizeof(hdr), "$%zu\r\n", strlen(argv[i]));
+		sb_add(&req, hdr, strlen(hdr));
+		sb_add(&req, argv[i], strlen(argv[i]));
+		sb_add(&req, "\r\n", 2);
+	}
+	double deadline = h_now_ms() + r->timeout_ms;
+	int rc = send_all(r->fd, req.p, req.len, deadline);
+	free(req.p);
+	if (rc != 0)
+		return NULL;
+	for (;;) {
+		if (r->len > 0) {
+			struct sb out = {0};
+			sb_add(&out, "", 0);
+			long used = resp_parse(r->buf, r->len, &out, 0);
+			if (used < 0) {
+				free(out.p);
+				return NULL;
+			}
+			if (used > 0) {
+				memmove(r->buf, r->buf + used, r->len - (size_t)used);
+				r->len -= (size_t)used;
+				return out.p;
+			}
+			free(out.p);
+		}
+		double rem = deadline - h_now_ms();
+		if (rem <= 0)
+			return NULL;
+		struct pollfd pf = {r->fd, POLLIN, 0};
+		if (poll(&pf, 1, (int)rem + 1) <= 0)
+			continue;
+		if (r->cap - r->len < 65536) {
+			r->cap = r->cap ? r->cap * 2 : 131072;
+			r->buf = realloc(r->buf, r->cap);
+			ck_assert(r->buf != NULL);
+		}
+		ssize_t k = recv(r->fd, r->buf + r->len, r->cap - r->len, MSG_DONTWAIT);
+		if (k > 0)
+			r->len += (size_t)k;
+		else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+			return NULL;
+	}
+}
+
+char *rc_cmd(struct rconn *r, ...)
+{
+	const char *argv[32];
+	int argc = 0;
+	va_list ap;
+	va_start(ap, r);
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && argc < 32)
+		argv[argc++] = a;
+	va_end(ap);
+	return rc_cmdv(r, argc, argv);
+}
+
+static char *redis_v(int i, va_list ap)
+{
+	const char *argv[32];
+	int argc = 0;
+	const char *a;
+	while ((a = va_arg(ap, const char *)) && argc < 32)
+		argv[argc++] = a;
+	ck_assert_msg(i >= 0 && i < H.nm, "no master %d", i);
+	struct rconn *r = rc_open(H.m[i].port, 1500);
+	if (!r)
+		return NULL;
+	char *out = rc_cmdv(r, argc, argv);
+	rc_close(r);
+	return out;
+}
+
+char *h_redis(int i, ...)
+{
+	va_list ap;
+	va_start(ap, i);
+	char *out = redis_v(i, ap);
+	va_end(ap);
+	return out;
+}
+
+long long h_redis_int(int i, ...)
+{
+	va_list ap;
+	va_start(ap, i);
+	char *out = redis_v(i, ap);
+	va_end(ap);
+	ck_assert_msg(out != NULL, "master %d (port %d) did not answer", i, H.m[i].port);
+	char *end;
+	errno = 0;
+	long long v = strtoll(out, &end, 10);
+	ck_assert_msg(*out && !*end && !errno, "master %d: expected an integer reply, got '%s'", i,
+		      out);
+	free(out);
+	return v;
+}
+
+int h_masters_with_pttl(int n, const char *rkey, long long *min_pttl, long long *max_pttl)
+{
+	int cnt = 0;
+	long long mn = -1, mx = -1;
+	for (int i = 0; i < n && i < H.nm; i++) {
+		char *out = h_redis(i, "PTTL", rkey, NULL);
+		if (!out)
+			continue;
+		long long v = strtoll(out, NULL, 10);
+		free(out);
+		if (v > 0) {
+			cnt++;
+			mn = mn < 0 || v < mn ? v : mn;
+			mx = v > mx ? v : mx;
+		}
+	}
+	if (min_pttl)
+		*min_pttl = mn;
+	if (max_pttl)
+		*max_pttl = mx;
+	return cnt;
+}
+
+/* ------------------------------------------------------------------ masters */
+
+int h_nmasters(void)
+{
+	return H.nm;
+}
+
+struct h_master *h_master(int i)
+{
+	ck_assert_msg(i >= 0 && i < H.nm, "no master %d", i);
+	return &H.m[i];
+}
+
+/* Launch master i on port; 0 when it answers as our process, -1 when it
+ * exited (port taken) or another process answers on the port. */
+static int master_launch(int i, int port)
+{
+	char portbuf[16], logp[PATH_MAX + 32];
+	snprintf(portbuf, sizeof(portbuf), "%d", port);
+	snprintf(logp, sizeof(logp), "%s/redis%d.log", h_dir(), i);
+	char *argv[] = {redis_bin,     "--port",       portbuf,     "--bind",  "127.0.0.1",
+			"--save",      "",             "--appendonly", "no",     "--dir",
+			(char *)H.dir, "--daemonize", "no",          "--logfile", "",
+			NULL};
+	pid_t pid = spawn(argv, logp);
+	H.m[i].port = port;
+	H.m[i].pid = pid;
+	H.m[i].stopped = 0;
+	for (int t = 0; t < READY_TRIES; t++) {
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			H.m[i].pid = 0;
+			return -1;
+		}
+		struct rconn *r = rc_open(port, 200);
+		if (r) {
+			char *pong = rc_cmd(r, "PING", NULL);
+			char *info = pong && strcmp(pong, "PONG") == 0
+					     ? rc_cmd(r, "INFO", "server", NULL)
+					     : NULL;
+			rc_close(r);
+			free(pong);
+			if (info) {
+				const char *p = strstr(info, "process_id:");
+				long owner = p ? strtol(p + 11, NULL, 10) : -1;
+				free(info);
+				if (owner == pid)
+					return 0;
+				/* someone else's server holds the port */
+				kill_reap(pid);
+				H.m[i].pid = 0;
+				return -1;
+			}
+		}
+		h_sleep_ms(25);
+	}
+	print_tail(logp, 20);
+	kill_reap(pid);
+	H.m[i].pid = 0;
+	ck_abort_msg("redis-server on port %d not ready after %d ms", port, READY_TRIES * 25);
+}
+
+static void master_start_new(int i)
+{
+	for (int t = 0; t < PORT_TRIES; t++)
+		if (master_launch(i, free_port()) == 0)
+			return;
+	char logp[PATH_MAX + 32];
+	snprintf(logp, sizeof(logp), "%s/redis%d.log", h_dir(), i);
+	print_tail(logp, 20);
+	ck_abort_msg("redis-server %d did not start in %d tries", i, PORT_TRIES);
+}
+
+void h_masters_start(int n)
+{
+	ck_assert_msg(redis_bin[0], "no redis-server");
+	ck_assert(H.nm + n <= H_MAX_MASTERS);
+	for (int k = 0; k < n; k++) {
+		int i = H.nm++;
+		master_start_new(i);
+	}
+}
+
+int h_master_add(void)
+{
+	h_masters_start(1);
+	return H.nm - 1;
+}
+
+void h_master_kill(int i)
+{
+	struct h_master *m = h_master(i);
+	kill_reap(m->pid);
+	m->pid = 0;
+	m->stopped = 0;
+}
+
+void h_master_stop(int i)
+{
+	struct h_master *m = h_master(i);
+	ck_assert(m->pid > 0);
+	kill(m->pid, SIGSTOP);
+	m->stopped = 1;
+}
+
+void h_master_cont(int i)
+{
+	struct h_master *m = h_master(i);
+	ck_assert(m->pid > 0);
+	kill(m->pid, SIGCONT);
+	m->stopped = 0;
+}
+
+void h_master_restart(int i)
+{
+	struct h_master *m = h_master(i);
+	if (m->pid > 0)
+		h_master_kill(i);
+	/* the port was ours a moment ago: retry a little while it is freed */
+	for (int t = 0; t < 40; t++) {
+		if (master_launch(i, m->port) == 0)
+			return;
+		h_sleep_ms(50);
+	}
+	ck_abort_msg("could not restart master %d on port %d", i, m->port);
+}
+
+/* ------------------------------------------------------------------ lockd */
+
+int h_nlockds(void)
+{
+	return H.nl;
+}
+
+struct h_lockd *h_lockd(int idx)
+{
+	ck_assert_msg(idx >= 0 && idx < H.nl, "no lockd %d", idx);
+	return &H.l[idx];
+}
+
+int h_lockd_alive(int idx)
+{
+	struct h_lockd *l = h_lockd(idx);
+	if (l->pid <= 0)
+		return 0;
+	int st;
+	if (waitpid(l->pid, &st, WNOHANG) == l->pid) {
+		l->pid = -st - 1; /* keep the status: exited */
+		return 0;
+	}
+	return 1;
+}
+
+void h_lockd_log_tail(int idx, int lines)
+{
+	print_tail(h_lockd(idx)->log, lines);
+}
+
+void h_lockd_signal(int idx, int sig)
+{
+	struct h_lockd *l = h_lockd(idx);
+	ck_assert_msg(l->pid > 0, "lockd %d is not running", idx);
+	kill(l->pid, sig);
+}
+
+int h_lockd_wait(int idx, int timeout_ms)
+{
+	struct h_lockd *l = h_lockd(idx);
+	if (l->pid < 0)
+		return -l->pid - 1;
+	if (l->pid == 0)
+		return -1;
+	int st = reap(l->pid, timeout_ms);
+	if (st != -1)
+		l->pid = 0;
+	return st;
+}
+
+static void write_config(const struct h_opts *o, struct h_lockd *l)
+{
+	FILE *f = fopen(l->conf, "w");
+	ck_assert_msg(f != NULL, "%s: %s", l->conf, strerror(errno));
+	fprintf(f, "# written by test_lockd\n");
+	fprintf(f, "listen: [\"127.0.0.1:%d\", \"unix:%s\"]\n", l->port, l->sock);
+	fprintf(f, "log_level: %s\n", o->log_debug ? "debug" : "info");
+	if (o->password)
+		fprintf(f, "password: \"%s\"\n", o->password);
+	if (o->top_extra)
+		fputs(o->top_extra, f);
+	fprintf(f, "redis:\n  masters: [");
+	int n = o->nmasters > 0 ? o->nmasters : H.nm;
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s\"127.0.0.1:%d\"", i ? ", " : "", H.m[i].port);
+	fprintf(f, "]\n  timeout_ms: %d\n", o->timeout_ms > 0 ? o->timeout_ms : 50);
+	if (o->redis_extra)
+		fputs(o->redis_extra, f);
+	fprintf(f, "locks:\n  lease_ms: %d\n", o->lease_ms > 0 ? o->lease_ms : 3000);
+	if (o->locks_extra)
+		fputs(o->locks_extra, f);
+	if (o->limits)
+		fprintf(f, "limits:\n%s", o->limits);
+	fclose(f);
+}
+
+/* A connection that answers any line to "PING". */
+static int answers_ping(int fd)
+{
+	if (fd < 0)
+		return 0;
+	int ok = send_all(fd, "PING\n", 5, h_now_ms() + 200) == 0;
+	if (ok) {
+		/* read one line, no assertions */
+		char buf[512];
+		size_t len = 0;
+		double end = h_now_ms() + 300;
+		ok = 0;
+		while (h_now_ms() < end && len < sizeof(buf)) {
+			struct pollfd pf = {fd, POLLIN, 0};
+			if (poll(&pf, 1, 50) <= 0)
+				continue;
+			ssize_t k = recv(fd, buf + len, sizeof(buf) - len, MSG_DONTWAIT);
+			if (k <= 0)
+				break;
+			len += (size_t)k;
+			if (memchr(buf, '\n', len)) {
+				ok = 1;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return ok;
+}
+
+/* Wait until lockd grants a lock (its masters are connected and count). */
+static int wait_quorum(struct h_lockd *l, const struct h_opts *o)
+{
+	for (int t = 0; t < 400; t++) {
+		int fd = connect_unix(l->sock);
+		if (fd >= 0) {
+			struct cl *c = calloc(1, sizeof(*c));
+			c->fd = fd;
+			char req[400];
+			snprintf(req, sizeof(req), "%s%s%sTRYLOCK ~\n",
+				 o->password ? "AUTH " : "", o->password ? o->password : "",
+				 o->password ? "\n" : "");
+			int ok = 0;
+			if (send_all(fd, req, strlen(req), h_now_ms() + 500) == 0) {
+				const char *r = NULL;
+				if (o->password)
+					r = cl_line(c, 500);
+				r = cl_line(c, 1000);
+				if (r && strncmp(r, "OK ", 3) == 0) {
+					ok = 1;
+					cl_send(c, "UNLOCK ~\n");
+					r = cl_line(c, 1000);
+				}
+			}
+			cl_close(c);
+			if (ok)
+				return 0;
+		}
+		if (!h_lockd_alive((int)(l - H.l)))
+			return -1;
+		h_sleep_ms(25);
+	}
+	return -1;
+}
+
+int h_lockd_start(const struct h_opts *o)
+{
+	static const struct h_opts defaults;
+	if (!o)
+		o = &defaults;
+	ck_assert(H.nl < H_MAX_LOCKDS);
+	ck_assert_msg(access(lockd_bin, X_OK) == 0, "lockd binary %s is missing (build it first)",
+		      lockd_bin);
+	int idx = H.nl++;
+	struct h_lockd *l = &H.l[idx];
+	snprintf(l->sock, sizeof(l->sock), "%s/l%d.sock", h_dir(), idx);
+	snprintf(l->conf, sizeof(l->conf), "%s/lockd%d.yml", h_dir(), idx);
+	snprintf(l->log, sizeof(l->log), "%s/lockd%d.log", h_dir(), idx);
+	ck_assert_msg(strlen(l->sock) < 100, "socket path too long: %s", l->sock);
+	for (int t = 0; t < PORT_TRIES; t++) {
+		l->port = free_port();
+		unlink(l->sock);
+		write_config(o, l);
+		FILE *lf = fopen(l->log, "a");
+		if (lf) {
+			fprintf(lf, "==== test_lockd: start %d on port %d\n", t + 1, l->port);
+			fclose(lf);
+		}
+		char *argv[] = {lockd_bin, "-c", l->conf, NULL};
+		l->pid = spawn(argv, l->log);
+		int up = 0;
+		for (int k = 0; k < READY_TRIES; k++) {
+			if (!h_lockd_alive(idx))
+				break;
+			if (answers_ping(connect_unix(l->sock))) {
+				up = 1;
+				break;
+			}
+			h_sleep_ms(25);
+		}
+		if (up && answers_ping(connect_tcp(l->port)) && h_lockd_alive(idx)) {
+			if (!o->no_quorum_wait && wait_quorum(l, o) != 0) {
+				h_lockd_log_tail(idx, 30);
+				ck_abort_msg("lockd %d: no lock could be granted within 10 s", idx);
+			}
+			return idx;
+		}
+		if (h_lockd_alive(idx)) {
+			h_lockd_log_tail(idx, 30);
+			kill_reap(l->pid);
+			l->pid = 0;
+			ck_abort_msg("lockd %d (port %d) did not answer PING in time", idx, l->port);
+		}
+		l->pid = 0;
+	}
+	h_lockd_log_tail(idx, 30);
+	ck_abort_msg("lockd %d did not start (%d tries); config %s", idx, PORT_TRIES, l->conf);
+}
+
+void h_std(const struct h_opts *o)
+{
+	h_masters_start(3);
+	h_lockd_start(o);
+}
+
+/* ------------------------------------------------------------------ client */
+
+static struct cl *cl_new(int fd)
+{
+	struct cl *c = calloc(1, sizeof(*c));
+	ck_assert(c != NULL);
+	c->fd = fd;
+	return c;
+}
+
+struct cl *cl_tcp_at(const char *file, int line, int port)
+{
+	int fd = connect_tcp(port);
+	if (fd < 0)
+		h_fail_at(file, line, "connect 127.0.0.1:%d: %s", port, strerror(errno));
+	return cl_new(fd);
+}
+
+struct cl *cl_unix_at(const char *file, int line, const char *path)
+{
+	int fd = connect_unix(path);
+	if (fd < 0)
+		h_fail_at(file, line, "connect unix:%s: %s", path, strerror(errno));
+	return cl_new(fd);
+}
+
+void cl_close(struct cl *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->buf);
+	free(c->line);
+	free(c);
+}
+
+void cl_shutdown_wr(struct cl *c)
+{
+	shutdown(c->fd, SHUT_WR);
+}
+
+void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t n)
+{
+	if (send_all(c->fd, p, n, h_now_ms() + 5000) != 0)
+		h_fail_at(file, line, "send '%s': %s", esc(p, n), strerror(errno));
+}
+
+const char *cl_line_at(const char *file, int line, struct cl *c, int timeout_ms)
+{
+	double deadline = h_now_ms() + timeout_ms;
+	for (;;) {
+		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+		if (nl) {
+			size_t n = (size_t)(nl - c->buf);
+			if (n == 0 || c->buf[n - 1] != '\r')
+				h_fail_at(file, line, "reply line not ended by \\r\\n: '%s'",
+					  esc(c->buf, n + 1));
+			free(c->line);
+			c->line = malloc(n);
+			ck_assert(c->line != NULL);
+			memcpy(c->line, c->buf, n - 1);
+			c->line[n - 1] = '\0';
+			if (memchr(c->line, '\0', n - 1))
+				h_fail_at(file, line, "NUL byte in reply line '%s'",
+					  esc(c->buf, n - 1));
+			memmove(c->buf, nl + 1, c->len - n - 1);
+			c->len -= n + 1;
+			return c->line;
+		}
+		if (c->eof)
+			return NULL;
+		if (c->len > (4u << 20))
+			h_fail_at(file, line, "reply line longer than 4 MB");
+		double rem = deadline - h_now_ms();
+		int last = rem <= 0;
+		struct pollfd pf = {c->fd, POLLIN, 0};
+		int pr = poll(&pf, 1, last ? 0 : (int)rem + 1);
+		if (pr <= 0) {
+			if (last)
+				return NULL;
+			continue;
+		}
+		if (c->cap - c->len < 4096) {
+			c->cap = c->cap ? c->cap * 2 : 16384;
+			c->buf = realloc(c->buf, c->cap);
+			ck_assert(c->buf != NULL);
+		}
+		ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+		if (k > 0)
+			c->len += (size_t)k;
+		else if (k == 0)
+			c->eof = 1;
+		else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			c->eof = 1;
+			c->err = errno;
+		}
+	}
+}
+
+static int is_event(const char *l)
+{
+	return strncmp(l, "LOST", 4) == 0 && (l[4] == ' ' || l[4] == '\0');
+}
+
+const char *cl_reply_at(const char *file, int line, struct cl *c, int timeout_ms)
+{
+	double deadline = h_now_ms() + timeout_ms;
+	for (;;) {
+		double rem = deadline - h_now_ms();
+		const char *l = cl_line_at(file, line, c, rem > 0 ? (int)rem : 0);
+		if (!l || !is_event(l))
+			return l;
+		if (c->nlost < 32)
+			snprintf(c->lost[c->nlost], sizeof(c->lost[0]), "%s", l);
+		c->nlost++;
+	}
+}
+
+const char *cl_cmd_at(const char *file, int line, struct cl *c, const char *req, int timeout_ms)
+{
+	size_t n = strlen(req);
+	char *b = malloc(n + 2);
+	ck_assert(b != NULL);
+	memcpy(b, req, n);
+	b[n] = '\n';
+	cl_sendn_at(file, line, c, b, n + 1);
+	free(b);
+	return cl_reply_at(file, line, c, timeout_ms);
+}
+
+void cl_expect_at(const char *file, int line, struct cl *c, const char *req, const char *exp)
+{
+	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
+	if (!r)
+		h_fail_at(file, line, "'%s': no reply within %d ms (%s), expected '%s'", ESC(req),
+			  H_TMO, c->eof ? "EOF" : "timeout", ESC(exp));
+	if (strcmp(r, exp) != 0)
+		h_fail_at(file, line, "'%s': got '%s', expected '%s'", ESC(req), ESC(r), ESC(exp));
+}
+
+void cl_expect_prefix_at(const char *file, int line, struct cl *c, const char *req,
+			 const char *prefix)
+{
+	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
+	if (!r)
+		h_fail_at(file, line, "'%s': no reply within %d ms (%s), expected '%s...'", ESC(req),
+			  H_TMO, c->eof ? "EOF" : "timeout", ESC(prefix));
+	if (strncmp(r, prefix, strlen(prefix)) != 0)
+		h_fail_at(file, line, "'%s': got '%s', expected '%s...'", ESC(req), ESC(r),
+			  ESC(prefix));
+}
+
+void cl_want_at(const char *file, int line, struct cl *c, const char *exp, int timeout_ms)
+{
+	const char *r = cl_reply_at(file, line, c, timeout_ms);
+	if (!r)
+		h_fail_at(file, line, "no reply within %d ms (%s), expected '%s'", timeout_ms,
+			  c->eof ? "EOF" : "timeout", ESC(exp));
+	if (strcmp(r, exp) != 0)
+		h_fail_at(file, line, "got '%s', expected '%s'", ESC(r), ESC(exp));
+}
+
+void cl_want_prefix_at(const char *file, int line, struct cl *c, const char *prefix, int timeout_ms)
+{
+	const char *r = cl_reply_at(file, line, c, timeout_ms);
+	if (!r)
+		h_fail_at(file, line, "no reply within %d ms (%s), expected '%s...'", timeout_ms,
+			  c->eof ? "EOF" : "timeout", ESC(prefix));
+	if (strncmp(r, prefix, strlen(prefix)) != 0)
+		h_fail_at(file, line, "got '%s', expected '%s...'", ESC(r), ESC(prefix));
+}
+
+unsigned long long h_fence_at(const char *file, int line, const char *reply)
+{
+	if (!reply)
+		h_fail_at(file, line, "no reply, expected 'OK <fence>'");
+	const char *p = reply + 3;
+	int good = strncmp(reply, "OK ", 3) == 0 && *p >= '1' && *p <= '9' &&
+		   strspn(p, "0123456789") == strlen(p) && strlen(p) <= 19;
+	if (!good)
+		h_fail_at(file, line, "got '%s', expected 'OK <fence>' (a positive integer)",
+			  ESC(reply));
+	return strtoull(p, NULL, 10);
+}
+
+unsigned long long cl_lock_at(const char *file, int line, struct cl *c, const char *req)
+{
+	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
+	if (!r)
+		h_fail_at(file, line, "'%s': no reply within %d ms (%s)", ESC(req), H_TMO,
+			  c->eof ? "EOF" : "timeout");
+	if (strncmp(r, "OK ", 3) != 0)
+		h_fail_at(file, line, "'%s': got '%s', expected 'OK <fence>'", ESC(req), ESC(r));
+	return h_fence_at(file, line, r);
+}
+
+unsigned long long cl_want_ok_at(const char *file, int line, struct cl *c, int timeout_ms)
+{
+	const char *r = cl_reply_at(file, line, c, timeout_ms);
+	if (!r)
+		h_fail_at(file, line, "no reply within %d ms (%s), expected 'OK <fence>'", timeout_ms,
+			  c->eof ? "EOF" : "timeout");
+	return h_fence_at(file, line, r);
+}
+
+void cl_silence_at(const char *file, int line, struct cl *c, int ms)
+{
+	double end = h_now_ms() + ms;
+	for (;;) {
+		double rem = end - h_now_ms();
+		if (rem <= 0)
+			return;
+		const char *l = cl_reply_at(file, line, c, (int)rem);
+		if (l)
+			h_fail_at(file, line, "unexpected line '%s' (expected nothing for %d ms)",
+				  ESC(l), ms);
+		if (c->eof)
+			h_fail_at(file, line, "connection closed (expected nothing for %d ms)", ms);
+	}
+}
+
+void cl_want_eof_at(const char *file, int line, struct cl *c, int timeout_ms)
+{
+	const char *l = cl_line_at(file, line, c, timeout_ms);
+	if (l)
+		h_fail_at(file, line, "got '%s', expected the connection to close", ESC(l));
+	if (!c->eof)
+		h_fail_at(file, line, "connection still open after %d ms, expected it to close",
+			  timeout_ms);
+	if (c->len)
+		h_fail_at(file, line, "unterminated bytes before close: '%s'", esc(c->buf, c->len));
+}
+
+static int parse_ll(const char *s, long long *v)
+{
+	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18)
+		return -1;
+	*v = strtoll(s, NULL, 10);
+	return 0;
+}
+
+int cl_status_at(const char *file, int line, struct cl *c, const char *key, long long *ttl,
+		 long long *waiters)
+{
+	char req[1024];
+	snprintf(req, sizeof(req), "STATUS %s", key);
+	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
+	if (!r)
+		h_fail_at(file, line, "'%s': no reply", ESC(req));
+	if (strcmp(r, "FREE") == 0)
+		return 0;
+	char a[64], b[64], extra;
+	if (strncmp(r, "HELD ", 5) == 0 && sscanf(r + 5, "%63s %63s%c", a, b, &extra) == 2) {
+		long long t, w;
+		char back[200];
+		snprintf(back, sizeof(back), "HELD %s %s", a, b);
+		if (strcmp(back, r) == 0 && parse_ll(a, &t) == 0 && parse_ll(b, &w) == 0) {
+			if (ttl)
+				*ttl = t;
+			if (waiters)
+				*waiters = w;
+			return 1;
+		}
+	}
+	h_fail_at(file, line, "'%s': got '%s', expected 'FREE' or 'HELD ttl waiters'", ESC(req),
+		  ESC(r));
+}
+
+void cl_wait_waiters_at(const char *file, int line, struct cl *c, const char *key, long long n,
+			int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	long long w = -1;
+	int held = 0;
+	for (int t = 0; t < 10000; t++) {
+		long long ttl;
+		held = cl_status_at(file, line, c, key, &ttl, &w);
+		if (held && w == n)
+			return;
+		if (h_now_ms() >= end)
+			break;
+		h_sleep_ms(5);
+	}
+	h_fail_at(file, line, "STATUS %s: waiters never became %lld within %d ms (last: %s %lld)",
+		  key, n, timeout_ms, held ? "HELD" : "FREE", w);
+}
+
+char *cl_stat_at(const char *file, int line, struct cl *c, const char *name)
+{
+	cl_sendn_at(file, line, c, "STATS\n", 6);
+	char *val = NULL;
+	const char *l = cl_reply_at(file, line, c, H_TMO);
+	for (int n = 0;; n++) {
+		if (!l)
+			h_fail_at(file, line, "STATS: reply ended (%s) before END",
+				  c->eof ? "EOF" : "timeout");
+		if (strcmp(l, "END") == 0)
+			break;
+		if (n > 10000)
+			h_fail_at(file, line, "STATS: more than 10000 lines");
+		const char *sp = strncmp(l, "STAT ", 5) == 0 ? strchr(l + 5, ' ') : NULL;
+		if (!sp || sp == l + 5 || !sp[1])
+			h_fail_at(file, line, "STATS: bad line '%s' (expected 'STAT name value')",
+				  ESC(l));
+		if ((size_t)(sp - (l + 5)) == strlen(name) && strncmp(l + 5, name, strlen(name)) == 0) {
+			free(val);
+			val = strdup(sp + 1);
+		}
+		l = cl_line_at(file, line, c, H_TMO); /* no event inside a multi-line reply */
+	}
+	return val;
+}
+
+void cl_wait_stat_at(const char *file, int line, struct cl *c, const char *name, const char *value,
+		     int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	char *v = NULL;
+	for (int t = 0; t < 10000; t++) {
+		free(v);
+		v = cl_stat_at(file, line, c, name);
+		if (v && strcmp(v, value) == 0) {
+			free(v);
+			return;
+		}
+		if (h_now_ms() >= end)
+			break;
+		h_sleep_ms(10);
+	}
+	h_fail_at(file, line, "STAT %s is %s after %d ms, expected %s", name, v ? v : "(missing)",
+		  timeout_ms, value);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *cl_held_keys_at(const char *file, int line, struct cl *c)
+{
+	cl_sendn_at(file, line, c, "HELD\n", 5);
+	char *keys[1024];
+	int n = 0;
+	const char *l = cl_reply_at(file, line, c, H_TMO);
+	for (;;) {
+		if (!l)
+			h_fail_at(file, line, "HELD: reply ended (%s) before END",
+				  c->eof ? "EOF" : "timeout");
+		if (strcmp(l, "END") == 0)
+			break;
+		char k[1024], back[1200], tail;
+		unsigned long long f;
+		long long h, t;
+		if (n >= 1024 || strlen(l) > 1100 ||
+		    sscanf(l, "KEY %1023s %llu %lld %lld%c", k, &f, &h, &t, &tail) != 4)
+			h_fail_at(file, line, "HELD: bad line '%s'", ESC(l));
+		snprintf(back, sizeof(back), "KEY %s %llu %lld %lld", k, f, h, t);
+		if (strcmp(back, l) != 0 || f == 0 || h < 1 || t < 0)
+			h_fail_at(file, line, "HELD: bad line '%s'", ESC(l));
+		keys[n++] = strdup(k);
+		l = cl_line_at(file, line, c, H_TMO);
+	}
+	qsort(keys, (size_t)n, sizeof(keys[0]), cmp_str);
+	struct sb out = {0};
+	sb_add(&out, "", 0);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			sb_add(&out, " ", 1);
+		sb_add(&out, keys[i], strlen(keys[i]));
+		free(keys[i]);
+	}
+	return out.p;
+}

@@ -1,0 +1,218 @@
+/* harness: real redis-server masters and a real lockd on 127.0.0.1 for the
+ * end-to-end tests, plus a line client for the lockd protocol and a tiny RESP
+ * client for the masters.
+ *
+ * Every test runs in its own process (check's fork mode). The processes a
+ * test starts die with it (PR_SET_PDEATHSIG), and the fixture teardown stops
+ * them in order when the test passes. Each test gets its own directory under
+ * the run directory that main() creates and removes. */
+#ifndef LOCKD_TEST_HARNESS_H
+#define LOCKD_TEST_HARNESS_H
+
+#include <check.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define H_MAX_MASTERS 7
+#define H_MAX_LOCKDS 3
+#define H_TMO 2000 /* default reply timeout, ms */
+/* allowance for scheduling noise on top of the service levels of PROTOCOL.md */
+#define H_JITTER 150
+
+/* ---- time ---- */
+double h_now_ms(void); /* monotonic clock, ms */
+void h_sleep_ms(int ms);
+
+/* ---- the run (main) ---- */
+/* Set up the run directory; returns 0, or -1 with a message printed. */
+int h_run_init(void);
+/* Print the lockd log tails of the tests that left their directory
+ * behind (failed ones), then remove the run directory. */
+void h_run_finish(int failed);
+/* Path of redis-server to use ("" when none was found). */
+const char *h_redis_server(void);
+/* Name filter from $LOCKD_TEST (comma separated test names; empty: all). */
+int h_selected(const char *name);
+#define H_ADD(tc, t)                                                                               \
+	do {                                                                                       \
+		if (h_selected((t)->name))                                                         \
+			tcase_add_test((tc), (t));                                                 \
+	} while (0)
+
+/* ---- the fixture ---- */
+void h_setup(void);
+void h_teardown(void);
+/* This test's directory (created on first use). */
+const char *h_dir(void);
+
+/* ---- redis masters ---- */
+struct h_master {
+	int port;
+	pid_t pid; /* 0 when not running */
+	int stopped;
+};
+int h_nmasters(void);
+struct h_master *h_master(int i);
+/* Start n masters on free ports (they count as masters 0..n-1). */
+void h_masters_start(int n);
+/* Start one more master (index returned); not yet listed in any config. */
+int h_master_add(void);
+void h_master_kill(int i);    /* kill -9 and reap */
+void h_master_stop(int i);    /* SIGSTOP */
+void h_master_cont(int i);    /* SIGCONT */
+void h_master_restart(int i); /* kill -9 if running, start again on the same port */
+
+/* RESP client. h_redis(i, "PTTL", "lockd:k", NULL) runs one command on
+ * master i over a fresh connection and returns the reply as a malloc'd
+ * string: status text, "-" + error text, integer digits, bulk content,
+ * "(nil)", or array elements each followed by '\n'. NULL when the master
+ * cannot be reached or does not answer within timeout. */
+char *h_redis(int i, ...) __attribute__((sentinel));
+/* Same, integer reply expected (fails the test otherwise). */
+long long h_redis_int(int i, ...) __attribute__((sentinel));
+/* Count the masters (of the first n) on which PTTL key > 0. */
+int h_masters_with_pttl(int n, const char *rkey, long long *min_pttl, long long *max_pttl);
+
+struct rconn;
+struct rconn *rc_open(int port, int timeout_ms); /* NULL on failure */
+/* NULL-terminated argument list; returns malloc'd reply or NULL. */
+char *rc_cmd(struct rconn *r, ...) __attribute__((sentinel));
+char *rc_cmdv(struct rconn *r, int argc, const char **argv);
+void rc_close(struct rconn *r);
+
+/* ---- lockd ---- */
+struct h_opts {
+	int lease_ms;              /* 0: 3000 */
+	int timeout_ms;            /* 0: 50 (redis.timeout_ms) */
+	const char *password;      /* NULL: none */
+	const char *redis_extra;   /* lines added to the redis: section ("  key: v\n") */
+	const char *locks_extra;   /* lines added to the locks: section */
+	const char *limits;        /* lines of a limits: section */
+	const char *top_extra;     /* top-level lines */
+	int nmasters;              /* masters listed: 0 = all started */
+	int no_quorum_wait;        /* do not wait until a lock can be granted */
+	int log_debug;             /* log_level: debug */
+};
+struct h_lockd {
+	int port;
+	pid_t pid;
+	char sock[352];
+	char conf[352];
+	char log[352];
+};
+int h_nlockds(void);
+struct h_lockd *h_lockd(int idx);
+/* Start a lockd on the masters started so far; returns its index. */
+int h_lockd_start(const struct h_opts *o);
+/* 3 masters and one lockd (o may be NULL). */
+void h_std(const struct h_opts *o);
+/* Send sig to lockd idx. */
+void h_lockd_signal(int idx, int sig);
+/* Wait (bounded) for lockd idx to exit; returns its wait status, -1 on
+ * timeout. */
+int h_lockd_wait(int idx, int timeout_ms);
+int h_lockd_alive(int idx);
+/* Print the tail of lockd idx's log to stderr. */
+void h_lockd_log_tail(int idx, int lines);
+
+/* ---- lockd protocol client ---- */
+struct cl {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	char *line;
+	int eof;
+	int err; /* errno of a failed recv (ECONNRESET) */
+	int nlost;
+	char lost[32][320];
+};
+struct cl *cl_tcp_at(const char *file, int line, int port);
+struct cl *cl_unix_at(const char *file, int line, const char *path);
+#define cl_tcp(port) cl_tcp_at(__FILE__, __LINE__, (port))
+#define cl_unix(path) cl_unix_at(__FILE__, __LINE__, (path))
+/* Connect to lockd 0 over TCP. */
+#define cl_open() cl_tcp(h_lockd(0)->port)
+void cl_close(struct cl *c);
+void cl_shutdown_wr(struct cl *c);
+/* Send raw bytes (all of them, bounded in time). */
+void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t n);
+#define cl_sendn(c, p, n) cl_sendn_at(__FILE__, __LINE__, (c), (p), (n))
+#define cl_send(c, s) cl_sendn_at(__FILE__, __LINE__, (c), (s), strlen(s))
+/* Next line without its "\r\n" (fails the test if it lacks the "\r");
+ * NULL on timeout or EOF (then c->eof is set). The pointer stays valid
+ * until the next read on c. */
+const char *cl_line_at(const char *file, int line, struct cl *c, int timeout_ms);
+#define cl_line(c, t) cl_line_at(__FILE__, __LINE__, (c), (t))
+/* Next line that is not a LOST event (events are recorded in c->lost). */
+const char *cl_reply_at(const char *file, int line, struct cl *c, int timeout_ms);
+#define cl_reply(c, t) cl_reply_at(__FILE__, __LINE__, (c), (t))
+/* Send request + "\n", return the reply (NULL: none within timeout). */
+const char *cl_cmd_at(const char *file, int line, struct cl *c, const char *req, int timeout_ms);
+#define cl_cmd(c, req, t) cl_cmd_at(__FILE__, __LINE__, (c), (req), (t))
+/* Assert the exact reply to req. */
+void cl_expect_at(const char *file, int line, struct cl *c, const char *req, const char *exp);
+#define cl_expect(c, req, exp) cl_expect_at(__FILE__, __LINE__, (c), (req), (exp))
+/* Assert the reply to req begins with prefix. */
+void cl_expect_prefix_at(const char *file, int line, struct cl *c, const char *req,
+			 const char *prefix);
+#define cl_expect_prefix(c, req, p) cl_expect_prefix_at(__FILE__, __LINE__, (c), (req), (p))
+/* Assert the next reply (already requested) exactly / by prefix. */
+void cl_want_at(const char *file, int line, struct cl *c, const char *exp, int timeout_ms);
+#define cl_want(c, exp, t) cl_want_at(__FILE__, __LINE__, (c), (exp), (t))
+void cl_want_prefix_at(const char *file, int line, struct cl *c, const char *prefix, int timeout_ms);
+#define cl_want_prefix(c, p, t) cl_want_prefix_at(__FILE__, __LINE__, (c), (p), (t))
+/* Parse "OK <fence>" (fence a positive integer) or fail. */
+unsigned long long h_fence_at(const char *file, int line, const char *reply);
+#define h_fence(r) h_fence_at(__FILE__, __LINE__, (r))
+/* Send a LOCK/TRYLOCK request and assert an "OK fence" reply; returns it. */
+unsigned long long cl_lock_at(const char *file, int line, struct cl *c, const char *req);
+#define cl_lock(c, req) cl_lock_at(__FILE__, __LINE__, (c), (req))
+/* Next reply must be "OK fence"; returns it. */
+unsigned long long cl_want_ok_at(const char *file, int line, struct cl *c, int timeout_ms);
+#define cl_want_ok(c, t) cl_want_ok_at(__FILE__, __LINE__, (c), (t))
+/* Assert that no line arrives for ms (events are recorded, other lines fail). */
+void cl_silence_at(const char *file, int line, struct cl *c, int ms);
+#define cl_silence(c, ms) cl_silence_at(__FILE__, __LINE__, (c), (ms))
+/* Assert EOF (or a reset) within timeout, with no line before it. */
+void cl_want_eof_at(const char *file, int line, struct cl *c, int timeout_ms);
+#define cl_want_eof(c, t) cl_want_eof_at(__FILE__, __LINE__, (c), (t))
+/* STATUS key -> parsed: returns 0 for FREE, 1 for HELD (ttl, waiters set). */
+int cl_status_at(const char *file, int line, struct cl *c, const char *key, long long *ttl,
+		 long long *waiters);
+#define cl_status(c, k, ttl, w) cl_status_at(__FILE__, __LINE__, (c), (k), (ttl), (w))
+/* Poll STATUS key (bounded by timeout) until its waiters count is n. */
+void cl_wait_waiters_at(const char *file, int line, struct cl *c, const char *key, long long n,
+			int timeout_ms);
+#define cl_wait_waiters(c, k, n, t) cl_wait_waiters_at(__FILE__, __LINE__, (c), (k), (n), (t))
+/* STATS as name/value pairs: returns the value of name, or NULL. The
+ * whole reply is checked (STAT lines then END). */
+char *cl_stat_at(const char *file, int line, struct cl *c, const char *name);
+#define cl_stat(c, n) cl_stat_at(__FILE__, __LINE__, (c), (n))
+
+/* Poll STATS (bounded) until name has value. */
+void cl_wait_stat_at(const char *file, int line, struct cl *c, const char *name, const char *value,
+		     int timeout_ms);
+#define cl_wait_stat(c, n, v, t) cl_wait_stat_at(__FILE__, __LINE__, (c), (n), (v), (t))
+/* HELD -> the keys, sorted, joined by one space (malloc'd; "" for none).
+ * Every line is checked: "KEY key fence holds ttl_ms", then END. */
+char *cl_held_keys_at(const char *file, int line, struct cl *c);
+#define cl_held_keys(c) cl_held_keys_at(__FILE__, __LINE__, (c))
+#define cl_expect_held(c, keys)                                                                    \
+	do {                                                                                       \
+		char *hk_ = cl_held_keys(c);                                                       \
+		ck_assert_str_eq(hk_, (keys));                                                     \
+		free(hk_);                                                                         \
+	} while (0)
+
+/* Fail the test at a caller's location. */
+#define h_fail_at(file, line, ...) _ck_assert_failed((file), (line), "Failed", __VA_ARGS__)
+
+/* Test case builders (one per file). */
+TCase *tc_harness(void);
+TCase *tc_protocol(void);
+TCase *tc_errors(void);
+TCase *tc_locks(void);
+TCase *tc_waiters(void);
+TCase *tc_faults(void);
+
+#endif

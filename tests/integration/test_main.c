@@ -1,0 +1,41 @@
+/* test_lockd: end-to-end tests of lockd against real redis-server masters.
+ *
+ * Environment: top_builddir (where lockd is built), REDIS_SERVER (path to
+ * redis-server; empty: redis-server from PATH; none found: exit 77, skip).
+ * LOCKD_TEST=name1,name2 runs only those tests; LOCKD_TEST_KEEP=1 keeps
+ * the directories; LOCKD_TEST_TAP=FILE also writes TAP output;
+ * CK_VERBOSITY, CK_FORK, CK_TIMEOUT_MULTIPLIER work as check documents. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "harness.h"
+
+int main(void)
+{
+	if (h_run_init() != 0)
+		return 99;
+	if (!h_redis_server()[0]) {
+		const char *rs = getenv("REDIS_SERVER");
+		fprintf(stderr, "test_lockd: redis-server not found (REDIS_SERVER=%s): skipped\n",
+			rs ? rs : "");
+		h_run_finish(0);
+		return 77;
+	}
+	Suite *s = suite_create("lockd");
+	suite_add_tcase(s, tc_harness());
+	suite_add_tcase(s, tc_protocol());
+	suite_add_tcase(s, tc_errors());
+	suite_add_tcase(s, tc_locks());
+	suite_add_tcase(s, tc_waiters());
+	suite_add_tcase(s, tc_faults());
+
+	SRunner *sr = srunner_create(s);
+	const char *tap = getenv("LOCKD_TEST_TAP");
+	if (tap && *tap)
+		srunner_set_tap(sr, tap);
+	srunner_run_all(sr, getenv("CK_VERBOSITY") ? CK_ENV : CK_VERBOSE);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	h_run_finish(failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,26 @@
+/* The unit tests: pure modules (parser, config, quorum arithmetic, queues,
+ * hash table, utilities), no network, no Redis.
+ *
+ * CK_VERBOSITY, CK_FORK, CK_RUN_SUITE, CK_RUN_CASE, CK_TAP_LOG_FILE_NAME
+ * work as check documents them. */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "units.h"
+
+int main(void)
+{
+	SRunner *sr = srunner_create(proto_suite());
+	int failed;
+
+	srunner_add_suite(sr, util_suite());
+	srunner_add_suite(sr, cfg_suite());
+	srunner_add_suite(sr, quorum_suite());
+	srunner_add_suite(sr, waitq_suite());
+	srunner_add_suite(sr, keytab_suite());
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,965 @@
+/* Unit tests of the request parser (src/proto.c) against PROTOCOL.md, and
+ * of the helpers it relies on (src/util.c). */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "util.h"
+#include "units.h"
+
+#define MAXKEY 256 /* limits.max_key_len default */
+
+static enum proto_err parse_n(const char *line, size_t len, struct request *r, const char **msg)
+{
+	*msg = NULL;
+	return proto_parse(line, len, MAXKEY, r, msg);
+}
+
+static enum proto_err parse(const char *line, struct request *r, const char **msg)
+{
+	return parse_n(line, strlen(line), r, msg);
+}
+
+/* Parse a line that must be accepted. */
+static void parse_ok(const char *line, struct request *r)
+{
+	const char *msg;
+	enum proto_err e = parse(line, r, &msg);
+	ck_assert_msg(e == PE_NONE, "\"%s\": expected success, got ERR %s %s", line,
+	              proto_err_name(e), msg ? msg : "(no message)");
+}
+
+#define ck_assert_key(r, line, off, str)                                                           \
+	do {                                                                                       \
+		ck_assert_ptr_eq((r)->key, (line) + (off));                                        \
+		ck_assert_uint_eq((r)->klen, strlen(str));                                         \
+		ck_assert_mem_eq((r)->key, (str), strlen(str));                                    \
+	} while (0)
+
+/* --- every command --- */
+
+START_TEST(ping_without_word)
+{
+	struct request r;
+	parse_ok("PING", &r);
+	ck_assert_int_eq(r.cmd, CMD_PING);
+	ck_assert_ptr_null(r.word);
+	ck_assert_uint_eq(r.wlen, 0);
+	ck_assert_ptr_null(r.key);
+	ck_assert_uint_eq(r.klen, 0);
+}
+END_TEST
+
+START_TEST(ping_with_word)
+{
+	struct request r;
+	const char *line = "ping HeLLo-World";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_PING);
+	ck_assert_ptr_eq(r.word, line + 5);
+	ck_assert_uint_eq(r.wlen, 11);
+	ck_assert_ptr_null(r.key);
+}
+END_TEST
+
+START_TEST(lock_plain)
+{
+	struct request r;
+	const char *line = "LOCK nightly-report";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_LOCK);
+	ck_assert_key(&r, line, 5, "nightly-report");
+	ck_assert_int_eq(r.has_wait, 0);
+	ck_assert_int_eq(r.has_ttl, 0);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_uint_eq(r.ttl_ms, 0);
+	ck_assert_ptr_null(r.word);
+}
+END_TEST
+
+START_TEST(lock_wait_and_ttl)
+{
+	struct request r;
+	const char *line = "LOCK k WAIT 5000 TTL 300";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_LOCK);
+	ck_assert_key(&r, line, 5, "k");
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 5000);
+	ck_assert_int_eq(r.has_ttl, 1);
+	ck_assert_uint_eq(r.ttl_ms, 300);
+}
+END_TEST
+
+START_TEST(lock_options_any_order_any_case)
+{
+	struct request r;
+	const char *line = "lock Key ttl 300 Wait 5000";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_LOCK);
+	ck_assert_key(&r, line, 5, "Key");
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 5000);
+	ck_assert_int_eq(r.has_ttl, 1);
+	ck_assert_uint_eq(r.ttl_ms, 300);
+}
+END_TEST
+
+START_TEST(lock_wait_only)
+{
+	struct request r;
+	parse_ok("LOCK k WAIT 0", &r);
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_int_eq(r.has_ttl, 0);
+	ck_assert_uint_eq(r.ttl_ms, 0);
+}
+END_TEST
+
+START_TEST(lock_ttl_only)
+{
+	struct request r;
+	parse_ok("LOCK k TTL 1", &r);
+	ck_assert_int_eq(r.has_wait, 0);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_int_eq(r.has_ttl, 1);
+	ck_assert_uint_eq(r.ttl_ms, 1);
+}
+END_TEST
+
+START_TEST(trylock_plain_and_ttl)
+{
+	struct request r;
+	const char *line = "TRYLOCK job:42";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_TRYLOCK);
+	ck_assert_key(&r, line, 8, "job:42");
+	ck_assert_int_eq(r.has_ttl, 0);
+	ck_assert_int_eq(r.has_wait, 0);
+
+	line = "TryLock job:42 tTl 7";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_TRYLOCK);
+	ck_assert_key(&r, line, 8, "job:42");
+	ck_assert_int_eq(r.has_ttl, 1);
+	ck_assert_uint_eq(r.ttl_ms, 7);
+	ck_assert_int_eq(r.has_wait, 0);
+}
+END_TEST
+
+START_TEST(unlock_and_status)
+{
+	struct request r;
+	const char *line = "UNLOCK a.b/c:D";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_UNLOCK);
+	ck_assert_key(&r, line, 7, "a.b/c:D");
+
+	line = "status MixedCase";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_STATUS);
+	ck_assert_key(&r, line, 7, "MixedCase");
+}
+END_TEST
+
+START_TEST(extend_ms)
+{
+	struct request r;
+	const char *line = "EXTEND k 1500";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_EXTEND);
+	ck_assert_key(&r, line, 7, "k");
+	ck_assert_uint_eq(r.ttl_ms, 1500);
+	ck_assert_int_eq(r.has_wait, 0);
+	parse_ok("extend k 2147483647", &r);
+	ck_assert_uint_eq(r.ttl_ms, 2147483647u);
+	parse_ok("Extend k 1", &r);
+	ck_assert_uint_eq(r.ttl_ms, 1);
+}
+END_TEST
+
+START_TEST(no_argument_commands)
+{
+	struct request r;
+	parse_ok("HELD", &r);
+	ck_assert_int_eq(r.cmd, CMD_HELD);
+	ck_assert_ptr_null(r.key);
+	parse_ok("stats", &r);
+	ck_assert_int_eq(r.cmd, CMD_STATS);
+	parse_ok("Quit", &r);
+	ck_assert_int_eq(r.cmd, CMD_QUIT);
+}
+END_TEST
+
+START_TEST(auth_word)
+{
+	struct request r;
+	const char *line = "auth s3cr3T!x";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_AUTH);
+	ck_assert_ptr_eq(r.word, line + 5);
+	ck_assert_uint_eq(r.wlen, 8);
+	ck_assert_mem_eq(r.word, "s3cr3T!x", 8);
+	ck_assert_ptr_null(r.key);
+}
+END_TEST
+
+/* Every command name in upper, lower and mixed case. */
+START_TEST(command_names_case_insensitive)
+{
+	static const struct {
+		const char *line;
+		enum cmd cmd;
+	} cases[] = {
+	    {"PING", CMD_PING},         {"ping", CMD_PING},         {"pInG", CMD_PING},
+	    {"LOCK k", CMD_LOCK},       {"lock k", CMD_LOCK},       {"LoCk k", CMD_LOCK},
+	    {"TRYLOCK k", CMD_TRYLOCK}, {"trylock k", CMD_TRYLOCK}, {"tRyLoCk k", CMD_TRYLOCK},
+	    {"UNLOCK k", CMD_UNLOCK},   {"unlock k", CMD_UNLOCK},   {"UnLock k", CMD_UNLOCK},
+	    {"EXTEND k 1", CMD_EXTEND}, {"extend k 1", CMD_EXTEND}, {"eXtEnD k 1", CMD_EXTEND},
+	    {"STATUS k", CMD_STATUS},   {"status k", CMD_STATUS},   {"Status k", CMD_STATUS},
+	    {"HELD", CMD_HELD},         {"held", CMD_HELD},         {"HeLd", CMD_HELD},
+	    {"STATS", CMD_STATS},       {"stats", CMD_STATS},       {"StAtS", CMD_STATS},
+	    {"AUTH p", CMD_AUTH},       {"auth p", CMD_AUTH},       {"AuTh p", CMD_AUTH},
+	    {"QUIT", CMD_QUIT},         {"quit", CMD_QUIT},         {"qUiT", CMD_QUIT},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct request r;
+		parse_ok(cases[i].line, &r);
+		ck_assert_msg(r.cmd == cases[i].cmd, "\"%s\": cmd %d, expected %d", cases[i].line,
+		              (int)r.cmd, (int)cases[i].cmd);
+	}
+}
+END_TEST
+
+START_TEST(keys_are_case_sensitive)
+{
+	struct request r1, r2;
+	const char *l1 = "LOCK Key", *l2 = "LOCK KEY";
+	parse_ok(l1, &r1);
+	parse_ok(l2, &r2);
+	ck_assert_mem_eq(r1.key, "Key", 3);
+	ck_assert_mem_eq(r2.key, "KEY", 3);
+	/* An option name used as a key stays a key, as typed. */
+	parse_ok("LOCK wait WAIT 1", &r1);
+	ck_assert_uint_eq(r1.klen, 4);
+	ck_assert_mem_eq(r1.key, "wait", 4);
+	ck_assert_uint_eq(r1.wait_ms, 1);
+	ck_assert_int_eq(r1.has_ttl, 0);
+}
+END_TEST
+
+/* --- framing: blanks and \r --- */
+
+START_TEST(blanks_and_tabs)
+{
+	struct request r;
+	const char *line = " \t LOCK\t\tk-1   WAIT \t 5 \t TTL\t9\t ";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_LOCK);
+	ck_assert_key(&r, line, 9, "k-1");
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 5);
+	ck_assert_int_eq(r.has_ttl, 1);
+	ck_assert_uint_eq(r.ttl_ms, 9);
+
+	line = "\tPING\tword\t";
+	parse_ok(line, &r);
+	ck_assert_ptr_eq(r.word, line + 6);
+	ck_assert_uint_eq(r.wlen, 4);
+}
+END_TEST
+
+START_TEST(cr_before_end_dropped)
+{
+	struct request r;
+	const char *msg;
+
+	parse_ok("PING\r", &r);
+	ck_assert_int_eq(r.cmd, CMD_PING);
+	ck_assert_ptr_null(r.word);
+
+	parse_ok("PING x\r", &r);
+	ck_assert_uint_eq(r.wlen, 1);
+	ck_assert_mem_eq(r.word, "x", 1);
+
+	/* The number before the \r is still a number. */
+	parse_ok("LOCK k WAIT 5\r", &r);
+	ck_assert_uint_eq(r.wait_ms, 5);
+	parse_ok("EXTEND k 77\r", &r);
+	ck_assert_uint_eq(r.ttl_ms, 77);
+
+	/* The key before the \r does not include it. */
+	parse_ok("UNLOCK k\r", &r);
+	ck_assert_uint_eq(r.klen, 1);
+
+	parse_ok("  STATS \t\r", &r);
+	ck_assert_int_eq(r.cmd, CMD_STATS);
+
+	/* "LOCK \r" is "LOCK " once the \r is dropped: a missing key. */
+	ck_assert_int_eq(parse("LOCK \r", &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "missing key");
+}
+END_TEST
+
+START_TEST(cr_inside_is_not_a_blank)
+{
+	struct request r;
+	const char *msg;
+	/* Only a \r right before the end is dropped; elsewhere it is a key byte. */
+	ck_assert_int_eq(parse("LOCK k\r WAIT 5", &r, &msg), PE_KEY);
+	ck_assert_int_eq(parse("UNLOCK k\r\r", &r, &msg), PE_KEY);
+}
+END_TEST
+
+/* A line given with an explicit length: nothing past it is read. */
+START_TEST(explicit_length)
+{
+	struct request r;
+	const char *msg;
+	char *buf;
+
+	ck_assert_int_eq(parse_n("PING abcdef", 4, &r, &msg), PE_NONE);
+	ck_assert_ptr_null(r.word);
+
+	ck_assert_int_eq(parse_n("LOCK k WAIT 123456", 15, &r, &msg), PE_NONE);
+	ck_assert_uint_eq(r.wait_ms, 123);
+
+	/* Not NUL-terminated, in an exactly sized heap block (valgrind sees overreads). */
+	buf = malloc(6);
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, "PING x", 6);
+	ck_assert_int_eq(parse_n(buf, 6, &r, &msg), PE_NONE);
+	ck_assert_ptr_eq(r.word, buf + 5);
+	ck_assert_uint_eq(r.wlen, 1);
+	free(buf);
+
+	buf = malloc(10);
+	ck_assert_ptr_nonnull(buf);
+	memcpy(buf, "EXTEND k 9", 10);
+	ck_assert_int_eq(parse_n(buf, 10, &r, &msg), PE_NONE);
+	ck_assert_uint_eq(r.ttl_ms, 9);
+	free(buf);
+}
+END_TEST
+
+/* The request describes this line only: nothing is left from the last one. */
+START_TEST(request_is_reset)
+{
+	struct request r;
+	const char *msg;
+
+	parse_ok("LOCK k WAIT 5 TTL 6", &r);
+	parse_ok("UNLOCK k", &r);
+	ck_assert_int_eq(r.has_wait, 0);
+	ck_assert_int_eq(r.has_ttl, 0);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_uint_eq(r.ttl_ms, 0);
+
+	parse_ok("PING w", &r);
+	parse_ok("LOCK k", &r);
+	ck_assert_ptr_null(r.word);
+	ck_assert_uint_eq(r.wlen, 0);
+
+	parse_ok("LOCK k TTL 6", &r);
+	ck_assert_int_eq(parse("PING", &r, &msg), PE_NONE);
+	ck_assert_ptr_null(r.key);
+	ck_assert_int_eq(r.has_ttl, 0);
+}
+END_TEST
+
+/* --- keys --- */
+
+/* Every byte value in the middle of a key. */
+START_TEST(key_bytes)
+{
+	for (int c = 0; c < 256; c++) {
+		char line[16];
+		struct request r;
+		const char *msg;
+		enum proto_err want, got;
+
+		memcpy(line, "UNLOCK a", 8);
+		line[8] = (char)c;
+		line[9] = 'b';
+		if (c == ' ' || c == '\t')
+			want = PE_PROTOCOL; /* a separator: "UNLOCK a b" has an extra argument */
+		else if (c >= 0x21 && c <= 0x7e)
+			want = PE_NONE;
+		else
+			want = PE_KEY;
+		got = parse_n(line, 10, &r, &msg);
+		ck_assert_msg(got == want, "byte 0x%02x in a key: got %s, expected %s", c,
+		              proto_err_name(got), proto_err_name(want));
+		if (want == PE_NONE) {
+			ck_assert_uint_eq(r.klen, 3);
+			ck_assert_ptr_eq(r.key, line + 7);
+		}
+		if (want == PE_KEY)
+			ck_assert_str_eq(msg, "key must be printable ASCII (0x21-0x7E)");
+	}
+}
+END_TEST
+
+START_TEST(key_bad_bytes_other_commands)
+{
+	static const char *const lines[] = {
+	    "LOCK \x01",   "LOCK k\x7f WAIT 1", "TRYLOCK \x80x",
+	    "STATUS \xff", "EXTEND \x1b 5",     "UNLOCK \x7f",
+	};
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct request r;
+		const char *msg;
+		ck_assert_msg(parse(lines[i], &r, &msg) == PE_KEY, "line %zu", i);
+	}
+}
+END_TEST
+
+START_TEST(key_with_nul)
+{
+	static const char line[] = "LOCK a\0b WAIT 1";
+	struct request r;
+	const char *msg;
+	ck_assert_int_eq(parse_n(line, sizeof(line) - 1, &r, &msg), PE_KEY);
+	ck_assert_int_eq(parse_n("UNLOCK \0", 8, &r, &msg), PE_KEY);
+}
+END_TEST
+
+START_TEST(key_length_limit)
+{
+	char line[MAXKEY + 32];
+	struct request r;
+	const char *msg;
+
+	memcpy(line, "LOCK ", 5);
+	memset(line + 5, 'k', MAXKEY);
+	line[5 + MAXKEY] = '\0';
+	parse_ok(line, &r);
+	ck_assert_uint_eq(r.klen, MAXKEY);
+	ck_assert_ptr_eq(r.key, line + 5);
+
+	line[5 + MAXKEY] = 'k';
+	line[6 + MAXKEY] = '\0';
+	ck_assert_int_eq(parse(line, &r, &msg), PE_KEY);
+	ck_assert_str_eq(msg, "key is too long");
+
+	/* A too long key and a bad number: the key is leftmost. */
+	strcpy(line + 6 + MAXKEY, " WAIT x");
+	ck_assert_int_eq(parse(line, &r, &msg), PE_KEY);
+	/* A too long key and an unknown option: syntax first. */
+	strcpy(line + 6 + MAXKEY, " FOO 1");
+	ck_assert_int_eq(parse(line, &r, &msg), PE_PROTOCOL);
+}
+END_TEST
+
+START_TEST(key_length_limit_configured)
+{
+	struct request r;
+	const char *msg = NULL;
+	ck_assert_int_eq(proto_parse("UNLOCK abc", 10, 3, &r, &msg), PE_NONE);
+	ck_assert_uint_eq(r.klen, 3);
+	ck_assert_int_eq(proto_parse("UNLOCK abcd", 11, 3, &r, &msg), PE_KEY);
+	ck_assert_int_eq(proto_parse("UNLOCK a", 8, 1, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("UNLOCK ab", 9, 1, &r, &msg), PE_KEY);
+	/* max_key_len limits keys, not PING words or AUTH passwords. */
+	ck_assert_int_eq(proto_parse("PING abcd", 9, 1, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("AUTH abcd", 9, 1, &r, &msg), PE_NONE);
+}
+END_TEST
+
+/* --- numbers --- */
+
+START_TEST(numbers_in_range)
+{
+	struct request r;
+	parse_ok("LOCK k WAIT 2147483647 TTL 2147483647", &r);
+	ck_assert_uint_eq(r.wait_ms, 2147483647u);
+	ck_assert_uint_eq(r.ttl_ms, 2147483647u);
+	parse_ok("LOCK k WAIT 0 TTL 1", &r);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_uint_eq(r.ttl_ms, 1);
+	parse_ok("TRYLOCK k TTL 2147483647", &r);
+	ck_assert_uint_eq(r.ttl_ms, 2147483647u);
+	/* Decimal digits only: leading zeros are digits. */
+	parse_ok("LOCK k WAIT 007", &r);
+	ck_assert_uint_eq(r.wait_ms, 7);
+	parse_ok("LOCK k WAIT 00", &r);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_int_eq(r.has_wait, 1);
+}
+END_TEST
+
+/* --- errors: (line, class, message or NULL not to check) --- */
+
+#define M_WAIT "WAIT must be 0 to 2147483647 ms"
+#define M_TTL  "TTL must be 1 to 2147483647 ms"
+#define M_MS   "ms must be 1 to 2147483647"
+#define M_KEYB "key must be printable ASCII (0x21-0x7E)"
+
+static const struct {
+	const char *line;
+	enum proto_err err;
+	const char *msg;
+} errs[] = {
+    /* empty */
+    {"", PE_PROTOCOL, "empty line"},
+    {" ", PE_PROTOCOL, "empty line"},
+    {" \t  \t", PE_PROTOCOL, "empty line"},
+    {"\r", PE_PROTOCOL, "empty line"},
+    {"  \t\r", PE_PROTOCOL, "empty line"},
+    /* unknown command */
+    {"FOO", PE_PROTOCOL, "unknown command"},
+    {"LOCKS k", PE_PROTOCOL, "unknown command"},
+    {"LOC k", PE_PROTOCOL, "unknown command"},
+    {"PINGX", PE_PROTOCOL, "unknown command"},
+    {"GET / HTTP/1.1", PE_PROTOCOL, "unknown command"},
+    {"FOO \x01 WAIT x", PE_PROTOCOL, "unknown command"},
+    /* missing key / argument */
+    {"LOCK", PE_PROTOCOL, "missing key"},
+    {"TRYLOCK", PE_PROTOCOL, "missing key"},
+    {"UNLOCK", PE_PROTOCOL, "missing key"},
+    {"STATUS \t", PE_PROTOCOL, "missing key"},
+    {"EXTEND", PE_PROTOCOL, "missing key"},
+    {"EXTEND k", PE_PROTOCOL, "missing milliseconds"},
+    {"AUTH", PE_PROTOCOL, "missing argument"},
+    {"AUTH ", PE_PROTOCOL, "missing argument"},
+    /* unknown option */
+    {"TRYLOCK k WAIT 5", PE_PROTOCOL, "unknown option"},
+    {"TRYLOCK k TTL 5 WAIT 5", PE_PROTOCOL, "unknown option"},
+    {"LOCK k FOO 5", PE_PROTOCOL, "unknown option"},
+    {"LOCK k 5", PE_PROTOCOL, "unknown option"},
+    {"LOCK k WAITS 5", PE_PROTOCOL, "unknown option"},
+    {"LOCK k WAIT 1 TTL 2 x", PE_PROTOCOL, NULL},
+    /* option twice */
+    {"LOCK k WAIT 1 WAIT 2", PE_PROTOCOL, "option given twice"},
+    {"LOCK k wait 1 WAIT 1", PE_PROTOCOL, "option given twice"},
+    {"LOCK k TTL 1 WAIT 2 ttl 3", PE_PROTOCOL, "option given twice"},
+    {"TRYLOCK k TTL 1 TTL 2", PE_PROTOCOL, "option given twice"},
+    {"LOCK k WAIT 1 TTL 2 WAIT 3 TTL 4", PE_PROTOCOL, NULL},
+    /* missing option value */
+    {"LOCK k WAIT", PE_PROTOCOL, "missing option value"},
+    {"LOCK k TTL", PE_PROTOCOL, "missing option value"},
+    {"LOCK k WAIT 1 TTL", PE_PROTOCOL, "missing option value"},
+    {"LOCK k WAIT \t\r", PE_PROTOCOL, "missing option value"},
+    {"TRYLOCK k TTL", PE_PROTOCOL, "missing option value"},
+    /* extra argument */
+    {"UNLOCK a b", PE_PROTOCOL, "extra argument"},
+    {"STATUS a b", PE_PROTOCOL, "extra argument"},
+    {"EXTEND k 5 6", PE_PROTOCOL, "extra argument"},
+    {"HELD x", PE_PROTOCOL, "extra argument"},
+    {"STATS x", PE_PROTOCOL, "extra argument"},
+    {"QUIT now", PE_PROTOCOL, "extra argument"},
+    {"PING a b", PE_PROTOCOL, "extra argument"},
+    {"AUTH a b", PE_PROTOCOL, "extra argument"},
+    {"PING a b c d e f g h i j k l", PE_PROTOCOL, NULL},
+    {"UNLOCK a b c d e f g h i j k l", PE_PROTOCOL, NULL},
+    /* bad keys */
+    {"UNLOCK \x01", PE_KEY, M_KEYB},
+    {"UNLOCK \x7f", PE_KEY, M_KEYB},
+    {"UNLOCK \x80", PE_KEY, M_KEYB},
+    {"UNLOCK k\xc3\xa9", PE_KEY, M_KEYB},
+    /* numbers */
+    {"LOCK k WAIT -1", PE_ARG, M_WAIT},
+    {"LOCK k WAIT +1", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 1.5", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 1e3", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 0x10", PE_ARG, M_WAIT},
+    {"LOCK k WAIT abc", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 5ms", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 2147483648", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 4294967296", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 18446744073709551616", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 1234567890123456789012345", PE_ARG, M_WAIT},
+    {"LOCK k TTL 0", PE_ARG, M_TTL},
+    {"LOCK k TTL 000", PE_ARG, M_TTL},
+    {"LOCK k TTL -5", PE_ARG, M_TTL},
+    {"LOCK k TTL +5", PE_ARG, M_TTL},
+    {"LOCK k TTL 2147483648", PE_ARG, M_TTL},
+    {"LOCK k TTL 99999999999", PE_ARG, M_TTL},
+    {"TRYLOCK k TTL 0", PE_ARG, M_TTL},
+    {"TRYLOCK k TTL 1.0", PE_ARG, M_TTL},
+    {"EXTEND k 0", PE_ARG, M_MS},
+    {"EXTEND k -1", PE_ARG, M_MS},
+    {"EXTEND k +1", PE_ARG, M_MS},
+    {"EXTEND k 1.5", PE_ARG, M_MS},
+    {"EXTEND k 2147483648", PE_ARG, M_MS},
+    {"EXTEND k 1234567890123456789012345", PE_ARG, M_MS},
+    {"EXTEND k x", PE_ARG, M_MS},
+    /* several faults: PROTOCOL if any, else the leftmost */
+    {"LOCK \x01 FOO 1", PE_PROTOCOL, "unknown option"},
+    {"LOCK \x01 WAIT x", PE_KEY, M_KEYB},
+    {"LOCK \x01 WAIT", PE_PROTOCOL, "missing option value"},
+    {"LOCK \x01 WAIT 1 WAIT 2", PE_PROTOCOL, "option given twice"},
+    {"LOCK \x01 WAIT x TTL 0", PE_KEY, M_KEYB},
+    {"UNLOCK \x01 b", PE_PROTOCOL, "extra argument"},
+    {"TRYLOCK \x01 WAIT 1", PE_PROTOCOL, "unknown option"},
+    {"TRYLOCK \x01 TTL 0", PE_KEY, M_KEYB},
+    {"EXTEND \x01 x", PE_KEY, M_KEYB},
+    {"EXTEND \x01", PE_PROTOCOL, "missing milliseconds"},
+    {"EXTEND \x01 1 2", PE_PROTOCOL, "extra argument"},
+    {"EXTEND k x y", PE_PROTOCOL, "extra argument"},
+    {"LOCK k TTL x WAIT y", PE_ARG, M_TTL},
+    {"LOCK k WAIT y TTL x", PE_ARG, M_WAIT},
+    {"LOCK k TTL 0 WAIT -1", PE_ARG, M_TTL},
+    {"LOCK k WAIT -1 TTL 0", PE_ARG, M_WAIT},
+    {"LOCK k WAIT 5 TTL 0", PE_ARG, M_TTL},
+    {"LOCK k TTL 5 WAIT 2147483648", PE_ARG, M_WAIT},
+    {"LOCK k TTL 0 BAD 1", PE_PROTOCOL, "unknown option"},
+    {"LOCK k TTL x WAIT", PE_PROTOCOL, "missing option value"},
+    {"LOCK k WAIT x TTL 1 TTL 2", PE_PROTOCOL, "option given twice"},
+    {"TRYLOCK k TTL x WAIT 1", PE_PROTOCOL, "unknown option"},
+};
+
+START_TEST(parse_errors)
+{
+	struct request r;
+	const char *msg;
+	enum proto_err got = parse(errs[_i].line, &r, &msg);
+
+	ck_assert_msg(got == errs[_i].err, "\"%s\": got ERR %s %s, expected ERR %s", errs[_i].line,
+	              proto_err_name(got), msg ? msg : "", proto_err_name(errs[_i].err));
+	ck_assert_ptr_nonnull(msg);
+	if (errs[_i].msg)
+		ck_assert_msg(strcmp(msg, errs[_i].msg) == 0,
+		              "\"%s\": message \"%s\", expected \"%s\"", errs[_i].line, msg,
+		              errs[_i].msg);
+}
+END_TEST
+
+START_TEST(names)
+{
+	ck_assert_str_eq(proto_cmd_name(CMD_PING), "PING");
+	ck_assert_str_eq(proto_cmd_name(CMD_LOCK), "LOCK");
+	ck_assert_str_eq(proto_cmd_name(CMD_TRYLOCK), "TRYLOCK");
+	ck_assert_str_eq(proto_cmd_name(CMD_UNLOCK), "UNLOCK");
+	ck_assert_str_eq(proto_cmd_name(CMD_EXTEND), "EXTEND");
+	ck_assert_str_eq(proto_cmd_name(CMD_STATUS), "STATUS");
+	ck_assert_str_eq(proto_cmd_name(CMD_HELD), "HELD");
+	ck_assert_str_eq(proto_cmd_name(CMD_STATS), "STATS");
+	ck_assert_str_eq(proto_cmd_name(CMD_AUTH), "AUTH");
+	ck_assert_str_eq(proto_cmd_name(CMD_QUIT), "QUIT");
+	ck_assert_str_eq(proto_cmd_name(CMD_COUNT), "?");
+	ck_assert_str_eq(proto_err_name(PE_NONE), "");
+	ck_assert_str_eq(proto_err_name(PE_PROTOCOL), "PROTOCOL");
+	ck_assert_str_eq(proto_err_name(PE_ARG), "ARG");
+	ck_assert_str_eq(proto_err_name(PE_KEY), "KEY");
+}
+END_TEST
+
+Suite *proto_suite(void)
+{
+	Suite *s = suite_create("proto");
+	TCase *tc = tcase_create("commands");
+
+	tcase_add_test(tc, ping_without_word);
+	tcase_add_test(tc, ping_with_word);
+	tcase_add_test(tc, lock_plain);
+	tcase_add_test(tc, lock_wait_and_ttl);
+	tcase_add_test(tc, lock_options_any_order_any_case);
+	tcase_add_test(tc, lock_wait_only);
+	tcase_add_test(tc, lock_ttl_only);
+	tcase_add_test(tc, trylock_plain_and_ttl);
+	tcase_add_test(tc, unlock_and_status);
+	tcase_add_test(tc, extend_ms);
+	tcase_add_test(tc, no_argument_commands);
+	tcase_add_test(tc, auth_word);
+	tcase_add_test(tc, command_names_case_insensitive);
+	tcase_add_test(tc, keys_are_case_sensitive);
+	tcase_add_test(tc, names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("framing");
+	tcase_add_test(tc, blanks_and_tabs);
+	tcase_add_test(tc, cr_before_end_dropped);
+	tcase_add_test(tc, cr_inside_is_not_a_blank);
+	tcase_add_test(tc, explicit_length);
+	tcase_add_test(tc, request_is_reset);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("keys");
+	tcase_add_test(tc, key_bytes);
+	tcase_add_test(tc, key_bad_bytes_other_commands);
+	tcase_add_test(tc, key_with_nul);
+	tcase_add_test(tc, key_length_limit);
+	tcase_add_test(tc, key_length_limit_configured);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_test(tc, numbers_in_range);
+	tcase_add_loop_test(tc, parse_errors, 0, (int)(sizeof(errs) / sizeof(errs[0])));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* --- util --- */
+
+START_TEST(u64_valid)
+{
+	uint64_t v = 99;
+	ck_assert_int_eq(parse_u64("0", 1, 10, &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(parse_u64("10", 2, 10, &v), 0);
+	ck_assert_uint_eq(v, 10);
+	ck_assert_int_eq(parse_u64("18446744073709551615", 20, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(parse_u64("00000000000000000001", 20, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1);
+	/* Only len bytes are read. */
+	ck_assert_int_eq(parse_u64("123abc", 3, 1000, &v), 0);
+	ck_assert_uint_eq(v, 123);
+	ck_assert_int_eq(parse_u64("2147483647", 10, 2147483647u, &v), 0);
+	ck_assert_uint_eq(v, 2147483647u);
+}
+END_TEST
+
+/* Leading zeros are decimal digits too, however many. */
+START_TEST(u64_leading_zeros)
+{
+	uint64_t v = 0;
+	ck_assert_int_eq(parse_u64("000000000000000000001", 21, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(parse_u64("0000000000000000000000000", 25, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(parse_u64("00000000000000000000002147483648", 32, 2147483647u, &v), -1);
+}
+END_TEST
+
+START_TEST(u64_invalid)
+{
+	uint64_t v = 0;
+	ck_assert_int_eq(parse_u64("", 0, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("11", 2, 10, &v), -1);
+	ck_assert_int_eq(parse_u64("2147483648", 10, 2147483647u, &v), -1);
+	ck_assert_int_eq(parse_u64("18446744073709551616", 20, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("99999999999999999999", 20, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("-1", 2, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("+1", 2, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64(" 1", 2, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("1 ", 2, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("1.5", 3, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("0x1", 3, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("1\0", 2, UINT64_MAX, &v), -1);
+	ck_assert_int_eq(parse_u64("1/", 2, UINT64_MAX, &v), -1); /* '/' is '0' - 1 */
+	ck_assert_int_eq(parse_u64("1:", 2, UINT64_MAX, &v), -1); /* ':' is '9' + 1 */
+}
+END_TEST
+
+START_TEST(addr_tcp)
+{
+	struct addr a;
+	ck_assert_ptr_null(addr_parse("127.0.0.1:7390", 0, 0, &a));
+	ck_assert_int_eq(a.kind, ADDR_TCP);
+	ck_assert_str_eq(a.host, "127.0.0.1");
+	ck_assert_int_eq(a.port, 7390);
+
+	ck_assert_ptr_null(addr_parse("localhost:1", 1, 0, &a));
+	ck_assert_int_eq(a.kind, ADDR_TCP);
+	ck_assert_str_eq(a.host, "localhost");
+	ck_assert_int_eq(a.port, 1);
+
+	ck_assert_ptr_null(addr_parse("h:65535", 0, 0, &a));
+	ck_assert_int_eq(a.port, 65535);
+
+	ck_assert_ptr_null(addr_parse("[::1]:7390", 0, 0, &a));
+	ck_assert_int_eq(a.kind, ADDR_TCP);
+	ck_assert_str_eq(a.host, "::1");
+	ck_assert_int_eq(a.port, 7390);
+
+	ck_assert_ptr_null(addr_parse("[fe80::1:2]:6379", 1, 0, &a));
+	ck_assert_str_eq(a.host, "fe80::1:2");
+	ck_assert_int_eq(a.port, 6379);
+}
+END_TEST
+
+START_TEST(addr_port0)
+{
+	struct addr a;
+	ck_assert_ptr_nonnull(addr_parse("127.0.0.1:0", 1, 0, &a));
+	ck_assert_ptr_nonnull(addr_parse("[::1]:0", 1, 0, &a));
+	ck_assert_ptr_null(addr_parse("127.0.0.1:0", 0, 1, &a));
+	ck_assert_int_eq(a.port, 0);
+	ck_assert_str_eq(a.host, "127.0.0.1");
+	ck_assert_ptr_null(addr_parse("[::1]:0", 0, 1, &a));
+	ck_assert_int_eq(a.port, 0);
+}
+END_TEST
+
+START_TEST(addr_unix)
+{
+	struct addr a;
+	char s[5 + 120];
+
+	ck_assert_ptr_null(addr_parse("unix:/run/lockd.sock", 1, 0, &a));
+	ck_assert_int_eq(a.kind, ADDR_UNIX);
+	ck_assert_str_eq(a.path, "/run/lockd.sock");
+	ck_assert_ptr_null(addr_parse("unix:rel/x", 1, 0, &a));
+	ck_assert_str_eq(a.path, "rel/x");
+
+	ck_assert_str_eq(addr_parse("unix:/run/lockd.sock", 0, 0, &a),
+	                 "a unix socket is not allowed here");
+	ck_assert_str_eq(addr_parse("unix:", 1, 0, &a), "empty unix socket path");
+
+	/* sun_path holds 107 bytes and the NUL. */
+	memcpy(s, "unix:", 5);
+	memset(s + 5, 'p', 107);
+	s[5 + 107] = '\0';
+	ck_assert_ptr_null(addr_parse(s, 1, 0, &a));
+	ck_assert_uint_eq(strlen(a.path), 107);
+	s[5 + 107] = 'p';
+	s[5 + 108] = '\0';
+	ck_assert_str_eq(addr_parse(s, 1, 0, &a), "unix socket path too long");
+}
+END_TEST
+
+START_TEST(addr_invalid)
+{
+	static const struct {
+		const char *s;
+		const char *why;
+	} bad[] = {
+	    {"nohost", "expected HOST:PORT"},
+	    {"", "expected HOST:PORT"},
+	    {":80", "bad host"},
+	    {"[]:80", "bad host"},
+	    {"h:", "port must be a number from 1 to 65535"},
+	    {"h:65536", "port must be a number from 1 to 65535"},
+	    {"1.2.3.4:99999", "port must be a number from 1 to 65535"},
+	    {"h:-1", "port must be a number from 1 to 65535"},
+	    {"h:+80", "port must be a number from 1 to 65535"},
+	    {"h:80 ", "port must be a number from 1 to 65535"},
+	    {"h:http", "port must be a number from 1 to 65535"},
+	    {"::1:7390", "IPv6 addresses need brackets: [ADDR]:PORT"},
+	    {"[::1]", "expected [IPV6]:PORT"},
+	    {"[::1]7390", "expected [IPV6]:PORT"},
+	    {"[::1:7390", "expected [IPV6]:PORT"},
+	    {"[::1]:", "port must be a number from 1 to 65535"},
+	    {"[::1]:x", "port must be a number from 1 to 65535"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct addr a;
+		const char *why = addr_parse(bad[i].s, 1, 1, &a);
+		ck_assert_msg(why != NULL, "\"%s\" accepted", bad[i].s);
+		ck_assert_msg(strcmp(why, bad[i].why) == 0, "\"%s\": \"%s\", expected \"%s\"",
+		              bad[i].s, why, bad[i].why);
+	}
+}
+END_TEST
+
+START_TEST(addr_host_length)
+{
+	struct addr a;
+	char s[300];
+
+	memset(s, 'h', 255);
+	strcpy(s + 255, ":1");
+	ck_assert_ptr_null(addr_parse(s, 0, 0, &a));
+	ck_assert_uint_eq(strlen(a.host), 255);
+	memset(s, 'h', 256);
+	strcpy(s + 256, ":1");
+	ck_assert_str_eq(addr_parse(s, 0, 0, &a), "bad host");
+
+	s[0] = '[';
+	memset(s + 1, 'a', 256);
+	strcpy(s + 257, "]:1");
+	ck_assert_str_eq(addr_parse(s, 0, 0, &a), "bad host");
+}
+END_TEST
+
+static int is_token(const char *t)
+{
+	for (int i = 0; i < TOKEN_LEN; i++)
+		if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+			return 0;
+	return t[TOKEN_LEN] == '\0';
+}
+
+START_TEST(tokens)
+{
+	enum { N = 600 }; /* more than one pool of 256 */
+	char(*t)[TOKEN_LEN + 1] = malloc(N * sizeof(*t));
+	unsigned seen[16] = {0};
+
+	ck_assert_ptr_nonnull(t);
+	for (int i = 0; i < N; i++) {
+		memset(t[i], 'X', sizeof(t[i]));
+		token_new(t[i]);
+		ck_assert_msg(is_token(t[i]), "token %d \"%.*s\" is not 32 lowercase hex", i,
+		              TOKEN_LEN + 1, t[i]);
+		for (int j = 0; j < TOKEN_LEN; j++)
+			seen[t[i][j] <= '9' ? t[i][j] - '0' : t[i][j] - 'a' + 10]++;
+	}
+	for (int i = 0; i < N; i++)
+		for (int j = i + 1; j < N; j++)
+			ck_assert_msg(strcmp(t[i], t[j]) != 0, "tokens %d and %d are equal", i, j);
+	/* 19200 hex digits: each of the 16 values comes up about 1200 times. */
+	for (int d = 0; d < 16; d++)
+		ck_assert_msg(seen[d] > 900 && seen[d] < 1500, "hex digit %x seen %u times", d,
+		              seen[d]);
+	free(t);
+}
+END_TEST
+
+START_TEST(sanitize)
+{
+	char dst[32];
+
+	str_sanitize(dst, sizeof(dst),
+	             "a\x01"
+	             "b\x7f\xff\t c~",
+	             9);
+	ck_assert_str_eq(dst, "a?b??? c~");
+
+	/* Only len bytes; a NUL among them is replaced. */
+	str_sanitize(dst, sizeof(dst), "ab\0cd", 5);
+	ck_assert_str_eq(dst, "ab?cd");
+	str_sanitize(dst, sizeof(dst), "abcdef", 3);
+	ck_assert_str_eq(dst, "abc");
+	str_sanitize(dst, sizeof(dst), "", 0);
+	ck_assert_str_eq(dst, "");
+
+	/* Truncated to dstlen - 1 bytes and terminated. */
+	memset(dst, 'Z', sizeof(dst));
+	str_sanitize(dst, 4, "abcdef", 6);
+	ck_assert_str_eq(dst, "abc");
+	ck_assert_int_eq(dst[4], 'Z');
+	str_sanitize(dst, 1, "abcdef", 6);
+	ck_assert_str_eq(dst, "");
+	ck_assert_int_eq(dst[1], 'b'); /* left from the previous call */
+
+	/* dstlen 0: nothing is written. */
+	memset(dst, 'Z', sizeof(dst));
+	str_sanitize(dst, 0, "abc", 3);
+	ck_assert_int_eq(dst[0], 'Z');
+}
+END_TEST
+
+START_TEST(monotonic_clock)
+{
+	int64_t a = now_us(), b = now_us();
+	ck_assert_int_gt(a, 0);
+	ck_assert_int_ge(b, a);
+}
+END_TEST
+
+Suite *util_suite(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc = tcase_create("util");
+
+	tcase_add_test(tc, u64_valid);
+	tcase_add_test(tc, u64_invalid);
+	tcase_add_test(tc, u64_leading_zeros);
+	tcase_add_test(tc, addr_tcp);
+	tcase_add_test(tc, addr_port0);
+	tcase_add_test(tc, addr_unix);
+	tcase_add_test(tc, addr_invalid);
+	tcase_add_test(tc, addr_host_length);
+	tcase_add_test(tc, tokens);
+	tcase_add_test(tc, sanitize);
+	tcase_add_test(tc, monotonic_clock);
+	suite_add_tcase(s, tc);
+	return s;
+}

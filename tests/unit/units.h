@@ -1,0 +1,14 @@
+/* units: the unit test suites, one per module (run by test_main.c). */
+#ifndef LOCKD_TESTS_UNITS_H
+#define LOCKD_TESTS_UNITS_H
+
+#include <check.h>
+
+Suite *proto_suite(void);  /* test_proto.c */
+Suite *util_suite(void);   /* test_proto.c */
+Suite *cfg_suite(void);    /* test_cfg.c */
+Suite *quorum_suite(void); /* test_quorum.c */
+Suite *waitq_suite(void);  /* test_waitq.c */
+Suite *keytab_suite(void); /* test_keytab.c */
+
+#endif
