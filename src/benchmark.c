@@ -38,30 +38,38 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <hiredis/hiredis.h>
+
+#include "benchmark_probe.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
 
-#define PROG "lockd-benchmark"
-#define DEFAULT_PORT 7390
-#define DEFAULT_SESSIONS 16
-#define DEFAULT_MS 5000		/* run time without -d and -n */
-#define HELD_DEFAULT_MS 30000	/* held: one default lease, so every lock is renewed */
-#define N_ONLY_LIMIT_MS 600000	/* time limit of a -n run without -d */
-#define DEADLINE_SLACK_MS 30000 /* hard deadline = time limit + this */
-#define STALL_MS 30000		/* no reply for this long (plus WAIT) = lockd hangs */
-#define CONNECT_BURST 256	/* connects in progress at once (listen backlog) */
-#define MAX_REPLY 65536		/* longer reply line: give up */
-#define MAX_MASTERS 16
-#define KEY_PREFIX PROG ":"
+#define DEFAULT_PORT      7390
+#define DEFAULT_SESSIONS  16
+#define DEFAULT_MS        5000   /* run time without -d and -n */
+#define HELD_DEFAULT_MS   30000  /* held: one default lease, so every lock is renewed */
+#define N_ONLY_LIMIT_MS   600000 /* time limit of a -n run without -d */
+#define DEADLINE_SLACK_MS 30000  /* hard deadline = time limit + this */
+#define STALL_MS          30000  /* no reply for this long (plus WAIT) = lockd hangs */
+#define CONNECT_BURST     256    /* connects in progress at once (listen backlog) */
+#define MAX_REPLY         65536  /* longer reply line: give up */
+#define KEY_PREFIX        BM_PROG ":"
 
-enum scenario { SC_UNCONTENDED, SC_CONTENDED, SC_HANDOFF, SC_HELD, SC_COUNT };
-static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff",
-						      "held"};
+enum scenario {
+	SC_UNCONTENDED, /* every session cycles on keys of its own */
+	SC_CONTENDED,   /* sessions take turns on -k keys (default 1) */
+	SC_HANDOFF,     /* contended, plus release-to-grant gaps and fairness */
+	SC_HELD,        /* many watchdog locks held for -d: lockd's cost at rest */
+	SC_COUNT
+};
+static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff", "held"};
 
-enum output { OUT_HUMAN, OUT_CSV, OUT_JSON };
+enum output {
+	OUT_HUMAN, /* a block of text per scenario */
+	OUT_CSV,   /* a header, then a row per scenario */
+	OUT_JSON   /* an object per line per scenario */
+};
 
 static int64_t now_ns(void)
 {
@@ -71,88 +79,11 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* ------------------------------------------------------------------ histogram */
-
-/*
- * Log-linear histogram of nanosecond values: exact below 128 ns, then 128
- * buckets per power of two, so any value is known to within 0.4 % in a
- * fixed 58 KiB whatever the number of samples.
- */
-#define H_SUB_BITS 8
-#define H_HALF (1 << (H_SUB_BITS - 1))
-#define H_BUCKETS ((64 - H_SUB_BITS + 2) * H_HALF)
-
-struct hist {
-	uint64_t n, min, max;
-	uint64_t b[H_BUCKETS];
-};
-
-static int h_index(uint64_t v)
-{
-	int s;
-
-	if (v < H_HALF)
-		return (int)v;
-	s = 63 - __builtin_clzll(v) - (H_SUB_BITS - 1);
-	return (s + 1) * H_HALF + (int)((v >> s) - H_HALF);
-}
-
-static uint64_t h_mid(int i)
-{
-	int s;
-	uint64_t m;
-
-	if (i < H_HALF)
-		return (uint64_t)i;
-	s = i / H_HALF - 1;
-	m = (uint64_t)(i % H_HALF + H_HALF);
-	return (m << s) + ((1ULL << s) >> 1);
-}
-
-static void h_add(struct hist *h, int64_t v)
-{
-	uint64_t u = v > 0 ? (uint64_t)v : 0;
-
-	if (h->n == 0 || u < h->min)
-		h->min = u;
-	if (u > h->max)
-		h->max = u;
-	h->n++;
-	h->b[h_index(u)]++;
-}
-
-/* The ppm-th per-million percentile in ms (nearest rank), NAN when empty. */
-static double h_pct_ms(const struct hist *h, uint64_t ppm)
-{
-	uint64_t rank, cum = 0, v;
-
-	if (h->n == 0)
-		return NAN;
-	/* integer rank: 0.9 * 10 in floating point would round up to 10 */
-	rank = (h->n * ppm + 999999) / 1000000;
-	if (rank < 1)
-		rank = 1;
-	for (int i = 0; i < H_BUCKETS; i++) {
-		cum += h->b[i];
-		if (cum >= rank) {
-			v = h_mid(i);
-			v = v < h->min ? h->min : v > h->max ? h->max : v;
-			return (double)v / 1e6;
-		}
-	}
-	return (double)h->max / 1e6;
-}
-
 static const uint64_t pct_ppm[5] = {500000, 900000, 990000, 999000, 1000000};
 static const char *const pct_names[5] = {"p50", "p90", "p99", "p99.9", "max"};
 static const char *const pct_cols[5] = {"p50", "p90", "p99", "p999", "max"};
 
 /* ------------------------------------------------------------------ options */
-
-struct hostport {
-	char host[256];
-	int port;
-};
 
 static struct opts {
 	const char *host, *sock, *password;
@@ -162,7 +93,7 @@ static struct opts {
 	int duration_set;
 	long pid;
 	enum output out;
-	struct hostport masters[MAX_MASTERS];
+	struct bm_hostport masters[BM_MAX_MASTERS];
 	int nmasters;
 	enum scenario scen[SC_COUNT];
 	int nscen;
@@ -170,7 +101,7 @@ static struct opts {
 
 static void usage(void)
 {
-	printf("Usage: " PROG " [-h host] [-p port] [-s socket] [-a password] [-c sessions]\n"
+	printf("Usage: " BM_PROG " [-h host] [-p port] [-s socket] [-a password] [-c sessions]\n"
 	       "       [-n cycles] [-d duration] [-k keys] [--scenario list] [--hold ms]\n"
 	       "       [--pipeline n] [--wait ms] [--ttl ms] [--trylock]\n"
 	       "       [--locks-per-session n] [--pid pid] [--masters host:port,...]\n"
@@ -213,11 +144,11 @@ static void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, PROG ": ");
+	fprintf(stderr, BM_PROG ": ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
+	fprintf(stderr, "\nTry '" BM_PROG " --help'.\n");
 	exit(2);
 }
 
@@ -229,7 +160,8 @@ static long long parse_int(const char *opt, const char *s, long long min, long l
 	errno = 0;
 	v = isdigit((unsigned char)s[0]) ? strtoll(s, &end, 10) : 0;
 	if (!isdigit((unsigned char)s[0]) || *end != '\0' || errno == ERANGE || v < min || v > max)
-		usage_error("%s: expected an integer from %lld to %lld, got '%s'", opt, min, max, s);
+		usage_error("%s: expected an integer from %lld to %lld, got '%s'", opt, min, max,
+		            s);
 	return v;
 }
 
@@ -254,8 +186,8 @@ static int64_t parse_duration(const char *opt, const char *s)
 		return ms;
 bad:
 	usage_error("%s: expected a duration from 1ms to 86400s such as 10 (seconds), 10s or "
-		    "500ms, got '%s'",
-		    opt, s);
+	            "500ms, got '%s'",
+	            opt, s);
 }
 
 static void parse_masters(const char *list)
@@ -266,12 +198,12 @@ static void parse_masters(const char *list)
 		const char *end = strchr(p, ','), *colon;
 		size_t len = end ? (size_t)(end - p) : strlen(p);
 		char item[300];
-		struct hostport *m;
+		struct bm_hostport *m;
 
 		if (len == 0 || len >= sizeof(item))
 			usage_error("--masters: expected host:port,host:port,..., got '%s'", list);
-		if (O.nmasters == MAX_MASTERS)
-			usage_error("--masters: at most %d masters", MAX_MASTERS);
+		if (O.nmasters == BM_MAX_MASTERS)
+			usage_error("--masters: at most %d masters", BM_MAX_MASTERS);
 		memcpy(item, p, len);
 		item[len] = '\0';
 		colon = strrchr(item, ':');
@@ -304,12 +236,13 @@ static void parse_scenarios(const char *list)
 		int sc;
 
 		for (sc = 0; sc < SC_COUNT; sc++)
-			if (strlen(scenario_names[sc]) == len && strncmp(p, scenario_names[sc], len) == 0)
+			if (strlen(scenario_names[sc]) == len &&
+			    strncmp(p, scenario_names[sc], len) == 0)
 				break;
 		if (sc == SC_COUNT)
 			usage_error("--scenario: unknown scenario '%.*s' (expected uncontended, "
-				    "contended, handoff or held)",
-				    (int)len, p);
+			            "contended, handoff or held)",
+			            (int)len, p);
 		for (int i = 0; i < O.nscen; i++)
 			if (O.scen[i] == (enum scenario)sc)
 				usage_error("--scenario: '%s' is listed twice", scenario_names[sc]);
@@ -330,23 +263,36 @@ static int has_scenario(enum scenario sc)
 
 static void parse_args(int argc, char **argv)
 {
-	enum { O_HOLD = 256, O_PIPELINE, O_CSV, O_JSON, O_MASTERS, O_SCENARIO, O_HELP,
-	       O_VERSION, O_LOCKS, O_PID, O_WAIT, O_TTL, O_TRYLOCK };
+	enum {
+		O_HOLD = 256,
+		O_PIPELINE,
+		O_CSV,
+		O_JSON,
+		O_MASTERS,
+		O_SCENARIO,
+		O_HELP,
+		O_VERSION,
+		O_LOCKS,
+		O_PID,
+		O_WAIT,
+		O_TTL,
+		O_TRYLOCK
+	};
 	static const struct option longs[] = {
-		{"hold", required_argument, NULL, O_HOLD},
-		{"pipeline", required_argument, NULL, O_PIPELINE},
-		{"csv", no_argument, NULL, O_CSV},
-		{"json", no_argument, NULL, O_JSON},
-		{"masters", required_argument, NULL, O_MASTERS},
-		{"scenario", required_argument, NULL, O_SCENARIO},
-		{"help", no_argument, NULL, O_HELP},
-		{"version", no_argument, NULL, O_VERSION},
-		{"locks-per-session", required_argument, NULL, O_LOCKS},
-		{"pid", required_argument, NULL, O_PID},
-		{"wait", required_argument, NULL, O_WAIT},
-		{"ttl", required_argument, NULL, O_TTL},
-		{"trylock", no_argument, NULL, O_TRYLOCK},
-		{NULL, 0, NULL, 0},
+	    {"hold", required_argument, NULL, O_HOLD},
+	    {"pipeline", required_argument, NULL, O_PIPELINE},
+	    {"csv", no_argument, NULL, O_CSV},
+	    {"json", no_argument, NULL, O_JSON},
+	    {"masters", required_argument, NULL, O_MASTERS},
+	    {"scenario", required_argument, NULL, O_SCENARIO},
+	    {"help", no_argument, NULL, O_HELP},
+	    {"version", no_argument, NULL, O_VERSION},
+	    {"locks-per-session", required_argument, NULL, O_LOCKS},
+	    {"pid", required_argument, NULL, O_PID},
+	    {"wait", required_argument, NULL, O_WAIT},
+	    {"ttl", required_argument, NULL, O_TTL},
+	    {"trylock", no_argument, NULL, O_TRYLOCK},
+	    {NULL, 0, NULL, 0},
 	};
 	int c, keys_set = 0, hold_set = 0, pipeline_set = 0, locks_set = 0;
 
@@ -363,30 +309,73 @@ static void parse_args(int argc, char **argv)
 	opterr = 0; /* our own messages, with exit status 2 */
 	while ((c = getopt_long(argc, argv, ":h:p:s:a:c:n:d:k:", longs, NULL)) != -1) {
 		switch (c) {
-		case 'h': O.host = optarg; break;
-		case 'p': O.port = (int)parse_int("-p", optarg, 1, 65535); break;
-		case 's': O.sock = optarg; break;
-		case 'a': O.password = optarg; break;
-		case 'c': O.sessions = (int)parse_int("-c", optarg, 1, 100000); break;
-		case 'n': O.cycles = parse_int("-n", optarg, 1, 1000000000000LL); break;
-		case 'd': O.duration_ms = parse_duration("-d", optarg), O.duration_set = 1; break;
-		case 'k': O.keys = (int)parse_int("-k", optarg, 1, 10000000), keys_set = 1; break;
-		case O_HOLD: O.hold_ms = (int)parse_int("--hold", optarg, 0, 3600000), hold_set = 1; break;
-		case O_PIPELINE:
-			O.pipeline = (int)parse_int("--pipeline", optarg, 1, 1000), pipeline_set = 1;
+		case 'h':
+			O.host = optarg;
 			break;
-		case O_CSV: O.out = OUT_CSV; break;
-		case O_JSON: O.out = OUT_JSON; break;
-		case O_MASTERS: parse_masters(optarg); break;
-		case O_SCENARIO: parse_scenarios(optarg); break;
-		case O_HELP: usage(); exit(0);
-		case O_VERSION: printf(PROG " %s\n", PACKAGE_VERSION); exit(0);
-		case O_LOCKS: O.locks = (int)parse_int("--locks-per-session", optarg, 1, 10000), locks_set = 1; break;
-		case O_PID: O.pid = (long)parse_int("--pid", optarg, 1, 4194304); break;
-		case O_WAIT: O.wait_ms = (int)parse_int("--wait", optarg, 0, 2147483647); break;
-		case O_TTL: O.ttl_ms = (int)parse_int("--ttl", optarg, 1, 2147483647); break;
-		case O_TRYLOCK: O.trylock = 1; break;
-		case ':': usage_error("option %s needs a value", argv[optind - 1]);
+		case 'p':
+			O.port = (int)parse_int("-p", optarg, 1, 65535);
+			break;
+		case 's':
+			O.sock = optarg;
+			break;
+		case 'a':
+			O.password = optarg;
+			break;
+		case 'c':
+			O.sessions = (int)parse_int("-c", optarg, 1, 100000);
+			break;
+		case 'n':
+			O.cycles = parse_int("-n", optarg, 1, 1000000000000LL);
+			break;
+		case 'd':
+			O.duration_ms = parse_duration("-d", optarg), O.duration_set = 1;
+			break;
+		case 'k':
+			O.keys = (int)parse_int("-k", optarg, 1, 10000000), keys_set = 1;
+			break;
+		case O_HOLD:
+			O.hold_ms = (int)parse_int("--hold", optarg, 0, 3600000), hold_set = 1;
+			break;
+		case O_PIPELINE:
+			O.pipeline = (int)parse_int("--pipeline", optarg, 1, 1000),
+			pipeline_set = 1;
+			break;
+		case O_CSV:
+			O.out = OUT_CSV;
+			break;
+		case O_JSON:
+			O.out = OUT_JSON;
+			break;
+		case O_MASTERS:
+			parse_masters(optarg);
+			break;
+		case O_SCENARIO:
+			parse_scenarios(optarg);
+			break;
+		case O_HELP:
+			usage();
+			exit(0);
+		case O_VERSION:
+			printf(BM_PROG " %s\n", PACKAGE_VERSION);
+			exit(0);
+		case O_LOCKS:
+			O.locks = (int)parse_int("--locks-per-session", optarg, 1, 10000),
+			locks_set = 1;
+			break;
+		case O_PID:
+			O.pid = (long)parse_int("--pid", optarg, 1, 4194304);
+			break;
+		case O_WAIT:
+			O.wait_ms = (int)parse_int("--wait", optarg, 0, 2147483647);
+			break;
+		case O_TTL:
+			O.ttl_ms = (int)parse_int("--ttl", optarg, 1, 2147483647);
+			break;
+		case O_TRYLOCK:
+			O.trylock = 1;
+			break;
+		case ':':
+			usage_error("option %s needs a value", argv[optind - 1]);
 		default:
 			if (optopt)
 				usage_error("unknown option -%c", optopt);
@@ -397,20 +386,22 @@ static void parse_args(int argc, char **argv)
 		usage_error("unexpected argument '%s'", argv[optind]);
 	if (O.sock && strlen(O.sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		usage_error("-s: socket path is longer than %zu bytes",
-			    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		            sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 	/* A session must never lock a key it holds (that would be a reentrant
 	 * hold, same fence): its pipeline slots need distinct keys. */
 	if (keys_set && has_scenario(SC_UNCONTENDED) && O.keys < O.pipeline)
 		usage_error("-k %d is less than --pipeline %d: an uncontended session needs a key "
-			    "per pipeline slot",
-			    O.keys, O.pipeline);
+		            "per pipeline slot",
+		            O.keys, O.pipeline);
 	if (has_scenario(SC_HELD) && (O.ttl_ms || O.trylock))
 		usage_error("--%s does not apply to the held scenario (its locks have no TTL)",
-			    O.ttl_ms ? "ttl" : "trylock");
+		            O.ttl_ms ? "ttl" : "trylock");
 	if (has_scenario(SC_HELD) && O.nscen == 1 && (O.cycles || keys_set || hold_set))
 		usage_error("%s does not apply to the held scenario (use -c, "
-			    "--locks-per-session and -d)",
-			    O.cycles ? "-n" : keys_set ? "-k" : "--hold");
+		            "--locks-per-session and -d)",
+		            O.cycles   ? "-n"
+		            : keys_set ? "-k"
+		                       : "--hold");
 	if (locks_set && !has_scenario(SC_HELD))
 		usage_error("--locks-per-session applies only to the held scenario");
 	if (pipeline_set && !has_scenario(SC_UNCONTENDED) && !has_scenario(SC_HELD))
@@ -466,213 +457,47 @@ static int raise_nofile(long need)
 		if (setrlimit(RLIMIT_NOFILE, &rl) != 0 ||
 		    (rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur < need)) {
 			fprintf(stderr,
-				PROG ": %ld sessions need about %ld file descriptors, but the hard "
-				     "limit is %ld (raise it: ulimit -Hn, limits.conf)\n",
-				(long)O.sessions, need, (long)rl.rlim_max);
+			        BM_PROG
+			        ": %ld sessions need about %ld file descriptors, but the hard "
+			        "limit is %ld (raise it: ulimit -Hn, limits.conf)\n",
+			        (long)O.sessions, need, (long)rl.rlim_max);
 			return -1;
 		}
 	}
 	return 0;
-}
-
-/* ------------------------------------------------------------------ Redis INFO */
-
-static redisContext *masters[MAX_MASTERS];
-
-/* Commands summed over the masters, from INFO commandstats. */
-struct cmdcount {
-	int ok;
-	double all, scripts;
-};
-
-/* Harness and health-check traffic, not lock traffic (as bench.js counts). */
-static int is_admin(const char *name)
-{
-	static const char *const admin[] = {"info",    "ping",   "client", "hello",   "select",
-					    "config",  "script", "command", "quit",   "auth",
-					    "echo",    "time",   "dbsize", "flushall", "flushdb"};
-
-	for (size_t i = 0; i < sizeof(admin) / sizeof(admin[0]); i++)
-		if (strcmp(name, admin[i]) == 0)
-			return 1;
-	return 0;
-}
-
-static int is_script(const char *name)
-{
-	return strcmp(name, "evalsha") == 0 || strcmp(name, "eval") == 0 ||
-	       strcmp(name, "evalsha_ro") == 0 || strcmp(name, "eval_ro") == 0 ||
-	       strcmp(name, "fcall") == 0 || strcmp(name, "fcall_ro") == 0;
-}
-
-static int connect_masters(void)
-{
-	struct timeval tv = {2, 0};
-
-	for (int i = 0; i < O.nmasters; i++) {
-		redisContext *c = redisConnectWithTimeout(O.masters[i].host, O.masters[i].port, tv);
-
-		if (!c || c->err) {
-			fprintf(stderr, PROG ": --masters: cannot connect to %s:%d: %s\n",
-				O.masters[i].host, O.masters[i].port, c ? c->errstr : "out of memory");
-			redisFree(c);
-			return -1;
-		}
-		tv.tv_sec = 5;
-		redisSetTimeout(c, tv);
-		masters[i] = c;
-	}
-	return 0;
-}
-
-/* Blocking, but only called between phases. A failure makes the Redis
- * figures of this run unavailable; it does not end the benchmark. */
-static void redis_snapshot(struct cmdcount *cc)
-{
-	memset(cc, 0, sizeof(*cc));
-	if (O.nmasters == 0)
-		return;
-	for (int i = 0; i < O.nmasters; i++) {
-		redisReply *r = redisCommand(masters[i], "INFO commandstats");
-		const char *p;
-
-		if (!r || r->type != REDIS_REPLY_STRING) {
-			fprintf(stderr, PROG ": warning: INFO commandstats from %s:%d failed: %s\n",
-				O.masters[i].host, O.masters[i].port,
-				r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply")
-				  : masters[i]->errstr);
-			if (r)
-				freeReplyObject(r);
-			return;
-		}
-		/* lines "cmdstat_client|setname:calls=3,usec=..." */
-		for (p = r->str; (p = strstr(p, "cmdstat_")) != NULL; p++) {
-			char name[64];
-			size_t n = strcspn(p + 8, ":|\r\n");
-			const char *calls = strstr(p, ":calls=");
-
-			if (n == 0 || n >= sizeof(name) || !calls)
-				continue;
-			memcpy(name, p + 8, n);
-			name[n] = '\0';
-			if (is_admin(name))
-				continue;
-			cc->all += strtod(calls + 7, NULL);
-			if (is_script(name))
-				cc->scripts += strtod(calls + 7, NULL);
-		}
-		freeReplyObject(r);
-	}
-	cc->ok = 1;
-}
-
-/* ------------------------------------------------------------------ lockd process */
-
-struct procsnap {
-	int ok;
-	double rss_kb, hwm_kb, cpu_s;
-};
-
-static void proc_snapshot(long pid, struct procsnap *ps)
-{
-	char path[64], buf[4096], *p;
-	unsigned long ut, st;
-	FILE *f;
-	size_t n;
-
-	memset(ps, 0, sizeof(*ps));
-	if (pid <= 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	if (!(f = fopen(path, "r")))
-		return;
-	while (fgets(buf, sizeof(buf), f)) {
-		if (strncmp(buf, "VmRSS:", 6) == 0)
-			ps->rss_kb = strtod(buf + 6, NULL);
-		else if (strncmp(buf, "VmHWM:", 6) == 0)
-			ps->hwm_kb = strtod(buf + 6, NULL);
-	}
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	if (!(f = fopen(path, "r")))
-		return;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* the command name in field 2 may contain spaces: start after its ')' */
-	if (!(p = strrchr(buf, ')')) ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		return;
-	ps->cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-	ps->ok = 1;
-}
-
-/* Blocking one-off session: AUTH if asked, then STATS for "STAT pid N". */
-static long lockd_pid_from_stats(void)
-{
-	struct timeval tv = {5, 0};
-	char buf[65536], req[600], *p;
-	size_t len = 0;
-	long pid = -1;
-	int fd;
-
-	if ((fd = socket(T.addr.ss_family, SOCK_STREAM, 0)) < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* bounds connect too */
-	if (O.password)
-		snprintf(req, sizeof(req), "AUTH %s\r\nSTATS\r\n", O.password);
-	else
-		snprintf(req, sizeof(req), "STATS\r\n");
-	if (connect(fd, (struct sockaddr *)&T.addr, T.len) != 0 ||
-	    write(fd, req, strlen(req)) != (ssize_t)strlen(req))
-		goto out;
-	while (len < sizeof(buf) - 1) {
-		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = '\0';
-		if (strstr(buf, "\nEND\r\n") || strncmp(buf, "END\r\n", 5) == 0)
-			break;
-	}
-	buf[len] = '\0';
-	if ((p = strstr(buf, "STAT pid ")) && (p == buf || p[-1] == '\n'))
-		pid = strtol(p + 9, NULL, 10);
-out:
-	close(fd);
-	return pid;
-}
-
-/* A pid from STATS is only used when it is a local lockd (not, say, a
- * process that happens to have that pid on this machine). */
-static int is_local_lockd(long pid)
-{
-	char path[64], comm[64] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = '\0';
-	fclose(f);
-	return strncmp(comm, "lockd", 5) == 0 && strncmp(comm, "lockd-benchmark", 15) != 0;
 }
 
 /* ------------------------------------------------------------------ run state */
 
-enum phase { PH_CONNECT, PH_RUN, PH_DRAIN, PH_ACQUIRE, PH_HOLD, PH_RELEASE, PH_DONE };
-enum slot_state { SL_IDLE, SL_LOCKING, SL_HELD, SL_UNLOCKING };
-enum { RQ_PING = -1, RQ_AUTH = -2 }; /* FIFO entries that are not a slot */
+enum phase {
+	PH_CONNECT, /* sessions connect and answer PING */
+	PH_RUN,     /* the measured window: sessions cycle */
+	PH_DRAIN,   /* window closed: outstanding requests answered, locks released */
+	PH_ACQUIRE, /* held: the locks are being taken (measured) */
+	PH_HOLD,    /* held: all locks held, lockd and the masters watched */
+	PH_RELEASE, /* held: the locks are released */
+	PH_DONE     /* every session finished: the loop stops */
+};
+
+enum slot_state {
+	SL_IDLE,     /* nothing outstanding, key not held */
+	SL_LOCKING,  /* LOCK or TRYLOCK sent */
+	SL_HELD,     /* granted; UNLOCK not sent yet (maybe a hold timer runs) */
+	SL_UNLOCKING /* UNLOCK sent */
+};
+
+/* FIFO entries that are not a slot index */
+enum {
+	RQ_PING = -1, /* the PING that tells a session is ready */
+	RQ_AUTH = -2  /* AUTH, with -a */
+};
 
 struct session;
 
 struct slot {
 	struct session *s;
 	struct event *timer; /* hold timer; NULL without --hold */
-	int64_t t_req;	     /* when the LOCK went out */
+	int64_t t_req;       /* when the LOCK went out */
 	uint64_t fence;
 	uint32_t key;
 	uint8_t state;
@@ -684,7 +509,7 @@ struct session {
 	struct bufferevent *bev;
 	struct slot *slots;
 	int nslots, busy, locking; /* slots not idle; slots in LOCK */
-	int *fifo;		   /* slot index per outstanding request */
+	int *fifo;                 /* slot index per outstanding request */
 	int fifo_cap, fifo_head, fifo_len;
 	uint64_t grants; /* in the window, for fairness */
 };
@@ -693,9 +518,9 @@ struct session {
 struct keystate {
 	uint64_t last_grant; /* highest fence granted so far */
 	uint64_t rel_fence;  /* fence whose release (OK 0) came last */
-	int64_t t_rel;	     /* when that OK 0 arrived */
+	int64_t t_rel;       /* when that OK 0 arrived */
 	int64_t t_early;     /* a grant that arrived before its predecessor's OK 0 */
-	int holders;	     /* sessions between OK fence and sending UNLOCK */
+	int holders;         /* sessions between OK fence and sending UNLOCK */
 	uint8_t early_in_window;
 };
 
@@ -714,17 +539,17 @@ static struct run {
 	long long handoffs, early;
 	long outstanding;
 	int64_t limit_ms, t_begin, t0, t_stop, t_granted, t_hold_end, t_end, last_line;
-	struct hist acq, gap;
+	struct bm_hist acq, gap;
 	struct event *ev_stop, *ev_deadline, *ev_tick;
 	const struct timeval *tv_hold;
 	long pid;
-	struct cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
-	struct procsnap p0, p1, p2; /* before connecting; all granted; hold ended */
+	struct bm_cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
+	struct bm_procsnap p0, p1, p2; /* before connecting; all granted; hold ended */
 	struct rusage ru0;
 } R;
 
-static const char *const phase_names[] = {"connect", "run", "drain", "acquire",
-					  "hold", "release", "done"};
+static const char *const phase_names[] = {"connect", "run",     "drain", "acquire",
+                                          "hold",    "release", "done"};
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
@@ -733,7 +558,7 @@ static void fail(const char *fmt, ...)
 
 	if (R.failed++)
 		return; /* the first error is the one that matters */
-	fprintf(stderr, PROG ": ");
+	fprintf(stderr, BM_PROG ": ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -742,7 +567,7 @@ static void fail(const char *fmt, ...)
 }
 
 static void send_req(struct session *s, int slot, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void send_req(struct session *s, int slot, const char *fmt, ...)
 {
 	va_list ap;
@@ -818,8 +643,10 @@ static void start_run(void)
 {
 	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
 
-	redis_snapshot(&R.c0);
+	bm_masters_snapshot(&R.c0);
 	getrusage(RUSAGE_SELF, &R.ru0);
+	/* the stop timer counts from now, not from the start of this loop pass */
+	event_base_update_cache_time(R.base);
 	R.t0 = R.last_line = now_ns();
 	R.phase = R.sc == SC_HELD ? PH_ACQUIRE : PH_RUN;
 	if (R.sc != SC_HELD)
@@ -834,17 +661,18 @@ static void all_granted(void)
 	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
 
 	R.t_granted = now_ns();
-	proc_snapshot(R.pid, &R.p1);
-	redis_snapshot(&R.c1);
+	bm_proc_snapshot(R.pid, &R.p1);
+	bm_masters_snapshot(&R.c1);
 	R.phase = PH_HOLD;
+	event_base_update_cache_time(R.base);
 	evtimer_add(R.ev_stop, &tv);
 }
 
 static void end_hold(void)
 {
 	R.t_hold_end = now_ns();
-	proc_snapshot(R.pid, &R.p2);
-	redis_snapshot(&R.c2);
+	bm_proc_snapshot(R.pid, &R.p2);
+	bm_masters_snapshot(&R.c2);
 	R.phase = PH_RELEASE;
 	for (int i = 0; i < R.nsess; i++) {
 		struct session *s = &R.sess[i];
@@ -863,7 +691,7 @@ static void key_released(struct keystate *ks, uint64_t fence, int64_t t)
 		/* The next grant came before this OK 0 (a direct handoff can
 		 * reach the waiter's socket first): the gap is 0, not negative. */
 		if (ks->early_in_window) {
-			h_add(&R.gap, 0);
+			bm_hist_add(&R.gap, 0);
 			R.handoffs++;
 			R.early++;
 		}
@@ -880,20 +708,22 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 	int in_window = R.phase == PH_RUN || R.phase == PH_ACQUIRE;
 
 	if (ks->holders > 0 && ++R.overlaps <= 5)
-		fprintf(stderr, PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while "
-				"another session held it\n",
-			R.prefix, sl->key, s->id, (unsigned long long)fence);
+		fprintf(stderr,
+		        BM_PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while "
+		                "another session held it\n",
+		        R.prefix, sl->key, s->id, (unsigned long long)fence);
 	ks->holders++;
 	if (fence <= ks->last_grant) {
 		if (++R.regressions <= 5)
-			fprintf(stderr, PROG ": FENCE REGRESSION: %s%u granted with fence %llu after "
-					"%llu\n",
-				R.prefix, sl->key, (unsigned long long)fence,
-				(unsigned long long)ks->last_grant);
+			fprintf(stderr,
+			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu after "
+			                "%llu\n",
+			        R.prefix, sl->key, (unsigned long long)fence,
+			        (unsigned long long)ks->last_grant);
 	} else {
 		if (ks->last_grant && ks->rel_fence == ks->last_grant) {
 			if (in_window) {
-				h_add(&R.gap, t - ks->t_rel);
+				bm_hist_add(&R.gap, t - ks->t_rel);
 				R.handoffs++;
 			}
 		} else if (ks->last_grant) {
@@ -907,7 +737,7 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 	sl->lost = 0;
 	R.grants++;
 	if (in_window) {
-		h_add(&R.acq, t - sl->t_req);
+		bm_hist_add(&R.acq, t - sl->t_req);
 		s->grants++;
 		R.grants_window++;
 	}
@@ -1027,8 +857,8 @@ static void on_line(struct session *s, const char *line, int64_t t)
 	}
 	/* SL_UNLOCKING. After LOST, lockd has dropped the lock: NOTHELD is due. */
 	if (strcmp(line, "OK 0") != 0 && !(sl->lost && strncmp(line, "ERR NOTHELD", 11) == 0)) {
-		fail("session %d: unexpected reply to UNLOCK %s%u: \"%s\"", s->id, R.prefix, sl->key,
-		     line);
+		fail("session %d: unexpected reply to UNLOCK %s%u: \"%s\"", s->id, R.prefix,
+		     sl->key, line);
 		return;
 	}
 	if (!sl->lost)
@@ -1052,7 +882,8 @@ static void on_read(struct bufferevent *bev, void *arg)
 
 		if (p.pos < 0) {
 			if (evbuffer_get_length(in) > MAX_REPLY)
-				fail("session %d: reply line longer than %d bytes", s->id, MAX_REPLY);
+				fail("session %d: reply line longer than %d bytes", s->id,
+				     MAX_REPLY);
 			return;
 		}
 		/* our replies are short; a longer line is kept truncated for messages */
@@ -1073,7 +904,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 
 		/* requests are small and latency is what we measure */
 		if (T.tcp)
-			setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
+			           sizeof(one));
 		return;
 	}
 	if (what & BEV_EVENT_EOF)
@@ -1100,8 +932,10 @@ static void connect_more(void)
 		bufferevent_setcb(s->bev, on_read, NULL, on_event, s);
 		bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 		R.connecting++;
-		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&T.addr, (int)T.len) < 0) {
-			fail("session %d: cannot connect to %s: %s", s->id, T.name, strerror(errno));
+		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&T.addr, (int)T.len) <
+		    0) {
+			fail("session %d: cannot connect to %s: %s", s->id, T.name,
+			     strerror(errno));
 			return;
 		}
 		/* queued until the connection is up; PONG means ready */
@@ -1166,11 +1000,11 @@ static double tv_s(struct timeval tv)
 static void compute_result(struct result *r)
 {
 	struct rusage ru;
-	struct cmdcount c3;
+	struct bm_cmdcount c3;
 	double sum = 0, sq = 0, wall;
 	int cycling = R.sc != SC_HELD;
 
-	redis_snapshot(&c3);
+	bm_masters_snapshot(&c3);
 	getrusage(RUSAGE_SELF, &ru);
 	memset(r, 0, sizeof(*r));
 	r->sc = R.sc;
@@ -1183,8 +1017,8 @@ static void compute_result(struct result *r)
 	r->cycles = (double)R.grants_window;
 	r->cps = ratio(r->cycles, r->seconds);
 	for (int i = 0; i < 5; i++) {
-		r->acq[i] = h_pct_ms(&R.acq, pct_ppm[i]);
-		r->gap[i] = R.sc == SC_HANDOFF ? h_pct_ms(&R.gap, pct_ppm[i]) : NAN;
+		r->acq[i] = bm_hist_pct_ms(&R.acq, pct_ppm[i]);
+		r->gap[i] = R.sc == SC_HANDOFF ? bm_hist_pct_ms(&R.gap, pct_ppm[i]) : NAN;
 	}
 	r->handoffs = R.sc == SC_HANDOFF ? (double)R.handoffs : NAN;
 	r->early = R.sc == SC_HANDOFF ? (double)R.early : NAN;
@@ -1223,8 +1057,8 @@ static void compute_result(struct result *r)
 	}
 	wall = (double)(R.t_end - R.t0) / 1e9;
 	r->client_cpu_pct = ratio(100 * (tv_s(ru.ru_utime) + tv_s(ru.ru_stime) -
-					 tv_s(R.ru0.ru_utime) - tv_s(R.ru0.ru_stime)),
-				  wall);
+	                                 tv_s(R.ru0.ru_utime) - tv_s(R.ru0.ru_stime)),
+	                          wall);
 }
 
 /* "-" in the human output, empty in CSV, null in JSON */
@@ -1288,8 +1122,9 @@ static void print_human(const struct result *r)
 		} else {
 			fmt_num(a, sizeof(a), r->cpu_pct, 2, "-");
 			fmt_num(b, sizeof(b),
-				ratio((r->rss_kb - r->rss_idle_kb) * 1024, (double)r->sessions * r->locks),
-				0, "-");
+			        ratio((r->rss_kb - r->rss_idle_kb) * 1024,
+			              (double)r->sessions * r->locks),
+			        0, "-");
 			printf("  lockd pid %ld: RSS %.0f kB (%.0f kB before, %s bytes per lock), "
 			       "peak %.0f kB, CPU %s %% while holding\n",
 			       r->pid, r->rss_kb, r->rss_idle_kb, b, r->hwm_kb, a);
@@ -1315,8 +1150,8 @@ static void print_machine(const struct result *r, int header)
 	int n = 0;
 	char b[48], name[32];
 
-#define COL(nm, val, dec) \
-	(snprintf(col[n].name, sizeof(col[n].name), "%s", nm), col[n].v = (val), \
+#define COL(nm, val, dec)                                                                          \
+	(snprintf(col[n].name, sizeof(col[n].name), "%s", nm), col[n].v = (val),                   \
 	 col[n++].decimals = (dec))
 	COL("sessions", r->sessions, 0);
 	COL("keys", r->keys, 0);
@@ -1403,12 +1238,12 @@ static void free_run(void)
 
 static int run_scenario(struct event_base *base, enum scenario sc, struct result *res)
 {
-	static const char *const prefixes[SC_COUNT] = {KEY_PREFIX "u:", KEY_PREFIX "c:",
-						       KEY_PREFIX "h:", KEY_PREFIX "held:"};
+	static const char *const prefixes[SC_COUNT] = {
+	    KEY_PREFIX "u:", KEY_PREFIX "c:", KEY_PREFIX "h:", KEY_PREFIX "held:"};
 	int cycling = sc != SC_HELD;
 	int nslots = sc == SC_UNCONTENDED ? O.pipeline : sc == SC_HELD ? O.locks : 1;
-	struct timeval tv_deadline, tv_tick = {1, 0}, tv_hold = {O.hold_ms / 1000,
-								 (O.hold_ms % 1000) * 1000};
+	struct timeval tv_deadline, tv_tick = {1, 0},
+	                            tv_hold = {O.hold_ms / 1000, (O.hold_ms % 1000) * 1000};
 	int n;
 
 	memset(&R, 0, sizeof(R));
@@ -1416,7 +1251,8 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	R.base = base;
 	R.nsess = O.sessions;
 	R.prefix = prefixes[sc];
-	R.depth = sc == SC_UNCONTENDED ? O.pipeline : sc == SC_HELD ? O.pipeline : 1;
+	/* contended sessions have one key: nothing to pipeline */
+	R.depth = sc == SC_UNCONTENDED || sc == SC_HELD ? O.pipeline : 1;
 	if (sc == SC_UNCONTENDED)
 		R.nkeys = O.keys ? (uint32_t)O.keys : (uint32_t)(O.sessions * O.pipeline);
 	else if (sc == SC_HELD)
@@ -1439,16 +1275,17 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	if (sc == SC_HELD) {
 		R.pid = O.pid;
 		if (!R.pid) {
-			long pid = lockd_pid_from_stats();
+			long pid = bm_stats_pid((struct sockaddr *)&T.addr, T.len, O.password);
 
-			if (pid > 0 && is_local_lockd(pid))
+			if (pid > 0 && bm_is_local_lockd(pid))
 				R.pid = pid;
 			else
 				fprintf(stderr,
-					PROG ": warning: %s: lockd's RSS and CPU unavailable (give "
-					     "--pid for a local lockd)\n",
-					pid > 0 ? "STATS pid is not a local lockd process"
-						: "no pid from STATS");
+				        BM_PROG
+				        ": warning: %s: lockd's RSS and CPU unavailable (give "
+				        "--pid for a local lockd)\n",
+				        pid > 0 ? "STATS pid is not a local lockd process"
+				                : "no pid from STATS");
 		}
 	}
 
@@ -1474,7 +1311,9 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 			sl->s = s;
 			/* uncontended: a session's slots have distinct keys (K >= pipeline) */
 			if (sc == SC_UNCONTENDED || sc == SC_HELD)
-				sl->key = (uint32_t)(((uint64_t)i * (uint64_t)nslots + (uint64_t)j) % R.nkeys);
+				sl->key =
+				    (uint32_t)(((uint64_t)i * (uint64_t)nslots + (uint64_t)j) %
+				               R.nkeys);
 			else
 				sl->key = (uint32_t)i % R.nkeys;
 			if (R.tv_hold && !(sl->timer = evtimer_new(base, on_hold_timer, sl)))
@@ -1491,7 +1330,7 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	evtimer_add(R.ev_deadline, &tv_deadline);
 	event_add(R.ev_tick, &tv_tick);
 	R.t_begin = R.last_line = now_ns();
-	proc_snapshot(R.pid, &R.p0); /* lockd before our sessions exist */
+	bm_proc_snapshot(R.pid, &R.p0); /* lockd before our sessions exist */
 
 	connect_more();
 	/* a loopbreak before the loop runs would be forgotten: check first */
@@ -1504,7 +1343,7 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	free_run();
 	return R.failed ? -1 : 0;
 oom:
-	fprintf(stderr, PROG ": out of memory for %d sessions\n", R.nsess);
+	fprintf(stderr, BM_PROG ": out of memory for %d sessions\n", R.nsess);
 	R.failed = 1;
 	free_run();
 	return -1;
@@ -1523,7 +1362,7 @@ int main(int argc, char **argv)
 	/* sessions, masters, the STATS probe, stdio and libevent's own */
 	if (raise_nofile((long)O.sessions + O.nmasters + 32) < 0)
 		return 1;
-	if (connect_masters() < 0) {
+	if (bm_masters_connect(O.masters, O.nmasters) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -1535,7 +1374,7 @@ int main(int argc, char **argv)
 		event_config_free(cfg);
 	}
 	if (!base) {
-		fprintf(stderr, PROG ": cannot create an event base\n");
+		fprintf(stderr, BM_PROG ": cannot create an event base\n");
 		rc = 1;
 		goto out;
 	}
@@ -1543,7 +1382,8 @@ int main(int argc, char **argv)
 		struct result r;
 
 		if (run_scenario(base, O.scen[i], &r) < 0) {
-			fprintf(stderr, PROG ": scenario %s failed\n", scenario_names[O.scen[i]]);
+			fprintf(stderr, BM_PROG ": scenario %s failed\n",
+			        scenario_names[O.scen[i]]);
 			rc = 1;
 			break;
 		}
@@ -1554,17 +1394,16 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (r.regressions > 0 || r.overlaps > 0) {
 			fprintf(stderr,
-				PROG ": scenario %s: %.0f fence regressions, %.0f overlaps: lockd "
-				     "broke its guarantees\n",
-				scenario_names[r.sc], r.regressions, r.overlaps);
+			        BM_PROG
+			        ": scenario %s: %.0f fence regressions, %.0f overlaps: lockd "
+			        "broke its guarantees\n",
+			        scenario_names[r.sc], r.regressions, r.overlaps);
 			rc = 1;
 		}
 	}
 	event_base_free(base);
 out:
-	for (int i = 0; i < O.nmasters; i++)
-		if (masters[i])
-			redisFree(masters[i]);
+	bm_masters_close();
 	libevent_global_shutdown();
 	return rc;
 }

@@ -356,8 +356,8 @@ static void kick(struct lkey *lk)
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
 	lk->was_handoff = 0;
-	lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), NULL, acquired, NULL,
-			      lk);
+	lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), NULL,
+			      w->mode == WM_WAIT, acquired, NULL, lk);
 	if (!lk->call) {
 		lk->state = LK_IDLE;
 		lk->acq_for = NULL;
@@ -405,7 +405,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 		if (rs)
 			rs->rel_lk = lk;
 		lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), old,
-				      acquired, handoff_released, lk);
+				      w->mode == WM_WAIT, acquired, handoff_released, lk);
 		if (lk->call)
 			return;
 		lk->state = LK_IDLE;

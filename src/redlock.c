@@ -57,8 +57,8 @@ struct rl_call {
 	int64_t status_ttl;
 
 	int argc;
-	const char *argv[8];
-	size_t argvlen[8];
+	const char *argv[10];
+	size_t argvlen[10];
 	const char *rargv[5]; /* fence write-back */
 	size_t rargvlen[5];
 	char leasebuf[24], fencebuf[24];
@@ -398,31 +398,37 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
-/* Lay out "prefix key" and "prefix key fence" in c->buf. */
-static size_t put_keys(struct rl_call *c, const char *key, size_t klen, int with_fence)
+/* Lay out "prefix key", then "prefix key SUFFIX" for each suffix, in c->buf. */
+static size_t put_keys(struct rl_call *c, const char *key, size_t klen, const char *const *sfx,
+		       int nsfx)
 {
 	char *p = c->buf;
 	memcpy(p, prefix, prefix_len);
 	memcpy(p + prefix_len, key, klen);
 	p[prefix_len + klen] = '\0';
 	size_t used = prefix_len + klen + 1;
-	if (with_fence) {
+	for (int i = 0; i < nsfx; i++) {
 		char *f = p + used;
+		size_t sl = strlen(sfx[i]);
 		memcpy(f, p, prefix_len + klen);
-		memcpy(f + prefix_len + klen, " fence", 7);
-		used += prefix_len + klen + 7;
+		memcpy(f + prefix_len + klen, sfx[i], sl + 1);
+		used += prefix_len + klen + sl + 1;
 	}
 	return used;
 }
 
+/* Keys beside a lock: they contain a space, which no lock key can. */
+static const char *const sfx_fence_waiting[] = {" fence", " waiting"};
+static const char *const sfx_waiting[] = {" waiting"};
+
 struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
-			   const char *old_token, rl_done_fn *done, rl_done_fn *release_done,
-			   void *owner)
+			   const char *old_token, int will_wait, rl_done_fn *done,
+			   rl_done_fn *release_done, void *owner)
 {
-	struct rl_call *c = call_new(RK_ACQUIRE, 2 * (prefix_len + klen) + 16 + 2 * (TOKEN_LEN + 1));
+	struct rl_call *c = call_new(RK_ACQUIRE, 3 * (prefix_len + klen) + 24 + 2 * (TOKEN_LEN + 1));
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, key, klen, 1);
+	size_t used = put_keys(c, key, klen, sfx_fence_waiting, 2);
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
@@ -436,15 +442,17 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 	c->rel_fired = release_done == NULL;
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	/* EVALSHA sha 2 lockkey fencekey token lease old */
-	c->argc = 8;
-	c->argv[2] = "2";
+	/* EVALSHA sha 3 lockkey fencekey waitkey token lease old wait */
+	c->argc = 10;
+	c->argv[2] = "3";
 	c->argv[3] = c->buf;
 	c->argv[4] = c->buf + prefix_len + klen + 1;
-	c->argv[5] = tok;
-	c->argv[6] = c->leasebuf;
-	c->argv[7] = old;
-	for (int i = 2; i < 8; i++)
+	c->argv[5] = c->argv[4] + prefix_len + klen + 7;
+	c->argv[6] = tok;
+	c->argv[7] = c->leasebuf;
+	c->argv[8] = old;
+	c->argv[9] = will_wait ? "1" : "0";
+	for (int i = 2; i < 10; i++)
 		c->argvlen[i] = strlen(c->argv[i]);
 	/* write-back: EVALSHA sha 1 fencekey value */
 	c->rargv[2] = "1";
@@ -468,10 +476,10 @@ static void release_reply(struct master *m, redisReply *r, void *arg)
 struct rl_call *rl_release(const char *key, size_t klen, const char *token, rl_done_fn *done,
 			   void *owner)
 {
-	struct rl_call *c = call_new(RK_RELEASE, prefix_len + 2 * klen + TOKEN_LEN + 4);
+	struct rl_call *c = call_new(RK_RELEASE, 2 * prefix_len + 3 * klen + TOKEN_LEN + 16);
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, key, klen, 0);
+	size_t used = put_keys(c, key, klen, sfx_waiting, 1);
 	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
@@ -479,16 +487,17 @@ struct rl_call *rl_release(const char *key, size_t klen, const char *token, rl_d
 	c->rel_done = done;
 	c->owner = owner;
 	c->done_fired = 1;
-	/* EVALSHA sha 1 lockkey token channel key */
-	c->argc = 7;
-	c->argv[2] = "1";
+	/* EVALSHA sha 2 lockkey waitkey token channel key */
+	c->argc = 8;
+	c->argv[2] = "2";
 	c->argv[3] = c->buf;
-	c->argv[4] = tok;
-	c->argv[5] = channel;
-	c->argv[6] = k;
-	for (int i = 2; i < 7; i++)
+	c->argv[4] = c->buf + prefix_len + klen + 1;
+	c->argv[5] = tok;
+	c->argv[6] = channel;
+	c->argv[7] = k;
+	for (int i = 2; i < 8; i++)
 		c->argvlen[i] = strlen(c->argv[i]);
-	c->argvlen[6] = klen;
+	c->argvlen[7] = klen;
 	stats.releases++;
 	fanout(c, SCR_RELEASE, release_reply);
 	return c;
@@ -498,7 +507,7 @@ enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
 
 static void release_everywhere(const struct rl_call *c)
 {
-	const char *tok = c->argv[5];
+	const char *tok = c->argv[6];
 	size_t klen = c->argvlen[3] - prefix_len;
 	rl_release(c->buf + prefix_len, klen, tok, NULL, NULL);
 }
@@ -610,7 +619,7 @@ struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *
 	struct rl_call *c = call_new(RK_STATUS, prefix_len + klen + 1);
 	if (!c)
 		return NULL;
-	put_keys(c, key, klen, 0);
+	put_keys(c, key, klen, NULL, 0);
 	c->done = done;
 	c->owner = owner;
 	c->rel_fired = 1;

@@ -46,10 +46,12 @@ void redlock_set_drift(double drift_factor);
  * to the new token in the same round (a handoff): each master that
  * answers has then dropped old_token, which release_done learns. done
  * runs once with the grant; release_done (if set) once with the release
- * verdict: RL_OK when a majority answered, RL_QUORUM when it cannot. */
+ * verdict: RL_OK when a majority answered, RL_QUORUM when it cannot.
+ * will_wait: if the key is busy, ask its holder's release to be announced
+ * (the masters then publish it; otherwise releases stay silent). */
 struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
-			   const char *old_token, rl_done_fn *done, rl_done_fn *release_done,
-			   void *owner);
+			   const char *old_token, int will_wait, rl_done_fn *done,
+			   rl_done_fn *release_done, void *owner);
 const struct rl_grant *rl_grant_of(const struct rl_call *c);
 
 /* Compare-and-delete on every master. done (if set) runs once: RL_OK once

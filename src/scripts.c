@@ -11,8 +11,10 @@
 #include "scripts.h"
 
 static const char *const bodies[SCR_COUNT] = {
-	/* KEYS: lock, fence counter. ARGV: token, lease ms, old token or "".
-	 * Returns {fence, 0} when set, {0, pttl} when another token holds it. */
+	/* KEYS: lock, fence counter, waiting flag. ARGV: token, lease ms, old
+	 * token or "", "1" if the caller waits. Returns {fence, 0} when set,
+	 * {0, pttl} when another token holds it; a caller that waits raises
+	 * the waiting flag so that the release is announced. */
 	[SCR_ACQUIRE] =
 		"local v = redis.call('GET', KEYS[1])\n"
 		"if v == false or v == ARGV[3] then\n"
@@ -23,11 +25,18 @@ static const char *const bodies[SCR_COUNT] = {
 		"  end\n"
 		"  return {redis.call('INCR', KEYS[2]), 0}\n"
 		"end\n"
-		"return {0, redis.call('PTTL', KEYS[1])}\n",
-	/* KEYS: lock. ARGV: token, channel, key. Returns 1 if deleted. */
+		"local ttl = redis.call('PTTL', KEYS[1])\n"
+		"if ARGV[4] == '1' then\n"
+		"  redis.call('SET', KEYS[3], '1', 'PX', math.max(ttl, 0) + 1000)\n"
+		"end\n"
+		"return {0, ttl}\n",
+	/* KEYS: lock, waiting flag. ARGV: token, channel, key. Returns 1 if
+	 * deleted; announces it only when someone waits. */
 	[SCR_RELEASE] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
 			"  redis.call('DEL', KEYS[1])\n"
-			"  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+			"  if redis.call('DEL', KEYS[2]) == 1 then\n"
+			"    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+			"  end\n"
 			"  return 1\n"
 			"end\n"
 			"return 0\n",
