@@ -269,6 +269,8 @@ static void handoff_released(struct rl_call *c, void *owner)
 		stats.quorum_failures++;
 		session_reply(s, "ERR QUORUM release not confirmed by a majority");
 	}
+	/* The verdict may come after the grant's: then nothing else frees it. */
+	lk_maybe_free(lk);
 }
 
 /* A plain release's verdict, for the UNLOCK that asked. */
