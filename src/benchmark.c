@@ -1125,9 +1125,10 @@ static void print_human(const struct result *r)
 			        ratio((r->rss_kb - r->rss_idle_kb) * 1024,
 			              (double)r->sessions * r->locks),
 			        0, "-");
-			printf("  lockd pid %ld: RSS %.0f kB (%.0f kB before, %s bytes per lock), "
-			       "peak %.0f kB, CPU %s %% while holding\n",
-			       r->pid, r->rss_kb, r->rss_idle_kb, b, r->hwm_kb, a);
+			printf(
+			    "  lockd pid %ld: RSS %.0f kB (%.0f kB before the sessions; %s bytes "
+			    "per lock, sessions included), peak %.0f kB, CPU %s %% while holding\n",
+			    r->pid, r->rss_kb, r->rss_idle_kb, b, r->hwm_kb, a);
 		}
 		fmt_num(a, sizeof(a), r->renew_cmds_s, 1, "-");
 		fmt_num(b, sizeof(b), r->renew_scripts_s, 1, "-");

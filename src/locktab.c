@@ -68,6 +68,7 @@ struct lkey {
 	struct event *retry; /* busy elsewhere: try again at its lease end */
 	int retry_armed;
 	uint32_t handoffs; /* consecutive local handoffs */
+	int remote_waiters; /* the last grant saw a waiter on another lockd */
 	int refs;          /* renewal batches that point here */
 	char key[];
 };
@@ -201,6 +202,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	lk->validity_us = g->validity_us;
 	lk->renewed_us = g->start_us;
 	lk->renew_failed = 0;
+	lk->remote_waiters = g->remote_waiters;
 	if (!lk->deadline)
 		lk->deadline = evtimer_new(base, deadline_cb, lk);
 	add_timer(lk->deadline, lk->validity_us);
@@ -395,6 +397,10 @@ static void release_key(struct lkey *lk, struct session *rs)
 
 	memcpy(old, lk->token, sizeof(old));
 	hold_end(lk);
+	/* Hand over directly, unless a waiter on another lockd has asked and
+	 * this key went from hand to hand here handoff_limit times already. */
+	if (!lk->remote_waiters)
+		lk->handoffs = 0;
 	if (l && !lk->retry_armed && lk->handoffs < (uint32_t)cfg->handoff_limit &&
 	    !shutting_down) {
 		struct waiter *w = wq_entry(l, struct waiter, link);

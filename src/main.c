@@ -274,10 +274,13 @@ int main(int argc, char **argv)
 	stats.started_us = now_us();
 
 	/* Deadlines are computed from CLOCK_MONOTONIC now; libevent must not
-	 * add them to a time cached at the start of a busy loop turn. */
+	 * add them to a time cached at the start of a busy loop turn, nor
+	 * round them to the coarse clock's 4 ms tick (a LOST must not be
+	 * late). */
 	struct event_config *ec = event_config_new();
 	if (ec)
-		event_config_set_flag(ec, EVENT_BASE_FLAG_NO_CACHE_TIME);
+		event_config_set_flag(ec, EVENT_BASE_FLAG_NO_CACHE_TIME |
+					      EVENT_BASE_FLAG_PRECISE_TIMER);
 	base = ec ? event_base_new_with_config(ec) : NULL;
 	if (ec)
 		event_config_free(ec);

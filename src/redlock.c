@@ -379,12 +379,15 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	int i = m->idx;
 
 	c->pending--;
-	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
 	    r->element[0]->type == REDIS_REPLY_INTEGER &&
 	    r->element[1]->type == REDIS_REPLY_INTEGER) {
 		if (r->element[0]->integer > 0) {
 			c->st[i] = MR_YES;
 			c->val[i] = r->element[0]->integer;
+			if (r->elements > 2 && r->element[2]->type == REDIS_REPLY_INTEGER &&
+			    r->element[2]->integer > 0)
+				c->grant.remote_waiters = 1;
 		} else {
 			c->st[i] = MR_BUSY;
 			if (r->element[1]->integer > c->grant.pttl_ms)

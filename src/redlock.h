@@ -35,6 +35,7 @@ struct rl_grant {
 	int64_t start_us;    /* when the call started: leases run from here */
 	int64_t validity_us; /* deadline (monotonic) before which the lock is ours */
 	int64_t pttl_ms;     /* RL_BUSY: the longest lease left on a master, or -1 */
+	int remote_waiters;  /* RL_OK: a waiter on another lockd asked for the key */
 };
 
 struct event_base;

@@ -12,9 +12,10 @@
 
 static const char *const bodies[SCR_COUNT] = {
 	/* KEYS: lock, fence counter, waiting flag. ARGV: token, lease ms, old
-	 * token or "", "1" if the caller waits. Returns {fence, 0} when set,
-	 * {0, pttl} when another token holds it; a caller that waits raises
-	 * the waiting flag so that the release is announced. */
+	 * token or "", "1" if the caller waits. Returns {fence, 0, waiting}
+	 * when set (waiting: 1 if a waiter elsewhere raised the flag), {0,
+	 * pttl} when another token holds it; a caller that waits raises the
+	 * flag so that the release is announced. */
 	[SCR_ACQUIRE] =
 		"local v = redis.call('GET', KEYS[1])\n"
 		"if v == false or v == ARGV[3] then\n"
@@ -23,7 +24,7 @@ static const char *const bodies[SCR_COUNT] = {
 		"    local t = redis.call('TIME')\n"
 		"    redis.call('SET', KEYS[2], t[1] .. string.sub('000000' .. t[2], -6))\n"
 		"  end\n"
-		"  return {redis.call('INCR', KEYS[2]), 0}\n"
+		"  return {redis.call('INCR', KEYS[2]), 0, redis.call('EXISTS', KEYS[3])}\n"
 		"end\n"
 		"local ttl = redis.call('PTTL', KEYS[1])\n"
 		"if ARGV[4] == '1' then\n"
