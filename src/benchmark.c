@@ -666,6 +666,10 @@ static void all_granted(void)
 	R.phase = PH_HOLD;
 	event_base_update_cache_time(R.base);
 	evtimer_add(R.ev_stop, &tv);
+	/* the hard deadline covers the hold itself, not the time setup took */
+	struct timeval dl = {(R.limit_ms + DEADLINE_SLACK_MS) / 1000,
+			     (R.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000};
+	evtimer_add(R.ev_deadline, &dl);
 }
 
 static void end_hold(void)

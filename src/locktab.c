@@ -242,7 +242,8 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (lk->state != LK_HELD || !s)
 		return;
-	log_info("lock %s (fence %llu) lost: %s", lk->key, (unsigned long long)lk->fence,
+	log_warn("session %llu (%s): lock %s (fence %llu) lost: %s", (unsigned long long)s->id,
+		 s->peer, lk->key, (unsigned long long)lk->fence,
 		 lk->has_ttl ? "TTL lapsed" : "lease could not be renewed on a majority");
 	stats.lost++;
 	session_line(s, "LOST %s %llu", lk->key, (unsigned long long)lk->fence);

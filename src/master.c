@@ -36,7 +36,7 @@ struct mreq {
 	struct mreq *next_free;
 };
 
-#define MAX_INFLIGHT 100000 /* requests queued to one master, at most */
+#define MAX_INFLIGHT 262144 /* requests queued to one master, at most */
 
 static struct event_base *base;
 static struct master *masters;
@@ -83,6 +83,15 @@ static void set_state(struct master *m, enum master_state s)
 	m->state_since_us = now_us();
 }
 
+/* A master is down when it answers nothing for timeout_ms while a request
+ * waits: measured from the oldest request or the last answer, whichever
+ * is later, so that a burst it is still working through is not a fault. */
+static int64_t progress_us(const struct master *m, const struct wq_link *oldest)
+{
+	int64_t sent = wq_entry(oldest, struct mreq, link)->sent_us;
+	return m->last_reply_us > sent ? m->last_reply_us : sent;
+}
+
 /* Arm the timer for the oldest request, or the connect/handshake deadline. */
 static void arm_timer(struct master *m)
 {
@@ -93,7 +102,7 @@ static void arm_timer(struct master *m)
 		int64_t t = opts.timeout_ms * 4 < 250 ? 250 : opts.timeout_ms * 4;
 		deadline = m->state_since_us + t * 1000;
 	} else if (l) {
-		deadline = wq_entry(l, struct mreq, link)->sent_us + opts.timeout_ms * 1000;
+		deadline = progress_us(m, l) + opts.timeout_ms * 1000;
 	} else {
 		event_del(m->timer);
 		return;
@@ -162,7 +171,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 				    1);
 			return;
 		}
-	} else if (l && now - wq_entry(l, struct mreq, link)->sent_us >= opts.timeout_ms * 1000) {
+	} else if (l && now - progress_us(m, l) >= opts.timeout_ms * 1000) {
 		master_drop(m, "request timed out", 1);
 		return;
 	}
@@ -197,7 +206,8 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 			master_drop(m, ac->errstr[0] ? ac->errstr : "connection lost", 0);
 		return;
 	}
-	m->latency_us = now_us() - r->sent_us;
+	m->last_reply_us = now_us();
+	m->latency_us = m->last_reply_us - r->sent_us;
 	if (is_noscript(rep) && r->script >= 0 && m->state == MS_UP) {
 		/* Someone flushed the script cache: send the body, which also
 		 * loads it again for the EVALSHAs that follow. */

@@ -56,7 +56,8 @@ struct master {
 	int judged;               /* startup marker check done (counts if up) */
 	int has_marker;
 	char run_id[48];
-	int64_t latency_us; /* last round trip */
+	int64_t latency_us;    /* last round trip */
+	int64_t last_reply_us; /* when it last answered */
 	uint64_t reconnects;
 	uint64_t calls, failures;
 	char last_error[128];

@@ -26,7 +26,8 @@ static struct waitq all_sessions;
 static const struct config *cfg;
 static uint64_t next_id;
 
-#define READ_HIGH_WATER (256 * 1024) /* stop reading a client this far ahead */
+#define READ_HIGH_WATER (256 * 1024)    /* stop reading a client this far ahead */
+#define OUTPUT_HIGH_WATER (1024 * 1024) /* stop answering a client this far behind */
 #define CLOSE_FLUSH_SECS 5           /* give a closing client this long to read */
 
 static void process(struct session *s);
@@ -103,6 +104,8 @@ static void session_close(struct session *s)
 		return;
 	s->state = SS_CLOSING;
 	stats.clients--;
+	log_debug("session %llu (%s): closing, releasing %u lock(s)", (unsigned long long)s->id,
+		  s->peer, s->nlocks);
 	lt_session_end(s);
 	bufferevent_disable(s->bev, EV_READ);
 	struct timeval tv = {CLOSE_FLUSH_SECS, 0};
@@ -222,6 +225,10 @@ static void process(struct session *s)
 		size_t len = evbuffer_get_length(in);
 		if (len == 0)
 			break;
+		/* A client that sends but does not read: answer no more until
+		 * it has read what it was sent (write_cb resumes). */
+		if (evbuffer_get_length(bufferevent_get_output(s->bev)) > OUTPUT_HIGH_WATER)
+			return;
 		if (n++ >= cfg->reqs_per_event) {
 			event_active(s->resume, EV_TIMEOUT, 0); /* yield to others */
 			return;
@@ -279,6 +286,8 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	struct session *s = arg;
 	if (s->state == SS_CLOSING)
 		session_free(s);
+	else if (s->state == SS_READING)
+		process(s); /* output drained: go on if we had paused */
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -301,7 +310,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 			process(s);
 		return;
 	}
-	log_debug("session %llu: connection error", (unsigned long long)s->id);
+	log_debug("session %llu (%s): connection error", (unsigned long long)s->id, s->peer);
 	session_close(s);
 }
 
@@ -329,6 +338,7 @@ struct session *session_new(struct event_base *base, int fd, const char *peer)
 	bufferevent_setwatermark(s->bev, EV_READ, 0, READ_HIGH_WATER + (size_t)cfg->max_line);
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 	waitq_push(&all_sessions, &s->all);
+	log_debug("session %llu (%s): connected", (unsigned long long)s->id, s->peer);
 	stats.clients++;
 	stats.clients_total++;
 	return s;
