@@ -69,6 +69,7 @@ struct lkey {
 	int retry_armed;
 	uint32_t handoffs; /* consecutive local handoffs */
 	int remote_waiters; /* the last grant saw a waiter on another lockd */
+	int noticed;        /* a release notice came while our acquire was out */
 	int refs;          /* renewal batches that point here */
 	char key[];
 };
@@ -82,7 +83,7 @@ static int wd_retry_soon;
 static int shutting_down;
 
 #define RENEW_BATCH 512    /* keys per renewal script */
-#define HANDOFF_YIELD_MS 5 /* after handoff_limit handoffs, remote waiters go first */
+#define HANDOFF_YIELD_MS 20 /* after a release, waiters on other lockds go first */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
@@ -125,7 +126,7 @@ static struct lkey *lk_get(const char *key, size_t klen)
 static void lk_maybe_free(struct lkey *lk)
 {
 	if (lk->state != LK_IDLE || lk->holder || lk->waiters.len || lk->call || lk->refs ||
-	    lk->rel_for)
+	    lk->rel_for || lk->retry_armed)
 		return;
 	keytab_remove(&table, &lk->node);
 	if (lk->deadline)
@@ -338,7 +339,8 @@ static void acquired(struct rl_call *c, void *owner)
 			if (w->s->eof)
 				session_poke(w->s); /* its peer left: cancel */
 			int64_t ms = quorum ? 50 + random() % 100
-					    : (g->pttl_ms > 0 ? g->pttl_ms + 5 : 10);
+				     : lk->noticed ? 0 /* released meanwhile: try again now */
+				     : (g->pttl_ms > 0 ? g->pttl_ms + 5 : 10);
 			schedule_retry(lk, ms);
 		}
 	}
@@ -361,6 +363,7 @@ static void kick(struct lkey *lk)
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
 	lk->was_handoff = 0;
+	lk->noticed = 0;
 	lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), NULL,
 			      w->mode == WM_WAIT, acquired, NULL, lk);
 	if (!lk->call) {
@@ -381,6 +384,8 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 void lt_notice(const char *key, size_t klen)
 {
 	struct lkey *lk = lk_find(key, klen);
+	if (lk && lk->state == LK_ACQUIRING)
+		lk->noticed = 1; /* the answer may predate the release */
 	if (!lk || !lk->retry_armed)
 		return;
 	event_del(lk->retry);
@@ -423,8 +428,12 @@ static void release_key(struct lkey *lk, struct session *rs)
 		if (rs)
 			rs->rel_lk = NULL;
 	}
-	int yield = l && lk->handoffs >= (uint32_t)cfg->handoff_limit;
+	/* A waiter on another lockd asked for the key: it is woken by the
+	 * release notice, and ours ask a moment later, so that it is not
+	 * beaten every time by sessions that are closer. */
+	int yield = lk->remote_waiters;
 	lk->handoffs = 0;
+	lk->remote_waiters = 0;
 	struct rl_call *c = rl_release(lk->key, lk->node.klen, old, rs ? released : NULL, rs);
 	if (rs) {
 		if (c)
@@ -433,8 +442,6 @@ static void release_key(struct lkey *lk, struct session *rs)
 			session_reply(rs, "ERR LIMIT out of memory");
 	}
 	if (yield && !lk->retry_armed && !shutting_down)
-		/* Let waiters on other lockd instances, woken by the release
-		 * notice, ask first; ours asks a moment later. */
 		schedule_retry(lk, HANDOFF_YIELD_MS);
 	kick(lk);
 	lk_maybe_free(lk);
@@ -692,6 +699,8 @@ static void renewed(struct rl_call *c, void *owner)
 			} else {
 				lk->renew_failed = 1;
 				stats.renewal_failures++;
+				log_debug("renewal of %s failed: %d of %d masters, %lld us left",
+					  lk->key, it[i].yes, masters_count(), (long long)left);
 				failed = 1;
 			}
 		}

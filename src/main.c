@@ -142,7 +142,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		struct master_opts o;
 		master_opts_from(&cfg, &o);
 		masters_set_opts(&o);
-		redlock_set_drift(cfg.drift_factor);
+		redlock_set_opts(cfg.drift_factor, cfg.timeout_ms);
 		locktab_set_cfg(&cfg);
 		apply_log(&cfg);
 		log_info("reloaded %s", cfg_path);
@@ -294,7 +294,7 @@ int main(int argc, char **argv)
 
 	struct master_opts mo;
 	master_opts_from(&cfg, &mo);
-	redlock_init(base, cfg.key_prefix, cfg.drift_factor);
+	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms);
 	sessions_set_cfg(&cfg);
 	if (locktab_init(base, &cfg) != 0 || masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");

@@ -172,8 +172,16 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			return;
 		}
 	} else if (l && now - progress_us(m, l) >= opts.timeout_ms * 1000) {
-		master_drop(m, "request timed out", 1);
-		return;
+		/* Our own loop may have been busy while the answer waited in
+		 * the socket: read what has arrived before blaming the master. */
+		redisAsyncHandleRead(m->ac);
+		if (m->state != MS_UP)
+			return; /* the read found the connection gone */
+		l = waitq_first(&m->inflight);
+		if (l && now_us() - progress_us(m, l) >= opts.timeout_ms * 1000) {
+			master_drop(m, "request timed out", 1);
+			return;
+		}
 	}
 	arm_timer(m);
 }

@@ -47,6 +47,8 @@ struct rl_call {
 	int done_fired; /* done has run, or will never run */
 	int rel_fired;  /* release_done has run, or will never run */
 	int in_fanout;  /* verdicts are held back while still sending */
+	int expired;    /* timeout_ms passed: masters still silent count as no */
+	struct wq_link exp_link; /* on expq until decided or expired */
 	struct rl_call *defer_next;
 	rl_done_fn *done, *rel_done;
 	void *owner;
@@ -78,26 +80,54 @@ static char prefix[80];
 static size_t prefix_len;
 static char channel[128];
 static double drift;
+static int64_t timeout_us;
+/* Undecided calls in start order: all share timeout_ms, so the first is
+ * always the next to expire, and one timer serves them all. */
+static struct waitq expq;
+static struct event *exp_timer;
 
 static void defer_cb(evutil_socket_t fd, short what, void *arg);
+static void expire_cb(evutil_socket_t fd, short what, void *arg);
 
-void redlock_init(struct event_base *base, const char *p, double drift_factor)
+void redlock_init(struct event_base *base, const char *p, double drift_factor, int64_t timeout_ms)
 {
-	if (!defer_ev)
+	if (!defer_ev) {
 		defer_ev = event_new(base, -1, 0, defer_cb, NULL);
+		exp_timer = evtimer_new(base, expire_cb, NULL);
+		waitq_init(&expq);
+	}
+	timeout_us = timeout_ms * 1000;
 	snprintf(prefix, sizeof(prefix), "%s", p);
 	prefix_len = strlen(prefix);
 	snprintf(channel, sizeof(channel), "%s released", p);
 	drift = drift_factor;
 }
 
-void redlock_set_drift(double drift_factor) { drift = drift_factor; }
+void redlock_set_opts(double drift_factor, int64_t timeout_ms)
+{
+	drift = drift_factor;
+	timeout_us = timeout_ms * 1000;
+}
 
 void redlock_shutdown(void)
 {
-	if (defer_ev)
+	if (defer_ev) {
 		event_free(defer_ev);
-	defer_ev = NULL;
+		event_free(exp_timer);
+	}
+	defer_ev = exp_timer = NULL;
+}
+
+static void arm_expiry(void)
+{
+	struct wq_link *l = waitq_first(&expq);
+	if (!l)
+		return;
+	int64_t d = wq_entry(l, struct rl_call, exp_link)->grant.start_us + timeout_us - now_us();
+	if (d < 0)
+		d = 0;
+	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
+	event_add(exp_timer, &tv);
 }
 
 static int live_calls;
@@ -117,12 +147,16 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 	c->grant.pttl_ms = -1;
 	for (int i = 0; i < c->n; i++)
 		c->counts[i] = (unsigned char)master_counts(master_get(i));
+	waitq_push(&expq, &c->exp_link);
+	if (expq.len == 1)
+		arm_expiry();
 	return c;
 }
 
 static void call_free(struct rl_call *c)
 {
 	live_calls--;
+	waitq_remove(&expq, &c->exp_link);
 	free(c->items);
 	free(c->bargv);
 	free(c->bargvlen);
@@ -184,6 +218,11 @@ static void finish_acquire(struct rl_call *c, enum rl_result r)
 static void raise_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
+	if (c->expired) { /* the verdict was given without this master */
+		c->pending--;
+		check(c);
+		return;
+	}
 	c->pending--;
 	c->raise_st[m->idx] = r && r->type == REDIS_REPLY_INTEGER &&
 					      (uint64_t)r->integer >= c->grant.fence
@@ -196,6 +235,8 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 static void start_writeback(struct rl_call *c)
 {
 	c->phase = 2;
+	if (c->expired)
+		return; /* no time left for a second round: check_acquire fails it */
 	snprintf(c->fencebuf, sizeof(c->fencebuf), "%llu", (unsigned long long)c->grant.fence);
 	c->rargv[4] = c->fencebuf;
 	c->rargvlen[4] = strlen(c->fencebuf);
@@ -278,7 +319,7 @@ static void check_status(struct rl_call *c)
 	int64_t have[CONFIG_MAX_MASTERS];
 	int k = 0, answered = 0;
 
-	if (c->pending)
+	if (c->pending && !c->expired)
 		return;
 	for (int i = 0; i < c->n; i++) {
 		if (!c->counts[i] || c->st[i] != MR_YES)
@@ -318,7 +359,7 @@ static void check(struct rl_call *c)
 		check_release(c);
 		break;
 	case RK_RENEW:
-		if (!c->pending)
+		if (!c->pending || c->expired)
 			fire_done(c);
 		break;
 	case RK_STATUS:
@@ -333,6 +374,34 @@ static void check(struct rl_call *c)
 		fire_rel(c, RL_QUORUM);
 		call_free(c);
 	}
+}
+
+/* timeout_ms after a call started, masters that have not answered count
+ * as no: no verdict waits longer than that for a slow or stopped master. */
+static void expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wq_link *l;
+	int64_t now = now_us();
+
+	while ((l = waitq_first(&expq))) {
+		struct rl_call *c = wq_entry(l, struct rl_call, exp_link);
+		if (c->grant.start_us + timeout_us > now)
+			break;
+		waitq_remove(&expq, l);
+		c->expired = 1;
+		for (int i = 0; i < c->n; i++) {
+			if (c->st[i] == MR_WAIT)
+				c->st[i] = MR_FAIL;
+			if (c->raise_st[i] == MR_WAIT)
+				c->raise_st[i] = MR_FAIL;
+		}
+		c->pending++; /* check() may free it; we still hold it here */
+		check(c);
+		c->pending--;
+		if (c->pending == 0)
+			check(c);
+	}
+	arm_expiry();
 }
 
 static void defer_cb(evutil_socket_t fd, short what, void *arg)
@@ -376,6 +445,11 @@ static void fanout(struct rl_call *c, int script, master_reply_fn *fn)
 static void acquire_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
+	if (c->expired) { /* the verdict was given without this master */
+		c->pending--;
+		check(c);
+		return;
+	}
 	int i = m->idx;
 
 	c->pending--;
@@ -471,6 +545,11 @@ const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->grant; 
 static void release_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
+	if (c->expired) { /* the verdict was given without this master */
+		c->pending--;
+		check(c);
+		return;
+	}
 	c->pending--;
 	c->st[m->idx] = r && r->type == REDIS_REPLY_INTEGER ? MR_YES : MR_FAIL;
 	check(c);
@@ -518,6 +597,11 @@ static void release_everywhere(const struct rl_call *c)
 static void renew_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
+	if (c->expired) { /* the verdict was given without this master */
+		c->pending--;
+		check(c);
+		return;
+	}
 	int i = m->idx;
 
 	c->pending--;
@@ -607,6 +691,11 @@ int64_t rl_start_us(const struct rl_call *c) { return c->grant.start_us; }
 static void status_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
+	if (c->expired) { /* the verdict was given without this master */
+		c->pending--;
+		check(c);
+		return;
+	}
 	c->pending--;
 	if (r && r->type == REDIS_REPLY_INTEGER) {
 		c->st[m->idx] = MR_YES;

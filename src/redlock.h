@@ -39,9 +39,10 @@ struct rl_grant {
 };
 
 struct event_base;
-void redlock_init(struct event_base *base, const char *prefix, double drift_factor);
+void redlock_init(struct event_base *base, const char *prefix, double drift_factor,
+		  int64_t timeout_ms);
+void redlock_set_opts(double drift_factor, int64_t timeout_ms);
 void redlock_shutdown(void);
-void redlock_set_drift(double drift_factor);
 
 /* Acquire key with token for lease_ms. With old_token, swap our own lock
  * to the new token in the same round (a handoff): each master that
