@@ -70,6 +70,7 @@ struct lkey {
 	uint32_t handoffs; /* consecutive local handoffs */
 	int remote_waiters; /* the last grant saw a waiter on another lockd */
 	int noticed;        /* a release notice came while our acquire was out */
+	int yields;         /* yields in a row after which a waiter elsewhere still waited */
 	int refs;          /* renewal batches that point here */
 	char key[];
 };
@@ -83,7 +84,8 @@ static int wd_retry_soon;
 static int shutting_down;
 
 #define RENEW_BATCH 512    /* keys per renewal script */
-#define HANDOFF_YIELD_MS 20 /* after a release, waiters on other lockds go first */
+#define HANDOFF_YIELD_MS 20 /* after a release, waiters on other lockds go first;
+			       doubled (up to 16x) while they keep losing */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
@@ -203,6 +205,9 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	lk->validity_us = g->validity_us;
 	lk->renewed_us = g->start_us;
 	lk->renew_failed = 0;
+	/* Still a waiter elsewhere after we yielded: it lost the race (it
+	 * is slower to ask), so yield longer next time. */
+	lk->yields = g->remote_waiters ? lk->yields + 1 : 0;
 	lk->remote_waiters = g->remote_waiters;
 	if (!lk->deadline)
 		lk->deadline = evtimer_new(base, deadline_cb, lk);
@@ -442,7 +447,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 			session_reply(rs, "ERR LIMIT out of memory");
 	}
 	if (yield && !lk->retry_armed && !shutting_down)
-		schedule_retry(lk, HANDOFF_YIELD_MS);
+		schedule_retry(lk, (int64_t)HANDOFF_YIELD_MS << (lk->yields < 4 ? lk->yields : 4));
 	kick(lk);
 	lk_maybe_free(lk);
 }
