@@ -48,6 +48,7 @@ struct rl_call {
 	int rel_fired;  /* release_done has run, or will never run */
 	int in_fanout;  /* verdicts are held back while still sending */
 	int expired;    /* timeout_ms passed: masters still silent count as no */
+	int pooled;     /* buf has POOL_EXTRA bytes: goes back to the pool */
 	struct wq_link exp_link; /* on expq until decided or expired */
 	struct rl_call *defer_next;
 	rl_done_fn *done, *rel_done;
@@ -86,6 +87,17 @@ static int64_t timeout_us;
 static struct waitq expq;
 static struct event *exp_timer;
 
+/* Calls for keys of ordinary length come from a free list: no malloc per
+ * request on the hot path once the list is warm. */
+#define POOL_EXTRA 1024 /* buf bytes of a pooled call: keys up to ~300 bytes */
+#define POOL_MAX 4096   /* free calls kept */
+
+struct pooled {
+	struct pooled *next;
+};
+static struct pooled *pool;
+static int pool_len;
+
 static void defer_cb(evutil_socket_t fd, short what, void *arg);
 static void expire_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -111,6 +123,12 @@ void redlock_set_opts(double drift_factor, int64_t timeout_ms)
 
 void redlock_shutdown(void)
 {
+	while (pool) {
+		struct pooled *p = pool;
+		pool = p->next;
+		free(p);
+	}
+	pool_len = 0;
 	if (defer_ev) {
 		event_free(defer_ev);
 		event_free(exp_timer);
@@ -136,9 +154,18 @@ int rl_inflight(void) { return live_calls; }
 
 static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 {
-	struct rl_call *c = calloc(1, sizeof(*c) + extra);
-	if (!c)
-		return NULL;
+	struct rl_call *c;
+	if (extra <= POOL_EXTRA && pool) {
+		c = (struct rl_call *)pool;
+		pool = pool->next;
+		pool_len--;
+		memset(c, 0, sizeof(*c));
+	} else {
+		c = calloc(1, sizeof(*c) + (extra <= POOL_EXTRA ? POOL_EXTRA : extra));
+		if (!c)
+			return NULL;
+	}
+	c->pooled = extra <= POOL_EXTRA;
 	live_calls++;
 	c->kind = kind;
 	c->n = masters_count();
@@ -161,6 +188,13 @@ static void call_free(struct rl_call *c)
 	free(c->bargv);
 	free(c->bargvlen);
 	free(c->bbuf);
+	if (c->pooled && pool_len < POOL_MAX) {
+		struct pooled *p = (struct pooled *)c;
+		p->next = pool;
+		pool = p;
+		pool_len++;
+		return;
+	}
 	free(c);
 }
 
