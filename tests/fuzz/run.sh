@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Fuzz the parser and the config loader with libFuzzer (clang, Debian's
+# libclang-rt-14-dev). Not part of make check. Usage, from the top of a
+# configured tree: tests/fuzz/run.sh [SECONDS_EACH]   (default 60)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-60}
+out=$(mktemp -d /tmp/lockd-fuzz.XXXXXX)
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -I. -Isrc -D_GNU_SOURCE -DHAVE_CONFIG_H"
+clang $flags tests/fuzz/fuzz_proto.c src/proto.c src/util.c -o "$out/fuzz_proto"
+clang $flags tests/fuzz/fuzz_cfg.c src/cfg.c src/util.c src/log.c -lyaml -o "$out/fuzz_cfg"
+mkdir -p "$out/c_proto" "$out/c_cfg"
+printf 'LOCK k WAIT 10 TTL 5\r' >"$out/c_proto/1"
+printf 'TRYLOCK key TTL 1\n' >"$out/c_proto/2"
+cp conf/lockd.yml "$out/c_cfg/1"
+"$out/fuzz_proto" -max_total_time="$secs" -max_len=256 "$out/c_proto" 2>&1 | tail -3
+"$out/fuzz_cfg" -max_total_time="$secs" -max_len=4096 "$out/c_cfg" 2>&1 | tail -3
+rm -rf "$out"
