@@ -1411,3 +1411,63 @@ char *cl_held_keys_at(const char *file, int line, struct cl *c)
 	}
 	return out.p;
 }
+
+/* ------------------------------------------------------------------ many sessions at once */
+
+long h_file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+int h_file_count(const char *path, long from, const char *a, const char *b)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (from > 0)
+		fseek(f, from, SEEK_SET);
+	char line[4096];
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, a) && (!b || strstr(line, b)))
+			n++;
+	fclose(f);
+	return n;
+}
+
+int cl_fill(struct cl *c)
+{
+	int total = 0;
+	while (!c->eof) {
+		if (c->cap - c->len < 4096) {
+			c->cap = c->cap ? c->cap * 2 : 16384;
+			c->buf = realloc(c->buf, c->cap);
+			ck_assert(c->buf != NULL);
+		}
+		ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+		if (k > 0) {
+			c->len += (size_t)k;
+			total += (int)k;
+		} else if (k == 0) {
+			c->eof = 1;
+		} else if (errno == EINTR) {
+			continue;
+		} else {
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				c->eof = 1;
+				c->err = errno;
+			}
+			break;
+		}
+	}
+	return total;
+}
+
+const char *cl_take_line_at(const char *file, int line, struct cl *c)
+{
+	if (!c->len || !memchr(c->buf, '\n', c->len))
+		return NULL;
+	/* a complete line is buffered: cl_line_at returns it without I/O */
+	return cl_line_at(file, line, c, 0);
+}

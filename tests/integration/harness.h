@@ -207,6 +207,20 @@ char *cl_held_keys_at(const char *file, int line, struct cl *c);
 /* Fail the test at a caller's location. */
 #define h_fail_at(file, line, ...) _ck_assert_failed((file), (line), "Failed", __VA_ARGS__)
 
+/* ---- many sessions in one poll loop (test_soak.c) ---- */
+/* Size of a file (0 when missing). */
+long h_file_size(const char *path);
+/* Lines of path, from byte offset from on, that contain a (and b unless
+ * NULL). */
+int h_file_count(const char *path, long from, const char *a, const char *b);
+/* Read what c's socket has now, without waiting; returns the bytes read
+ * (sets c->eof at EOF or on an error). */
+int cl_fill(struct cl *c);
+/* The next complete line already read into c's buffer, without its
+ * "\r\n" (checked as cl_line does), or NULL: no I/O. */
+const char *cl_take_line_at(const char *file, int line, struct cl *c);
+#define cl_take_line(c) cl_take_line_at(__FILE__, __LINE__, (c))
+
 /* Test case builders (one per file). */
 TCase *tc_harness(void);
 TCase *tc_protocol(void);
@@ -214,5 +228,6 @@ TCase *tc_errors(void);
 TCase *tc_locks(void);
 TCase *tc_waiters(void);
 TCase *tc_faults(void);
+TCase *tc_soak(void);
 
 #endif

@@ -10,6 +10,8 @@
 
 #include "harness.h"
 
+TCase *tc_service(void); /* test_service.c */
+
 int main(void)
 {
 	if (h_run_init() != 0)
@@ -28,6 +30,8 @@ int main(void)
 	suite_add_tcase(s, tc_locks());
 	suite_add_tcase(s, tc_waiters());
 	suite_add_tcase(s, tc_faults());
+	suite_add_tcase(s, tc_service());
+	suite_add_tcase(s, tc_soak());
 
 	SRunner *sr = srunner_create(s);
 	const char *tap = getenv("LOCKD_TEST_TAP");

@@ -1,0 +1,1433 @@
+/* lockd as a service: SIGHUP reloads, SIGTERM, sd_notify, the metrics
+ * endpoint, the command line (-t, --version) and the systemd unit. */
+#include "config.h"
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+/* The whole file as a NUL-terminated string (malloc'd), NULL if unreadable. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *b = malloc(cap);
+	ck_assert(b != NULL);
+	for (;;) {
+		if (cap - len < 2048) {
+			cap *= 2;
+			b = realloc(b, cap);
+			ck_assert(b != NULL);
+		}
+		size_t n = fread(b + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	fclose(f);
+	b[len] = '\0';
+	return b;
+}
+
+/* Replace the file at path in one step (write a sibling, rename). */
+static void put_file(const char *path, const char *text)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	FILE *f = fopen(tmp, "w");
+	ck_assert_msg(f != NULL, "%s: %s", tmp, strerror(errno));
+	ck_assert(fputs(text, f) >= 0);
+	ck_assert(fclose(f) == 0);
+	ck_assert_msg(rename(tmp, path) == 0, "rename %s: %s", tmp, strerror(errno));
+}
+
+/* s with the first occurrence of old replaced by new (malloc'd); old must occur. */
+static char *replace1(const char *s, const char *old, const char *new)
+{
+	const char *p = strstr(s, old);
+	ck_assert_msg(p != NULL, "'%s' not found in:\n%s", old, s);
+	size_t a = (size_t)(p - s), ol = strlen(old), nl = strlen(new);
+	char *r = malloc(strlen(s) - ol + nl + 1);
+	ck_assert(r != NULL);
+	memcpy(r, s, a);
+	memcpy(r + a, new, nl);
+	strcpy(r + a + nl, p + ol);
+	return r;
+}
+
+static char *cat2(const char *a, const char *b)
+{
+	char *r = malloc(strlen(a) + strlen(b) + 1);
+	ck_assert(r != NULL);
+	strcpy(r, a);
+	strcat(r, b);
+	return r;
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* A line of path, from byte offset from on, that contains a and b (b may be
+ * NULL); returns it (malloc'd) or NULL. */
+static char *log_find(const char *path, long from, const char *a, const char *b)
+{
+	char *all = slurp(path);
+	if (!all)
+		return NULL;
+	long len = (long)strlen(all);
+	char *found = NULL;
+	for (char *l = all + (from < len ? from : len); *l && !found;) {
+		char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		char save = l[n];
+		l[n] = '\0';
+		if (strstr(l, a) && (!b || strstr(l, b)))
+			found = strdup(l);
+		l[n] = save;
+		l += n + (e ? 1 : 0);
+	}
+	free(all);
+	return found;
+}
+
+/* Poll the log (bounded) for such a line. */
+static char *log_wait(const char *path, long from, const char *a, const char *b, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		char *l = log_find(path, from, a, b);
+		if (l || h_now_ms() >= end)
+			return l;
+		h_sleep_ms(20);
+	}
+}
+
+/* A TCP port on 127.0.0.1 that was free a moment ago. */
+static int some_free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert(fd >= 0);
+	struct sockaddr_in a = {0};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t l = sizeof(a);
+	ck_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	ck_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* connect() to 127.0.0.1:port; the fd or -1 (errno set). */
+static int tcp_connect(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert(fd >= 0);
+	struct sockaddr_in a = {0};
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons((uint16_t)port);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+static const char *lockd_bin(void)
+{
+	static char path[PATH_MAX];
+	if (path[0])
+		return path;
+	const char *bd = getenv("top_builddir");
+	char rel[PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/lockd", bd && *bd ? bd : ".");
+	if (!realpath(rel, path))
+		snprintf(path, sizeof(path), "%s", rel);
+	ck_assert_msg(access(path, X_OK) == 0, "lockd binary %s is missing (build it first)", path);
+	return path;
+}
+
+static const char *srcdir_path(const char *rel, char *out, size_t n)
+{
+	const char *sd = getenv("top_srcdir");
+	snprintf(out, n, "%s/%s", sd && *sd ? sd : ".", rel);
+	return out;
+}
+
+static const char *builddir_path(const char *rel, char *out, size_t n)
+{
+	const char *bd = getenv("top_builddir");
+	snprintf(out, n, "%s/%s", bd && *bd ? bd : ".", rel);
+	return out;
+}
+
+/* waitpid, bounded; the status, or -1 on timeout. */
+static int reap_for(pid_t pid, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return st;
+		ck_assert_msg(r == 0 || errno == EINTR, "waitpid %d: %s", (int)pid,
+		              strerror(errno));
+		if (h_now_ms() >= end)
+			return -1;
+		h_sleep_ms(5);
+	}
+}
+
+static const char *status_str(int st)
+{
+	static char b[64];
+	if (st == -1)
+		snprintf(b, sizeof(b), "still running");
+	else if (WIFEXITED(st))
+		snprintf(b, sizeof(b), "exit %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(b, sizeof(b), "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(b, sizeof(b), "status 0x%x", st);
+	return b;
+}
+
+/* Processes this file starts itself (the harness knows nothing of them). */
+static pid_t own_pids[4];
+static pid_t own_owner;
+
+static void own_kill_all(void)
+{
+	if (own_owner != getpid())
+		return;
+	for (int i = 0; i < 4; i++)
+		if (own_pids[i] > 0) {
+			kill(own_pids[i], SIGKILL);
+			reap_for(own_pids[i], 3000);
+			own_pids[i] = 0;
+		}
+}
+
+static void own_forget(pid_t pid)
+{
+	for (int i = 0; i < 4; i++)
+		if (own_pids[i] == pid)
+			own_pids[i] = 0;
+}
+
+static void svc_setup(void)
+{
+	static pid_t registered;
+	h_setup();
+	memset(own_pids, 0, sizeof(own_pids));
+	own_owner = getpid();
+	if (registered != own_owner) {
+		atexit(own_kill_all); /* runs before the harness's (registered first) */
+		registered = own_owner;
+	}
+}
+
+static void svc_teardown(void)
+{
+	own_kill_all();
+	h_teardown();
+}
+
+/* fork/exec argv in dir (NULL: here) with stdout and stderr to the files
+ * out and err (err may equal out), extra environment "NAME=value" (or
+ * NULL); the child dies with the test. */
+static pid_t own_spawn(char *const argv[], const char *dir, const char *out, const char *err,
+                       const char *env)
+{
+	int slot = -1;
+	for (int i = 0; i < 4 && slot < 0; i++)
+		if (own_pids[i] <= 0)
+			slot = i;
+	ck_assert_msg(slot >= 0, "too many processes");
+	pid_t parent = getpid();
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		if (dir && chdir(dir) != 0)
+			_exit(127);
+		int in = open("/dev/null", O_RDONLY);
+		int o = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int e = strcmp(out, err) == 0 ? o : open(err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (in < 0 || o < 0 || e < 0)
+			_exit(127);
+		dup2(in, 0);
+		dup2(o, 1);
+		dup2(e, 2);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGALRM, SIG_DFL);
+		if (env)
+			putenv((char *)env);
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	own_pids[slot] = pid;
+	return pid;
+}
+
+/* Run a command to completion (at most 10 s) in the test directory;
+ * returns its wait status, *out and *err (malloc'd) what it printed. */
+static int run_cmd(char *const argv[], char **out, char **err, const char *env)
+{
+	static int n;
+	char o[PATH_MAX], e[PATH_MAX];
+	n++;
+	snprintf(o, sizeof(o), "%s/cmd%d.out", h_dir(), n);
+	snprintf(e, sizeof(e), "%s/cmd%d.err", h_dir(), n);
+	pid_t pid = own_spawn(argv, h_dir(), o, e, env);
+	int st = reap_for(pid, 10000);
+	if (st == -1) {
+		kill(pid, SIGKILL);
+		reap_for(pid, 3000);
+	}
+	own_forget(pid);
+	ck_assert_msg(st != -1, "%s did not finish within 10 s", argv[0]);
+	*out = slurp(o);
+	*err = slurp(e);
+	ck_assert(*out && *err);
+	return st;
+}
+
+/* ------------------------------------------------------------------ SIGHUP */
+
+/* Poll (bounded) on new connections until TRYLOCK key gets a reply that
+ * begins with want; OK replies on the way are undone. */
+static void wait_trylock_reply(int port, const char *key, const char *want, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	char req[400], last[400] = "";
+	snprintf(req, sizeof(req), "TRYLOCK %s", key);
+	for (;;) {
+		struct cl *c = cl_tcp(port);
+		const char *r = cl_cmd(c, req, H_TMO);
+		ck_assert_msg(r != NULL, "'%s': no reply", req);
+		snprintf(last, sizeof(last), "%s", r);
+		if (strncmp(r, "OK ", 3) == 0) {
+			char un[400];
+			snprintf(un, sizeof(un), "UNLOCK %s", key);
+			r = cl_cmd(c, un, H_TMO);
+			/* a reload between the two may have made the key too long
+			 * for UNLOCK (ERR KEY); closing the session releases it */
+			ck_assert_msg(r &&
+			                  (strcmp(r, "OK 0") == 0 || strncmp(r, "ERR KEY", 7) == 0),
+			              "'%s': got '%s'", un, r ? r : "(nothing)");
+		}
+		cl_close(c);
+		if (strncmp(last, want, strlen(want)) == 0)
+			return;
+		ck_assert_msg(h_now_ms() < end,
+		              "'%s' still answers '%s' %d ms after SIGHUP, expected '%s...'", req,
+		              last, timeout_ms, want);
+		h_sleep_ms(20);
+	}
+}
+
+/* Reset a fresh session (RST instead of FIN): lockd sees a connection error. */
+static void reset_session(int port)
+{
+	struct cl *c = cl_tcp(port);
+	cl_expect(c, "PING", "PONG");
+	struct linger lg = {1, 0};
+	ck_assert(setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+	cl_close(c);
+}
+
+START_TEST(sighup_good_config)
+{
+	h_std(NULL);
+	struct h_lockd *l = h_lockd(0);
+	char *orig = slurp(l->conf);
+	ck_assert_ptr_nonnull(orig);
+
+	struct cl *holder = cl_open();
+	unsigned long long fence = cl_lock(holder, "LOCK k1");
+	/* 9 bytes is fine under the default limits */
+	wait_trylock_reply(l->port, "abcdefghi", "OK ", 0);
+	/* at log_level info, a connection error is not logged */
+	reset_session(l->port);
+	h_sleep_ms(100);
+	ck_assert_msg(log_find(l->log, 0, "connection error", NULL) == NULL,
+	              "debug line logged at log_level info");
+
+	char *a = replace1(orig, "log_level: info", "log_level: debug");
+	ck_assert_msg(strstr(a, "limits:") == NULL, "unexpected limits section in %s", l->conf);
+	char *b = cat2(a, "limits:\n  max_key_len: 8\n");
+	put_file(l->conf, b);
+	long off = file_size(l->log);
+	h_lockd_signal(0, SIGHUP);
+	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 3000);
+	char *ln = log_wait(l->log, off, "reloaded", NULL, 1000);
+	ck_assert_msg(ln != NULL, "no 'reloaded' log line after SIGHUP");
+	free(ln);
+	/* 8 bytes is the new limit, still fine */
+	wait_trylock_reply(l->port, "abcdefgh", "OK ", 0);
+	/* log_level debug is in force */
+	reset_session(l->port);
+	ln = log_wait(l->log, off, "debug", "connection error", 2000);
+	ck_assert_msg(ln != NULL, "log_level: debug not in force after the reload");
+	free(ln);
+
+	/* the session and its lock survived, and the lock is still renewed */
+	cl_expect(holder, "PING", "PONG");
+	cl_expect_held(holder, "k1");
+	h_sleep_ms(3000 + 500); /* longer than the lease (3000 ms) */
+	ck_assert_int_eq(holder->nlost, 0);
+	cl_expect_held(holder, "k1");
+	ck_assert_msg(h_masters_with_pttl(3, "lockd:k1", NULL, NULL) >= 2,
+	              "lock k1 no longer on a majority of the masters after the reload");
+	struct cl *other = cl_open();
+	cl_expect(other, "TRYLOCK k1", "BUSY");
+	char exp[64];
+	snprintf(exp, sizeof(exp), "OK %llu", fence);
+	cl_expect(holder, "LOCK k1", exp); /* reentrant: same fence */
+	cl_expect(holder, "UNLOCK k1", "OK 1");
+	cl_expect(holder, "UNLOCK k1", "OK 0");
+	cl_lock(other, "TRYLOCK k1");
+	cl_close(other);
+	free(orig);
+	free(a);
+	free(b);
+	cl_close(holder);
+}
+END_TEST
+
+START_TEST(sighup_bad_config)
+{
+	struct h_opts o = {0};
+	o.limits = "  max_key_len: 8\n";
+	h_std(&o);
+	struct h_lockd *l = h_lockd(0);
+	char *orig = slurp(l->conf);
+	ck_assert_ptr_nonnull(orig);
+	struct cl *holder = cl_open();
+	cl_lock(holder, "LOCK k1");
+	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 0);
+
+	/* 1. a YAML syntax error (a key indented by one space) after a new limit */
+	char *a = replace1(orig, "max_key_len: 8", "max_key_len: 100");
+	int line = count_lines(a) + 1;
+	char *bad = cat2(a, " max_line: 4096\n");
+	put_file(l->conf, bad);
+	long off = file_size(l->log);
+	h_lockd_signal(0, SIGHUP);
+	char where[PATH_MAX + 64];
+	snprintf(where, sizeof(where), "%s:%d:2: ", l->conf, line);
+	char *ln = log_wait(l->log, off, "reload failed", where, 3000);
+	if (!ln)
+		h_lockd_log_tail(0, 10);
+	ck_assert_msg(ln != NULL, "no log line with 'reload failed' and '%s' within 3 s", where);
+	free(ln);
+	ck_assert_msg(h_lockd_alive(0), "lockd exited after a bad reload");
+	struct cl *c = cl_open();
+	cl_expect(c, "PING", "PONG");
+	cl_close(c);
+	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 0); /* the old limit */
+	wait_trylock_reply(l->port, "abcdefgh", "OK ", 0);
+
+	/* 2. a value out of range: the line and column of the value */
+	char *r = replace1(orig, "max_key_len: 8", "max_key_len: 0");
+	const char *p = strstr(r, "max_key_len: 0");
+	int vline = 1, vcol = 1;
+	for (const char *q = r; q < p; q++)
+		vline += *q == '\n';
+	for (const char *q = p; q > r && q[-1] != '\n'; q--)
+		vcol++;
+	vcol += (int)strlen("max_key_len: ");
+	put_file(l->conf, r);
+	off = file_size(l->log);
+	h_lockd_signal(0, SIGHUP);
+	snprintf(where, sizeof(where), "%s:%d:%d: ", l->conf, vline, vcol);
+	ln = log_wait(l->log, off, "reload failed", where, 3000);
+	if (!ln)
+		h_lockd_log_tail(0, 10);
+	ck_assert_msg(ln != NULL, "no log line with 'reload failed' and '%s' within 3 s", where);
+	ck_assert_msg(strstr(ln, "limits.max_key_len") != NULL,
+	              "the error does not name the key: %s", ln);
+	free(ln);
+	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 0);
+	wait_trylock_reply(l->port, "a", "OK ", 0);
+
+	/* the session and its lock are untouched */
+	cl_expect(holder, "PING", "PONG");
+	cl_expect_held(holder, "k1");
+
+	/* 3. a good file again: it takes effect */
+	put_file(l->conf, a);
+	h_lockd_signal(0, SIGHUP);
+	wait_trylock_reply(l->port, "abcdefghi", "OK ", 3000);
+	cl_expect_held(holder, "k1");
+	cl_close(holder);
+	free(orig);
+	free(a);
+	free(bad);
+	free(r);
+}
+END_TEST
+
+START_TEST(sighup_fixed_keys)
+{
+	h_std(NULL);
+	struct h_lockd *l = h_lockd(0);
+	char *orig = slurp(l->conf);
+	ck_assert_ptr_nonnull(orig);
+	struct cl *holder = cl_open();
+	cl_lock(holder, "LOCK k1");
+
+	/* a new TCP port, only the first two masters, a new key prefix, and
+	 * a limit that may change */
+	int newport = some_free_port();
+	char oldl[64], newl[64], m2[64];
+	snprintf(oldl, sizeof(oldl), "\"127.0.0.1:%d\"", l->port);
+	snprintf(newl, sizeof(newl), "\"127.0.0.1:%d\"", newport);
+	snprintf(m2, sizeof(m2), ", \"127.0.0.1:%d\"]", h_master(2)->port);
+	char *a = replace1(orig, oldl, newl);
+	char *b = replace1(a, m2, "]");
+	char *c2 = replace1(b, "  timeout_ms: 50\n", "  timeout_ms: 50\n  key_prefix: \"zz:\"\n");
+	ck_assert_msg(strstr(c2, "limits:") == NULL, "unexpected limits section in %s", l->conf);
+	char *d = cat2(c2, "limits:\n  max_key_len: 8\n");
+	put_file(l->conf, d);
+	long off = file_size(l->log);
+	h_lockd_signal(0, SIGHUP);
+
+	/* the changeable part takes effect */
+	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 3000);
+	/* each fixed key is refused with a log line that names it */
+	const char *fixed[] = {"listen", "redis.masters", "redis.key_prefix"};
+	for (int i = 0; i < 3; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s ", fixed[i]);
+		char *ln = log_wait(l->log, off, name, "cannot change", 2000);
+		if (!ln)
+			h_lockd_log_tail(0, 10);
+		ck_assert_msg(ln != NULL, "no log line saying that %s cannot change at runtime",
+		              fixed[i]);
+		free(ln);
+	}
+	/* the old listener still serves, the new port is not opened */
+	struct cl *c = cl_open();
+	cl_expect(c, "PING", "PONG");
+	ck_assert_msg(tcp_connect(newport) < 0, "lockd listens on the new port %d after SIGHUP",
+	              newport);
+	struct cl *u = cl_unix(l->sock);
+	cl_expect(u, "PING", "PONG");
+	cl_close(u);
+	/* still the three masters, still the old prefix */
+	char *v = cl_stat(c, "masters");
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(v, "3");
+	free(v);
+	cl_lock(c, "TRYLOCK k2");
+	for (int i = 0; i < 3; i++) {
+		ck_assert_msg(h_redis_int(i, "EXISTS", "lockd:k2", NULL) == 1,
+		              "lock k2 not at lockd:k2 on master %d after the reload", i);
+		ck_assert_msg(h_redis_int(i, "EXISTS", "zz:k2", NULL) == 0,
+		              "lock k2 at the new prefix zz: on master %d", i);
+	}
+	cl_expect(c, "UNLOCK k2", "OK 0");
+	cl_expect(holder, "PING", "PONG");
+	cl_expect_held(holder, "k1");
+	ck_assert_int_ge(h_masters_with_pttl(3, "lockd:k1", NULL, NULL), 3);
+	cl_close(c);
+	cl_close(holder);
+	free(orig);
+	free(a);
+	free(b);
+	free(c2);
+	free(d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ SIGTERM */
+
+START_TEST(sigterm_releases)
+{
+	h_std(NULL);
+	struct h_lockd *l = h_lockd(0);
+	struct cl *a = cl_open(), *b = cl_open(), *c = cl_open(), *s = cl_open();
+	cl_lock(a, "LOCK k1");
+	cl_lock(a, "LOCK k1"); /* two holds */
+	cl_lock(a, "LOCK k2 TTL 60000");
+	cl_lock(a, "TRYLOCK k3");
+	cl_send(b, "LOCK k1\n");
+	cl_send(c, "LOCK k3 WAIT 30000\n");
+	cl_wait_waiters(s, "k1", 1, 2000);
+	cl_wait_waiters(s, "k3", 1, 2000);
+	cl_close(s);
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(h_redis_int(i, "EXISTS", "lockd:k1", "lockd:k2", "lockd:k3", NULL) ==
+		                  3,
+		              "not every lock is on master %d before SIGTERM", i);
+
+	double t0 = h_now_ms();
+	h_lockd_signal(0, SIGTERM);
+	cl_want_prefix(b, "ERR SHUTDOWN", 3000);
+	cl_want_prefix(c, "ERR SHUTDOWN", 3000);
+	int rem = (int)(t0 + 5000 + H_JITTER - h_now_ms());
+	int st = h_lockd_wait(0, rem > 0 ? rem : 0);
+	double took = h_now_ms() - t0;
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		h_lockd_log_tail(0, 15);
+	ck_assert_msg(st != -1, "lockd still running %.0f ms after SIGTERM", took);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd after SIGTERM: %s",
+	              status_str(st));
+	/* every lock is gone from every master */
+	const char *keys[] = {"lockd:k1", "lockd:k2", "lockd:k3"};
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < 3; k++)
+			ck_assert_msg(h_redis_int(i, "EXISTS", keys[k], NULL) == 0,
+			              "%s left on master %d after SIGTERM", keys[k], i);
+	/* the holder gets no line, only the end of its session */
+	cl_want_eof(a, 1000);
+	cl_want_eof(b, 1000);
+	cl_want_eof(c, 1000);
+	/* nothing listens any more; the Unix socket file is removed */
+	ck_assert_msg(tcp_connect(l->port) < 0, "something still listens on port %d", l->port);
+	ck_assert_msg(access(l->sock, F_OK) != 0, "unix socket %s left behind", l->sock);
+	char *ln = log_find(l->log, 0, "stopped", NULL);
+	ck_assert_msg(ln != NULL, "no 'stopped' log line");
+	free(ln);
+	cl_close(a);
+	cl_close(b);
+	cl_close(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ sd_notify */
+
+struct notes {
+	int fd;
+	int n;
+	char all[8192]; /* every message received, for failure messages */
+};
+
+/* Next datagram (NUL-terminated, in buf) within timeout_ms, or NULL. */
+static const char *note_next(struct notes *nt, char *buf, size_t len, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		int rem = (int)(end - h_now_ms());
+		if (rem < 0)
+			return NULL;
+		struct pollfd pf = {nt->fd, POLLIN, 0};
+		if (poll(&pf, 1, rem) <= 0)
+			continue;
+		ssize_t k = recv(nt->fd, buf, len - 1, MSG_DONTWAIT);
+		if (k < 0)
+			continue;
+		buf[k] = '\0';
+		nt->n++;
+		size_t o = strlen(nt->all);
+		if (o < sizeof(nt->all) - 2)
+			snprintf(nt->all + o, sizeof(nt->all) - o, "[%s] ", buf);
+		return buf;
+	}
+}
+
+/* The value of NAME= in a message (pointer into msg, up to '\n'), or NULL. */
+static const char *note_var(const char *msg, const char *name, char *out, size_t outlen)
+{
+	size_t n = strlen(name);
+	for (const char *l = msg; l && *l;) {
+		const char *e = strchr(l, '\n');
+		size_t ll = e ? (size_t)(e - l) : strlen(l);
+		if (ll > n && strncmp(l, name, n) == 0 && l[n] == '=') {
+			snprintf(out, outlen, "%.*s", (int)(ll - n - 1), l + n + 1);
+			return out;
+		}
+		l = e ? e + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* Wait for a message with NAME=value (value NULL: any); messages with only
+ * STATUS= are skipped, any other message fails the test. */
+static void note_want(struct notes *nt, const char *name, const char *value, int timeout_ms,
+                      char *buf, size_t len)
+{
+	double end = h_now_ms() + timeout_ms;
+	char v[512];
+	for (;;) {
+		int rem = (int)(end - h_now_ms());
+		const char *m = rem > 0 ? note_next(nt, buf, len, rem) : NULL;
+		ck_assert_msg(m != NULL, "no %s=%s within %d ms; messages so far: %s", name,
+		              value ? value : "...", timeout_ms, nt->all);
+		if (note_var(m, name, v, sizeof(v)) && (!value || strcmp(v, value) == 0))
+			return;
+		ck_assert_msg(strncmp(m, "STATUS=", 7) == 0 && !strchr(m, '\n'),
+		              "unexpected message '%s' while waiting for %s; messages so far: %s",
+		              m, name, nt->all);
+	}
+}
+
+static unsigned long long mono_usec(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
+}
+
+START_TEST(sd_notify)
+{
+	h_masters_start(3);
+	const char *dir = h_dir();
+	char nsock[PATH_MAX], conf[PATH_MAX], logp[PATH_MAX], env[PATH_MAX + 32];
+	snprintf(nsock, sizeof(nsock), "%s/notify.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/lockd0.yml", dir);
+	snprintf(logp, sizeof(logp), "%s/lockd0.log", dir); /* shown on failure */
+	snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", nsock);
+
+	struct notes nt = {0};
+	nt.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert(nt.fd >= 0);
+	struct sockaddr_un sa = {0};
+	sa.sun_family = AF_UNIX;
+	ck_assert_msg(strlen(nsock) < sizeof(sa.sun_path), "path too long: %s", nsock);
+	strcpy(sa.sun_path, nsock);
+	ck_assert_msg(bind(nt.fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", nsock,
+	              strerror(errno));
+
+	int port = some_free_port();
+	char text[1024];
+	snprintf(text, sizeof(text),
+	         "listen: [\"127.0.0.1:%d\"]\nlog_level: info\nredis:\n"
+	         "  masters: [\"127.0.0.1:%d\", \"127.0.0.1:%d\", \"127.0.0.1:%d\"]\n"
+	         "  timeout_ms: 50\nlocks:\n  lease_ms: 3000\n",
+	         port, h_master(0)->port, h_master(1)->port, h_master(2)->port);
+	put_file(conf, text);
+	char *argv[] = {(char *)lockd_bin(), "-c", conf, NULL};
+	pid_t pid = own_spawn(argv, NULL, logp, logp, env);
+	char buf[4096];
+
+	/* READY=1, and by then the listener answers */
+	note_want(&nt, "READY", "1", 10000, buf, sizeof(buf));
+	double t_ready = h_now_ms();
+	int fd = tcp_connect(port);
+	ck_assert_msg(fd >= 0, "READY=1 sent, but 127.0.0.1:%d refuses: %s", port, strerror(errno));
+	close(fd);
+	struct cl *c = cl_tcp(port);
+	cl_expect(c, "PING", "PONG");
+
+	/* STATUS= with the masters, soon */
+	char v[512];
+	for (;;) {
+		int rem = (int)(t_ready + 3500 - h_now_ms());
+		const char *m = rem > 0 ? note_next(&nt, buf, sizeof(buf), rem) : NULL;
+		ck_assert_msg(m != NULL,
+		              "no STATUS= with 'masters up 3/3' within 3.5 s of READY=1: %s",
+		              nt.all);
+		ck_assert_msg(note_var(m, "STATUS", v, sizeof(v)), "unexpected message '%s'", m);
+		if (strstr(v, "masters up 3/3"))
+			break;
+	}
+	int up, n, counting;
+	unsigned long long clients, held;
+	ck_assert_msg(sscanf(v, "masters up %d/%d, counting %d; clients %llu; locks held %llu", &up,
+	                     &n, &counting, &clients, &held) == 5,
+	              "STATUS '%s' is not as documented", v);
+	/* the status follows what happens */
+	cl_lock(c, "LOCK k1");
+	cl_lock(c, "LOCK k2");
+	double t0 = h_now_ms();
+	for (;;) {
+		int rem = (int)(t0 + 3000 - h_now_ms());
+		const char *m = rem > 0 ? note_next(&nt, buf, sizeof(buf), rem) : NULL;
+		ck_assert_msg(m != NULL, "no STATUS= with 'locks held 2' within 3 s: %s", nt.all);
+		ck_assert_msg(note_var(m, "STATUS", v, sizeof(v)), "unexpected message '%s'", m);
+		if (strstr(v, "locks held 2"))
+			break;
+	}
+
+	/* SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1 */
+	unsigned long long before = mono_usec();
+	ck_assert(kill(pid, SIGHUP) == 0);
+	note_want(&nt, "RELOADING", "1", 3000, buf, sizeof(buf));
+	unsigned long long after = mono_usec();
+	ck_assert_msg(note_var(buf, "MONOTONIC_USEC", v, sizeof(v)),
+	              "RELOADING=1 without MONOTONIC_USEC: '%s'", buf);
+	ck_assert_msg(v[0] && strspn(v, "0123456789") == strlen(v), "MONOTONIC_USEC=%s", v);
+	unsigned long long mu = strtoull(v, NULL, 10);
+	ck_assert_msg(mu >= before && mu <= after,
+	              "MONOTONIC_USEC=%llu is not CLOCK_MONOTONIC at the reload (%llu..%llu)", mu,
+	              before, after);
+	note_want(&nt, "READY", "1", 3000, buf, sizeof(buf));
+	cl_expect(c, "PING", "PONG");
+	cl_expect_held(c, "k1 k2");
+
+	/* SIGTERM: STOPPING=1, exit 0 */
+	ck_assert(kill(pid, SIGTERM) == 0);
+	note_want(&nt, "STOPPING", "1", 3000, buf, sizeof(buf));
+	int st = reap_for(pid, 5000);
+	if (st != -1)
+		own_forget(pid);
+	ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd after SIGTERM: %s",
+	              status_str(st));
+	/* nothing after STOPPING=1 but STATUS */
+	for (const char *m; (m = note_next(&nt, buf, sizeof(buf), 0));)
+		ck_assert_msg(strncmp(m, "STATUS=", 7) == 0, "'%s' after STOPPING=1", m);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(h_redis_int(i, "EXISTS", "lockd:k1", "lockd:k2", NULL), 0);
+	cl_close(c);
+	close(nt.fd);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ metrics */
+
+/* GET path over a plain socket (HTTP/1.0: the server closes); returns the
+ * status code, *hdrs and *body (malloc'd). */
+static int http_get(int port, const char *path, char **hdrs, char **body)
+{
+	int fd = tcp_connect(port);
+	ck_assert_msg(fd >= 0, "connect 127.0.0.1:%d: %s", port, strerror(errno));
+	char req[512];
+	int n =
+	    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: 127.0.0.1:%d\r\n\r\n", path, port);
+	ck_assert(send(fd, req, (size_t)n, MSG_NOSIGNAL) == n);
+	size_t cap = 1 << 16, len = 0;
+	char *b = malloc(cap);
+	ck_assert(b != NULL);
+	double end = h_now_ms() + 3000;
+	for (;;) {
+		int rem = (int)(end - h_now_ms());
+		ck_assert_msg(rem > 0, "GET %s: no complete response within 3 s (%zu bytes)", path,
+		              len);
+		struct pollfd pf = {fd, POLLIN, 0};
+		if (poll(&pf, 1, rem) <= 0)
+			continue;
+		if (cap - len < 4096) {
+			cap *= 2;
+			b = realloc(b, cap);
+			ck_assert(b != NULL);
+		}
+		ssize_t k = recv(fd, b + len, cap - len - 1, 0);
+		if (k == 0)
+			break;
+		ck_assert_msg(k > 0 || errno == EINTR, "GET %s: recv: %s", path, strerror(errno));
+		if (k > 0)
+			len += (size_t)k;
+	}
+	close(fd);
+	b[len] = '\0';
+	ck_assert_msg(strlen(b) == len, "GET %s: NUL byte in the response", path);
+	char *sep = strstr(b, "\r\n\r\n");
+	ck_assert_msg(sep != NULL, "GET %s: no end of headers in '%.200s'", path, b);
+	int code = 0;
+	ck_assert_msg(sscanf(b, "HTTP/1.%*1[01] %d ", &code) == 1,
+	              "GET %s: bad status line '%.80s'", path, b);
+	*hdrs = strndup(b, (size_t)(sep - b) + 2);
+	*body = strdup(sep + 4);
+	free(b);
+	return code;
+}
+
+/* Value of header name (case-insensitive), malloc'd, or NULL. */
+static char *http_header(const char *hdrs, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *l = strstr(hdrs, "\r\n"); l && l[2];) {
+		l += 2;
+		const char *e = strstr(l, "\r\n");
+		if (!e)
+			break;
+		if (strncasecmp(l, name, n) == 0 && l[n] == ':') {
+			const char *v = l + n + 1;
+			while (*v == ' ')
+				v++;
+			return strndup(v, (size_t)(e - v));
+		}
+		l = e;
+	}
+	return NULL;
+}
+
+#define MAXFAM  64
+#define MAXSAMP 512
+struct fam {
+	char name[128];
+	char type[16];
+	int help, typed, samples, done;
+};
+struct sample {
+	char name[96];
+	char labels[160];
+	double v;
+	int fam;
+};
+struct exposition {
+	struct fam f[MAXFAM];
+	int nf;
+	struct sample s[MAXSAMP];
+	int ns;
+};
+
+static int fam_find(struct exposition *x, const char *name, int create)
+{
+	for (int i = 0; i < x->nf; i++)
+		if (strcmp(x->f[i].name, name) == 0)
+			return i;
+	if (!create)
+		return -1;
+	ck_assert(x->nf < MAXFAM);
+	snprintf(x->f[x->nf].name, sizeof(x->f[0].name), "%s", name);
+	return x->nf++;
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* Parse and check the Prometheus text format as lockd should write it. */
+static void parse_exposition(const char *body, struct exposition *x)
+{
+	memset(x, 0, sizeof(*x));
+	ck_assert_msg(*body && body[strlen(body) - 1] == '\n', "body does not end with a newline");
+	int cur = -1, lineno = 0;
+	for (const char *l = body; *l;) {
+		const char *e = strchr(l, '\n');
+		char line[512];
+		snprintf(line, sizeof(line), "%.*s", (int)(e - l), l);
+		l = e + 1;
+		lineno++;
+		if (!line[0])
+			continue;
+		char name[128], rest[384];
+		if (strncmp(line, "# HELP ", 7) == 0 || strncmp(line, "# TYPE ", 7) == 0) {
+			int help = line[2] == 'H';
+			ck_assert_msg(sscanf(line + 7, "%127s %383[^\n]", name, rest) == 2,
+			              "line %d: '%s'", lineno, line);
+			ck_assert_msg(strncmp(name, "lockd_", 6) == 0, "line %d: metric %s", lineno,
+			              name);
+			int i = fam_find(x, name, 1);
+			struct fam *f = &x->f[i];
+			ck_assert_msg(!f->samples, "line %d: %s after the samples of %s", lineno,
+			              help ? "HELP" : "TYPE", name);
+			if (help) {
+				ck_assert_msg(!f->help, "line %d: second HELP for %s", lineno,
+				              name);
+				f->help = 1;
+			} else {
+				ck_assert_msg(!f->typed, "line %d: second TYPE for %s", lineno,
+				              name);
+				ck_assert_msg(strcmp(rest, "counter") == 0 ||
+				                  strcmp(rest, "gauge") == 0 ||
+				                  strcmp(rest, "histogram") == 0 ||
+				                  strcmp(rest, "summary") == 0 ||
+				                  strcmp(rest, "untyped") == 0,
+				              "line %d: type '%s'", lineno, rest);
+				f->typed = 1;
+				snprintf(f->type, sizeof(f->type), "%.15s", rest);
+			}
+			continue;
+		}
+		if (line[0] == '#')
+			continue;
+		/* a sample: name[{labels}] value */
+		ck_assert(x->ns < MAXSAMP);
+		struct sample *s = &x->s[x->ns];
+		size_t nl = strcspn(line, "{ ");
+		ck_assert_msg(nl > 0 && nl < sizeof(s->name), "line %d: '%s'", lineno, line);
+		snprintf(s->name, sizeof(s->name), "%.*s", (int)nl, line);
+		for (size_t k = 0; k < nl; k++)
+			ck_assert_msg(isalnum((unsigned char)s->name[k]) || s->name[k] == '_' ||
+			                  s->name[k] == ':',
+			              "line %d: bad metric name '%s'", lineno, s->name);
+		ck_assert_msg(strncmp(s->name, "lockd_", 6) == 0,
+		              "line %d: metric '%s' does not start with lockd_", lineno, s->name);
+		const char *p = line + nl;
+		if (*p == '{') {
+			const char *q = strchr(p, '}');
+			ck_assert_msg(q != NULL, "line %d: '%s'", lineno, line);
+			snprintf(s->labels, sizeof(s->labels), "%.*s", (int)(q - p + 1), p);
+			p = q + 1;
+		}
+		ck_assert_msg(*p == ' ' && p[1], "line %d: no value: '%s'", lineno, line);
+		p++;
+		char *end;
+		if (strcmp(p, "+Inf") == 0)
+			s->v = INFINITY;
+		else {
+			s->v = strtod(p, &end);
+			ck_assert_msg(*end == '\0' && end != p, "line %d: value '%s'", lineno, p);
+		}
+		/* its family: the name, or a histogram's _bucket/_sum/_count */
+		int fi = fam_find(x, s->name, 0);
+		if (fi < 0)
+			for (int k = 0; k < 3 && fi < 0; k++) {
+				static const char *const suf[] = {"_bucket", "_sum", "_count"};
+				if (!ends_with(s->name, suf[k]))
+					continue;
+				char base[96];
+				snprintf(base, sizeof(base), "%.*s",
+				         (int)(strlen(s->name) - strlen(suf[k])), s->name);
+				int b = fam_find(x, base, 0);
+				if (b >= 0 && (strcmp(x->f[b].type, "histogram") == 0 ||
+				               strcmp(x->f[b].type, "summary") == 0))
+					fi = b;
+			}
+		ck_assert_msg(fi >= 0, "line %d: sample %s without HELP/TYPE before it", lineno,
+		              s->name);
+		struct fam *f = &x->f[fi];
+		ck_assert_msg(f->help && f->typed, "line %d: %s lacks a %s line before its samples",
+		              lineno, f->name, f->help ? "TYPE" : "HELP");
+		ck_assert_msg(!f->done, "line %d: samples of %s are not in one group", lineno,
+		              f->name);
+		if (cur >= 0 && cur != fi)
+			x->f[cur].done = 1;
+		cur = fi;
+		f->samples++;
+		if (strcmp(f->type, "counter") == 0)
+			ck_assert_msg(ends_with(s->name, "_total"),
+			              "line %d: counter %s without _total", lineno, s->name);
+		if (strcmp(f->type, "histogram") != 0)
+			ck_assert_msg(strcmp(s->name, f->name) == 0, "line %d: %s in family %s",
+			              lineno, s->name, f->name);
+		s->fam = fi;
+		/* no two samples alike */
+		for (int k = 0; k < x->ns; k++)
+			ck_assert_msg(strcmp(x->s[k].name, s->name) ||
+			                  strcmp(x->s[k].labels, s->labels),
+			              "line %d: %s%s twice", lineno, s->name, s->labels);
+		x->ns++;
+	}
+	for (int i = 0; i < x->nf; i++)
+		ck_assert_msg(x->f[i].help && x->f[i].typed, "%s lacks HELP or TYPE", x->f[i].name);
+}
+
+static const struct sample *sample_get(const struct exposition *x, const char *name,
+                                       const char *labels)
+{
+	for (int i = 0; i < x->ns; i++)
+		if (strcmp(x->s[i].name, name) == 0 && strcmp(x->s[i].labels, labels) == 0)
+			return &x->s[i];
+	return NULL;
+}
+
+static double sample_val(const struct exposition *x, const char *name, const char *labels)
+{
+	const struct sample *s = sample_get(x, name, labels);
+	ck_assert_msg(s != NULL, "no sample %s%s", name, labels);
+	return s->v;
+}
+
+/* Buckets cumulative, le increasing, le="+Inf" last and equal to _count. */
+static void check_histogram(const struct exposition *x, const char *fam)
+{
+	char bn[128], cn[128], sn[128];
+	snprintf(bn, sizeof(bn), "%s_bucket", fam);
+	snprintf(cn, sizeof(cn), "%s_count", fam);
+	snprintf(sn, sizeof(sn), "%s_sum", fam);
+	double prev_le = -INFINITY, prev_n = 0;
+	int nb = 0, inf = 0;
+	for (int i = 0; i < x->ns; i++) {
+		const struct sample *s = &x->s[i];
+		if (strcmp(s->name, bn) != 0)
+			continue;
+		ck_assert_msg(!inf, "%s: bucket after le=\"+Inf\"", fam);
+		double le;
+		ck_assert_msg(strncmp(s->labels, "{le=\"", 5) == 0 && ends_with(s->labels, "\"}"),
+		              "%s: bucket labels %s", fam, s->labels);
+		if (strcmp(s->labels, "{le=\"+Inf\"}") == 0) {
+			le = INFINITY;
+			inf = 1;
+		} else {
+			char *end;
+			le = strtod(s->labels + 5, &end);
+			ck_assert_msg(strcmp(end, "\"}") == 0, "%s: bucket labels %s", fam,
+			              s->labels);
+		}
+		ck_assert_msg(le > prev_le, "%s: le %s not above the bucket before", fam,
+		              s->labels);
+		ck_assert_msg(s->v >= prev_n, "%s: bucket %s = %g below the one before (%g)", fam,
+		              s->labels, s->v, prev_n);
+		ck_assert_msg(s->v >= 0 && s->v == (double)(long long)s->v, "%s: bucket %s = %g",
+		              fam, s->labels, s->v);
+		prev_le = le;
+		prev_n = s->v;
+		nb++;
+	}
+	ck_assert_msg(nb >= 2 && inf, "%s: %d buckets, le=\"+Inf\" %s", fam, nb,
+	              inf ? "present" : "missing");
+	double cnt = sample_val(x, cn, "");
+	ck_assert_msg(prev_n == cnt, "%s: le=\"+Inf\" bucket %g != _count %g", fam, prev_n, cnt);
+	ck_assert_msg(sample_val(x, sn, "") >= 0, "%s: negative _sum", fam);
+}
+
+START_TEST(metrics_endpoint)
+{
+	int mport = some_free_port();
+	char top[128];
+	snprintf(top, sizeof(top), "metrics:\n  listen: \"127.0.0.1:%d\"\n", mport);
+	struct h_opts o = {0};
+	o.top_extra = top;
+	h_std(&o);
+
+	/* some grants, a handoff, and one lock left held */
+	struct cl *a = cl_open(), *b = cl_open(), *s = cl_open();
+	int mine = 0;
+	for (int i = 0; i < 5; i++) {
+		char req[64];
+		snprintf(req, sizeof(req), "TRYLOCK m%d", i);
+		cl_lock(a, req);
+		mine++;
+		snprintf(req, sizeof(req), "UNLOCK m%d", i);
+		cl_expect(a, req, "OK 0");
+	}
+	cl_lock(a, "LOCK h");
+	mine++;
+	cl_send(b, "LOCK h\n");
+	cl_wait_waiters(s, "h", 1, 2000);
+	cl_expect(a, "UNLOCK h", "OK 0");
+	cl_want_ok(b, 1000);
+	mine++;
+
+	char *g0 = cl_stat(s, "grants");
+	char *hdrs, *body;
+	int code = http_get(mport, "/metrics", &hdrs, &body);
+	char *g1 = cl_stat(s, "grants");
+	ck_assert_msg(code == 200, "GET /metrics: status %d\n%s", code, hdrs);
+	char *ct = http_header(hdrs, "Content-Type");
+	ck_assert_msg(ct && strncmp(ct, "text/plain", 10) == 0, "Content-Type: %s",
+	              ct ? ct : "(none)");
+	char *cl = http_header(hdrs, "Content-Length");
+	if (cl)
+		ck_assert_msg(strtoul(cl, NULL, 10) == strlen(body),
+		              "Content-Length %s, body %zu bytes", cl, strlen(body));
+
+	static struct exposition x;
+	parse_exposition(body, &x);
+	/* counters agree with STATS and with what this test did */
+	ck_assert_str_eq(g0, g1);
+	double grants = sample_val(&x, "lockd_grants_total", "");
+	ck_assert_msg(grants >= mine, "lockd_grants_total %g < %d grants made", grants, mine);
+	ck_assert_msg(grants == strtod(g0, NULL), "lockd_grants_total %g, STATS grants %s", grants,
+	              g0);
+	ck_assert_msg(sample_val(&x, "lockd_handoffs_total", "") >= 1, "no handoff counted");
+	ck_assert_msg(sample_val(&x, "lockd_locks_held", "") == 1, "lockd_locks_held %g, not 1",
+	              sample_val(&x, "lockd_locks_held", ""));
+	for (int i = 0; i < 3; i++) {
+		char lab[64];
+		snprintf(lab, sizeof(lab), "{master=\"127.0.0.1:%d\"}", h_master(i)->port);
+		ck_assert_msg(sample_val(&x, "lockd_master_up", lab) == 1, "lockd_master_up%s != 1",
+		              lab);
+		ck_assert_msg(sample_val(&x, "lockd_master_counts", lab) == 1,
+		              "lockd_master_counts%s != 1", lab);
+	}
+	check_histogram(&x, "lockd_acquire_seconds");
+	check_histogram(&x, "lockd_handoff_seconds");
+	ck_assert_msg(sample_val(&x, "lockd_acquire_seconds_count", "") >= mine,
+	              "lockd_acquire_seconds_count %g < %d grants",
+	              sample_val(&x, "lockd_acquire_seconds_count", ""), mine);
+	ck_assert_msg(sample_val(&x, "lockd_handoff_seconds_count", "") >= 1,
+	              "no handoff observed");
+	/* every histogram family checks out */
+	for (int i = 0; i < x.nf; i++)
+		if (strcmp(x.f[i].type, "histogram") == 0)
+			check_histogram(&x, x.f[i].name);
+	free(hdrs);
+	free(body);
+	free(ct);
+	free(cl);
+
+	/* anything else is 404 */
+	code = http_get(mport, "/other", &hdrs, &body);
+	ck_assert_msg(code == 404, "GET /other: status %d", code);
+	free(hdrs);
+	free(body);
+	code = http_get(mport, "/", &hdrs, &body);
+	ck_assert_msg(code == 404, "GET /: status %d", code);
+	free(hdrs);
+	free(body);
+	/* and lockd is unharmed */
+	cl_expect(s, "PING", "PONG");
+	free(g0);
+	free(g1);
+	cl_close(a);
+	cl_close(b);
+	cl_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ command line */
+
+/* lockd args... in the test directory; returns the exit code (fails on a
+ * signal), *out and *err what it printed. */
+static int lockd_run(char **out, char **err, const char *a1, const char *a2, const char *a3)
+{
+	char *argv[] = {(char *)lockd_bin(), (char *)a1, (char *)a2, (char *)a3, NULL};
+	int st = run_cmd(argv, out, err, NULL);
+	ck_assert_msg(WIFEXITED(st), "lockd %s %s %s: %s", a1 ? a1 : "", a2 ? a2 : "", a3 ? a3 : "",
+	              status_str(st));
+	return WEXITSTATUS(st);
+}
+
+struct bad_case {
+	const char *what;
+	const char *text;
+	int line, col;
+	const char *msg; /* a part of the message */
+};
+
+START_TEST(config_test_flag)
+{
+	char path[PATH_MAX];
+	char *out, *err;
+	const char *good =
+	    "# a good configuration\n"
+	    "listen: [\"127.0.0.1:7390\", \"unix:/tmp/lockd-none.sock\"]\n"
+	    "log_level: warn\n"
+	    "redis:\n"
+	    "  masters: [\"127.0.0.1:7001\", \"127.0.0.1:7002\", \"127.0.0.1:7003\"]\n"
+	    "  timeout_ms: 100\n"
+	    "locks:\n"
+	    "  lease_ms: 10000\n"
+	    "limits:\n"
+	    "  max_key_len: 64\n"
+	    "metrics:\n"
+	    "  listen: \"127.0.0.1:9390\"\n";
+	snprintf(path, sizeof(path), "%s/good.yml", h_dir());
+	put_file(path, good);
+	int rc = lockd_run(&out, &err, "-t", "-c", "good.yml");
+	ck_assert_msg(rc == 0, "lockd -t -c good.yml: exit %d\n%s%s", rc, out, err);
+	ck_assert_str_eq(out, "good.yml: configuration OK\n");
+	ck_assert_str_eq(err, "");
+	free(out);
+	free(err);
+	/* the shipped configurations */
+	const char *shipped[] = {"conf/lockd.yml", "conf/demo.yml"};
+	for (int i = 0; i < 2; i++) {
+		char sp[PATH_MAX];
+		srcdir_path(shipped[i], sp, sizeof(sp));
+		char abs[PATH_MAX];
+		ck_assert_msg(realpath(sp, abs) != NULL, "%s: %s", sp, strerror(errno));
+		rc = lockd_run(&out, &err, "-t", "-c", abs);
+		ck_assert_msg(rc == 0, "lockd -t -c %s: exit %d\n%s", abs, rc, err);
+		free(out);
+		free(err);
+	}
+
+	static const struct bad_case bad[] = {
+	    {"unknown key",
+	     "log_level: info\nredis:\n  masters: [\"127.0.0.1:7001\"]\n  bogus: 1\n", 4, 3,
+	     "unknown key \"redis.bogus\""},
+	    {"unknown top-level key",
+	     "# comment\n\nlisten: [\"127.0.0.1:7390\"]\nlog_levle: info\n", 4, 1,
+	     "unknown key \"log_levle\""},
+	    {"duplicate key", "log_level: info\nlocks:\n  lease_ms: 5000\nlog_level: debug\n", 4, 1,
+	     "duplicate key \"log_level\""},
+	    {"duplicate nested key",
+	     "locks:\n  lease_ms: 5000\n  drift_factor: 0.01\n  lease_ms: 6000\n", 4, 3,
+	     "duplicate key \"locks.lease_ms\""},
+	    {"duplicate section",
+	     "locks:\n  lease_ms: 5000\nredis:\n  timeout_ms: 20\nlocks:\n  handoff_limit: 4\n", 5,
+	     1, "duplicate key \"locks\""},
+	    {"out of range", "log_level: info\nlocks:\n  lease_ms: 50\n", 3, 13, "locks.lease_ms"},
+	    {"out of range (limits)", "limits:\n    max_clients: 0\n", 2, 18, "limits.max_clients"},
+	    {"not a number", "redis:\n  timeout_ms: fast\n", 2, 15, "redis.timeout_ms"},
+	    {"bad log level", "log_level: loud\n", 1, 12, "log_level"},
+	    {"YAML syntax error",
+	     "log_level: info\nredis:\n  masters: [\"127.0.0.1:1\"]\n  timeout_ms: 50: 3\n", 4, 17,
+	     "YAML"},
+	    {"YAML bad indentation", "redis:\n  masters: [\"127.0.0.1:1\"]\n timeout_ms: 50\n", 3,
+	     2, "YAML"},
+	    {"YAML unclosed list", "listen: [\"127.0.0.1:7390\"\nlog_level: info\n", 2, 1, "YAML"},
+	};
+	snprintf(path, sizeof(path), "%s/bad.yml", h_dir());
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put_file(path, bad[i].text);
+		rc = lockd_run(&out, &err, "-t", "-c", "bad.yml");
+		char want[64];
+		snprintf(want, sizeof(want), "bad.yml:%d:%d: ", bad[i].line, bad[i].col);
+		ck_assert_msg(rc == 1, "%s: lockd -t exit %d (stderr '%s')", bad[i].what, rc, err);
+		ck_assert_msg(strncmp(err, want, strlen(want)) == 0 && strstr(err, bad[i].msg),
+		              "%s: expected '%s...%s...', got '%s'", bad[i].what, want, bad[i].msg,
+		              err);
+		ck_assert_msg(count_lines(err) == 1 && ends_with(err, "\n"),
+		              "%s: expected one line on stderr, got '%s'", bad[i].what, err);
+		ck_assert_msg(strcmp(out, "") == 0, "%s: stdout '%s'", bad[i].what, out);
+		free(out);
+		free(err);
+	}
+	/* a file that cannot be read */
+	rc = lockd_run(&out, &err, "-t", "-c", "missing.yml");
+	ck_assert_msg(rc == 1 && strncmp(err, "missing.yml:1:1: ", 17) == 0,
+	              "missing file: exit %d, '%s'", rc, err);
+	free(out);
+	free(err);
+	/* the same errors stop a real start, before it listens */
+	put_file(path, bad[0].text);
+	rc = lockd_run(&out, &err, "-c", "bad.yml", NULL);
+	ck_assert_msg(rc == 1 && strncmp(err, "bad.yml:4:3: ", 13) == 0,
+	              "lockd -c bad.yml: exit %d, '%s'", rc, err);
+	free(out);
+	free(err);
+
+	/* --version, usage errors */
+	rc = lockd_run(&out, &err, "--version", NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	char ver[128];
+	snprintf(ver, sizeof(ver), "lockd %s\n", PACKAGE_VERSION);
+	ck_assert_str_eq(out, ver);
+	free(out);
+	free(err);
+	rc = lockd_run(&out, &err, "-v", NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(out, ver);
+	free(out);
+	free(err);
+	const char *usage_err[][3] = {
+	    {"--bogus", NULL, NULL},
+	    {"-c", NULL, NULL},
+	    {"-l", "loud", NULL},
+	    {"-t", "extra", NULL},
+	};
+	for (size_t i = 0; i < sizeof(usage_err) / sizeof(usage_err[0]); i++) {
+		rc = lockd_run(&out, &err, usage_err[i][0], usage_err[i][1], usage_err[i][2]);
+		ck_assert_msg(rc == 2, "lockd %s %s: exit %d, expected 2 (stderr '%s')",
+		              usage_err[i][0], usage_err[i][1] ? usage_err[i][1] : "", rc, err);
+		ck_assert_msg(err[0] != '\0', "lockd %s: nothing on stderr", usage_err[i][0]);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------------ systemd */
+
+START_TEST(systemd_unit_verify)
+{
+	const char *sa = NULL;
+	static const char *const cands[] = {"/usr/bin/systemd-analyze", "/bin/systemd-analyze",
+	                                    "/usr/local/bin/systemd-analyze"};
+	for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]) && !sa; i++)
+		if (access(cands[i], X_OK) == 0)
+			sa = cands[i];
+	if (!sa) {
+		fprintf(stderr, "systemd_unit_verify: skipped: systemd-analyze is not installed\n");
+		return;
+	}
+	char src[PATH_MAX], unit[PATH_MAX];
+	srcdir_path("systemd/lockd.service", src, sizeof(src));
+	char *text = slurp(src);
+	ck_assert_msg(text != NULL, "%s: %s", src, strerror(errno));
+	/* ExecStart= points at /bin/true: verify checks that it exists */
+	const char *p = strstr(text, "\nExecStart=");
+	ck_assert_msg(p != NULL, "%s has no ExecStart=", src);
+	const char *e = strchr(p + 1, '\n');
+	ck_assert(e != NULL);
+	size_t a = (size_t)(p - text) + 1;
+	char *copy = malloc(strlen(text) + 32);
+	ck_assert(copy != NULL);
+	sprintf(copy, "%.*sExecStart=/bin/true%s", (int)a, text, e);
+	ck_assert_msg(strstr(e, "\nExecStart=") == NULL, "%s: more than one ExecStart=", src);
+	snprintf(unit, sizeof(unit), "%s/lockd.service", h_dir());
+	put_file(unit, copy);
+
+	/* Documentation=man:... must resolve: a MANPATH with the built pages */
+	static const char *const pages[][2] = {{"man/lockd.8", "man8"},
+	                                       {"man/lockd.conf.5", "man5"},
+	                                       {"man/lockd-protocol.7", "man7"}};
+	char mandir[PATH_MAX];
+	snprintf(mandir, sizeof(mandir), "%s/man", h_dir());
+	ck_assert(mkdir(mandir, 0755) == 0);
+	for (size_t i = 0; i < 3; i++) {
+		char from[PATH_MAX], sect[PATH_MAX + 16], to[PATH_MAX + 64];
+		builddir_path(pages[i][0], from, sizeof(from));
+		char *page = slurp(from);
+		ck_assert_msg(page != NULL, "%s is missing (build it first)", from);
+		snprintf(sect, sizeof(sect), "%s/%s", mandir, pages[i][1]);
+		mkdir(sect, 0755);
+		snprintf(to, sizeof(to), "%s/%s", sect, strrchr(pages[i][0], '/') + 1);
+		put_file(to, page);
+		free(page);
+	}
+	char env[PATH_MAX + 16];
+	snprintf(env, sizeof(env), "MANPATH=%s", mandir);
+	char *argv[] = {(char *)sa, "verify", unit, NULL};
+	char *out, *err;
+	int st = run_cmd(argv, &out, &err, env);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "systemd-analyze verify: %s\n%s%s",
+	              status_str(st), out, err);
+	/* warnings do not change the exit status: none may name the unit */
+	ck_assert_msg(strstr(out, "lockd.service") == NULL && strstr(err, "lockd.service") == NULL,
+	              "systemd-analyze verify warns about the unit:\n%s%s", out, err);
+	free(out);
+	free(err);
+	free(copy);
+	free(text);
+}
+END_TEST
+
+TCase *tc_service(void); /* registered in test_main.c */
+
+TCase *tc_service(void)
+{
+	TCase *tc = tcase_create("service");
+	tcase_add_checked_fixture(tc, svc_setup, svc_teardown);
+	tcase_set_timeout(tc, 30);
+	H_ADD(tc, sighup_good_config);
+	H_ADD(tc, sighup_bad_config);
+	H_ADD(tc, sighup_fixed_keys);
+	H_ADD(tc, sigterm_releases);
+	H_ADD(tc, sd_notify);
+	H_ADD(tc, metrics_endpoint);
+	H_ADD(tc, config_test_flag);
+	H_ADD(tc, systemd_unit_verify);
+	return tc;
+}

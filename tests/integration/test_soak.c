@@ -1,0 +1,1233 @@
+/* Master health, several lockd instances as one lock service, lockd
+ * restarts, and a safety soak under master faults.
+ *
+ * The multi-session tests drive all their sessions from this one process
+ * in a poll loop, and judge safety by when the replies are received: a
+ * session holds the lock from the receipt of its "OK fence" until it
+ * sends UNLOCK (or receives LOST for that fence). A grant received while
+ * another session holds is an overlap; a fence not above every fence
+ * granted before it is a regression. Each poll round first reads every
+ * socket that has data, then handles the LOST events of that round, then
+ * the replies: what arrived in the same round counts as simultaneous
+ * (a round takes well under a millisecond; a correct lockd sends LOST at
+ * least the clock drift allowance before any other grant can happen).
+ *
+ * LOCKD_SOAK_SECONDS sets the length of safety_soak (default 75). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define SOAK_DEFAULT_S 75
+
+/* ------------------------------------------------------------------ helpers */
+
+static int soak_seconds(void)
+{
+	const char *e = getenv("LOCKD_SOAK_SECONDS");
+	int s = e && *e ? atoi(e) : SOAK_DEFAULT_S;
+	return s < 5 ? 5 : s > 3600 ? 3600 : s;
+}
+
+/* One STATS reply: the values of the n names (malloc'd, NULL if missing). */
+static void stats_get(struct cl *c, int n, const char *const *names, char **vals)
+{
+	for (int i = 0; i < n; i++)
+		vals[i] = NULL;
+	cl_send(c, "STATS\n");
+	const char *l = cl_reply(c, H_TMO);
+	for (int k = 0;; k++) {
+		ck_assert_msg(l != NULL, "STATS: reply ended (%s) before END", c->eof ? "EOF" : "timeout");
+		if (strcmp(l, "END") == 0)
+			break;
+		ck_assert_msg(k < 10000 && strncmp(l, "STAT ", 5) == 0, "STATS: bad line '%s'", l);
+		const char *sp = strchr(l + 5, ' ');
+		ck_assert_msg(sp != NULL, "STATS: bad line '%s'", l);
+		for (int i = 0; i < n; i++)
+			if ((size_t)(sp - (l + 5)) == strlen(names[i]) &&
+			    strncmp(l + 5, names[i], strlen(names[i])) == 0) {
+				free(vals[i]);
+				vals[i] = strdup(sp + 1);
+			}
+		l = cl_line(c, H_TMO);
+	}
+}
+
+/* state and counts of master m as lockd sees it (one STATS reply). */
+static void master_view(struct cl *c, int m, char *state, size_t ssz, int *counts)
+{
+	char n1[48], n2[48];
+	snprintf(n1, sizeof(n1), "master.%d.state", m);
+	snprintf(n2, sizeof(n2), "master.%d.counts", m);
+	const char *names[2] = {n1, n2};
+	char *v[2];
+	stats_get(c, 2, names, v);
+	ck_assert_msg(v[0] && v[1], "STATS lacks %s or %s", n1, n2);
+	snprintf(state, ssz, "%s", v[0]);
+	ck_assert_msg(strcmp(v[1], "0") == 0 || strcmp(v[1], "1") == 0, "STAT %s %s", n2, v[1]);
+	*counts = atoi(v[1]);
+	free(v[0]);
+	free(v[1]);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* p-th percentile (nearest rank) of v[0..n), which gets sorted. */
+static double pct(double *v, int n, double p)
+{
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_dbl);
+	int k = (int)ceil(p / 100.0 * n) - 1;
+	return v[k < 0 ? 0 : k >= n ? n - 1 : k];
+}
+
+struct dvec {
+	double *v;
+	int n, cap;
+};
+
+static void dv_add(struct dvec *d, double x)
+{
+	if (d->n == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 256;
+		d->v = realloc(d->v, (size_t)d->cap * sizeof(double));
+		ck_assert(d->v != NULL);
+	}
+	d->v[d->n++] = x;
+}
+
+/* Random integer in [lo, hi]. */
+static int rnd(unsigned *seed, int lo, int hi)
+{
+	return hi <= lo ? lo : lo + (int)(rand_r(seed) % (unsigned)(hi - lo + 1));
+}
+
+/* ------------------------------------------------------------------ session engine */
+
+enum { S_IDLE, S_LOCKING, S_HOLDING, S_UNLOCKING, S_DONE };
+
+struct sess {
+	struct cl *c;
+	int inst;                      /* lockd index */
+	int st;                        /* S_* */
+	const char *lock_req;          /* e.g. "LOCK hot WAIT 10000\n" */
+	int hold_min, hold_max;        /* ms between OK and UNLOCK */
+	int think_min, think_max;      /* ms between the UNLOCK reply and the next LOCK */
+	int max_grants;                /* 0: no limit */
+	int manual;                    /* the test sends its LOCKs itself (t_next unused) */
+	unsigned long long fence;      /* of the current grant */
+	unsigned long long lost_fence; /* of the last LOST */
+	int holds;                     /* believes it holds (OK received, no UNLOCK sent, no LOST) */
+	double t_next;                 /* IDLE: send LOCK at; HOLDING: send UNLOCK at */
+	double t_sent;                 /* when the pending request was sent */
+	double last_wait;              /* ms from sending LOCK to its OK */
+	int grants;
+	int replies;                   /* replies received (any) */
+	char *lines[16];               /* this round's lines */
+	int nlines;
+};
+
+struct run {
+	struct sess *s;
+	int n;
+	char key[64];
+	char unlock_req[80];
+	unsigned seed;
+	int stopping; /* send no new LOCK */
+	int holder;   /* the session that believes it holds, or -1 */
+	unsigned long long last_fence;
+	long grants, overlaps, regressions, lost, lost_stale, quorum, quorum_unlock, timeouts,
+		notheld_after_lost, bad;
+	char first_overlap[320], first_regression[200], first_bad[320];
+	/* the last release, for handoff latency: 0 none, 1 UNLOCK sent, 2 its OK 0 received */
+	int rel_state, rel_owner, rel_inst;
+	double rel_t;
+	long grant_before_ok0;
+	/* the fenced counter: the holder increments it with its fence; a write
+	 * whose fence is not above the last accepted one is refused */
+	long counter, refused;
+	unsigned long long counter_fence;
+	/* stalls: no grant for more than stall_ms while a session waited */
+	double last_grant_t, stall_ms;
+	struct dvec stall_at, stall_len;
+	/* runs of grants on one lockd while a session on another one waited */
+	int run_inst, run_len, max_run;
+	/* LOCK sent -> OK received, per lockd (index 0 or 1) */
+	struct dvec wait[2];
+	/* grants on the lockd that had released it, 4 ms or more after the
+	 * release's OK 0 (not a direct handoff), while the other lockd had a
+	 * waiter */
+	long regrant_over_remote;
+	struct dvec xlat, llat; /* cross-instance / same-instance handoff, ms */
+	/* optional: the "inside" and "seq" counters on a master (INCR/DECR) */
+	struct rconn *rc;
+	long inside_bad;
+	unsigned long long *seq_fence; /* fence by INCR seq, 1-based */
+	long nseq, capseq;
+};
+
+static void run_bad(struct run *r, int i, const char *fmt, const char *line)
+{
+	r->bad++;
+	if (!r->first_bad[0])
+		snprintf(r->first_bad, sizeof(r->first_bad), "session %d (lockd %d, state %d): %s '%s'",
+			 i, r->s[i].inst, r->s[i].st, fmt, line ? line : "");
+}
+
+static void send_req(struct run *r, int i, const char *req)
+{
+	struct sess *s = &r->s[i];
+	cl_send(s->c, req);
+	s->t_sent = h_now_ms();
+}
+
+static void inside_enter(struct run *r, unsigned long long f)
+{
+	if (!r->rc)
+		return;
+	char *v = rc_cmd(r->rc, "INCR", "lockd-test-inside", NULL);
+	ck_assert_msg(v != NULL, "INCR lockd-test-inside: no answer");
+	if (strcmp(v, "1") != 0)
+		r->inside_bad++;
+	free(v);
+	v = rc_cmd(r->rc, "INCR", "lockd-test-seq", NULL);
+	ck_assert_msg(v != NULL, "INCR lockd-test-seq: no answer");
+	long long seq = strtoll(v, NULL, 10);
+	free(v);
+	ck_assert_msg(seq == r->nseq + 1, "lockd-test-seq %lld after %ld grants", seq, r->nseq);
+	if (r->nseq == r->capseq) {
+		r->capseq = r->capseq ? r->capseq * 2 : 1024;
+		r->seq_fence = realloc(r->seq_fence, (size_t)r->capseq * sizeof(r->seq_fence[0]));
+		ck_assert(r->seq_fence != NULL);
+	}
+	r->seq_fence[r->nseq++] = f;
+}
+
+static void inside_leave(struct run *r)
+{
+	if (!r->rc)
+		return;
+	char *v = rc_cmd(r->rc, "DECR", "lockd-test-inside", NULL);
+	ck_assert_msg(v != NULL, "DECR lockd-test-inside: no answer");
+	if (strcmp(v, "0") != 0)
+		r->inside_bad++;
+	free(v);
+}
+
+static void stop_holding(struct run *r, int i)
+{
+	struct sess *s = &r->s[i];
+	if (!s->holds)
+		return;
+	s->holds = 0;
+	if (r->holder == i)
+		r->holder = -1;
+	inside_leave(r);
+}
+
+static void on_grant(struct run *r, int i, unsigned long long f, double now)
+{
+	struct sess *s = &r->s[i];
+	r->grants++;
+	s->grants++;
+	s->last_wait = now - s->t_sent;
+	if (r->stall_ms > 0 && r->last_grant_t > 0 && now - r->last_grant_t > r->stall_ms) {
+		dv_add(&r->stall_at, r->last_grant_t);
+		dv_add(&r->stall_len, now - r->last_grant_t);
+	}
+	r->last_grant_t = now;
+	if (s->inst >= 0 && s->inst < 2)
+		dv_add(&r->wait[s->inst], s->last_wait);
+	int other_waits = 0;
+	for (int j = 0; j < r->n; j++)
+		other_waits |= r->s[j].inst != s->inst && r->s[j].st == S_LOCKING;
+	if (other_waits && r->rel_state == 2 && r->rel_inst == s->inst && now - r->rel_t >= 4)
+		r->regrant_over_remote++;
+	if (other_waits && s->inst == r->run_inst) {
+		r->run_len++;
+	} else {
+		r->run_inst = s->inst;
+		r->run_len = other_waits;
+	}
+	r->max_run = r->run_len > r->max_run ? r->run_len : r->max_run;
+	if (r->holder >= 0 && r->holder != i) {
+		struct sess *h = &r->s[r->holder];
+		r->overlaps++;
+		if (!r->first_overlap[0])
+			snprintf(r->first_overlap, sizeof(r->first_overlap),
+				 "session %d (lockd %d) got 'OK %llu' while session %d (lockd %d) "
+				 "held fence %llu (granted %.0f ms before, no UNLOCK sent, no LOST)",
+				 i, s->inst, f, r->holder, h->inst, h->fence,
+				 now - (h->t_sent + h->last_wait));
+	}
+	if (f <= r->last_fence) {
+		r->regressions++;
+		if (!r->first_regression[0])
+			snprintf(r->first_regression, sizeof(r->first_regression),
+				 "session %d (lockd %d) got fence %llu after fence %llu had been granted",
+				 i, s->inst, f, r->last_fence);
+	} else {
+		r->last_fence = f;
+	}
+	if (r->rel_state == 1 || r->rel_state == 2) {
+		double lat = 0;
+		if (r->rel_state == 2)
+			lat = now - r->rel_t;
+		else
+			r->grant_before_ok0++;
+		dv_add(s->inst != r->rel_inst ? &r->xlat : &r->llat, lat);
+	}
+	r->rel_state = 0;
+	s->fence = f;
+	s->st = S_HOLDING;
+	s->t_next = now + rnd(&r->seed, s->hold_min, s->hold_max);
+	if (s->lost_fence == f) {
+		s->holds = 0; /* its LOST came in the same round */
+	} else {
+		s->holds = 1;
+		r->holder = i;
+		inside_enter(r, f);
+		if (f > r->counter_fence) {
+			r->counter_fence = f;
+			r->counter++;
+		} else {
+			r->refused++;
+		}
+	}
+}
+
+static void on_event(struct run *r, int i, const char *l)
+{
+	struct sess *s = &r->s[i];
+	char k[64];
+	unsigned long long f;
+	char tail;
+	if (sscanf(l, "LOST %63s %llu%c", k, &f, &tail) != 2 || strcmp(k, r->key) != 0 || f == 0) {
+		run_bad(r, i, "bad event", l);
+		return;
+	}
+	r->lost++;
+	s->lost_fence = f;
+	if (s->holds && s->fence == f)
+		stop_holding(r, i);
+	else if (!(s->st == S_UNLOCKING && s->fence == f) && !(s->st == S_LOCKING))
+		r->lost_stale++;
+}
+
+static void on_reply(struct run *r, int i, const char *l, double now)
+{
+	struct sess *s = &r->s[i];
+	s->replies++;
+	if (s->st == S_LOCKING) {
+		if (strncmp(l, "OK ", 3) == 0) {
+			const char *p = l + 3;
+			if (*p < '1' || *p > '9' || strspn(p, "0123456789") != strlen(p) ||
+			    strlen(p) > 19) {
+				run_bad(r, i, "bad grant", l);
+				s->st = S_IDLE;
+				return;
+			}
+			on_grant(r, i, strtoull(p, NULL, 10), now);
+		} else if (strcmp(l, "TIMEOUT") == 0) {
+			r->timeouts++;
+			s->st = S_IDLE;
+			s->t_next = now;
+		} else if (strncmp(l, "ERR QUORUM", 10) == 0) {
+			r->quorum++;
+			s->st = S_IDLE;
+			s->t_next = now + rnd(&r->seed, 10, 40);
+		} else {
+			run_bad(r, i, "reply to LOCK", l);
+			s->st = S_IDLE;
+			s->t_next = now + 10;
+		}
+		return;
+	}
+	if (s->st == S_UNLOCKING) {
+		if (strcmp(l, "OK 0") == 0) {
+			if (r->rel_state == 1 && r->rel_owner == i) {
+				r->rel_state = 2;
+				r->rel_t = now;
+			}
+		} else if (strncmp(l, "ERR QUORUM", 10) == 0) {
+			r->quorum_unlock++;
+			if (r->rel_owner == i)
+				r->rel_state = 0; /* the key stays until its lease lapses */
+		} else if (strncmp(l, "ERR NOTHELD", 11) == 0 && s->lost_fence == s->fence) {
+			r->notheld_after_lost++;
+		} else {
+			run_bad(r, i, "reply to UNLOCK", l);
+		}
+		s->st = S_IDLE;
+		s->t_next = now + rnd(&r->seed, s->think_min, s->think_max);
+		if (s->max_grants && s->grants >= s->max_grants)
+			s->st = S_DONE;
+		return;
+	}
+	run_bad(r, i, "unexpected line", l);
+}
+
+/* Send what is due. */
+static void run_timers(struct run *r, double now)
+{
+	for (int i = 0; i < r->n; i++) {
+		struct sess *s = &r->s[i];
+		if (s->st == S_HOLDING && now >= s->t_next) {
+			int had = s->holds;
+			stop_holding(r, i);
+			if (had) {
+				r->rel_state = 1;
+				r->rel_owner = i;
+				r->rel_inst = s->inst;
+			}
+			send_req(r, i, r->unlock_req);
+			s->st = S_UNLOCKING;
+		} else if (s->st == S_IDLE && !s->manual && !r->stopping && now >= s->t_next &&
+			   (!s->max_grants || s->grants < s->max_grants)) {
+			send_req(r, i, s->lock_req);
+			s->st = S_LOCKING;
+		}
+	}
+}
+
+/* One round: wait (at most max_ms, less when something is due), read
+ * every socket that has data, handle the LOST events, then the replies,
+ * then send what is due. */
+static void run_round(struct run *r, int max_ms)
+{
+	struct pollfd pf[64];
+	int idx[64], np = 0;
+	double now = h_now_ms(), due = now + max_ms;
+	for (int i = 0; i < r->n; i++) {
+		struct sess *s = &r->s[i];
+		if (s->st == S_DONE && !s->c)
+			continue;
+		if ((s->st == S_HOLDING || (s->st == S_IDLE && !s->manual && !r->stopping)) &&
+		    s->t_next < due)
+			due = s->t_next;
+		ck_assert(np < 64);
+		pf[np].fd = s->c->fd;
+		pf[np].events = POLLIN;
+		pf[np].revents = 0;
+		idx[np++] = i;
+	}
+	int wait = (int)(due - now);
+	if (wait < 0)
+		wait = 0;
+	int pr = poll(pf, (nfds_t)np, wait);
+	ck_assert_msg(pr >= 0 || errno == EINTR, "poll: %s", strerror(errno));
+	for (int k = 0; k < np && pr > 0; k++)
+		if (pf[k].revents)
+			cl_fill(r->s[idx[k]].c);
+	now = h_now_ms();
+	/* this round's lines */
+	for (int k = 0; k < np; k++) {
+		struct sess *s = &r->s[idx[k]];
+		const char *l;
+		while (s->nlines < 16 && (l = cl_take_line(s->c)))
+			s->lines[s->nlines++] = strdup(l);
+	}
+	/* events first */
+	for (int k = 0; k < np; k++) {
+		struct sess *s = &r->s[idx[k]];
+		for (int j = 0; j < s->nlines; j++)
+			if (strncmp(s->lines[j], "LOST", 4) == 0 &&
+			    (s->lines[j][4] == ' ' || !s->lines[j][4]))
+				on_event(r, idx[k], s->lines[j]);
+	}
+	for (int k = 0; k < np; k++) {
+		struct sess *s = &r->s[idx[k]];
+		for (int j = 0; j < s->nlines; j++) {
+			if (!(strncmp(s->lines[j], "LOST", 4) == 0 &&
+			      (s->lines[j][4] == ' ' || !s->lines[j][4])))
+				on_reply(r, idx[k], s->lines[j], now);
+			free(s->lines[j]);
+		}
+		s->nlines = 0;
+		if (s->c->eof && !(s->c->len && memchr(s->c->buf, '\n', s->c->len))) {
+			run_bad(r, idx[k], "connection closed by lockd", NULL);
+			cl_close(s->c);
+			s->c = NULL;
+			s->st = S_DONE;
+		}
+	}
+	run_timers(r, h_now_ms());
+	/* sessions that are done leave (their connection closes) */
+	for (int i = 0; i < r->n; i++)
+		if (r->s[i].st == S_DONE && r->s[i].c) {
+			cl_close(r->s[i].c);
+			r->s[i].c = NULL;
+		}
+}
+
+static void run_init(struct run *r, int n, const char *key, unsigned seed)
+{
+	memset(r, 0, sizeof(*r));
+	r->s = calloc((size_t)n, sizeof(r->s[0]));
+	ck_assert(r->s != NULL);
+	r->n = n;
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	snprintf(r->unlock_req, sizeof(r->unlock_req), "UNLOCK %s\n", key);
+	r->holder = -1;
+	r->run_inst = -1;
+	r->seed = seed;
+}
+
+static void run_free(struct run *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->s[i].c)
+			cl_close(r->s[i].c);
+	free(r->s);
+	free(r->xlat.v);
+	free(r->llat.v);
+	free(r->seq_fence);
+	free(r->stall_at.v);
+	free(r->wait[0].v);
+	free(r->wait[1].v);
+	free(r->stall_len.v);
+	if (r->rc)
+		rc_close(r->rc);
+}
+
+/* Sessions with a LOCK or UNLOCK outstanding. */
+static int run_busy(const struct run *r)
+{
+	int n = 0;
+	for (int i = 0; i < r->n; i++)
+		n += r->s[i].st == S_LOCKING || r->s[i].st == S_UNLOCKING ||
+		     r->s[i].st == S_HOLDING;
+	return n;
+}
+
+/* Stop locking; let the outstanding requests finish (bounded). */
+static void run_drain(struct run *r, int timeout_ms)
+{
+	r->stopping = 1;
+	double end = h_now_ms() + timeout_ms;
+	while (run_busy(r) && h_now_ms() < end)
+		run_round(r, 20);
+	ck_assert_msg(run_busy(r) == 0, "%d sessions still have a request outstanding %d ms after "
+					"the last LOCK was sent",
+		      run_busy(r), timeout_ms);
+}
+
+static void print_lat(const char *test, const char *what, struct dvec *d)
+{
+	if (d->n == 0) {
+		printf("%s: %s: no samples\n", test, what);
+		return;
+	}
+	double mx = pct(d->v, d->n, 100), p99 = pct(d->v, d->n, 99), p50 = pct(d->v, d->n, 50);
+	printf("%s: %s: n=%d p50=%.2f ms p99=%.2f ms max=%.2f ms\n", test, what, d->n, p50, p99, mx);
+}
+
+/* Assert the safety figures of a run. */
+static void run_check(struct run *r)
+{
+	ck_assert_msg(r->overlaps == 0, "%ld overlaps; first: %s", r->overlaps, r->first_overlap);
+	ck_assert_msg(r->regressions == 0, "%ld fence regressions; first: %s", r->regressions,
+		      r->first_regression);
+	ck_assert_msg(r->inside_bad == 0, "the inside counter was not 1 on entry / 0 on exit %ld times",
+		      r->inside_bad);
+	for (long k = 1; k < r->nseq; k++)
+		ck_assert_msg(r->seq_fence[k] > r->seq_fence[k - 1],
+			      "grant #%ld (by lockd-test-seq) has fence %llu after %llu", k + 1,
+			      r->seq_fence[k], r->seq_fence[k - 1]);
+	ck_assert_msg(r->bad == 0, "%ld unexpected lines; first: %s", r->bad, r->first_bad);
+}
+
+/* ------------------------------------------------------------------ master health */
+
+#define TMO_MS 50 /* redis.timeout_ms of these tests (the harness default) */
+#define SLOW_LIMIT (TMO_MS + 500 + H_JITTER)
+
+static char *timed_cmd(struct cl *c, const char *req, double *ms)
+{
+	double t0 = h_now_ms();
+	const char *r = cl_cmd(c, req, 5000);
+	*ms = h_now_ms() - t0;
+	ck_assert_msg(r != NULL, "'%s': no reply after %.0f ms (%s)", req, *ms,
+		      c->eof ? "connection closed" : "timeout");
+	return strdup(r);
+}
+
+/* SIGSTOP one master: replies stay fast, STATS shows it not up; SIGCONT:
+ * it is up again within the capped reconnect backoff. */
+START_TEST(sigstop_recovers)
+{
+	struct h_opts o = {.redis_extra = "  reconnect_max_ms: 200\n"};
+	h_std(&o);
+	struct cl *a = cl_open(), *s = cl_open();
+	for (int m = 0; m < 3; m++) {
+		char n[48];
+		snprintf(n, sizeof(n), "master.%d.state", m);
+		cl_wait_stat(s, n, "up", 3000);
+	}
+	char *rc0 = cl_stat(s, "master.1.reconnects");
+	ck_assert_ptr_nonnull(rc0);
+	h_master_stop(1);
+	double tstop = h_now_ms(), worst = 0;
+	for (int i = 0; i < 10; i++) {
+		char req[64];
+		double ms;
+		snprintf(req, sizeof(req), "TRYLOCK stop%d", i);
+		char *r = timed_cmd(a, req, &ms);
+		h_fence(r);
+		ck_assert_msg(ms <= TMO_MS + H_JITTER,
+			      "TRYLOCK %d took %.0f ms with master 1 stopped (timeout_ms %d)", i, ms,
+			      TMO_MS);
+		worst = ms > worst ? ms : worst;
+		free(r);
+	}
+	for (int i = 0; i < 10; i++) {
+		char req[64];
+		double ms;
+		snprintf(req, sizeof(req), "UNLOCK stop%d", i);
+		char *r = timed_cmd(a, req, &ms);
+		ck_assert_msg(strcmp(r, "OK 0") == 0, "'%s': '%s' with master 1 stopped", req, r);
+		ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK took %.0f ms with master 1 stopped", ms);
+		free(r);
+	}
+	/* marked down (bounded) */
+	char st[64] = "";
+	int counts = -1;
+	double tdown = -1;
+	while (h_now_ms() - tstop < 2000) {
+		master_view(s, 1, st, sizeof(st), &counts);
+		if (strcmp(st, "up") != 0) {
+			tdown = h_now_ms() - tstop;
+			break;
+		}
+		h_sleep_ms(10);
+	}
+	ck_assert_msg(tdown >= 0, "STAT master.1.state still '%s' 2 s after SIGSTOP (and 10 requests)",
+		      st);
+	ck_assert_msg(counts == 0, "stopped master 1 is '%s' but counts %d", st, counts);
+	char *err = cl_stat(s, "master.1.last_error");
+	ck_assert_msg(err && strcmp(err, "-") != 0, "STAT master.1.last_error '%s' while it is %s",
+		      err ? err : "(missing)", st);
+	for (int m = 0; m < 3; m += 2) {
+		char n[48];
+		snprintf(n, sizeof(n), "master.%d.state", m);
+		char *v = cl_stat(s, n);
+		ck_assert_msg(v && strcmp(v, "up") == 0, "STAT %s %s", n, v ? v : "(missing)");
+		free(v);
+	}
+	/* stay stopped a while: reconnect attempts fail, backoff reaches its cap */
+	h_sleep_ms(1200);
+	master_view(s, 1, st, sizeof(st), &counts);
+	ck_assert_msg(strcmp(st, "up") != 0, "master 1 '%s' while stopped", st);
+	double tc = h_now_ms();
+	h_master_cont(1);
+	double tup = -1;
+	while (h_now_ms() - tc < 3000) {
+		master_view(s, 1, st, sizeof(st), &counts);
+		if (strcmp(st, "up") == 0 && counts == 1) {
+			tup = h_now_ms() - tc;
+			break;
+		}
+		h_sleep_ms(10);
+	}
+	ck_assert_msg(tup >= 0, "master 1 is '%s' (counts %d) 3 s after SIGCONT "
+				"(reconnect_max_ms 200)",
+		      st, counts);
+	/* capped backoff (200) + a handshake + scheduling */
+	ck_assert_msg(tup <= 200 + 250 + 300, "master 1 up %.0f ms after SIGCONT (reconnect_max_ms 200)",
+		      tup);
+	char *rc1 = cl_stat(s, "master.1.reconnects");
+	ck_assert_msg(rc1 && strtoll(rc1, NULL, 10) > strtoll(rc0, NULL, 10),
+		      "STAT master.1.reconnects %s after the stop, %s before", rc1 ? rc1 : "?", rc0);
+	printf("sigstop_recovers: TRYLOCK worst %.1f ms; not up %.0f ms after SIGSTOP; up %.0f ms "
+	       "after SIGCONT; reconnects %s -> %s; last_error '%s'\n",
+	       worst, tdown, tup, rc0, rc1, err);
+	fflush(stdout);
+	/* it takes part again: a new lock is written on all three */
+	cl_lock(a, "TRYLOCK after");
+	int n = 0;
+	for (int t = 0; t < 50 && n < 3; t++) {
+		n = h_masters_with_pttl(3, "lockd:after", NULL, NULL);
+		if (n < 3)
+			h_sleep_ms(10);
+	}
+	ck_assert_msg(n == 3, "lockd:after on %d masters after master 1 came back", n);
+	free(rc0);
+	free(rc1);
+	free(err);
+	cl_close(a);
+	cl_close(s);
+}
+END_TEST
+
+/* TRYLOCK k and UNLOCK k: granted, fence above *last, within the bound. */
+static void grant_once(struct cl *a, unsigned long long *last, const char *when)
+{
+	double ms;
+	char *r = timed_cmd(a, "TRYLOCK k", &ms);
+	ck_assert_msg(strncmp(r, "OK ", 3) == 0, "TRYLOCK k %s: '%s'", when, r);
+	unsigned long long f = h_fence(r);
+	ck_assert_msg(f > *last, "TRYLOCK k %s: fence %llu after %llu", when, f, *last);
+	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK k %s took %.0f ms", when, ms);
+	*last = f;
+	free(r);
+	r = timed_cmd(a, "UNLOCK k", &ms);
+	ck_assert_msg(strcmp(r, "OK 0") == 0, "UNLOCK k %s: '%s'", when, r);
+	ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK k %s took %.0f ms", when, ms);
+	free(r);
+}
+
+/* kill -9 a master, restart it empty: out for restart_exclusion_ms, then
+ * counts again (logged); grants go on throughout. */
+START_TEST(kill_and_rejoin)
+{
+	enum { EXCL = 1500 };
+	struct h_opts o = {.redis_extra = "  restart_exclusion_ms: 1500\n  reconnect_max_ms: 200\n"};
+	h_std(&o);
+	struct cl *a = cl_open(), *s = cl_open();
+	for (int m = 0; m < 3; m++) {
+		char n[48];
+		snprintf(n, sizeof(n), "master.%d.counts", m);
+		cl_wait_stat(s, n, "1", 5000);
+	}
+	unsigned long long last = 0;
+	for (int i = 0; i < 5; i++)
+		grant_once(a, &last, "with 3 masters");
+	h_master_kill(0);
+	for (int i = 0; i < 5; i++)
+		grant_once(a, &last, "after master 0 was killed");
+	char st[64] = "";
+	int counts = -1;
+	double t0 = h_now_ms();
+	while (h_now_ms() - t0 < 2000) {
+		master_view(s, 0, st, sizeof(st), &counts);
+		if (strcmp(st, "up") != 0)
+			break;
+		grant_once(a, &last, "after master 0 was killed");
+		h_sleep_ms(10);
+	}
+	ck_assert_msg(strcmp(st, "up") != 0, "killed master 0 still '%s' after 2 s", st);
+	ck_assert_msg(counts == 0, "killed master 0 is '%s' and counts %d", st, counts);
+	grant_once(a, &last, "with master 0 down");
+
+	char addr[64];
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", h_master(0)->port);
+	long logoff = h_file_size(h_lockd(0)->log);
+	int grants = 0, excluded_seen = 0;
+	double tr = h_now_ms(); /* lockd cannot meet the new server before this */
+	h_master_restart(0);
+	double tcount = -1, last_zero = -1;
+	while (h_now_ms() - tr < EXCL + 4000) {
+		double ts = h_now_ms();
+		master_view(s, 0, st, sizeof(st), &counts);
+		double te = h_now_ms();
+		if (counts == 1) {
+			ck_assert_msg(te - tr >= EXCL,
+				      "master 0 counts %.0f ms after it restarted empty "
+				      "(restart_exclusion_ms %d)",
+				      te - tr, EXCL);
+			tcount = te - tr;
+			break;
+		}
+		if (strcmp(st, "up") == 0)
+			excluded_seen++;
+		last_zero = ts - tr;
+		grant_once(a, &last, "while master 0 is excluded");
+		grants++;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(tcount >= 0, "master 0 (state %s) does not count %d ms after its restart "
+				   "(restart_exclusion_ms %d)",
+		      st, EXCL + 4000, EXCL);
+	ck_assert_msg(excluded_seen > 0, "master 0 was never seen up and not counting");
+	/* the catch-up after the window is quick (bounded) */
+	ck_assert_msg(tcount <= EXCL + 1000, "master 0 counts only %.0f ms after its restart "
+					     "(restart_exclusion_ms %d)",
+		      tcount, EXCL);
+	/* the log tells why it is out and when it counts again */
+	int why = h_file_count(h_lockd(0)->log, logoff, addr, "restart");
+	int back = h_file_count(h_lockd(0)->log, logoff, addr, "counts again");
+	if (!why || !back)
+		h_lockd_log_tail(0, 20);
+	ck_assert_msg(why >= 1, "no log line about %s restarting (and not counting)", addr);
+	ck_assert_msg(back >= 1, "no log line saying %s counts again", addr);
+	printf("kill_and_rejoin: master 0 counts again %.0f ms after restart (exclusion %d; last "
+	       "seen 0 at %.0f ms); %d grants meanwhile, %d polls up-but-excluded\n",
+	       tcount, EXCL, last_zero, grants, excluded_seen);
+	fflush(stdout);
+	for (int i = 0; i < 3; i++)
+		grant_once(a, &last, "after master 0 counts again");
+	/* it really counts: a majority from masters 0 and 2 */
+	h_master_kill(1);
+	grant_once(a, &last, "with masters 0 and 2");
+	cl_close(a);
+	cl_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ many instances */
+
+/* Connect n sessions to lockd inst, as r->s[from..from+n). */
+static void add_sessions(struct run *r, int from, int n, int inst, const char *lock_req)
+{
+	for (int i = from; i < from + n; i++) {
+		struct sess *s = &r->s[i];
+		s->c = cl_tcp(h_lockd(inst)->port);
+		cl_expect(s->c, "PING", "PONG");
+		s->inst = inst;
+		s->lock_req = lock_req;
+		s->st = S_IDLE;
+	}
+}
+
+/* Two lockd instances, 8 sessions on each, one key. */
+START_TEST(two_instances_8x8)
+{
+	enum { PER = 8, N = 2 * PER, GRANTS = 40 };
+	h_std(NULL);
+	h_lockd_start(NULL);
+	struct run r;
+	run_init(&r, N, "hot", 12345);
+	add_sessions(&r, 0, PER, 0, "LOCK hot WAIT 10000\n");
+	add_sessions(&r, PER, PER, 1, "LOCK hot WAIT 10000\n");
+	for (int i = 0; i < N; i++) {
+		r.s[i].hold_min = 0;
+		r.s[i].hold_max = 2;
+		r.s[i].think_min = 0;
+		r.s[i].think_max = 1;
+		r.s[i].max_grants = GRANTS;
+	}
+	r.rc = rc_open(h_master(0)->port, 2000);
+	ck_assert_ptr_nonnull(r.rc);
+	double t0 = h_now_ms();
+	int done = 0;
+	while (!done && h_now_ms() - t0 < 60000) {
+		run_round(&r, 20);
+		done = 1;
+		for (int i = 0; i < N; i++)
+			done &= r.s[i].st == S_DONE;
+	}
+	double el = h_now_ms() - t0;
+	printf("two_instances_8x8: %ld grants in %.0f ms; overlaps %ld, regressions %ld, timeouts "
+	       "%ld, quorum %ld, lost %ld, grants before the previous OK 0 %ld\n",
+	       r.grants, el, r.overlaps, r.regressions, r.timeouts, r.quorum, r.lost,
+	       r.grant_before_ok0);
+	print_lat("two_instances_8x8", "cross-instance handoff (OK 0 on one lockd -> OK on the other)",
+		  &r.xlat);
+	print_lat("two_instances_8x8", "same-instance handoff", &r.llat);
+	printf("two_instances_8x8: longest run of grants on one lockd while the other had a "
+	       "waiter: %d; re-grants on the releasing lockd (>= 4 ms after its OK 0) while the "
+	       "other had a waiter: %ld\n",
+	       r.max_run, r.regrant_over_remote);
+	print_lat("two_instances_8x8", "LOCK wait on lockd 0", &r.wait[0]);
+	print_lat("two_instances_8x8", "LOCK wait on lockd 1", &r.wait[1]);
+	fflush(stdout);
+	run_check(&r);
+	ck_assert_msg(done, "not all sessions got their %d grants within 60 s (%ld grants)", GRANTS,
+		      r.grants);
+	ck_assert_int_eq(r.grants, N * GRANTS);
+	ck_assert_int_eq(r.nseq, N * GRANTS);
+	ck_assert_msg(r.timeouts == 0, "%ld LOCK hot WAIT 10000 timed out", r.timeouts);
+	ck_assert_msg(r.quorum == 0 && r.quorum_unlock == 0 && r.lost == 0,
+		      "healthy masters: %ld ERR QUORUM, %ld on UNLOCK, %ld LOST", r.quorum,
+		      r.quorum_unlock, r.lost);
+	/* handoff_limit 16 (default): a waiter on the other lockd goes first
+	 * after at most 16 local handoffs; allow it to lose that race a few times */
+	ck_assert_msg(r.max_run <= 4 * (16 + 1),
+		      "%d grants in a row on one lockd while a session on the other one waited "
+		      "(handoff_limit 16); LOCK wait max %.0f ms on lockd 0, %.0f ms on lockd 1",
+		      r.max_run, pct(r.wait[0].v, r.wait[0].n, 100), pct(r.wait[1].v, r.wait[1].n, 100));
+	ck_assert_msg(r.xlat.n >= 5, "only %d cross-instance handoffs in %ld grants", r.xlat.n,
+		      r.grants);
+	double p99 = pct(r.xlat.v, r.xlat.n, 99);
+	ck_assert_msg(p99 < 500, "cross-instance handoff p99 %.1f ms (service level: 500 ms)", p99);
+	run_free(&r);
+}
+END_TEST
+
+/* Instance A keeps one hot key busy with 4 sessions handing it on locally;
+ * a waiter on instance B gets it within its wait (locks.handoff_limit). */
+START_TEST(no_starvation_across_instances)
+{
+	/* With handoff_limit 4, A hands the key on at most 4 times while B's
+	 * waiter has asked, then releases it and lets B ask first. Allow B
+	 * to lose that race a few times (a loaded machine): at most
+	 * MAX_LOST_RACES * (4 + 1) grants on A while B waits. */
+	enum { NA = 4, ROUNDS = 20, WAIT = 5000, LIMIT = 4, MAX_LOST_RACES = 4 };
+	struct h_opts oa = {.locks_extra = "  handoff_limit: 4\n"};
+	h_masters_start(3);
+	h_lockd_start(&oa);
+	h_lockd_start(NULL);
+	struct run r;
+	run_init(&r, NA + 1, "hot", 777);
+	add_sessions(&r, 0, NA, 0, "LOCK hot WAIT 10000\n");
+	add_sessions(&r, NA, 1, 1, "LOCK hot WAIT 5000\n");
+	struct sess *b = &r.s[NA];
+	b->manual = 1;
+	b->hold_min = b->hold_max = 20;
+	/* A: LOCK, UNLOCK, LOCK again, as fast as the replies come */
+	double t0 = h_now_ms();
+	while (h_now_ms() - t0 < 300)
+		run_round(&r, 5);
+	long warm = r.grants;
+	ck_assert_msg(warm >= 10, "instance A: only %ld grants in 300 ms", warm);
+	struct cl *ctl = cl_tcp(h_lockd(0)->port);
+	char *h0 = cl_stat(ctl, "handoffs");
+	ck_assert_ptr_nonnull(h0);
+	struct dvec waits = {0}, a_during = {0};
+	for (int round = 0; round < ROUNDS; round++) {
+		long a_before = r.grants;
+		ck_assert_msg(b->st == S_IDLE, "round %d: the session on B is in state %d (%s)", round,
+			      b->st, r.first_bad[0] ? r.first_bad : "-");
+		send_req(&r, NA, b->lock_req);
+		b->st = S_LOCKING;
+		int g0 = b->grants;
+		double ts = h_now_ms();
+		while (b->st == S_LOCKING && h_now_ms() - ts < WAIT + 1000)
+			run_round(&r, 5);
+		ck_assert_msg(b->grants == g0 + 1,
+			      "round %d: the waiter on instance B was not granted within WAIT %d "
+			      "(state %d, %ld grants on A meanwhile, timeouts %ld)",
+			      round, WAIT, b->st, r.grants - a_before, r.timeouts);
+		dv_add(&waits, b->last_wait);
+		long on_a = r.grants - a_before - 1;
+		dv_add(&a_during, (double)on_a);
+		if (on_a > MAX_LOST_RACES * (LIMIT + 1))
+			printf("no_starvation_across_instances: round %d: B waited %.1f ms while A "
+			       "granted the key %ld times\n",
+			       round, b->last_wait, on_a);
+		/* let B hold and release, and A run on a while */
+		double tb = h_now_ms();
+		while (h_now_ms() - tb < 200)
+			run_round(&r, 5);
+	}
+	run_drain(&r, 15000);
+	char *h1 = cl_stat(ctl, "handoffs");
+	long long local_handoffs = strtoll(h1, NULL, 10) - strtoll(h0, NULL, 10);
+	double mx = pct(waits.v, waits.n, 100), p50 = pct(waits.v, waits.n, 50);
+	double amax = pct(a_during.v, a_during.n, 100), a50 = pct(a_during.v, a_during.n, 50);
+	printf("no_starvation_across_instances: waiter on B granted after p50 %.1f ms, max %.1f ms "
+	       "(WAIT %d), with p50 %.0f, max %.0f grants on A meanwhile (handoff_limit %d); %ld "
+	       "grants in all, %lld local handoffs on A, timeouts %ld\n",
+	       p50, mx, WAIT, a50, amax, LIMIT, r.grants, local_handoffs, r.timeouts);
+	fflush(stdout);
+	run_check(&r);
+	ck_assert_msg(amax <= MAX_LOST_RACES * (LIMIT + 1),
+		      "the waiter on B waited while A granted the key %.0f times in a row "
+		      "(handoff_limit %d)",
+		      amax, LIMIT);
+	ck_assert_msg(local_handoffs > 0, "instance A made no local handoffs: the test did not "
+					  "exercise handoff_limit");
+	ck_assert_msg(r.grants - warm >= ROUNDS * 5, "instance A starved: %ld grants after warm-up",
+		      r.grants - warm - ROUNDS);
+	free(waits.v);
+	free(a_during.v);
+	free(h0);
+	free(h1);
+	cl_close(ctl);
+	run_free(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ lockd restarts */
+
+/* PTTLs of rkey on the 3 masters, sorted (missing key: 0). */
+static void pttls(const char *rkey, long long p[3])
+{
+	for (int i = 0; i < 3; i++) {
+		char *v = h_redis(i, "PTTL", rkey, NULL);
+		long long x = v ? strtoll(v, NULL, 10) : 0;
+		p[i] = x > 0 ? x : 0;
+		free(v);
+	}
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (p[j] < p[i]) {
+				long long t = p[i];
+				p[i] = p[j];
+				p[j] = t;
+			}
+}
+
+/* kill -9 the lockd that holds a lock: a new lockd on the same masters does
+ * not grant it while the lease is on a majority, grants it once it lapses,
+ * with a larger fence. */
+START_TEST(lockd_restart_keeps_lock)
+{
+	enum { LEASE = 1500 };
+	struct h_opts o = {.lease_ms = LEASE, .redis_extra = "  reconnect_max_ms: 200\n"};
+	h_masters_start(3);
+	int A = h_lockd_start(&o);
+	struct cl *a = cl_tcp(h_lockd(A)->port);
+	unsigned long long fa = cl_lock(a, "LOCK k");
+	unsigned long long fa2 = cl_lock(a, "LOCK k2");
+	/* the watchdog keeps them: past one lease, nothing happens */
+	cl_silence(a, LEASE + 300);
+	h_lockd_signal(A, SIGKILL);
+	int st = h_lockd_wait(A, 3000);
+	ck_assert_msg(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		      "lockd A did not die of SIGKILL (status %d)", st);
+	double tk = h_now_ms();
+	long long p[3], p2[3];
+	pttls("lockd:k", p);
+	pttls("lockd:k2", p2);
+	ck_assert_msg(p[1] > 0 && p2[1] > 0,
+		      "right after lockd A died its locks are not on a majority (PTTL k %lld %lld "
+		      "%lld, k2 %lld %lld %lld): the watchdog did not renew them",
+		      p[0], p[1], p[2], p2[0], p2[1], p2[2]);
+	/* k: free on a majority at the earliest tk + p[1] (allow 2 ms for
+	 * PTTL rounding); k2 likewise. */
+	double k_free = tk + p[1] - 2, k_all = tk + p[2] + 5, k2_free = tk + p2[1] - 2,
+	       k2_all = tk + p2[2] + 5;
+	int B = h_lockd_start(&o);
+	double tb = h_now_ms();
+	struct cl *b = cl_tcp(h_lockd(B)->port), *w = cl_tcp(h_lockd(B)->port);
+	cl_send(w, "LOCK k2 WAIT 8000\n");
+	ck_assert_msg(tb < k_free - 100,
+		      "lockd B took %.0f ms to start: lockd A's lease (%d ms) lapsed before it "
+		      "could be checked",
+		      tb - tk, LEASE);
+	int busy = 0;
+	unsigned long long fb = 0;
+	double tok = 0;
+	while (h_now_ms() < k_all + 1000 + H_JITTER) {
+		const char *l = cl_cmd(b, "TRYLOCK k", H_TMO);
+		double now = h_now_ms();
+		ck_assert_msg(l != NULL, "TRYLOCK k: no reply");
+		if (strcmp(l, "BUSY") == 0) {
+			busy++;
+		} else {
+			ck_assert_msg(now >= k_free,
+				      "lockd B granted k ('%s') %.0f ms after lockd A died, while A's "
+				      "lease was still on a majority for %.0f ms more",
+				      l, now - tk, k_free - now);
+			fb = h_fence(l);
+			tok = now;
+			break;
+		}
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(busy >= 1, "no BUSY before the lease lapsed");
+	ck_assert_msg(fb > 0, "lockd B never granted k (lease lapsed %.0f ms ago)", h_now_ms() - k_all);
+	ck_assert_msg(fb > fa, "fence %llu from lockd B after %llu from lockd A", fb, fa);
+	/* the waiter: after the lease lapsed, within 1 s of its end */
+	const char *l = cl_reply(w, 8000 + 1000);
+	double tw = h_now_ms();
+	ck_assert_msg(l != NULL, "LOCK k2 WAIT 8000: no reply");
+	unsigned long long fw = h_fence(l);
+	ck_assert_msg(tw >= k2_free, "lockd B granted k2 %.0f ms before A's lease left a majority",
+		      k2_free - tw);
+	ck_assert_msg(tw <= k2_all + 1000 + H_JITTER,
+		      "waiter on k2 granted %.0f ms after A's lease ran out (service level 1 s)",
+		      tw - k2_all);
+	ck_assert_msg(fw > fa2, "fence %llu for k2 from lockd B after %llu from lockd A", fw, fa2);
+	printf("lockd_restart_keeps_lock: lockd B up %.0f ms after kill; lease left %lld/%lld/%lld "
+	       "ms; %d BUSY, then OK %llu (A had %llu) %.0f ms after kill (%.0f after majority "
+	       "lapse); waiter on k2 granted %.0f ms after its lease ran out\n",
+	       tb - tk, p[0], p[1], p[2], busy, fb, fa, tok - tk, tok - k_free, tw - k2_all);
+	fflush(stdout);
+	cl_close(a);
+	cl_close(b);
+	cl_close(w);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ soak */
+
+enum { F_GAP, F_KILLED, F_STOPPED, F_RECOVER };
+
+struct faults {
+	int phase, m, kind; /* kind 0: kill -9 + restart, 1: SIGSTOP + SIGCONT */
+	double until;       /* end of the current phase (F_RECOVER: deadline) */
+	double t_recover;   /* when the master came back */
+	int n, kills, stops;
+	double worst_recover;
+	struct cl *ctl[2];
+	unsigned seed;
+	int nev; /* what was done when, for the report */
+	double ev_t[512];
+	char ev[512][40];
+};
+
+static void fault_ev(struct faults *f, const char *what)
+{
+	if (f->nev < 512) {
+		f->ev_t[f->nev] = h_now_ms();
+		snprintf(f->ev[f->nev++], sizeof(f->ev[0]), "%s master %d", what, f->m);
+	}
+}
+
+/* Both lockds see master m up and counting. */
+static int both_count(struct faults *f, int m)
+{
+	for (int i = 0; i < 2; i++) {
+		char st[64];
+		int counts;
+		master_view(f->ctl[i], m, st, sizeof(st), &counts);
+		if (strcmp(st, "up") != 0 || counts != 1)
+			return 0;
+	}
+	return 1;
+}
+
+static void faults_tick(struct faults *f, double now, int stop_new)
+{
+	switch (f->phase) {
+	case F_GAP:
+		if (now < f->until || stop_new)
+			return;
+		f->m = f->n % 3;
+		f->kind = f->n % 2;
+		f->n++;
+		if (f->kind == 0) {
+			h_master_kill(f->m);
+			fault_ev(f, "kill -9");
+			f->kills++;
+			f->phase = F_KILLED;
+		} else {
+			h_master_stop(f->m);
+			fault_ev(f, "SIGSTOP");
+			f->stops++;
+			f->phase = F_STOPPED;
+		}
+		f->until = h_now_ms() + rnd(&f->seed, 700, 1300);
+		return;
+	case F_KILLED:
+	case F_STOPPED:
+		if (now < f->until)
+			return;
+		if (f->phase == F_KILLED)
+			h_master_restart(f->m);
+		else
+			h_master_cont(f->m);
+		fault_ev(f, f->phase == F_KILLED ? "restarted" : "SIGCONT");
+		f->t_recover = h_now_ms();
+		f->phase = F_RECOVER;
+		f->until = f->t_recover + 15000;
+		return;
+	case F_RECOVER:
+		if (both_count(f, f->m)) {
+			double el = h_now_ms() - f->t_recover;
+			f->worst_recover = el > f->worst_recover ? el : f->worst_recover;
+			fault_ev(f, "counts again:");
+			f->phase = F_GAP;
+			f->until = h_now_ms() + rnd(&f->seed, 300, 700);
+			return;
+		}
+		ck_assert_msg(now < f->until,
+			      "master %d does not count again on both lockds 15 s after its %s", f->m,
+			      f->kind == 0 ? "restart" : "SIGCONT");
+		return;
+	}
+}
+
+/* 2 lockds, 16 sessions each, one fenced counter, masters killed, stopped,
+ * restarted one at a time. */
+START_TEST(safety_soak)
+{
+	enum { PER = 16, N = 2 * PER, MIN_GRANTS = 200 };
+	int secs = soak_seconds();
+	struct h_opts o = {.lease_ms = 2000,
+			   .redis_extra = "  restart_exclusion_ms: 2000\n  reconnect_max_ms: 200\n"};
+	h_masters_start(3);
+	h_lockd_start(&o);
+	h_lockd_start(&o);
+	struct run r;
+	run_init(&r, N, "counter", 4242);
+	add_sessions(&r, 0, PER, 0, "LOCK counter WAIT 3000\n");
+	add_sessions(&r, PER, PER, 1, "LOCK counter WAIT 3000\n");
+	for (int i = 0; i < N; i++) {
+		r.s[i].hold_min = 0;
+		r.s[i].hold_max = 5;
+		r.s[i].think_min = 0;
+		r.s[i].think_max = 3;
+		r.s[i].t_next = h_now_ms() + i; /* spread the first LOCKs a little */
+	}
+	r.stall_ms = 250;
+	struct faults f = {.phase = F_GAP, .seed = 99};
+	f.ctl[0] = cl_tcp(h_lockd(0)->port);
+	f.ctl[1] = cl_tcp(h_lockd(1)->port);
+	double t0 = h_now_ms(), end = t0 + secs * 1000.0;
+	f.until = t0 + 2000; /* a quiet start */
+	while (h_now_ms() < end || f.phase != F_GAP) {
+		run_round(&r, 20);
+		faults_tick(&f, h_now_ms(), h_now_ms() >= end);
+		if (r.overlaps || r.regressions)
+			break; /* report at once, with the logs as they are */
+	}
+	if (!r.overlaps && !r.regressions)
+		run_drain(&r, 8000);
+	double el = h_now_ms() - t0;
+	printf("safety_soak: %.0f s, 32 sessions on 2 lockds: grants %ld, counter %ld (refused "
+	       "writes %ld), overlaps %ld, fence regressions %ld, faults %d (%d kill -9 + restart, %d "
+	       "SIGSTOP + SIGCONT; slowest rejoin %.0f ms), ERR QUORUM %ld on LOCK + %ld on UNLOCK, "
+	       "TIMEOUT %ld, LOST %ld (UNLOCK after LOST %ld, stale %ld), last fence %llu\n",
+	       el / 1000, r.grants, r.counter, r.refused, r.overlaps, r.regressions, f.n, f.kills, f.stops,
+	       f.worst_recover, r.quorum, r.quorum_unlock, r.timeouts, r.lost,
+	       r.notheld_after_lost, r.lost_stale, r.last_fence);
+	print_lat("safety_soak", "cross-instance handoff", &r.xlat);
+	print_lat("safety_soak", "same-instance handoff", &r.llat);
+	printf("safety_soak: %d stalls (no grant for more than %.0f ms):", r.stall_at.n, r.stall_ms);
+	for (int k = 0; k < r.stall_at.n && k < 30; k++) {
+		printf("\n  at %.0f ms for %.0f ms; faults around it:", r.stall_at.v[k] - t0,
+		       r.stall_len.v[k]);
+		for (int e = 0; e < f.nev; e++)
+			if (f.ev_t[e] >= r.stall_at.v[k] - 2500 &&
+			    f.ev_t[e] <= r.stall_at.v[k] + r.stall_len.v[k])
+				printf(" [%.0f %s]", f.ev_t[e] - t0, f.ev[e]);
+	}
+	printf("\n");
+	fflush(stdout);
+	if (r.overlaps || r.regressions) {
+		h_lockd_log_tail(0, 40);
+		h_lockd_log_tail(1, 40);
+	}
+	run_check(&r);
+	ck_assert_msg(r.refused == 0, "%ld counter writes with a stale fence", r.refused);
+	ck_assert_msg(r.grants > MIN_GRANTS, "only %ld grants in %.0f s", r.grants, el / 1000);
+	ck_assert_msg(f.kills >= 1 && f.stops >= 1, "faults: %d kills, %d stops", f.kills, f.stops);
+	/* all released: the key is free again (a release that met no majority
+	 * leaves it until its lease lapses) */
+	double tf = h_now_ms();
+	int held = 1;
+	while (held && h_now_ms() - tf < 2000 + 1000 + H_JITTER) {
+		held = cl_status(f.ctl[0], "counter", NULL, NULL) ||
+		       cl_status(f.ctl[1], "counter", NULL, NULL);
+		if (held)
+			h_sleep_ms(20);
+	}
+	ck_assert_msg(!held, "STATUS counter not FREE %.0f ms after every session let go",
+		      h_now_ms() - tf);
+	cl_close(f.ctl[0]);
+	cl_close(f.ctl[1]);
+	run_free(&r);
+}
+END_TEST
+
+TCase *tc_soak(void)
+{
+	TCase *tc = tcase_create("soak");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, soak_seconds() + 60);
+	H_ADD(tc, sigstop_recovers);
+	H_ADD(tc, kill_and_rejoin);
+	H_ADD(tc, two_instances_8x8);
+	H_ADD(tc, no_starvation_across_instances);
+	H_ADD(tc, lockd_restart_keeps_lock);
+	H_ADD(tc, safety_soak);
+	return tc;
+}
