@@ -70,7 +70,6 @@ struct lkey {
 	uint32_t handoffs; /* consecutive local handoffs */
 	int remote_waiters; /* the last grant saw a waiter on another lockd */
 	int noticed;        /* a release notice came while our acquire was out */
-	int yields;         /* yields in a row after which a waiter elsewhere still waited */
 	int refs;          /* renewal batches that point here */
 	char key[];
 };
@@ -84,8 +83,6 @@ static int wd_retry_soon;
 static int shutting_down;
 
 #define RENEW_BATCH 512    /* keys per renewal script */
-#define HANDOFF_YIELD_MS 20 /* after a release, waiters on other lockds go first;
-			       doubled (up to 16x) while they keep losing */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
@@ -205,9 +202,6 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	lk->validity_us = g->validity_us;
 	lk->renewed_us = g->start_us;
 	lk->renew_failed = 0;
-	/* Still a waiter elsewhere after we yielded: it lost the race (it
-	 * is slower to ask), so yield longer next time. */
-	lk->yields = g->remote_waiters ? lk->yields + 1 : 0;
 	lk->remote_waiters = g->remote_waiters;
 	if (!lk->deadline)
 		lk->deadline = evtimer_new(base, deadline_cb, lk);
@@ -257,7 +251,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 	hold_end(lk);
 	lk->handoffs = 0;
 	/* It may still sit on some masters: clear it before the next try. */
-	rl_release(lk->key, lk->node.klen, token, NULL, NULL);
+	rl_release(lk->key, lk->node.klen, token, 0, NULL, NULL);
 	kick(lk);
 	lk_maybe_free(lk);
 }
@@ -325,7 +319,7 @@ static void acquired(struct rl_call *c, void *owner)
 			return;
 		}
 		/* The waiter left while we asked: give it back. */
-		rl_release(lk->key, lk->node.klen, lk->token, NULL, NULL);
+		rl_release(lk->key, lk->node.klen, lk->token, 0, NULL, NULL);
 	} else if (w) {
 		int quorum = g->result == RL_QUORUM;
 		if (w->mode == WM_TRY) {
@@ -433,21 +427,23 @@ static void release_key(struct lkey *lk, struct session *rs)
 		if (rs)
 			rs->rel_lk = NULL;
 	}
-	/* A waiter on another lockd asked for the key: it is woken by the
-	 * release notice, and ours ask a moment later, so that it is not
-	 * beaten every time by sessions that are closer. */
-	int yield = lk->remote_waiters;
+	/* A plain release: if a waiter on another lockd asked for the key,
+	 * the masters announce the release and keep the key for that lockd
+	 * a moment, so that ours, closer to their clients, do not win it
+	 * back every time (see SCR_RELEASE). */
 	lk->handoffs = 0;
 	lk->remote_waiters = 0;
-	struct rl_call *c = rl_release(lk->key, lk->node.klen, old, rs ? released : NULL, rs);
+	/* Our waiters will ask again: whoever gets it meanwhile (another
+	 * lockd) must know that someone here waits. */
+	int64_t flag_ms = l && !shutting_down ? cfg->lease_ms + 1000 : 0;
+	struct rl_call *c =
+		rl_release(lk->key, lk->node.klen, old, flag_ms, rs ? released : NULL, rs);
 	if (rs) {
 		if (c)
 			rs->call = c;
 		else
 			session_reply(rs, "ERR LIMIT out of memory");
 	}
-	if (yield && !lk->retry_armed && !shutting_down)
-		schedule_retry(lk, (int64_t)HANDOFF_YIELD_MS << (lk->yields < 4 ? lk->yields : 4));
 	kick(lk);
 	lk_maybe_free(lk);
 }
@@ -475,8 +471,9 @@ void lt_lock(struct session *s, const struct request *r)
 		session_reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;
 	}
-	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len)) {
-		/* Held here, or others queue for it: never jump the queue. */
+	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len || lk->retry_armed)) {
+		/* Held here, others queue for it, or it was just released for a
+		 * waiter on another lockd: never jump the queue. */
 		if (r->cmd == CMD_TRYLOCK) {
 			stats.busy++;
 			session_reply(s, "BUSY");

@@ -60,8 +60,8 @@ struct rl_call {
 	int64_t status_ttl;
 
 	int argc;
-	const char *argv[10];
-	size_t argvlen[10];
+	const char *argv[12];
+	size_t argvlen[12];
 	const char *rargv[5]; /* fence write-back */
 	size_t rargvlen[5];
 	char leasebuf[24], fencebuf[24];
@@ -82,6 +82,8 @@ static size_t prefix_len;
 static char channel[128];
 static double drift;
 static int64_t timeout_us;
+static char instance[TOKEN_LEN + 1]; /* this lockd, in the waiting flag */
+static char reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_ms, so the first is
  * always the next to expire, and one timer serves them all. */
 static struct waitq expq;
@@ -109,6 +111,9 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 		waitq_init(&expq);
 	}
 	timeout_us = timeout_ms * 1000;
+	token_new(instance);
+	snprintf(reserve_ms, sizeof(reserve_ms), "%lld",
+		 (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
 	snprintf(prefix, sizeof(prefix), "%s", p);
 	prefix_len = strlen(prefix);
 	snprintf(channel, sizeof(channel), "%s released", p);
@@ -529,17 +534,17 @@ static size_t put_keys(struct rl_call *c, const char *key, size_t klen, const ch
 }
 
 /* Keys beside a lock: they contain a space, which no lock key can. */
-static const char *const sfx_fence_waiting[] = {" fence", " waiting"};
-static const char *const sfx_waiting[] = {" waiting"};
+static const char *const sfx_acquire[] = {" fence", " waiting", " reserved"};
+static const char *const sfx_release[] = {" waiting", " reserved"};
 
 struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
 			   const char *old_token, int will_wait, rl_done_fn *done,
 			   rl_done_fn *release_done, void *owner)
 {
-	struct rl_call *c = call_new(RK_ACQUIRE, 3 * (prefix_len + klen) + 24 + 2 * (TOKEN_LEN + 1));
+	struct rl_call *c = call_new(RK_ACQUIRE, 4 * (prefix_len + klen) + 40 + 2 * (TOKEN_LEN + 1));
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, key, klen, sfx_fence_waiting, 2);
+	size_t used = put_keys(c, key, klen, sfx_acquire, 3);
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
@@ -553,17 +558,19 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 	c->rel_fired = release_done == NULL;
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	/* EVALSHA sha 3 lockkey fencekey waitkey token lease old wait */
-	c->argc = 10;
-	c->argv[2] = "3";
+	/* EVALSHA sha 4 lock fence waiting reserved token lease old wait instance */
+	c->argc = 12;
+	c->argv[2] = "4";
 	c->argv[3] = c->buf;
-	c->argv[4] = c->buf + prefix_len + klen + 1;
+	c->argv[4] = c->argv[3] + prefix_len + klen + 1;
 	c->argv[5] = c->argv[4] + prefix_len + klen + 7;
-	c->argv[6] = tok;
-	c->argv[7] = c->leasebuf;
-	c->argv[8] = old;
-	c->argv[9] = will_wait ? "1" : "0";
-	for (int i = 2; i < 10; i++)
+	c->argv[6] = c->argv[5] + prefix_len + klen + 9;
+	c->argv[7] = tok;
+	c->argv[8] = c->leasebuf;
+	c->argv[9] = old;
+	c->argv[10] = will_wait ? "1" : "0";
+	c->argv[11] = instance;
+	for (int i = 2; i < 12; i++)
 		c->argvlen[i] = strlen(c->argv[i]);
 	/* write-back: EVALSHA sha 1 fencekey value */
 	c->rargv[2] = "1";
@@ -589,13 +596,13 @@ static void release_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
-struct rl_call *rl_release(const char *key, size_t klen, const char *token, rl_done_fn *done,
-			   void *owner)
+struct rl_call *rl_release(const char *key, size_t klen, const char *token, int64_t wait_flag_ms,
+			   rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = call_new(RK_RELEASE, 2 * prefix_len + 3 * klen + TOKEN_LEN + 16);
+	struct rl_call *c = call_new(RK_RELEASE, 3 * prefix_len + 4 * klen + TOKEN_LEN + 40);
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, key, klen, sfx_waiting, 1);
+	size_t used = put_keys(c, key, klen, sfx_release, 2);
 	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
@@ -603,17 +610,22 @@ struct rl_call *rl_release(const char *key, size_t klen, const char *token, rl_d
 	c->rel_done = done;
 	c->owner = owner;
 	c->done_fired = 1;
-	/* EVALSHA sha 2 lockkey waitkey token channel key */
-	c->argc = 8;
-	c->argv[2] = "2";
+	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)wait_flag_ms);
+	/* EVALSHA sha 3 lock waiting reserved token channel key flagms instance reservems */
+	c->argc = 12;
+	c->argv[2] = "3";
 	c->argv[3] = c->buf;
-	c->argv[4] = c->buf + prefix_len + klen + 1;
-	c->argv[5] = tok;
-	c->argv[6] = channel;
-	c->argv[7] = k;
-	for (int i = 2; i < 8; i++)
+	c->argv[4] = c->argv[3] + prefix_len + klen + 1;
+	c->argv[5] = c->argv[4] + prefix_len + klen + 9;
+	c->argv[6] = tok;
+	c->argv[7] = channel;
+	c->argv[8] = k;
+	c->argv[9] = c->leasebuf;
+	c->argv[10] = instance;
+	c->argv[11] = reserve_ms;
+	for (int i = 2; i < 12; i++)
 		c->argvlen[i] = strlen(c->argv[i]);
-	c->argvlen[7] = klen;
+	c->argvlen[8] = klen;
 	stats.releases++;
 	fanout(c, SCR_RELEASE, release_reply);
 	return c;
@@ -623,9 +635,9 @@ enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
 
 static void release_everywhere(const struct rl_call *c)
 {
-	const char *tok = c->argv[6];
+	const char *tok = c->argv[7];
 	size_t klen = c->argvlen[3] - prefix_len;
-	rl_release(c->buf + prefix_len, klen, tok, NULL, NULL);
+	rl_release(c->buf + prefix_len, klen, tok, 0, NULL, NULL);
 }
 
 static void renew_reply(struct master *m, redisReply *r, void *arg)

@@ -57,9 +57,11 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 const struct rl_grant *rl_grant_of(const struct rl_call *c);
 
 /* Compare-and-delete on every master. done (if set) runs once: RL_OK once
- * a majority of counting masters answered, RL_QUORUM once they cannot. */
-struct rl_call *rl_release(const char *key, size_t klen, const char *token, rl_done_fn *done,
-			   void *owner);
+ * a majority of counting masters answered, RL_QUORUM once they cannot.
+ * wait_flag_ms > 0: waiters of ours will ask again, so raise the waiting
+ * flag for that long (a holder elsewhere then limits its handoffs). */
+struct rl_call *rl_release(const char *key, size_t klen, const char *token, int64_t wait_flag_ms,
+			   rl_done_fn *done, void *owner);
 enum rl_result rl_result_of(const struct rl_call *c);
 
 /* Renew (and write back where missing) items for lease_ms, one script

@@ -11,32 +11,57 @@
 #include "scripts.h"
 
 static const char *const bodies[SCR_COUNT] = {
-	/* KEYS: lock, fence counter, waiting flag. ARGV: token, lease ms, old
-	 * token or "", "1" if the caller waits. Returns {fence, 0, waiting}
-	 * when set (waiting: 1 if a waiter elsewhere raised the flag), {0,
-	 * pttl} when another token holds it; a caller that waits raises the
-	 * flag so that the release is announced. */
+	/* KEYS: lock, fence counter, waiting flag, reservation. ARGV: token,
+	 * lease ms, old token or "", "1" if the caller waits, instance.
+	 * Returns {fence, 0, waiting} when set (waiting: 1 if a waiter on
+	 * another lockd raised the flag), {0, pttl} when another token holds
+	 * it or a release reserved it for a waiter on another lockd. A caller
+	 * that waits raises the flag (with its instance) so that the next
+	 * release is announced and reserved for it. */
 	[SCR_ACQUIRE] =
+		"local function wait_flag(ttl)\n"
+		"  if ARGV[4] == '1' then\n"
+		"    redis.call('SET', KEYS[3], ARGV[5], 'PX', math.max(ttl, 0) + 1000)\n"
+		"  end\n"
+		"end\n"
+		"local res = redis.call('GET', KEYS[4])\n"
+		"if res and res ~= ARGV[5] then\n"
+		"  local ttl = redis.call('PTTL', KEYS[4])\n"
+		"  wait_flag(ttl)\n"
+		"  return {0, ttl}\n"
+		"end\n"
 		"local v = redis.call('GET', KEYS[1])\n"
 		"if v == false or v == ARGV[3] then\n"
 		"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+		"  if res then redis.call('DEL', KEYS[4]) end\n"
 		"  if redis.call('EXISTS', KEYS[2]) == 0 then\n"
 		"    local t = redis.call('TIME')\n"
 		"    redis.call('SET', KEYS[2], t[1] .. string.sub('000000' .. t[2], -6))\n"
 		"  end\n"
-		"  return {redis.call('INCR', KEYS[2]), 0, redis.call('EXISTS', KEYS[3])}\n"
+		"  local w = redis.call('GET', KEYS[3])\n"
+		"  return {redis.call('INCR', KEYS[2]), 0, (w and w ~= ARGV[5]) and 1 or 0}\n"
 		"end\n"
 		"local ttl = redis.call('PTTL', KEYS[1])\n"
-		"if ARGV[4] == '1' then\n"
-		"  redis.call('SET', KEYS[3], '1', 'PX', math.max(ttl, 0) + 1000)\n"
-		"end\n"
+		"wait_flag(ttl)\n"
 		"return {0, ttl}\n",
-	/* KEYS: lock, waiting flag. ARGV: token, channel, key. Returns 1 if
-	 * deleted; announces it only when someone waits. */
+	/* KEYS: lock, waiting flag, reservation. ARGV: token, channel, key,
+	 * flag ms, instance, reserve ms. Returns 1 if deleted. A release that
+	 * a waiter on another lockd asked for is announced and reserved for
+	 * that lockd for reserve ms (else the releasing lockd, closer to its
+	 * clients, would win it back every time); flag ms > 0 raises the flag
+	 * for our own waiters. */
 	[SCR_RELEASE] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
 			"  redis.call('DEL', KEYS[1])\n"
-			"  if redis.call('DEL', KEYS[2]) == 1 then\n"
+			"  local w = redis.call('GET', KEYS[2])\n"
+			"  if w then\n"
+			"    redis.call('DEL', KEYS[2])\n"
 			"    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+			"    if w ~= ARGV[5] then\n"
+			"      redis.call('SET', KEYS[3], w, 'PX', ARGV[6])\n"
+			"    end\n"
+			"  end\n"
+			"  if tonumber(ARGV[4]) > 0 then\n"
+			"    redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])\n"
 			"  end\n"
 			"  return 1\n"
 			"end\n"
