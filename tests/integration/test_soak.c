@@ -47,7 +47,8 @@ static void stats_get(struct cl *c, int n, const char *const *names, char **vals
 	cl_send(c, "STATS\n");
 	const char *l = cl_reply(c, H_TMO);
 	for (int k = 0;; k++) {
-		ck_assert_msg(l != NULL, "STATS: reply ended (%s) before END", c->eof ? "EOF" : "timeout");
+		ck_assert_msg(l != NULL, "STATS: reply ended (%s) before END",
+		              c->eof ? "EOF" : "timeout");
 		if (strcmp(l, "END") == 0)
 			break;
 		ck_assert_msg(k < 10000 && strncmp(l, "STAT ", 5) == 0, "STATS: bad line '%s'", l);
@@ -132,13 +133,13 @@ struct sess {
 	int manual;                    /* the test sends its LOCKs itself (t_next unused) */
 	unsigned long long fence;      /* of the current grant */
 	unsigned long long lost_fence; /* of the last LOST */
-	int holds;                     /* believes it holds (OK received, no UNLOCK sent, no LOST) */
-	double t_next;                 /* IDLE: send LOCK at; HOLDING: send UNLOCK at */
-	double t_sent;                 /* when the pending request was sent */
-	double last_wait;              /* ms from sending LOCK to its OK */
+	int holds;        /* believes it holds (OK received, no UNLOCK sent, no LOST) */
+	double t_next;    /* IDLE: send LOCK at; HOLDING: send UNLOCK at */
+	double t_sent;    /* when the pending request was sent */
+	double last_wait; /* ms from sending LOCK to its OK */
 	int grants;
-	int replies;                   /* replies received (any) */
-	char *lines[16];               /* this round's lines */
+	int replies;     /* replies received (any) */
+	char *lines[16]; /* this round's lines */
 	int nlines;
 };
 
@@ -152,7 +153,7 @@ struct run {
 	int holder;   /* the session that believes it holds, or -1 */
 	unsigned long long last_fence;
 	long grants, overlaps, regressions, lost, lost_stale, quorum, quorum_unlock, timeouts,
-		notheld_after_lost, bad;
+	    notheld_after_lost, bad;
 	char first_overlap[320], first_regression[200], first_bad[320];
 	/* the last release, for handoff latency: 0 none, 1 UNLOCK sent, 2 its OK 0 received */
 	int rel_state, rel_owner, rel_inst;
@@ -185,8 +186,9 @@ static void run_bad(struct run *r, int i, const char *fmt, const char *line)
 {
 	r->bad++;
 	if (!r->first_bad[0])
-		snprintf(r->first_bad, sizeof(r->first_bad), "session %d (lockd %d, state %d): %s '%s'",
-			 i, r->s[i].inst, r->s[i].st, fmt, line ? line : "");
+		snprintf(r->first_bad, sizeof(r->first_bad),
+		         "session %d (lockd %d, state %d): %s '%s'", i, r->s[i].inst, r->s[i].st,
+		         fmt, line ? line : "");
 }
 
 static void send_req(struct run *r, int i, const char *req)
@@ -269,18 +271,20 @@ static void on_grant(struct run *r, int i, unsigned long long f, double now)
 		struct sess *h = &r->s[r->holder];
 		r->overlaps++;
 		if (!r->first_overlap[0])
-			snprintf(r->first_overlap, sizeof(r->first_overlap),
-				 "session %d (lockd %d) got 'OK %llu' while session %d (lockd %d) "
-				 "held fence %llu (granted %.0f ms before, no UNLOCK sent, no LOST)",
-				 i, s->inst, f, r->holder, h->inst, h->fence,
-				 now - (h->t_sent + h->last_wait));
+			snprintf(
+			    r->first_overlap, sizeof(r->first_overlap),
+			    "session %d (lockd %d) got 'OK %llu' while session %d (lockd %d) "
+			    "held fence %llu (granted %.0f ms before, no UNLOCK sent, no LOST)",
+			    i, s->inst, f, r->holder, h->inst, h->fence,
+			    now - (h->t_sent + h->last_wait));
 	}
 	if (f <= r->last_fence) {
 		r->regressions++;
 		if (!r->first_regression[0])
 			snprintf(r->first_regression, sizeof(r->first_regression),
-				 "session %d (lockd %d) got fence %llu after fence %llu had been granted",
-				 i, s->inst, f, r->last_fence);
+			         "session %d (lockd %d) got fence %llu after fence %llu had been "
+			         "granted",
+			         i, s->inst, f, r->last_fence);
 	} else {
 		r->last_fence = f;
 	}
@@ -398,7 +402,7 @@ static void run_timers(struct run *r, double now)
 			send_req(r, i, r->unlock_req);
 			s->st = S_UNLOCKING;
 		} else if (s->st == S_IDLE && !s->manual && !r->stopping && now >= s->t_next &&
-			   (!s->max_grants || s->grants < s->max_grants)) {
+		           (!s->max_grants || s->grants < s->max_grants)) {
 			send_req(r, i, s->lock_req);
 			s->st = S_LOCKING;
 		}
@@ -510,8 +514,8 @@ static int run_busy(const struct run *r)
 {
 	int n = 0;
 	for (int i = 0; i < r->n; i++)
-		n += r->s[i].st == S_LOCKING || r->s[i].st == S_UNLOCKING ||
-		     r->s[i].st == S_HOLDING;
+		n +=
+		    r->s[i].st == S_LOCKING || r->s[i].st == S_UNLOCKING || r->s[i].st == S_HOLDING;
 	return n;
 }
 
@@ -522,9 +526,10 @@ static void run_drain(struct run *r, int timeout_ms)
 	double end = h_now_ms() + timeout_ms;
 	while (run_busy(r) && h_now_ms() < end)
 		run_round(r, 20);
-	ck_assert_msg(run_busy(r) == 0, "%d sessions still have a request outstanding %d ms after "
-					"the last LOCK was sent",
-		      run_busy(r), timeout_ms);
+	ck_assert_msg(run_busy(r) == 0,
+	              "%d sessions still have a request outstanding %d ms after "
+	              "the last LOCK was sent",
+	              run_busy(r), timeout_ms);
 }
 
 static void print_lat(const char *test, const char *what, struct dvec *d)
@@ -534,7 +539,8 @@ static void print_lat(const char *test, const char *what, struct dvec *d)
 		return;
 	}
 	double mx = pct(d->v, d->n, 100), p99 = pct(d->v, d->n, 99), p50 = pct(d->v, d->n, 50);
-	printf("%s: %s: n=%d p50=%.2f ms p99=%.2f ms max=%.2f ms\n", test, what, d->n, p50, p99, mx);
+	printf("%s: %s: n=%d p50=%.2f ms p99=%.2f ms max=%.2f ms\n", test, what, d->n, p50, p99,
+	       mx);
 }
 
 /* Assert the safety figures of a run. */
@@ -542,19 +548,19 @@ static void run_check(struct run *r)
 {
 	ck_assert_msg(r->overlaps == 0, "%ld overlaps; first: %s", r->overlaps, r->first_overlap);
 	ck_assert_msg(r->regressions == 0, "%ld fence regressions; first: %s", r->regressions,
-		      r->first_regression);
-	ck_assert_msg(r->inside_bad == 0, "the inside counter was not 1 on entry / 0 on exit %ld times",
-		      r->inside_bad);
+	              r->first_regression);
+	ck_assert_msg(r->inside_bad == 0,
+	              "the inside counter was not 1 on entry / 0 on exit %ld times", r->inside_bad);
 	for (long k = 1; k < r->nseq; k++)
 		ck_assert_msg(r->seq_fence[k] > r->seq_fence[k - 1],
-			      "grant #%ld (by lockd-test-seq) has fence %llu after %llu", k + 1,
-			      r->seq_fence[k], r->seq_fence[k - 1]);
+		              "grant #%ld (by lockd-test-seq) has fence %llu after %llu", k + 1,
+		              r->seq_fence[k], r->seq_fence[k - 1]);
 	ck_assert_msg(r->bad == 0, "%ld unexpected lines; first: %s", r->bad, r->first_bad);
 }
 
 /* ------------------------------------------------------------------ master health */
 
-#define TMO_MS 50 /* redis.timeout_ms of these tests (the harness default) */
+#define TMO_MS     50 /* redis.timeout_ms of these tests (the harness default) */
 #define SLOW_LIMIT (TMO_MS + 500 + H_JITTER)
 
 static char *timed_cmd(struct cl *c, const char *req, double *ms)
@@ -563,7 +569,7 @@ static char *timed_cmd(struct cl *c, const char *req, double *ms)
 	const char *r = cl_cmd(c, req, 5000);
 	*ms = h_now_ms() - t0;
 	ck_assert_msg(r != NULL, "'%s': no reply after %.0f ms (%s)", req, *ms,
-		      c->eof ? "connection closed" : "timeout");
+	              c->eof ? "connection closed" : "timeout");
 	return strdup(r);
 }
 
@@ -590,8 +596,8 @@ START_TEST(sigstop_recovers)
 		char *r = timed_cmd(a, req, &ms);
 		h_fence(r);
 		ck_assert_msg(ms <= TMO_MS + H_JITTER,
-			      "TRYLOCK %d took %.0f ms with master 1 stopped (timeout_ms %d)", i, ms,
-			      TMO_MS);
+		              "TRYLOCK %d took %.0f ms with master 1 stopped (timeout_ms %d)", i,
+		              ms, TMO_MS);
 		worst = ms > worst ? ms : worst;
 		free(r);
 	}
@@ -616,12 +622,12 @@ START_TEST(sigstop_recovers)
 		}
 		h_sleep_ms(10);
 	}
-	ck_assert_msg(tdown >= 0, "STAT master.1.state still '%s' 2 s after SIGSTOP (and 10 requests)",
-		      st);
+	ck_assert_msg(tdown >= 0,
+	              "STAT master.1.state still '%s' 2 s after SIGSTOP (and 10 requests)", st);
 	ck_assert_msg(counts == 0, "stopped master 1 is '%s' but counts %d", st, counts);
 	char *err = cl_stat(s, "master.1.last_error");
 	ck_assert_msg(err && strcmp(err, "-") != 0, "STAT master.1.last_error '%s' while it is %s",
-		      err ? err : "(missing)", st);
+	              err ? err : "(missing)", st);
 	for (int m = 0; m < 3; m += 2) {
 		char n[48];
 		snprintf(n, sizeof(n), "master.%d.state", m);
@@ -644,15 +650,17 @@ START_TEST(sigstop_recovers)
 		}
 		h_sleep_ms(10);
 	}
-	ck_assert_msg(tup >= 0, "master 1 is '%s' (counts %d) 3 s after SIGCONT "
-				"(reconnect_max_ms 200)",
-		      st, counts);
+	ck_assert_msg(tup >= 0,
+	              "master 1 is '%s' (counts %d) 3 s after SIGCONT "
+	              "(reconnect_max_ms 200)",
+	              st, counts);
 	/* capped backoff (200) + a handshake + scheduling */
-	ck_assert_msg(tup <= 200 + 250 + 300, "master 1 up %.0f ms after SIGCONT (reconnect_max_ms 200)",
-		      tup);
+	ck_assert_msg(tup <= 200 + 250 + 300,
+	              "master 1 up %.0f ms after SIGCONT (reconnect_max_ms 200)", tup);
 	char *rc1 = cl_stat(s, "master.1.reconnects");
 	ck_assert_msg(rc1 && strtoll(rc1, NULL, 10) > strtoll(rc0, NULL, 10),
-		      "STAT master.1.reconnects %s after the stop, %s before", rc1 ? rc1 : "?", rc0);
+	              "STAT master.1.reconnects %s after the stop, %s before", rc1 ? rc1 : "?",
+	              rc0);
 	printf("sigstop_recovers: TRYLOCK worst %.1f ms; not up %.0f ms after SIGSTOP; up %.0f ms "
 	       "after SIGCONT; reconnects %s -> %s; last_error '%s'\n",
 	       worst, tdown, tup, rc0, rc1, err);
@@ -696,7 +704,8 @@ static void grant_once(struct cl *a, unsigned long long *last, const char *when)
 START_TEST(kill_and_rejoin)
 {
 	enum { EXCL = 1500 };
-	struct h_opts o = {.redis_extra = "  restart_exclusion_ms: 1500\n  reconnect_max_ms: 200\n"};
+	struct h_opts o = {.redis_extra =
+	                       "  restart_exclusion_ms: 1500\n  reconnect_max_ms: 200\n"};
 	h_std(&o);
 	struct cl *a = cl_open(), *s = cl_open();
 	for (int m = 0; m < 3; m++) {
@@ -737,9 +746,9 @@ START_TEST(kill_and_rejoin)
 		double te = h_now_ms();
 		if (counts == 1) {
 			ck_assert_msg(te - tr >= EXCL,
-				      "master 0 counts %.0f ms after it restarted empty "
-				      "(restart_exclusion_ms %d)",
-				      te - tr, EXCL);
+			              "master 0 counts %.0f ms after it restarted empty "
+			              "(restart_exclusion_ms %d)",
+			              te - tr, EXCL);
 			tcount = te - tr;
 			break;
 		}
@@ -750,14 +759,16 @@ START_TEST(kill_and_rejoin)
 		grants++;
 		h_sleep_ms(20);
 	}
-	ck_assert_msg(tcount >= 0, "master 0 (state %s) does not count %d ms after its restart "
-				   "(restart_exclusion_ms %d)",
-		      st, EXCL + 4000, EXCL);
+	ck_assert_msg(tcount >= 0,
+	              "master 0 (state %s) does not count %d ms after its restart "
+	              "(restart_exclusion_ms %d)",
+	              st, EXCL + 4000, EXCL);
 	ck_assert_msg(excluded_seen > 0, "master 0 was never seen up and not counting");
 	/* the catch-up after the window is quick (bounded) */
-	ck_assert_msg(tcount <= EXCL + 1000, "master 0 counts only %.0f ms after its restart "
-					     "(restart_exclusion_ms %d)",
-		      tcount, EXCL);
+	ck_assert_msg(tcount <= EXCL + 1000,
+	              "master 0 counts only %.0f ms after its restart "
+	              "(restart_exclusion_ms %d)",
+	              tcount, EXCL);
 	/* the log tells why it is out and when it counts again */
 	int why = h_file_count(h_lockd(0)->log, logoff, addr, "restart");
 	int back = h_file_count(h_lockd(0)->log, logoff, addr, "counts again");
@@ -826,8 +837,8 @@ START_TEST(two_instances_8x8)
 	       "%ld, quorum %ld, lost %ld, grants before the previous OK 0 %ld\n",
 	       r.grants, el, r.overlaps, r.regressions, r.timeouts, r.quorum, r.lost,
 	       r.grant_before_ok0);
-	print_lat("two_instances_8x8", "cross-instance handoff (OK 0 on one lockd -> OK on the other)",
-		  &r.xlat);
+	print_lat("two_instances_8x8",
+	          "cross-instance handoff (OK 0 on one lockd -> OK on the other)", &r.xlat);
 	print_lat("two_instances_8x8", "same-instance handoff", &r.llat);
 	printf("two_instances_8x8: longest run of grants on one lockd while the other had a "
 	       "waiter: %d; re-grants on the releasing lockd (>= 4 ms after its OK 0) while the "
@@ -838,21 +849,22 @@ START_TEST(two_instances_8x8)
 	fflush(stdout);
 	run_check(&r);
 	ck_assert_msg(done, "not all sessions got their %d grants within 60 s (%ld grants)", GRANTS,
-		      r.grants);
+	              r.grants);
 	ck_assert_int_eq(r.grants, N * GRANTS);
 	ck_assert_int_eq(r.nseq, N * GRANTS);
 	ck_assert_msg(r.timeouts == 0, "%ld LOCK hot WAIT 10000 timed out", r.timeouts);
 	ck_assert_msg(r.quorum == 0 && r.quorum_unlock == 0 && r.lost == 0,
-		      "healthy masters: %ld ERR QUORUM, %ld on UNLOCK, %ld LOST", r.quorum,
-		      r.quorum_unlock, r.lost);
+	              "healthy masters: %ld ERR QUORUM, %ld on UNLOCK, %ld LOST", r.quorum,
+	              r.quorum_unlock, r.lost);
 	/* handoff_limit 16 (default): a waiter on the other lockd goes first
 	 * after at most 16 local handoffs; allow it to lose that race a few times */
 	ck_assert_msg(r.max_run <= 4 * (16 + 1),
-		      "%d grants in a row on one lockd while a session on the other one waited "
-		      "(handoff_limit 16); LOCK wait max %.0f ms on lockd 0, %.0f ms on lockd 1",
-		      r.max_run, pct(r.wait[0].v, r.wait[0].n, 100), pct(r.wait[1].v, r.wait[1].n, 100));
+	              "%d grants in a row on one lockd while a session on the other one waited "
+	              "(handoff_limit 16); LOCK wait max %.0f ms on lockd 0, %.0f ms on lockd 1",
+	              r.max_run, pct(r.wait[0].v, r.wait[0].n, 100),
+	              pct(r.wait[1].v, r.wait[1].n, 100));
 	ck_assert_msg(r.xlat.n >= 5, "only %d cross-instance handoffs in %ld grants", r.xlat.n,
-		      r.grants);
+	              r.grants);
 	double p99 = pct(r.xlat.v, r.xlat.n, 99);
 	ck_assert_msg(p99 < 500, "cross-instance handoff p99 %.1f ms (service level: 500 ms)", p99);
 	run_free(&r);
@@ -891,8 +903,8 @@ START_TEST(no_starvation_across_instances)
 	struct dvec waits = {0}, a_during = {0};
 	for (int round = 0; round < ROUNDS; round++) {
 		long a_before = r.grants;
-		ck_assert_msg(b->st == S_IDLE, "round %d: the session on B is in state %d (%s)", round,
-			      b->st, r.first_bad[0] ? r.first_bad : "-");
+		ck_assert_msg(b->st == S_IDLE, "round %d: the session on B is in state %d (%s)",
+		              round, b->st, r.first_bad[0] ? r.first_bad : "-");
 		send_req(&r, NA, b->lock_req);
 		b->st = S_LOCKING;
 		int g0 = b->grants;
@@ -900,9 +912,9 @@ START_TEST(no_starvation_across_instances)
 		while (b->st == S_LOCKING && h_now_ms() - ts < WAIT + 1000)
 			run_round(&r, 5);
 		ck_assert_msg(b->grants == g0 + 1,
-			      "round %d: the waiter on instance B was not granted within WAIT %d "
-			      "(state %d, %ld grants on A meanwhile, timeouts %ld)",
-			      round, WAIT, b->st, r.grants - a_before, r.timeouts);
+		              "round %d: the waiter on instance B was not granted within WAIT %d "
+		              "(state %d, %ld grants on A meanwhile, timeouts %ld)",
+		              round, WAIT, b->st, r.grants - a_before, r.timeouts);
 		dv_add(&waits, b->last_wait);
 		long on_a = r.grants - a_before - 1;
 		dv_add(&a_during, (double)on_a);
@@ -927,13 +939,13 @@ START_TEST(no_starvation_across_instances)
 	fflush(stdout);
 	run_check(&r);
 	ck_assert_msg(amax <= MAX_LOST_RACES * (LIMIT + 1),
-		      "the waiter on B waited while A granted the key %.0f times in a row "
-		      "(handoff_limit %d)",
-		      amax, LIMIT);
+	              "the waiter on B waited while A granted the key %.0f times in a row "
+	              "(handoff_limit %d)",
+	              amax, LIMIT);
 	ck_assert_msg(local_handoffs > 0, "instance A made no local handoffs: the test did not "
-					  "exercise handoff_limit");
+	                                  "exercise handoff_limit");
 	ck_assert_msg(r.grants - warm >= ROUNDS * 5, "instance A starved: %ld grants after warm-up",
-		      r.grants - warm - ROUNDS);
+	              r.grants - warm - ROUNDS);
 	free(waits.v);
 	free(a_during.v);
 	free(h0);
@@ -980,15 +992,15 @@ START_TEST(lockd_restart_keeps_lock)
 	h_lockd_signal(A, SIGKILL);
 	int st = h_lockd_wait(A, 3000);
 	ck_assert_msg(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
-		      "lockd A did not die of SIGKILL (status %d)", st);
+	              "lockd A did not die of SIGKILL (status %d)", st);
 	double tk = h_now_ms();
 	long long p[3], p2[3];
 	pttls("lockd:k", p);
 	pttls("lockd:k2", p2);
 	ck_assert_msg(p[1] > 0 && p2[1] > 0,
-		      "right after lockd A died its locks are not on a majority (PTTL k %lld %lld "
-		      "%lld, k2 %lld %lld %lld): the watchdog did not renew them",
-		      p[0], p[1], p[2], p2[0], p2[1], p2[2]);
+	              "right after lockd A died its locks are not on a majority (PTTL k %lld %lld "
+	              "%lld, k2 %lld %lld %lld): the watchdog did not renew them",
+	              p[0], p[1], p[2], p2[0], p2[1], p2[2]);
 	/* k: free on a majority at the earliest tk + p[1] (allow 2 ms for
 	 * PTTL rounding); k2 likewise. */
 	double k_free = tk + p[1] - 2, k_all = tk + p[2] + 5, k2_free = tk + p2[1] - 2,
@@ -998,9 +1010,9 @@ START_TEST(lockd_restart_keeps_lock)
 	struct cl *b = cl_tcp(h_lockd(B)->port), *w = cl_tcp(h_lockd(B)->port);
 	cl_send(w, "LOCK k2 WAIT 8000\n");
 	ck_assert_msg(tb < k_free - 100,
-		      "lockd B took %.0f ms to start: lockd A's lease (%d ms) lapsed before it "
-		      "could be checked",
-		      tb - tk, LEASE);
+	              "lockd B took %.0f ms to start: lockd A's lease (%d ms) lapsed before it "
+	              "could be checked",
+	              tb - tk, LEASE);
 	int busy = 0;
 	unsigned long long fb = 0;
 	double tok = 0;
@@ -1011,10 +1023,11 @@ START_TEST(lockd_restart_keeps_lock)
 		if (strcmp(l, "BUSY") == 0) {
 			busy++;
 		} else {
-			ck_assert_msg(now >= k_free,
-				      "lockd B granted k ('%s') %.0f ms after lockd A died, while A's "
-				      "lease was still on a majority for %.0f ms more",
-				      l, now - tk, k_free - now);
+			ck_assert_msg(
+			    now >= k_free,
+			    "lockd B granted k ('%s') %.0f ms after lockd A died, while A's "
+			    "lease was still on a majority for %.0f ms more",
+			    l, now - tk, k_free - now);
 			fb = h_fence(l);
 			tok = now;
 			break;
@@ -1022,7 +1035,8 @@ START_TEST(lockd_restart_keeps_lock)
 		h_sleep_ms(20);
 	}
 	ck_assert_msg(busy >= 1, "no BUSY before the lease lapsed");
-	ck_assert_msg(fb > 0, "lockd B never granted k (lease lapsed %.0f ms ago)", h_now_ms() - k_all);
+	ck_assert_msg(fb > 0, "lockd B never granted k (lease lapsed %.0f ms ago)",
+	              h_now_ms() - k_all);
 	ck_assert_msg(fb > fa, "fence %llu from lockd B after %llu from lockd A", fb, fa);
 	/* the waiter: after the lease lapsed, within 1 s of its end */
 	const char *l = cl_reply(w, 8000 + 1000);
@@ -1030,10 +1044,10 @@ START_TEST(lockd_restart_keeps_lock)
 	ck_assert_msg(l != NULL, "LOCK k2 WAIT 8000: no reply");
 	unsigned long long fw = h_fence(l);
 	ck_assert_msg(tw >= k2_free, "lockd B granted k2 %.0f ms before A's lease left a majority",
-		      k2_free - tw);
+	              k2_free - tw);
 	ck_assert_msg(tw <= k2_all + 1000 + H_JITTER,
-		      "waiter on k2 granted %.0f ms after A's lease ran out (service level 1 s)",
-		      tw - k2_all);
+	              "waiter on k2 granted %.0f ms after A's lease ran out (service level 1 s)",
+	              tw - k2_all);
 	ck_assert_msg(fw > fa2, "fence %llu for k2 from lockd B after %llu from lockd A", fw, fa2);
 	printf("lockd_restart_keeps_lock: lockd B up %.0f ms after kill; lease left %lld/%lld/%lld "
 	       "ms; %d BUSY, then OK %llu (A had %llu) %.0f ms after kill (%.0f after majority "
@@ -1129,8 +1143,8 @@ static void faults_tick(struct faults *f, double now, int stop_new)
 			return;
 		}
 		ck_assert_msg(now < f->until,
-			      "master %d does not count again on both lockds 15 s after its %s", f->m,
-			      f->kind == 0 ? "restart" : "SIGCONT");
+		              "master %d does not count again on both lockds 15 s after its %s",
+		              f->m, f->kind == 0 ? "restart" : "SIGCONT");
 		return;
 	}
 }
@@ -1142,7 +1156,8 @@ START_TEST(safety_soak)
 	enum { PER = 16, N = 2 * PER, MIN_GRANTS = 200 };
 	int secs = soak_seconds();
 	struct h_opts o = {.lease_ms = 2000,
-			   .redis_extra = "  restart_exclusion_ms: 2000\n  reconnect_max_ms: 200\n"};
+	                   .redis_extra =
+	                       "  restart_exclusion_ms: 2000\n  reconnect_max_ms: 200\n"};
 	h_masters_start(3);
 	h_lockd_start(&o);
 	h_lockd_start(&o);
@@ -1172,16 +1187,18 @@ START_TEST(safety_soak)
 	if (!r.overlaps && !r.regressions)
 		run_drain(&r, 8000);
 	double el = h_now_ms() - t0;
-	printf("safety_soak: %.0f s, 32 sessions on 2 lockds: grants %ld, counter %ld (refused "
-	       "writes %ld), overlaps %ld, fence regressions %ld, faults %d (%d kill -9 + restart, %d "
-	       "SIGSTOP + SIGCONT; slowest rejoin %.0f ms), ERR QUORUM %ld on LOCK + %ld on UNLOCK, "
-	       "TIMEOUT %ld, LOST %ld (UNLOCK after LOST %ld, stale %ld), last fence %llu\n",
-	       el / 1000, r.grants, r.counter, r.refused, r.overlaps, r.regressions, f.n, f.kills, f.stops,
-	       f.worst_recover, r.quorum, r.quorum_unlock, r.timeouts, r.lost,
-	       r.notheld_after_lost, r.lost_stale, r.last_fence);
+	printf(
+	    "safety_soak: %.0f s, 32 sessions on 2 lockds: grants %ld, counter %ld (refused "
+	    "writes %ld), overlaps %ld, fence regressions %ld, faults %d (%d kill -9 + restart, %d "
+	    "SIGSTOP + SIGCONT; slowest rejoin %.0f ms), ERR QUORUM %ld on LOCK + %ld on UNLOCK, "
+	    "TIMEOUT %ld, LOST %ld (UNLOCK after LOST %ld, stale %ld), last fence %llu\n",
+	    el / 1000, r.grants, r.counter, r.refused, r.overlaps, r.regressions, f.n, f.kills,
+	    f.stops, f.worst_recover, r.quorum, r.quorum_unlock, r.timeouts, r.lost,
+	    r.notheld_after_lost, r.lost_stale, r.last_fence);
 	print_lat("safety_soak", "cross-instance handoff", &r.xlat);
 	print_lat("safety_soak", "same-instance handoff", &r.llat);
-	printf("safety_soak: %d stalls (no grant for more than %.0f ms):", r.stall_at.n, r.stall_ms);
+	printf("safety_soak: %d stalls (no grant for more than %.0f ms):", r.stall_at.n,
+	       r.stall_ms);
 	for (int k = 0; k < r.stall_at.n && k < 30; k++) {
 		printf("\n  at %.0f ms for %.0f ms; faults around it:", r.stall_at.v[k] - t0,
 		       r.stall_len.v[k]);
@@ -1200,6 +1217,14 @@ START_TEST(safety_soak)
 	ck_assert_msg(r.refused == 0, "%ld counter writes with a stale fence", r.refused);
 	ck_assert_msg(r.grants > MIN_GRANTS, "only %ld grants in %.0f s", r.grants, el / 1000);
 	ck_assert_msg(f.kills >= 1 && f.stops >= 1, "faults: %d kills, %d stops", f.kills, f.stops);
+	/* liveness: a key left on a master that answered late keeps waiters out
+	 * for at most its lease (2000), and they get it within 1 s of its end */
+	double worst_stall = 0;
+	for (int k = 0; k < r.stall_len.n; k++)
+		worst_stall = r.stall_len.v[k] > worst_stall ? r.stall_len.v[k] : worst_stall;
+	ck_assert_msg(worst_stall <= 2000 + 1000 + H_JITTER,
+	              "no grant for %.0f ms (lease_ms 2000, one master faulted at a time)",
+	              worst_stall);
 	/* all released: the key is free again (a release that met no majority
 	 * leaves it until its lease lapses) */
 	double tf = h_now_ms();
@@ -1211,7 +1236,7 @@ START_TEST(safety_soak)
 			h_sleep_ms(20);
 	}
 	ck_assert_msg(!held, "STATUS counter not FREE %.0f ms after every session let go",
-		      h_now_ms() - tf);
+	              h_now_ms() - tf);
 	cl_close(f.ctl[0]);
 	cl_close(f.ctl[1]);
 	run_free(&r);
