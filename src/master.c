@@ -17,6 +17,7 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
+#include "catchup.h"
 #include "log.h"
 #include "master.h"
 
@@ -419,6 +420,7 @@ static void write_marker(struct master *m)
 static void exclude(struct master *m, const char *why)
 {
 	m->exclude_until_us = now_us() + opts.exclusion_ms * 1000;
+	m->caught_up = 0; /* it lost its fence counters too */
 	log_warn("master %s %s: it does not count for %lld ms (redis.restart_exclusion_ms)",
 		 m->name, why, (long long)opts.exclusion_ms);
 	struct timeval tv = {(time_t)(opts.exclusion_ms / 1000),
@@ -471,6 +473,41 @@ static void judge(void)
 
 static void judge_cb(evutil_socket_t fd, short what, void *arg) { judge(); }
 
+static void rejoin(struct master *m);
+
+static void caught_up_cb(struct master *m, int ok)
+{
+	m->catching_up = 0;
+	if (ok && m->state == MS_UP) {
+		m->caught_up = 1;
+		log_info("master %s counts again", m->name);
+		write_marker(m);
+	} else {
+		struct timeval tv = {1, 0};
+		event_add(m->rejoin, &tv);
+	}
+}
+
+/* The exclusion is over: catch its counters up, then let it count. */
+static void rejoin(struct master *m)
+{
+	if (m->state != MS_UP || !m->judged || m->catching_up)
+		return;
+	if (m->caught_up) {
+		write_marker(m);
+		return;
+	}
+	if (catchup_start(m, opts.prefix, caught_up_cb) == 0) {
+		m->catching_up = 1;
+	} else {
+		log_warn("master %s: too few masters count to catch its fence counters up; "
+			 "trying again",
+			 m->name);
+		struct timeval tv = {1, 0};
+		event_add(m->rejoin, &tv);
+	}
+}
+
 static void rejoin_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct master *m = arg;
@@ -479,10 +516,7 @@ static void rejoin_cb(evutil_socket_t fd, short what, void *arg)
 		event_add(m->rejoin, &tv);
 		return;
 	}
-	if (m->state == MS_UP && m->judged) {
-		log_info("master %s counts again", m->name);
-		write_marker(m);
-	}
+	rejoin(m);
 }
 
 static void go_up(struct master *m)
@@ -502,7 +536,7 @@ static void go_up(struct master *m)
 		else
 			write_marker(m);
 	} else if (m->exclude_until_us <= now_us()) {
-		write_marker(m);
+		rejoin(m);
 	}
 	arm_timer(m);
 }
@@ -628,6 +662,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	base = b;
 	opts = *o;
 	opts.password = strdup(o->password);
+	opts.prefix = strdup(o->prefix); /* the config's copy goes away on reload */
 	nmasters = n;
 	masters = calloc((size_t)n, sizeof(*masters));
 	if (!masters)
@@ -654,6 +689,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->backoff_ms = 10;
 		m->rejoin = evtimer_new(base, rejoin_cb, m);
+		m->caught_up = 1;
 		start_connect(m);
 		m->reconnects = 0;
 	}
@@ -685,6 +721,7 @@ void masters_shutdown(void)
 		free(m->name);
 	}
 	free((char *)opts.password);
+	free((char *)opts.prefix);
 	free(masters);
 	masters = NULL;
 	nmasters = 0;
@@ -701,7 +738,7 @@ struct master *master_get(int i) { return &masters[i]; }
 
 int master_counts(const struct master *m)
 {
-	return m->state == MS_UP && m->judged && m->exclude_until_us <= now_us();
+	return m->state == MS_UP && m->judged && m->caught_up && m->exclude_until_us <= now_us();
 }
 
 int masters_counting(void)

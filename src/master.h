@@ -55,6 +55,8 @@ struct master {
 	int64_t exclude_until_us; /* 0: counts when up */
 	int judged;               /* startup marker check done (counts if up) */
 	int has_marker;
+	int caught_up;   /* its fence counters are trusted (see catchup.c) */
+	int catching_up; /* a catch-up is running */
 	char run_id[48];
 	int64_t latency_us;    /* last round trip */
 	int64_t last_reply_us; /* when it last answered */

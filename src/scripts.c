@@ -87,6 +87,16 @@ static const char *const bodies[SCR_COUNT] = {
 		      "  return tonumber(ARGV[1])\n"
 		      "end\n"
 		      "return tonumber(c)\n",
+	/* KEYS: fence counters. ARGV: one value per key. Returns how many
+	 * counters it raised. */
+	[SCR_RAISE_MANY] = "local n = 0\n"
+			   "for i = 1, #KEYS do\n"
+			   "  local c = redis.call('GET', KEYS[i])\n"
+			   "  if c == false or tonumber(c) < tonumber(ARGV[i]) then\n"
+			   "    redis.call('SET', KEYS[i], ARGV[i]); n = n + 1\n"
+			   "  end\n"
+			   "end\n"
+			   "return n\n",
 };
 
 static char shas[SCR_COUNT][41];

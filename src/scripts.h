@@ -7,6 +7,7 @@ enum script_id {
 	SCR_RELEASE, /* compare-and-delete, then announce the release */
 	SCR_RENEW,   /* extend each key we hold, write back each we lost */
 	SCR_RAISE,   /* raise a fence counter to at least a value */
+	SCR_RAISE_MANY, /* the same for many counters (catching up a master) */
 	SCR_COUNT
 };
 

@@ -1,0 +1,220 @@
+/* catchup: bring a master that lost its data up to date with the fence
+ * counters of the others before it counts again.
+ *
+ * A fence is stored on a majority before it is issued, so any N -
+ * majority + 1 masters hold every issued fence between them. From each of
+ * that many counting masters: SCAN the fence counters, MGET them, and
+ * raise the target's counters to at least those values (SCR_RAISE_MANY),
+ * one batch at a time. Only then may the target count again. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catchup.h"
+#include "cfg.h"
+#include "log.h"
+#include "master.h"
+#include "quorum.h"
+
+struct catchup {
+	struct master *target;
+	int src[CONFIG_MAX_MASTERS];
+	int nsrc, isrc;
+	char cursor[32];
+	char pattern[300];
+	catchup_done_fn *done;
+	long long raised;
+	const char *scan_argv[6];
+	size_t scan_len[6];
+	/* the batch in flight; every array lives until its call answered */
+	int nkeys;
+	char **keys;      /* copies of the counter names from SCAN */
+	char **vals;      /* copies of their values from MGET */
+	const char **argv; /* MGET, then the raise script */
+	size_t *argvlen;
+	char nbuf[16];
+};
+
+static int scan_step(struct catchup *cu);
+
+static void batch_free(struct catchup *cu)
+{
+	for (int i = 0; i < cu->nkeys; i++) {
+		free(cu->keys ? cu->keys[i] : NULL);
+		free(cu->vals ? cu->vals[i] : NULL);
+	}
+	free(cu->keys);
+	free(cu->vals);
+	free(cu->argv);
+	free(cu->argvlen);
+	cu->keys = cu->vals = NULL;
+	cu->argv = NULL;
+	cu->argvlen = NULL;
+	cu->nkeys = 0;
+}
+
+static void finish(struct catchup *cu, int ok)
+{
+	batch_free(cu);
+	if (ok)
+		log_info("master %s: fence counters caught up from %d master(s), %lld raised",
+			 cu->target->name, cu->nsrc, cu->raised);
+	else
+		log_warn("master %s: catching up fence counters failed; trying again",
+			 cu->target->name);
+	cu->done(cu->target, ok);
+	free(cu);
+}
+
+static void next_batch(struct catchup *cu)
+{
+	batch_free(cu);
+	if (strcmp(cu->cursor, "0") == 0 && ++cu->isrc == cu->nsrc) {
+		finish(cu, 1);
+		return;
+	}
+	if (scan_step(cu) != 0)
+		finish(cu, 0);
+}
+
+static void raise_cb(struct master *m, redisReply *r, void *arg)
+{
+	struct catchup *cu = arg;
+	if (!r || r->type != REDIS_REPLY_INTEGER) {
+		finish(cu, 0);
+		return;
+	}
+	cu->raised += r->integer;
+	next_batch(cu);
+}
+
+static void mget_cb(struct master *m, redisReply *r, void *arg)
+{
+	struct catchup *cu = arg;
+	int n = 0, k = 0;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || (int)r->elements != cu->nkeys) {
+		finish(cu, 0);
+		return;
+	}
+	for (int i = 0; i < cu->nkeys; i++)
+		n += r->element[i]->type == REDIS_REPLY_STRING;
+	if (n == 0) {
+		next_batch(cu);
+		return;
+	}
+	free(cu->argv); /* the MGET's, done with */
+	free(cu->argvlen);
+	cu->vals = calloc((size_t)cu->nkeys, sizeof(*cu->vals));
+	cu->argv = malloc(sizeof(*cu->argv) * (size_t)(3 + 2 * n));
+	cu->argvlen = malloc(sizeof(*cu->argvlen) * (size_t)(3 + 2 * n));
+	if (!cu->vals || !cu->argv || !cu->argvlen) {
+		finish(cu, 0);
+		return;
+	}
+	/* EVALSHA sha n key... value... (counters gone meanwhile skipped) */
+	for (int i = 0; i < cu->nkeys; i++) {
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			continue;
+		if (!(cu->vals[i] = strdup(r->element[i]->str))) {
+			finish(cu, 0);
+			return;
+		}
+		cu->argv[3 + k] = cu->keys[i];
+		cu->argvlen[3 + k] = strlen(cu->keys[i]);
+		cu->argv[3 + n + k] = cu->vals[i];
+		cu->argvlen[3 + n + k] = strlen(cu->vals[i]);
+		k++;
+	}
+	snprintf(cu->nbuf, sizeof(cu->nbuf), "%d", n);
+	cu->argv[0] = cu->argv[1] = "";
+	cu->argvlen[0] = cu->argvlen[1] = 0;
+	cu->argv[2] = cu->nbuf;
+	cu->argvlen[2] = strlen(cu->nbuf);
+	if (master_call(cu->target, SCR_RAISE_MANY, 3 + 2 * n, cu->argv, cu->argvlen, raise_cb,
+			cu) != 0)
+		finish(cu, 0);
+}
+
+static void scan_cb(struct master *m, redisReply *r, void *arg)
+{
+	struct catchup *cu = arg;
+
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+		finish(cu, 0);
+		return;
+	}
+	snprintf(cu->cursor, sizeof(cu->cursor), "%s", r->element[0]->str);
+	redisReply *ks = r->element[1];
+	if (ks->elements == 0) {
+		next_batch(cu);
+		return;
+	}
+	cu->nkeys = (int)ks->elements;
+	cu->keys = calloc(ks->elements, sizeof(*cu->keys));
+	cu->argv = malloc(sizeof(*cu->argv) * (ks->elements + 1));
+	cu->argvlen = malloc(sizeof(*cu->argvlen) * (ks->elements + 1));
+	if (!cu->keys || !cu->argv || !cu->argvlen) {
+		finish(cu, 0);
+		return;
+	}
+	cu->argv[0] = "MGET";
+	cu->argvlen[0] = 4;
+	for (size_t i = 0; i < ks->elements; i++) {
+		redisReply *e = ks->element[i];
+		if (e->type != REDIS_REPLY_STRING || !(cu->keys[i] = strdup(e->str))) {
+			finish(cu, 0);
+			return;
+		}
+		cu->argv[1 + i] = cu->keys[i];
+		cu->argvlen[1 + i] = strlen(e->str);
+	}
+	if (master_call(m, -1, 1 + cu->nkeys, cu->argv, cu->argvlen, mget_cb, cu) != 0)
+		finish(cu, 0);
+}
+
+static int scan_step(struct catchup *cu)
+{
+	cu->scan_argv[1] = cu->cursor;
+	cu->scan_len[1] = strlen(cu->cursor);
+	return master_call(master_get(cu->src[cu->isrc]), -1, 6, cu->scan_argv, cu->scan_len,
+			   scan_cb, cu);
+}
+
+int catchup_start(struct master *target, const char *prefix, catchup_done_fn *done)
+{
+	static const char *const fixed[6] = {"SCAN", "0", "MATCH", "", "COUNT", "500"};
+	int n = masters_count(), need = n - quorum_majority(n) + 1;
+	struct catchup *cu = calloc(1, sizeof(*cu));
+
+	if (!cu)
+		return -1;
+	for (int i = 0; i < n && cu->nsrc < need; i++) {
+		struct master *m = master_get(i);
+		if (m != target && master_counts(m))
+			cu->src[cu->nsrc++] = i;
+	}
+	cu->target = target;
+	cu->done = done;
+	/* Counters are "PREFIX<key> fence": glob-escape the prefix. */
+	char *p = cu->pattern;
+	for (const char *s = prefix; *s && p < cu->pattern + sizeof(cu->pattern) - 12; s++) {
+		if (strchr("*?[]\\", *s))
+			*p++ = '\\';
+		*p++ = *s;
+	}
+	strcpy(p, "* fence");
+	strcpy(cu->cursor, "0");
+	for (int i = 0; i < 6; i++) {
+		cu->scan_argv[i] = i == 3 ? cu->pattern : fixed[i];
+		cu->scan_len[i] = strlen(cu->scan_argv[i]);
+	}
+	if (cu->nsrc < need || scan_step(cu) != 0) {
+		free(cu);
+		return -1;
+	}
+	return 0;
+}
