@@ -487,6 +487,36 @@ START_TEST(restart_exclusion)
 }
 END_TEST
 
+/* A master that restarted empty gets every fence counter back, also of
+ * keys nobody locks while it is out, before it counts again. */
+START_TEST(restart_catches_up_counters)
+{
+	struct h_opts o = {.redis_extra = "  restart_exclusion_ms: 800\n"};
+	h_std(&o);
+	wait_all_count(5000);
+	struct cl *a = cl_open();
+	unsigned long long f = 0;
+	for (int i = 0; i < 4; i++) {
+		f = cl_lock(a, "TRYLOCK quiet");
+		cl_expect(a, "UNLOCK quiet", "OK 0");
+	}
+	h_master_restart(2);
+	char *gone = h_redis(2, "GET", "lockd:quiet fence", NULL);
+	ck_assert_msg(gone && strcmp(gone, "(nil)") == 0, "restarted master still has %s", gone);
+	free(gone);
+	wait_counts_again(2, 6000);
+	char *v = h_redis(2, "GET", "lockd:quiet fence", NULL);
+	ck_assert_msg(v && strtoull(v, NULL, 10) >= f,
+		      "counter on the caught-up master is %s, last fence %llu", v ? v : "NULL", f);
+	free(v);
+	/* and a grant from it and one other carries the fence on */
+	h_master_kill(0);
+	unsigned long long g = cl_lock(a, "TRYLOCK quiet");
+	ck_assert_msg(g > f, "fence %llu after %llu", g, f);
+	cl_close(a);
+}
+END_TEST
+
 /* Every master restarts empty, one after the other: fences keep growing
  * because each one's counters are caught up before it counts again. */
 START_TEST(fences_survive_restarts)
@@ -552,6 +582,7 @@ TCase *tc_faults(void)
 	H_ADD(tc, lost_when_majority_lost);
 	H_ADD(tc, restart_heals_lock);
 	H_ADD(tc, restart_exclusion);
+	H_ADD(tc, restart_catches_up_counters);
 	H_ADD(tc, fences_survive_restarts);
 	H_ADD(tc, sigterm_shutdown);
 	return tc;
