@@ -310,7 +310,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 			process(s);
 		return;
 	}
-	log_debug("session %llu (%s): connection error", (unsigned long long)s->id, s->peer);
+	int e = EVUTIL_SOCKET_ERROR();
+	log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id, s->peer,
+		 e ? evutil_socket_error_to_string(e) : "unknown");
 	session_close(s);
 }
 

@@ -892,7 +892,7 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	ck_assert_msg(f != NULL, "%s: %s", l->conf, strerror(errno));
 	fprintf(f, "# written by test_lockd\n");
 	fprintf(f, "listen: [\"127.0.0.1:%d\", \"unix:%s\"]\n", l->port, l->sock);
-	fprintf(f, "log_level: %s\n", o->log_debug ? "debug" : "info");
+	fprintf(f, "log_level: %s\n", o->log_debug || getenv("LOCKD_TEST_DEBUG") ? "debug" : "info");
 	if (o->password)
 		fprintf(f, "password: \"%s\"\n", o->password);
 	if (o->top_extra)

@@ -47,8 +47,9 @@ static void stats_get(struct cl *c, int n, const char *const *names, char **vals
 	cl_send(c, "STATS\n");
 	const char *l = cl_reply(c, H_TMO);
 	for (int k = 0;; k++) {
-		ck_assert_msg(l != NULL, "STATS: reply ended (%s) before END",
-		              c->eof ? "EOF" : "timeout");
+		ck_assert_msg(l != NULL, "STATS: reply ended (%s%s%s) before END",
+		              c->eof ? "EOF" : "timeout", c->err ? ": " : "",
+		              c->err ? strerror(c->err) : "");
 		if (strcmp(l, "END") == 0)
 			break;
 		ck_assert_msg(k < 10000 && strncmp(l, "STAT ", 5) == 0, "STATS: bad line '%s'", l);
