@@ -358,7 +358,7 @@ static void kick(struct lkey *lk)
 	if (!(l = waitq_first(&lk->waiters)))
 		return;
 	struct waiter *w = wq_entry(l, struct waiter, link);
-	token_new(lk->token);
+	rl_token_new(lk->token);
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
 	lk->was_handoff = 0;
@@ -409,7 +409,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 	if (l && !lk->retry_armed && lk->handoffs < (uint32_t)cfg->handoff_limit &&
 	    !shutting_down) {
 		struct waiter *w = wq_entry(l, struct waiter, link);
-		token_new(lk->token);
+		rl_token_new(lk->token);
 		lk->state = LK_ACQUIRING;
 		lk->acq_for = w;
 		lk->was_handoff = 1;

@@ -82,7 +82,8 @@ static size_t prefix_len;
 static char channel[128];
 static double drift;
 static int64_t timeout_us;
-static char instance[TOKEN_LEN + 1]; /* this lockd, in the waiting flag */
+#define INSTANCE_LEN 16 /* hex characters: a token is instance + 16 random ones */
+static char instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
 static char reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_ms, so the first is
  * always the next to expire, and one timer serves them all. */
@@ -112,6 +113,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	}
 	timeout_us = timeout_ms * 1000;
 	token_new(instance);
+	instance[INSTANCE_LEN] = '\0';
 	snprintf(reserve_ms, sizeof(reserve_ms), "%lld",
 		 (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
 	snprintf(prefix, sizeof(prefix), "%s", p);
@@ -124,6 +126,12 @@ void redlock_set_opts(double drift_factor, int64_t timeout_ms)
 {
 	drift = drift_factor;
 	timeout_us = timeout_ms * 1000;
+}
+
+void rl_token_new(char *out)
+{
+	token_new(out);
+	memcpy(out, instance, INSTANCE_LEN);
 }
 
 void redlock_shutdown(void)

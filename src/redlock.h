@@ -43,6 +43,10 @@ void redlock_init(struct event_base *base, const char *prefix, double drift_fact
 		  int64_t timeout_ms);
 void redlock_set_opts(double drift_factor, int64_t timeout_ms);
 void redlock_shutdown(void);
+/* A new lock token: this process's instance id, then random hex. Masters
+ * may overwrite a token of ours that no session of ours holds (a stale
+ * leftover of a late write), never another process's. */
+void rl_token_new(char *out);
 
 /* Acquire key with token for lease_ms. With old_token, swap our own lock
  * to the new token in the same round (a handoff): each master that

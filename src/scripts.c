@@ -17,7 +17,9 @@ static const char *const bodies[SCR_COUNT] = {
 	 * another lockd raised the flag), {0, pttl} when another token holds
 	 * it or a release reserved it for a waiter on another lockd. A caller
 	 * that waits raises the flag (with its instance) so that the next
-	 * release is announced and reserved for it. */
+	 * release is announced and reserved for it. A token of our own
+	 * instance is stale (no session of ours holds the key while we ask
+	 * for it): it is overwritten. */
 	[SCR_ACQUIRE] =
 		"local function wait_flag(ttl)\n"
 		"  if ARGV[4] == '1' then\n"
@@ -31,7 +33,7 @@ static const char *const bodies[SCR_COUNT] = {
 		"  return {0, ttl}\n"
 		"end\n"
 		"local v = redis.call('GET', KEYS[1])\n"
-		"if v == false or v == ARGV[3] then\n"
+		"if v == false or v == ARGV[3] or string.sub(v, 1, 16) == ARGV[5] then\n"
 		"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
 		"  if res then redis.call('DEL', KEYS[4]) end\n"
 		"  if redis.call('EXISTS', KEYS[2]) == 0 then\n"
@@ -67,13 +69,14 @@ static const char *const bodies[SCR_COUNT] = {
 			"end\n"
 			"return 0\n",
 	/* KEYS: locks. ARGV: lease ms, then one token per key. Per key:
-	 * 1 extended, 2 written back (was missing), 0 held by another. */
+	 * 1 extended, 2 written back (missing, or a stale token of ours), 0
+	 * held by another. */
 	[SCR_RENEW] = "local r = {}\n"
 		      "for i = 1, #KEYS do\n"
 		      "  local v = redis.call('GET', KEYS[i])\n"
 		      "  if v == ARGV[i + 1] then\n"
 		      "    redis.call('PEXPIRE', KEYS[i], ARGV[1]); r[i] = 1\n"
-		      "  elseif v == false then\n"
+		      "  elseif v == false or string.sub(v, 1, 16) == string.sub(ARGV[i + 1], 1, 16) then\n"
 		      "    redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1]); r[i] = 2\n"
 		      "  else\n"
 		      "    r[i] = 0\n"
