@@ -21,8 +21,16 @@ fi
 
 run=$(mktemp -d /tmp/lockd-demo.XXXXXX)
 pids=()
+lockd_pid=
+# Ctrl-C reaches lockd, which answers waiters and releases its locks on
+# the masters; the masters run in their own session, so they are stopped
+# only after lockd is done.
 cleanup() {
 	trap - EXIT INT TERM
+	if [ -n "$lockd_pid" ]; then
+		for _ in $(seq 60); do kill -0 "$lockd_pid" 2>/dev/null || break; sleep 0.1; done
+		kill "$lockd_pid" 2>/dev/null || true
+	fi
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$run"
@@ -34,7 +42,7 @@ for port in 7001 7002 7003; do
 		echo "demo: port $port is already in use; stop what runs there first" >&2
 		exit 1
 	fi
-	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+	setsid redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 		--dir "$run" --logfile "$run/redis-$port.log" &
 	pids+=($!)
 done
@@ -47,5 +55,5 @@ done
 echo "demo: Redis masters on 127.0.0.1:7001-7003; lockd on 127.0.0.1:7390"
 echo "demo: try: nc 127.0.0.1 7390   then   LOCK demo   /   UNLOCK demo"
 ./lockd -c conf/demo.yml &
-pids+=($!)
-wait "${pids[-1]}"
+lockd_pid=$!
+wait "$lockd_pid"
