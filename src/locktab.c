@@ -467,6 +467,12 @@ void lt_lock(struct session *s, const struct request *r)
 		session_reply(s, "OK %llu", (unsigned long long)lk->fence);
 		return;
 	}
+	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
+		/* No grant could ever be valid: say so rather than QUORUM. */
+		session_reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
+				 "locks.drift_factor)");
+		return;
+	}
 	if (s->nlocks >= (uint64_t)cfg->max_locks_per_session) {
 		session_reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;

@@ -184,6 +184,19 @@ START_TEST(ttl_lapse)
 }
 END_TEST
 
+/* A TTL within the drift margin could never be valid: ERR ARG, not QUORUM. */
+START_TEST(ttl_too_short)
+{
+	h_std(NULL);
+	struct cl *a = cl_open();
+	cl_expect_prefix(a, "TRYLOCK k TTL 1", "ERR ARG ");
+	cl_expect_prefix(a, "LOCK k TTL 2 WAIT 100", "ERR ARG ");
+	unsigned long long f = cl_lock(a, "TRYLOCK k TTL 500");
+	ck_assert_uint_gt(f, 0);
+	cl_close(a);
+}
+END_TEST
+
 START_TEST(watchdog)
 {
 	struct h_opts o = {.lease_ms = 600};
@@ -516,6 +529,7 @@ TCase *tc_locks(void)
 	H_ADD(tc, fences_increase);
 	H_ADD(tc, two_lockds);
 	H_ADD(tc, ttl_lapse);
+	H_ADD(tc, ttl_too_short);
 	H_ADD(tc, watchdog);
 	H_ADD(tc, master_keys);
 	H_ADD(tc, key_prefix);
