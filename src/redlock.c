@@ -81,11 +81,17 @@ static char prefix[80];
 static size_t prefix_len;
 static char channel[128];
 static double drift;
-static int64_t timeout_us;
+/* A master that stops answering is dropped after timeout_ms (master.c);
+ * one that answers, but slowly (a burst queued on it), may take this much
+ * longer before a call gives up on it: the protocol's bound on any reply
+ * is timeout_ms + 500 ms, and giving up sooner under load only turns
+ * healthy masters into QUORUM errors and retries that add to the load. */
+#define CALL_GRACE_MS 450
+static int64_t timeout_us; /* a call's verdict never waits longer than this */
 #define INSTANCE_LEN 16 /* hex characters: a token is instance + 16 random ones */
 static char instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
 static char reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
-/* Undecided calls in start order: all share timeout_ms, so the first is
+/* Undecided calls in start order: all share timeout_us, so the first is
  * always the next to expire, and one timer serves them all. */
 static struct waitq expq;
 static struct event *exp_timer;
@@ -111,7 +117,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 		exp_timer = evtimer_new(base, expire_cb, NULL);
 		waitq_init(&expq);
 	}
-	timeout_us = timeout_ms * 1000;
+	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
 	token_new(instance);
 	instance[INSTANCE_LEN] = '\0';
 	snprintf(reserve_ms, sizeof(reserve_ms), "%lld",
@@ -125,7 +131,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 void redlock_set_opts(double drift_factor, int64_t timeout_ms)
 {
 	drift = drift_factor;
-	timeout_us = timeout_ms * 1000;
+	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
 }
 
 void rl_token_new(char *out)
@@ -423,7 +429,7 @@ static void check(struct rl_call *c)
 	}
 }
 
-/* timeout_ms after a call started, masters that have not answered count
+/* timeout_us after a call started, masters that have not answered count
  * as no: no verdict waits longer than that for a slow or stopped master. */
 static void expire_cb(evutil_socket_t fd, short what, void *arg)
 {
