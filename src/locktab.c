@@ -66,7 +66,7 @@ struct lkey {
 	/* waiting */
 	struct waitq waiters;
 	struct event *retry; /* busy elsewhere: try again at its lease end */
-	int retry_armed;
+	int retry_armed;     /* retry is pending; only while waiters queue */
 	uint32_t handoffs; /* consecutive local handoffs */
 	int remote_waiters; /* the last grant saw a waiter on another lockd */
 	int noticed;        /* a release notice came while our acquire was out */
@@ -125,7 +125,7 @@ static struct lkey *lk_get(const char *key, size_t klen)
 static void lk_maybe_free(struct lkey *lk)
 {
 	if (lk->state != LK_IDLE || lk->holder || lk->waiters.len || lk->call || lk->refs ||
-	    lk->rel_for || lk->retry_armed)
+	    lk->rel_for)
 		return;
 	keytab_remove(&table, &lk->node);
 	if (lk->deadline)
@@ -477,9 +477,8 @@ void lt_lock(struct session *s, const struct request *r)
 		session_reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;
 	}
-	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len || lk->retry_armed)) {
-		/* Held here, others queue for it, or it was just released for a
-		 * waiter on another lockd: never jump the queue. */
+	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len)) {
+		/* Held here, or others queue for it: never jump the queue. */
 		if (r->cmd == CMD_TRYLOCK) {
 			stats.busy++;
 			session_reply(s, "BUSY");
@@ -534,11 +533,6 @@ void lt_unlock(struct session *s, const char *key, size_t klen)
 	}
 	release_key(lk, s);
 }
-
-struct extend_req {
-	struct session *s;
-	uint32_t ms;
-};
 
 static void extended(struct rl_call *c, void *owner)
 {

@@ -140,7 +140,6 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 	while ((l = waitq_pop(&m->inflight))) {
 		struct mreq *r = wq_entry(l, struct mreq, link);
 		r->done = 1;
-		m->failures++;
 		r->fn(m, NULL, r->arg);
 	}
 	if (ac && free_ctx)
@@ -208,7 +207,6 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	if (!rep) {
 		/* The context is going away under us: fail everything once. */
 		r->done = 1;
-		m->failures++;
 		r->fn(m, NULL, r->arg);
 		mreq_put(r);
 		if (ac->data == m)
@@ -297,7 +295,6 @@ static int call_any(struct master *m, int script, int argc, const char **argv,
 		mreq_put(r);
 		return -1;
 	}
-	m->calls++;
 	return 0;
 }
 

@@ -61,7 +61,6 @@ struct master {
 	int64_t latency_us;    /* last round trip */
 	int64_t last_reply_us; /* when it last answered */
 	uint64_t reconnects;
-	uint64_t calls, failures;
 	char last_error[128];
 };
 

@@ -119,14 +119,3 @@ const char *addr_parse(const char *s, int allow_unix, int allow_port0, struct ad
 	out->port = (int)port;
 	return NULL;
 }
-
-void str_sanitize(char *dst, size_t dstlen, const char *src, size_t len)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < len && n + 1 < dstlen; i++) {
-		unsigned char c = (unsigned char)src[i];
-		dst[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-	}
-	if (dstlen)
-		dst[n] = '\0';
-}

@@ -32,7 +32,5 @@ struct addr {
  * allowed only when allow_port0. Returns NULL or a message saying why not. */
 const char *addr_parse(const char *s, int allow_unix, int allow_port0, struct addr *out);
 
-/* Printable copy of untrusted bytes for messages: at most max bytes, others as '?'. */
-void str_sanitize(char *dst, size_t dstlen, const char *src, size_t len);
 
 #endif

@@ -902,39 +902,6 @@ START_TEST(tokens)
 }
 END_TEST
 
-START_TEST(sanitize)
-{
-	char dst[32];
-
-	str_sanitize(dst, sizeof(dst),
-	             "a\x01"
-	             "b\x7f\xff\t c~",
-	             9);
-	ck_assert_str_eq(dst, "a?b??? c~");
-
-	/* Only len bytes; a NUL among them is replaced. */
-	str_sanitize(dst, sizeof(dst), "ab\0cd", 5);
-	ck_assert_str_eq(dst, "ab?cd");
-	str_sanitize(dst, sizeof(dst), "abcdef", 3);
-	ck_assert_str_eq(dst, "abc");
-	str_sanitize(dst, sizeof(dst), "", 0);
-	ck_assert_str_eq(dst, "");
-
-	/* Truncated to dstlen - 1 bytes and terminated. */
-	memset(dst, 'Z', sizeof(dst));
-	str_sanitize(dst, 4, "abcdef", 6);
-	ck_assert_str_eq(dst, "abc");
-	ck_assert_int_eq(dst[4], 'Z');
-	str_sanitize(dst, 1, "abcdef", 6);
-	ck_assert_str_eq(dst, "");
-	ck_assert_int_eq(dst[1], 'b'); /* left from the previous call */
-
-	/* dstlen 0: nothing is written. */
-	memset(dst, 'Z', sizeof(dst));
-	str_sanitize(dst, 0, "abc", 3);
-	ck_assert_int_eq(dst[0], 'Z');
-}
-END_TEST
 
 START_TEST(monotonic_clock)
 {
@@ -958,7 +925,6 @@ Suite *util_suite(void)
 	tcase_add_test(tc, addr_invalid);
 	tcase_add_test(tc, addr_host_length);
 	tcase_add_test(tc, tokens);
-	tcase_add_test(tc, sanitize);
 	tcase_add_test(tc, monotonic_clock);
 	suite_add_tcase(s, tc);
 	return s;
