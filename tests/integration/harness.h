@@ -229,5 +229,7 @@ TCase *tc_locks(void);
 TCase *tc_waiters(void);
 TCase *tc_faults(void);
 TCase *tc_soak(void);
+TCase *tc_safety(void);   /* test_safety.c */
+TCase *tc_restarts(void); /* test_restarts.c */
 
 #endif
