@@ -113,6 +113,7 @@ static const struct ckey keys[] = {
 	{"locks.lease_ms", CT_INT, OFF(lease_ms), 0, 100, 2147483647, NULL},
 	{"locks.drift_factor", CT_DOUBLE, OFF(drift_factor), 0, 0, 0.5, NULL},
 	{"locks.handoff_limit", CT_INT, OFF(handoff_limit), 0, 1, 1000000, NULL},
+	{"locks.fence_idle_ms", CT_INT, OFF(fence_idle_ms), 0, 1000, 2147483647, NULL},
 	{"limits", CT_SECTION, 0, 0, 0, 0, NULL},
 	{"limits.max_clients", CT_INT, OFF(max_clients), 0, 1, 1000000, NULL},
 	{"limits.max_line", CT_INT, OFF(max_line), 0, 16, 1048576, NULL},
@@ -152,6 +153,7 @@ void cfg_defaults(struct config *c)
 	c->lease_ms = 30000;
 	c->drift_factor = 0.01;
 	c->handoff_limit = 16;
+	c->fence_idle_ms = 7LL * 24 * 3600 * 1000;
 	c->max_clients = 10000;
 	c->max_line = 4096;
 	c->max_key_len = 256;

@@ -27,6 +27,7 @@ struct config {
 	int64_t lease_ms;
 	double drift_factor;
 	int64_t handoff_limit;
+	int64_t fence_idle_ms; /* a fence counter expires this long after its last grant */
 
 	int64_t max_clients;
 	int64_t max_line;

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
+#include "quorum.h"
 #include "redlock.h"
 #include "server.h"
 #include "session.h"
@@ -52,6 +53,7 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->timeout_ms = c->timeout_ms;
 	o->reconnect_max_ms = c->reconnect_max_ms;
 	o->exclusion_ms = cfg_exclusion_ms(c);
+	o->fence_idle_ms = c->fence_idle_ms;
 	o->password = c->redis_password;
 	o->prefix = c->key_prefix;
 	o->on_notice = lt_notice;
@@ -142,7 +144,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		struct master_opts o;
 		master_opts_from(&cfg, &o);
 		masters_set_opts(&o);
-		redlock_set_opts(cfg.drift_factor, cfg.timeout_ms);
+		redlock_set_opts(cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 		locktab_set_cfg(&cfg);
 		apply_log(&cfg);
 		log_info("reloaded %s", cfg_path);
@@ -154,7 +156,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 static void stop_wait_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int64_t waited = (now_us() - stop_started_us) / 1000;
-	if (rl_inflight() == 0 || waited >= SHUTDOWN_MAX_MS) {
+	if ((rl_inflight() == 0 && !locktab_busy()) || waited >= SHUTDOWN_MAX_MS) {
 		if (rl_inflight())
 			log_warn("exiting with %d quorum calls unfinished", rl_inflight());
 		event_base_loopbreak(base);
@@ -290,11 +292,11 @@ int main(int argc, char **argv)
 	}
 	log_info("lockd %s starting (libevent %s, hiredis %d.%d.%d), %d master(s), majority %d",
 		 PACKAGE_VERSION, event_get_version(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-		 cfg.nmasters, cfg.nmasters / 2 + 1);
+		 cfg.nmasters, quorum_majority(cfg.nmasters));
 
 	struct master_opts mo;
 	master_opts_from(&cfg, &mo);
-	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms);
+	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	sessions_set_cfg(&cfg);
 	if (locktab_init(base, &cfg) != 0 || masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");

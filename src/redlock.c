@@ -24,6 +24,7 @@ enum rl_kind {
 	RK_ACQUIRE, /* SCR_ACQUIRE, then SCR_RAISE where fences disagree */
 	RK_RELEASE, /* SCR_RELEASE */
 	RK_RENEW,   /* SCR_RENEW over a batch */
+	RK_RELEASE_MANY, /* SCR_RELEASE_MANY over a batch, nobody waits for it */
 	RK_STATUS,  /* PTTL */
 };
 
@@ -60,10 +61,10 @@ struct rl_call {
 	int64_t status_ttl;
 
 	int argc;
-	const char *argv[12];
-	size_t argvlen[12];
-	const char *rargv[5]; /* fence write-back */
-	size_t rargvlen[5];
+	const char *argv[13];
+	size_t argvlen[13];
+	const char *rargv[6]; /* fence write-back */
+	size_t rargvlen[6];
 	char leasebuf[24], fencebuf[24];
 
 	struct rl_renew_item *items; /* RK_RENEW */
@@ -81,6 +82,7 @@ static char prefix[80];
 static size_t prefix_len;
 static char channel[128];
 static double drift;
+static char fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 /* A master that stops answering is dropped after timeout_ms (master.c);
  * one that answers, but slowly (a burst queued on it), may take this much
  * longer before a call gives up on it: the protocol's bound on any reply
@@ -99,7 +101,7 @@ static struct event *exp_timer;
 /* Calls for keys of ordinary length come from a free list: no malloc per
  * request on the hot path once the list is warm. */
 #define POOL_EXTRA 1024 /* buf bytes of a pooled call: keys up to ~300 bytes */
-#define POOL_MAX 4096   /* free calls kept */
+#define POOL_MAX 1024   /* free calls kept (memory goes back after a burst) */
 
 struct pooled {
 	struct pooled *next;
@@ -110,7 +112,8 @@ static int pool_len;
 static void defer_cb(evutil_socket_t fd, short what, void *arg);
 static void expire_cb(evutil_socket_t fd, short what, void *arg);
 
-void redlock_init(struct event_base *base, const char *p, double drift_factor, int64_t timeout_ms)
+void redlock_init(struct event_base *base, const char *p, double drift_factor, int64_t timeout_ms,
+		  int64_t fence_idle_ms)
 {
 	if (!defer_ev) {
 		defer_ev = event_new(base, -1, 0, defer_cb, NULL);
@@ -125,13 +128,14 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	snprintf(prefix, sizeof(prefix), "%s", p);
 	prefix_len = strlen(prefix);
 	snprintf(channel, sizeof(channel), "%s released", p);
-	drift = drift_factor;
+	redlock_set_opts(drift_factor, timeout_ms, fence_idle_ms);
 }
 
-void redlock_set_opts(double drift_factor, int64_t timeout_ms)
+void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idle_ms)
 {
 	drift = drift_factor;
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
+	snprintf(fence_idle, sizeof(fence_idle), "%lld", (long long)fence_idle_ms);
 }
 
 void rl_token_new(char *out)
@@ -293,6 +297,8 @@ static void start_writeback(struct rl_call *c)
 	snprintf(c->fencebuf, sizeof(c->fencebuf), "%llu", (unsigned long long)c->grant.fence);
 	c->rargv[4] = c->fencebuf;
 	c->rargvlen[4] = strlen(c->fencebuf);
+	c->rargv[5] = fence_idle;
+	c->rargvlen[5] = strlen(fence_idle);
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
 		if (c->st[i] == MR_YES && (uint64_t)c->val[i] == c->grant.fence) {
@@ -302,7 +308,7 @@ static void start_writeback(struct rl_call *c)
 		c->raise_st[i] = MR_FAIL;
 		if (!c->counts[i])
 			continue;
-		if (master_call(master_get(i), SCR_RAISE, 5, c->rargv, c->rargvlen, raise_reply, c) ==
+		if (master_call(master_get(i), SCR_RAISE, 6, c->rargv, c->rargvlen, raise_reply, c) ==
 		    0) {
 			c->raise_st[i] = MR_WAIT;
 			c->pending++;
@@ -412,6 +418,7 @@ static void check(struct rl_call *c)
 		check_release(c);
 		break;
 	case RK_RENEW:
+	case RK_RELEASE_MANY:
 		if (!c->pending || c->expired)
 			fire_done(c);
 		break;
@@ -572,8 +579,9 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 	c->rel_fired = release_done == NULL;
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	/* EVALSHA sha 4 lock fence waiting reserved token lease old wait instance */
-	c->argc = 12;
+	/* EVALSHA sha 4 lock fence waiting reserved token lease old wait
+	 * instance idle */
+	c->argc = 13;
 	c->argv[2] = "4";
 	c->argv[3] = c->buf;
 	c->argv[4] = c->argv[3] + prefix_len + klen + 1;
@@ -584,7 +592,8 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 	c->argv[9] = old;
 	c->argv[10] = will_wait ? "1" : "0";
 	c->argv[11] = instance;
-	for (int i = 2; i < 12; i++)
+	c->argv[12] = fence_idle;
+	for (int i = 2; i < 13; i++)
 		c->argvlen[i] = strlen(c->argv[i]);
 	/* write-back: EVALSHA sha 1 fencekey value */
 	c->rargv[2] = "1";
@@ -694,7 +703,7 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	c->rel_fired = 1;
 	c->lease_ms = lease_ms;
 	for (int k = 0; k < n; k++)
-		total += prefix_len + items[k].klen + 1;
+		total += prefix_len + items[k].klen + 1 + TOKEN_LEN + 1;
 	/* EVALSHA sha n key... lease token... */
 	int argc = 3 + 2 * n + 1;
 	c->bargv = malloc(sizeof(*c->bargv) * (size_t)argc);
@@ -722,8 +731,12 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 		c->bargv[3 + k] = p;
 		c->bargvlen[3 + k] = prefix_len + items[k].klen;
 		p += prefix_len + items[k].klen + 1;
-		c->bargv[4 + n + k] = items[k].token;
+		/* The token is copied: a resend after NOSCRIPT must carry the
+		 * token of this call, whatever the key's entry holds by then. */
+		memcpy(p, items[k].token, TOKEN_LEN);
+		c->bargv[4 + n + k] = p;
 		c->bargvlen[4 + n + k] = TOKEN_LEN;
+		p += TOKEN_LEN + 1;
 	}
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
@@ -747,6 +760,95 @@ struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n)
 }
 
 int64_t rl_start_us(const struct rl_call *c) { return c->grant.start_us; }
+
+int64_t rl_lease_of(const struct rl_call *c) { return c->lease_ms; }
+
+static void release_many_reply(struct master *m, redisReply *r, void *arg)
+{
+	struct rl_call *c = arg;
+	c->pending--;
+	if (!c->expired)
+		c->st[m->idx] = r && r->type == REDIS_REPLY_INTEGER ? MR_YES : MR_FAIL;
+	check(c);
+}
+
+struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
+				void *owner)
+{
+	static const char *const sfx[3] = {"", " waiting", " reserved"};
+	struct rl_call *c = call_new(RK_RELEASE_MANY, 0);
+	size_t total = 32;
+	if (!c)
+		return NULL;
+	for (int k = 0; k < n; k++)
+		total += 3 * (prefix_len + items[k].klen) + 20 + items[k].klen + TOKEN_LEN + 2;
+	/* EVALSHA sha 3n lock... waiting... reserved... channel instance
+	 * reservems token... key... */
+	int argc = 3 + 3 * n + 3 + 2 * n;
+	c->bargv = malloc(sizeof(*c->bargv) * (size_t)argc);
+	c->bargvlen = malloc(sizeof(*c->bargvlen) * (size_t)argc);
+	c->bbuf = malloc(total);
+	if (!c->bargv || !c->bargvlen || !c->bbuf) {
+		call_free(c);
+		return NULL;
+	}
+	c->done = done;
+	c->owner = owner;
+	c->rel_fired = 1;
+	char *p = c->bbuf;
+	int a = 0;
+	c->bargv[a] = c->bargv[a + 1] = "";
+	c->bargvlen[a] = c->bargvlen[a + 1] = 0;
+	a += 2;
+	c->bargv[a] = p;
+	c->bargvlen[a++] = (size_t)sprintf(p, "%d", 3 * n);
+	p += c->bargvlen[a - 1] + 1;
+	for (int s = 0; s < 3; s++) {
+		size_t sl = strlen(sfx[s]);
+		for (int k = 0; k < n; k++) {
+			memcpy(p, prefix, prefix_len);
+			memcpy(p + prefix_len, items[k].key, items[k].klen);
+			memcpy(p + prefix_len + items[k].klen, sfx[s], sl);
+			c->bargv[a] = p;
+			c->bargvlen[a++] = prefix_len + items[k].klen + sl;
+			p += prefix_len + items[k].klen + sl;
+		}
+	}
+	c->bargv[a] = channel;
+	c->bargvlen[a++] = strlen(channel);
+	c->bargv[a] = instance;
+	c->bargvlen[a++] = strlen(instance);
+	c->bargv[a] = reserve_ms;
+	c->bargvlen[a++] = strlen(reserve_ms);
+	/* Copies: a master may resend (NOSCRIPT) after the verdict. */
+	for (int k = 0; k < n; k++) {
+		memcpy(p, items[k].token, TOKEN_LEN);
+		c->bargv[a] = p;
+		c->bargvlen[a++] = TOKEN_LEN;
+		p += TOKEN_LEN + 1;
+	}
+	for (int k = 0; k < n; k++) {
+		memcpy(p, items[k].key, items[k].klen);
+		c->bargv[a] = p;
+		c->bargvlen[a++] = items[k].klen;
+		p += items[k].klen + 1;
+	}
+	stats.releases += (uint64_t)n;
+	c->argc = argc;
+	c->in_fanout = 1;
+	for (int i = 0; i < c->n; i++) {
+		if (master_call(master_get(i), SCR_RELEASE_MANY, argc, c->bargv, c->bargvlen,
+				release_many_reply, c) == 0) {
+			c->st[i] = MR_WAIT;
+			c->pending++;
+		} else {
+			c->st[i] = MR_FAIL;
+		}
+	}
+	c->in_fanout = 0;
+	after_fanout(c);
+	return c;
+}
 
 static void status_reply(struct master *m, redisReply *r, void *arg)
 {

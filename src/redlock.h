@@ -40,8 +40,8 @@ struct rl_grant {
 
 struct event_base;
 void redlock_init(struct event_base *base, const char *prefix, double drift_factor,
-		  int64_t timeout_ms);
-void redlock_set_opts(double drift_factor, int64_t timeout_ms);
+		  int64_t timeout_ms, int64_t fence_idle_ms);
+void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_shutdown(void);
 /* A new lock token: this process's instance id, then random hex. Masters
  * may overwrite a token of ours that no session of ours holds (a stale
@@ -76,6 +76,22 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 			 void *owner);
 struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n);
 int64_t rl_start_us(const struct rl_call *c);
+/* The lease a renewal wrote (what its verdict must count, whatever the
+ * configuration says now). */
+int64_t rl_lease_of(const struct rl_call *c);
+
+/* One key of a batch release. */
+struct rl_release_item {
+	const char *key; /* without prefix */
+	size_t klen;
+	const char *token;
+};
+
+/* Compare-and-delete many keys, one script per master (a session's end:
+ * nobody waits for the verdict). Keys and tokens are copied. done (if
+ * set) runs once every master answered or the call expired. */
+struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
+				void *owner);
 
 /* PTTL of the key on every master; done after all answered: held is set
  * when a majority of counting masters have it, ttl is its remaining

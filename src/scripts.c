@@ -12,7 +12,8 @@
 
 static const char *const bodies[SCR_COUNT] = {
 	/* KEYS: lock, fence counter, waiting flag, reservation. ARGV: token,
-	 * lease ms, old token or "", "1" if the caller waits, instance.
+	 * lease ms, old token or "", "1" if the caller waits, instance, fence
+	 * idle ms (the counter expires that long after the last grant).
 	 * Returns {fence, 0, waiting} when set (waiting: 1 if a waiter on
 	 * another lockd raised the flag), {0, pttl} when another token holds
 	 * it or a release reserved it for a waiter on another lockd. A caller
@@ -40,8 +41,10 @@ static const char *const bodies[SCR_COUNT] = {
 		"    local t = redis.call('TIME')\n"
 		"    redis.call('SET', KEYS[2], t[1] .. string.sub('000000' .. t[2], -6))\n"
 		"  end\n"
+		"  local f = redis.call('INCR', KEYS[2])\n"
+		"  redis.call('PEXPIRE', KEYS[2], ARGV[6])\n"
 		"  local w = redis.call('GET', KEYS[3])\n"
-		"  return {redis.call('INCR', KEYS[2]), 0, (w and w ~= ARGV[5]) and 1 or 0}\n"
+		"  return {f, 0, (w and w ~= ARGV[5]) and 1 or 0}\n"
 		"end\n"
 		"local ttl = redis.call('PTTL', KEYS[1])\n"
 		"wait_flag(ttl)\n"
@@ -83,23 +86,56 @@ static const char *const bodies[SCR_COUNT] = {
 		      "  end\n"
 		      "end\n"
 		      "return r\n",
-	/* KEYS: fence counter. ARGV: value. Returns the counter afterwards. */
+	/* KEYS: fence counter. ARGV: value, fence idle ms. Returns the
+	 * counter afterwards (a grant: its idle time starts again). */
 	[SCR_RAISE] = "local c = redis.call('GET', KEYS[1])\n"
 		      "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
-		      "  redis.call('SET', KEYS[1], ARGV[1])\n"
+		      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
 		      "  return tonumber(ARGV[1])\n"
 		      "end\n"
+		      "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
 		      "return tonumber(c)\n",
-	/* KEYS: fence counters. ARGV: one value per key. Returns how many
-	 * counters it raised. */
-	[SCR_RAISE_MANY] = "local n = 0\n"
-			   "for i = 1, #KEYS do\n"
+	/* KEYS: fence counters. ARGV: one value per key, then fence idle ms,
+	 * then "1" to raise each counter to at least the master's clock in
+	 * microseconds too (a catch-up after a majority lost its data: the
+	 * values read may be stale, the clock is above every fence issued
+	 * before). Returns how many counters it raised. */
+	[SCR_RAISE_MANY] = "local n = #KEYS\n"
+			   "local floor = 0\n"
+			   "if ARGV[n + 2] == '1' then\n"
+			   "  local t = redis.call('TIME')\n"
+			   "  floor = tonumber(t[1] .. string.sub('000000' .. t[2], -6))\n"
+			   "end\n"
+			   "local r = 0\n"
+			   "for i = 1, n do\n"
 			   "  local c = redis.call('GET', KEYS[i])\n"
-			   "  if c == false or tonumber(c) < tonumber(ARGV[i]) then\n"
-			   "    redis.call('SET', KEYS[i], ARGV[i]); n = n + 1\n"
+			   "  local v = math.max(tonumber(ARGV[i]), floor)\n"
+			   "  if c == false or tonumber(c) < v then\n"
+			   "    redis.call('SET', KEYS[i], string.format('%.0f', v), 'PX', ARGV[n + 1])\n"
+			   "    r = r + 1\n"
 			   "  end\n"
 			   "end\n"
-			   "return n\n",
+			   "return r\n",
+	/* KEYS: n locks, then their n waiting flags, then their n
+	 * reservations. ARGV: channel, instance, reserve ms, then n tokens,
+	 * then the n keys. SCR_RELEASE with flag ms 0, for each key; returns
+	 * how many it deleted. */
+	[SCR_RELEASE_MANY] = "local n = #KEYS / 3\n"
+			     "local r = 0\n"
+			     "for i = 1, n do\n"
+			     "  if redis.call('GET', KEYS[i]) == ARGV[3 + i] then\n"
+			     "    redis.call('DEL', KEYS[i]); r = r + 1\n"
+			     "    local w = redis.call('GET', KEYS[n + i])\n"
+			     "    if w then\n"
+			     "      redis.call('DEL', KEYS[n + i])\n"
+			     "      redis.call('PUBLISH', ARGV[1], ARGV[3 + n + i])\n"
+			     "      if w ~= ARGV[2] then\n"
+			     "        redis.call('SET', KEYS[2 * n + i], w, 'PX', ARGV[3])\n"
+			     "      end\n"
+			     "    end\n"
+			     "  end\n"
+			     "end\n"
+			     "return r\n",
 };
 
 static char shas[SCR_COUNT][41];

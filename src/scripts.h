@@ -8,6 +8,7 @@ enum script_id {
 	SCR_RENEW,   /* extend each key we hold, write back each we lost */
 	SCR_RAISE,   /* raise a fence counter to at least a value */
 	SCR_RAISE_MANY, /* the same for many counters (catching up a master) */
+	SCR_RELEASE_MANY, /* SCR_RELEASE for many keys (a session's end) */
 	SCR_COUNT
 };
 
