@@ -2,10 +2,15 @@
  * counters of the others before it counts again.
  *
  * A fence is stored on a majority before it is issued, so any N -
- * majority + 1 masters hold every issued fence between them. From each of
- * that many counting masters: SCAN the fence counters, MGET them, and
- * raise the target's counters to at least those values (SCR_RAISE_MANY),
- * one batch at a time. Only then may the target count again. */
+ * majority + 1 masters that kept their data hold every issued fence
+ * between them. From each source the caller chose (see master.c): SCAN
+ * the fence counters, MGET them, and raise the target's counters to at
+ * least those values (SCR_RAISE_MANY), one batch at a time. Only then
+ * may the target count again.
+ *
+ * A source or the target that reconnects meanwhile (it may have restarted
+ * and lost what we were reading) fails the catch-up: nothing it says
+ * after that is fed to the target. */
 #include "config.h"
 
 #include <stdio.h>
@@ -16,12 +21,14 @@
 #include "cfg.h"
 #include "log.h"
 #include "master.h"
-#include "quorum.h"
 
 struct catchup {
 	struct master *target;
 	int src[CONFIG_MAX_MASTERS];
+	uint64_t gen[CONFIG_MAX_MASTERS]; /* each master's connection count at the start */
 	int nsrc, isrc;
+	int clock_floor; /* raise to at least the target's clock too */
+	char idle[24];   /* fence idle ms */
 	char cursor[32];
 	char pattern[300];
 	catchup_done_fn *done;
@@ -38,6 +45,15 @@ struct catchup {
 };
 
 static int scan_step(struct catchup *cu);
+
+/* Every master involved still on the connection it had at the start. */
+static int same_run(const struct catchup *cu)
+{
+	for (int i = 0; i < masters_count(); i++)
+		if (master_get(i)->reconnects != cu->gen[i])
+			return 0;
+	return 1;
+}
 
 static void batch_free(struct catchup *cu)
 {
@@ -58,6 +74,7 @@ static void batch_free(struct catchup *cu)
 static void finish(struct catchup *cu, int ok)
 {
 	batch_free(cu);
+	ok = ok && same_run(cu);
 	if (ok)
 		log_info("master %s: fence counters caught up from %d master(s), %lld raised",
 			 cu->target->name, cu->nsrc, cu->raised);
@@ -82,7 +99,7 @@ static void next_batch(struct catchup *cu)
 static void raise_cb(struct master *m, redisReply *r, void *arg)
 {
 	struct catchup *cu = arg;
-	if (!r || r->type != REDIS_REPLY_INTEGER) {
+	if (!r || r->type != REDIS_REPLY_INTEGER || !same_run(cu)) {
 		finish(cu, 0);
 		return;
 	}
@@ -95,7 +112,7 @@ static void mget_cb(struct master *m, redisReply *r, void *arg)
 	struct catchup *cu = arg;
 	int n = 0, k = 0;
 
-	if (!r || r->type != REDIS_REPLY_ARRAY || (int)r->elements != cu->nkeys) {
+	if (!r || r->type != REDIS_REPLY_ARRAY || (int)r->elements != cu->nkeys || !same_run(cu)) {
 		finish(cu, 0);
 		return;
 	}
@@ -108,13 +125,14 @@ static void mget_cb(struct master *m, redisReply *r, void *arg)
 	free(cu->argv); /* the MGET's, done with */
 	free(cu->argvlen);
 	cu->vals = calloc((size_t)cu->nkeys, sizeof(*cu->vals));
-	cu->argv = malloc(sizeof(*cu->argv) * (size_t)(3 + 2 * n));
-	cu->argvlen = malloc(sizeof(*cu->argvlen) * (size_t)(3 + 2 * n));
+	cu->argv = malloc(sizeof(*cu->argv) * (size_t)(5 + 2 * n));
+	cu->argvlen = malloc(sizeof(*cu->argvlen) * (size_t)(5 + 2 * n));
 	if (!cu->vals || !cu->argv || !cu->argvlen) {
 		finish(cu, 0);
 		return;
 	}
-	/* EVALSHA sha n key... value... (counters gone meanwhile skipped) */
+	/* EVALSHA sha n key... value... idle clock (counters gone meanwhile
+	 * skipped) */
 	for (int i = 0; i < cu->nkeys; i++) {
 		if (r->element[i]->type != REDIS_REPLY_STRING)
 			continue;
@@ -133,7 +151,11 @@ static void mget_cb(struct master *m, redisReply *r, void *arg)
 	cu->argvlen[0] = cu->argvlen[1] = 0;
 	cu->argv[2] = cu->nbuf;
 	cu->argvlen[2] = strlen(cu->nbuf);
-	if (master_call(cu->target, SCR_RAISE_MANY, 3 + 2 * n, cu->argv, cu->argvlen, raise_cb,
+	cu->argv[3 + 2 * n] = cu->idle;
+	cu->argvlen[3 + 2 * n] = strlen(cu->idle);
+	cu->argv[4 + 2 * n] = cu->clock_floor ? "1" : "0";
+	cu->argvlen[4 + 2 * n] = 1;
+	if (master_call(cu->target, SCR_RAISE_MANY, 5 + 2 * n, cu->argv, cu->argvlen, raise_cb,
 			cu) != 0)
 		finish(cu, 0);
 }
@@ -142,7 +164,7 @@ static void scan_cb(struct master *m, redisReply *r, void *arg)
 {
 	struct catchup *cu = arg;
 
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	if (!r || !same_run(cu) || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
 		finish(cu, 0);
 		return;
@@ -184,19 +206,20 @@ static int scan_step(struct catchup *cu)
 			   scan_cb, cu);
 }
 
-int catchup_start(struct master *target, const char *prefix, catchup_done_fn *done)
+int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms,
+		  const int *src, int nsrc, int clock_floor, catchup_done_fn *done)
 {
 	static const char *const fixed[6] = {"SCAN", "0", "MATCH", "", "COUNT", "500"};
-	int n = masters_count(), need = n - quorum_majority(n) + 1;
 	struct catchup *cu = calloc(1, sizeof(*cu));
 
 	if (!cu)
 		return -1;
-	for (int i = 0; i < n && cu->nsrc < need; i++) {
-		struct master *m = master_get(i);
-		if (m != target && master_counts(m))
-			cu->src[cu->nsrc++] = i;
-	}
+	for (int i = 0; i < nsrc && i < CONFIG_MAX_MASTERS; i++)
+		cu->src[cu->nsrc++] = src[i];
+	for (int i = 0; i < masters_count(); i++)
+		cu->gen[i] = master_get(i)->reconnects;
+	cu->clock_floor = clock_floor;
+	snprintf(cu->idle, sizeof(cu->idle), "%lld", (long long)fence_idle_ms);
 	cu->target = target;
 	cu->done = done;
 	/* Counters are "PREFIX<key> fence": glob-escape the prefix. */
@@ -212,7 +235,13 @@ int catchup_start(struct master *target, const char *prefix, catchup_done_fn *do
 		cu->scan_argv[i] = i == 3 ? cu->pattern : fixed[i];
 		cu->scan_len[i] = strlen(cu->scan_argv[i]);
 	}
-	if (cu->nsrc < need || scan_step(cu) != 0) {
+	if (cu->nsrc == 0) {
+		/* Nothing to read (the others lost their data too): the clock
+		 * floor alone, applied as counters are first used, does. */
+		free(cu);
+		return 1;
+	}
+	if (scan_step(cu) != 0) {
 		free(cu);
 		return -1;
 	}

@@ -5,11 +5,18 @@
 
 struct master;
 
-/* ok: every counter of N - majority + 1 counting masters is now on the
- * target (at least as high). Called once, never from catchup_start. */
+#include <stdint.h>
+
+/* ok: every counter of the sources is now on the target (at least as
+ * high), and no master involved reconnected meanwhile. Called once, never
+ * from catchup_start. */
 typedef void catchup_done_fn(struct master *target, int ok);
 
-/* Returns -1 (and done is not called) when too few masters count. */
-int catchup_start(struct master *target, const char *prefix, catchup_done_fn *done);
+/* Read the fence counters of the masters src[0..nsrc) into target; with
+ * clock_floor, raise each to at least target's clock in microseconds too.
+ * Returns 0 when started, 1 when there was nothing to read (done is not
+ * called: the target is caught up), -1 on failure (done is not called). */
+int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms,
+		  const int *src, int nsrc, int clock_floor, catchup_done_fn *done);
 
 #endif

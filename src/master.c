@@ -18,8 +18,10 @@
 #include <hiredis/async.h>
 
 #include "catchup.h"
+#include "cfg.h"
 #include "log.h"
 #include "master.h"
+#include "quorum.h"
 
 /* One request on the wire. Freed only from its hiredis callback, which
  * hiredis runs exactly once (with NULL when the context goes away). */
@@ -418,6 +420,8 @@ static void exclude(struct master *m, const char *why)
 {
 	m->exclude_until_us = now_us() + opts.exclusion_ms * 1000;
 	m->caught_up = 0; /* it lost its fence counters too */
+	m->trusted = 0;
+	m->short_logged = 0;
 	log_warn("master %s %s: it does not count for %lld ms (redis.restart_exclusion_ms)",
 		 m->name, why, (long long)opts.exclusion_ms);
 	struct timeval tv = {(time_t)(opts.exclusion_ms / 1000),
@@ -431,7 +435,7 @@ static void exclude(struct master *m, const char *why)
  * N - majority without it means a new deployment. */
 static void judge(void)
 {
-	int maj = nmasters / 2 + 1, with = 0, without = 0;
+	int maj = quorum_majority(nmasters), with = 0, without = 0;
 
 	if (!startup_judging)
 		return;
@@ -472,13 +476,26 @@ static void judge_cb(evutil_socket_t fd, short what, void *arg) { judge(); }
 
 static void rejoin(struct master *m);
 
+static int majority_loss_logged;
+
+static void counts_again(struct master *m)
+{
+	int all = 1;
+	m->caught_up = 1;
+	m->trusted = !m->catch_degraded;
+	log_info("master %s counts again", m->name);
+	write_marker(m);
+	for (int i = 0; i < nmasters; i++)
+		all &= masters[i].caught_up;
+	if (all)
+		majority_loss_logged = 0; /* the episode is over */
+}
+
 static void caught_up_cb(struct master *m, int ok)
 {
 	m->catching_up = 0;
 	if (ok && m->state == MS_UP) {
-		m->caught_up = 1;
-		log_info("master %s counts again", m->name);
-		write_marker(m);
+		counts_again(m);
 	} else {
 		struct timeval tv = {1, 0};
 		event_add(m->rejoin, &tv);
@@ -494,12 +511,48 @@ static void rejoin(struct master *m)
 		write_marker(m);
 		return;
 	}
-	if (catchup_start(m, opts.prefix, caught_up_cb) == 0) {
+	/* Every issued fence is on a majority, so N - majority + 1 masters
+	 * that kept their data hold them all: read those (strict). When so
+	 * many no longer exist (a majority lost its data at once), nothing
+	 * can recover every fence: read every other master that answers and
+	 * raise the counters to the clock too, so that lockd comes back by
+	 * itself (degraded). */
+	int need = nmasters - quorum_majority(nmasters) + 1, trusted = 0, nsrc = 0;
+	int src[CONFIG_MAX_MASTERS];
+	for (int i = 0; i < nmasters; i++)
+		trusted += masters[i].trusted;
+	int degraded = trusted < need;
+	for (int i = 0; i < nmasters && (degraded || nsrc < need); i++) {
+		struct master *o = &masters[i];
+		if (o != m && (degraded ? o->state == MS_UP && o->judged
+					: master_counts(o) && o->trusted))
+			src[nsrc++] = i;
+	}
+	if ((degraded ? nsrc + 1 : nsrc) < need) {
+		if (!m->short_logged)
+			log_warn("master %s: fewer than %d masters %s to catch its fence counters up; "
+				 "waiting for more",
+				 m->name, need, degraded ? "answer" : "that kept their data count");
+		m->short_logged = 1;
+		struct timeval tv = {0, 200000};
+		event_add(m->rejoin, &tv);
+		return;
+	}
+	if (degraded && !majority_loss_logged) {
+		majority_loss_logged = 1;
+		log_warn("a majority of the masters lost their data at once: locks held then may "
+			 "have been granted again and fences issued then may repeat (they keep "
+			 "growing for new grants); restarted masters count again after "
+			 "redis.restart_exclusion_ms, caught up from the masters that answer");
+	}
+	m->catch_degraded = degraded;
+	int rc = catchup_start(m, opts.prefix, opts.fence_idle_ms, src, nsrc, degraded,
+			       caught_up_cb);
+	if (rc == 0) {
 		m->catching_up = 1;
+	} else if (rc == 1) {
+		counts_again(m);
 	} else {
-		log_warn("master %s: too few masters count to catch its fence counters up; "
-			 "trying again",
-			 m->name);
 		struct timeval tv = {1, 0};
 		event_add(m->rejoin, &tv);
 	}
@@ -687,6 +740,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->backoff_ms = 10;
 		m->rejoin = evtimer_new(base, rejoin_cb, m);
 		m->caught_up = 1;
+		m->trusted = 1;
 		start_connect(m);
 		m->reconnects = 0;
 	}
@@ -698,6 +752,7 @@ void masters_set_opts(const struct master_opts *o)
 	opts.timeout_ms = o->timeout_ms;
 	opts.reconnect_max_ms = o->reconnect_max_ms;
 	opts.exclusion_ms = o->exclusion_ms;
+	opts.fence_idle_ms = o->fence_idle_ms;
 }
 
 void masters_shutdown(void)

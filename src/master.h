@@ -34,6 +34,7 @@ struct master_opts {
 	int64_t timeout_ms;
 	int64_t reconnect_max_ms;
 	int64_t exclusion_ms; /* a restarted master does not count for this long */
+	int64_t fence_idle_ms; /* fence counters written by a catch-up expire after this */
 	const char *password; /* "" for none */
 	const char *prefix;   /* key prefix, for the marker and channel */
 	master_notice_fn *on_notice;
@@ -57,6 +58,10 @@ struct master {
 	int has_marker;
 	int caught_up;   /* its fence counters are trusted (see catchup.c) */
 	int catching_up; /* a catch-up is running */
+	int trusted;     /* holds every fence it took part in (never lost its data, or
+			    caught up from masters that kept theirs) */
+	int catch_degraded; /* the running catch-up reads masters that lost data too */
+	int short_logged;   /* "too few masters to catch up" was logged */
 	char run_id[48];
 	int64_t latency_us;    /* last round trip */
 	int64_t last_reply_us; /* when it last answered */
