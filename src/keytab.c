@@ -6,6 +6,8 @@
 
 #include "keytab.h"
 
+#define KEYTAB_MIN_SLOTS 1024 /* never shrink below this */
+
 /* FNV-1a: keys are short protocol tokens, so a simple hash serves. A
  * per-process seed keeps clients from choosing colliding keys. */
 static uint64_t seed = 1469598103934665603ULL;
@@ -49,12 +51,12 @@ struct kt_node *keytab_find(const struct keytab *t, const char *key, size_t klen
 	return NULL;
 }
 
-static void grow(struct keytab *t)
+/* Rehash into nn slots (a power of two). */
+static void resize(struct keytab *t, size_t nn)
 {
-	size_t nn = t->nslots * 2;
 	struct kt_node **ns = calloc(nn, sizeof(*ns));
 	if (!ns)
-		return; /* keep the longer chains; still correct */
+		return; /* keep the old size; still correct */
 	for (size_t i = 0; i < t->nslots; i++) {
 		struct kt_node *n = t->slots[i], *nx;
 		for (; n; n = nx) {
@@ -75,7 +77,7 @@ void keytab_insert(struct keytab *t, struct kt_node *n)
 	n->next = *s;
 	*s = n;
 	if (++t->count > t->nslots)
-		grow(t);
+		resize(t, t->nslots * 2);
 }
 
 void keytab_remove(struct keytab *t, struct kt_node *n)
@@ -85,6 +87,9 @@ void keytab_remove(struct keytab *t, struct kt_node *n)
 		if (*p == n) {
 			*p = n->next;
 			t->count--;
+			/* Give the memory of a burst back: shrink when 1/8 full. */
+			if (t->nslots > KEYTAB_MIN_SLOTS && t->count * 8 < t->nslots)
+				resize(t, t->nslots / 2);
 			return;
 		}
 }

@@ -13,11 +13,17 @@
  * the key is released instead, so waiters on other lockd instances get
  * their turn.
  *
- * One watchdog timer renews every lease without TTL in batches (one
- * script per master per batch). Each held key has a deadline event at
- * the end of its validity: when it fires, the session gets LOST. */
+ * One watchdog renews every lease without TTL in batches (one script per
+ * master per batch), a few batches at a time, so that a renewal wave
+ * never queues the sessions' own requests behind it on the masters. The
+ * locks of a session that ended are released the same way. Each held key
+ * has a deadline event at the end of its validity: when it fires, the
+ * session gets LOST. Every write that may shorten a lease on some master
+ * (EXTEND, a renewal after a reload lowered locks.lease_ms) shortens the
+ * validity when it is sent, whatever its verdict. */
 #include "config.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +52,8 @@ struct lkey {
 	struct session *holder;
 	struct wq_link hold_link; /* on holder->locks */
 	struct wq_link wd_link;   /* on the watchdog list (no TTL) */
+	struct wq_link due_link;  /* on wd_due while waiting for a renewal batch */
+	int due;
 	uint32_t holds;
 	uint64_t fence;
 	uint64_t grant_id; /* bumps at every grant, to spot stale renewals */
@@ -61,6 +69,7 @@ struct lkey {
 	struct rl_call *call;
 	struct waiter *acq_for;   /* the waiter it is for; NULL if it left */
 	struct session *rel_for;  /* a handoff's UNLOCK waiting for its verdict */
+	struct session *ext_for;  /* an EXTEND waiting for its verdict */
 	int64_t handoff_from_us;  /* when the holder released, for the histogram */
 	int was_handoff;
 	/* waiting */
@@ -77,18 +86,41 @@ struct lkey {
 static struct event_base *base;
 static const struct config *cfg;
 static struct keytab table;
-static struct waitq watchdog;
+static struct waitq watchdog; /* held locks without TTL */
+static struct waitq wd_due;   /* of those, the ones a renewal batch will take */
 static struct event *wd_timer;
-static int wd_retry_soon;
+static int64_t wd_next_us; /* when wd_timer fires */
+static int wd_batches;     /* renewal batches in flight */
 static int shutting_down;
 
-#define RENEW_BATCH 512    /* keys per renewal script */
+/* Bulk work (renewals, the releases of sessions that ended) goes out in
+ * batches of this many keys (one script per master, about a millisecond
+ * of a master's time), this many batches at a time: the sessions' own
+ * requests wait behind at most that much on each master. */
+#define RENEW_BATCH 256
+#define RENEW_INFLIGHT 2
+#define RELEASE_BATCH 256
+#define RELEASE_INFLIGHT 2
+
+/* A release nobody waits for (its session ended), until its batch goes out. */
+struct relq {
+	struct relq *next;
+	size_t klen;
+	char token[TOKEN_LEN + 1];
+	char key[];
+};
+static struct relq *relq_head, **relq_tail = &relq_head;
+static size_t relq_len;
+static int rel_batches;        /* release batches in flight */
+static struct event *rel_ev;   /* sends queued releases from the loop */
+static struct event *trim_ev;  /* gives memory back after a burst */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
 static void wd_tick(evutil_socket_t fd, short what, void *arg);
-static void arm_watchdog(int64_t ms);
+static void wd_arm_at(int64_t at_us);
+static void wd_pump(void);
 
 static void add_timer(struct event *ev, int64_t at_us)
 {
@@ -125,7 +157,7 @@ static struct lkey *lk_get(const char *key, size_t klen)
 static void lk_maybe_free(struct lkey *lk)
 {
 	if (lk->state != LK_IDLE || lk->holder || lk->waiters.len || lk->call || lk->refs ||
-	    lk->rel_for)
+	    lk->rel_for || lk->ext_for)
 		return;
 	keytab_remove(&table, &lk->node);
 	if (lk->deadline)
@@ -227,6 +259,10 @@ static void hold_end(struct lkey *lk)
 	waitq_remove(&s->locks, &lk->hold_link);
 	s->nlocks--;
 	waitq_remove(&watchdog, &lk->wd_link);
+	if (lk->due) {
+		waitq_remove(&wd_due, &lk->due_link);
+		lk->due = 0;
+	}
 	event_del(lk->deadline);
 	lk->holder = NULL;
 	lk->holds = 0;
@@ -265,7 +301,7 @@ static void handoff_released(struct rl_call *c, void *owner)
 	if (!s)
 		return;
 	lk->rel_for = NULL;
-	s->rel_lk = NULL;
+	s->verdict_lk = NULL;
 	if (rl_result_of(c) == RL_OK) {
 		session_reply(s, "OK 0");
 	} else {
@@ -393,6 +429,74 @@ void lt_notice(const char *key, size_t klen)
 	lk_maybe_free(lk);
 }
 
+/* --- releases nobody waits for --- */
+
+static void rel_done(struct rl_call *c, void *owner);
+
+static void rel_pump(evutil_socket_t fd, short what, void *arg)
+{
+	struct rl_release_item items[RELEASE_BATCH];
+	struct relq *batch[RELEASE_BATCH];
+
+	while (relq_head && (rel_batches < RELEASE_INFLIGHT || shutting_down)) {
+		int n = 0;
+		while (relq_head && n < RELEASE_BATCH) {
+			struct relq *r = relq_head;
+			if (!(relq_head = r->next))
+				relq_tail = &relq_head;
+			items[n].key = r->key;
+			items[n].klen = r->klen;
+			items[n].token = r->token;
+			batch[n++] = r;
+		}
+		relq_len -= (size_t)n;
+		struct rl_call *c = rl_release_many(items, n, rel_done, &relq_head);
+		for (int k = 0; k < n; k++) /* rl_release_many copied them */
+			free(batch[k]);
+		if (c)
+			rel_batches++;
+		else
+			log_warn("out of memory releasing %d keys: their leases lapse on the masters",
+				 n);
+	}
+}
+
+static void rel_done(struct rl_call *c, void *owner)
+{
+	rel_batches--;
+	rel_pump(-1, 0, NULL);
+	if (!relq_head && !rel_batches && !shutting_down) {
+		struct timeval tv = {1, 0};
+		event_add(trim_ev, &tv);
+	}
+}
+
+/* Released keys wait here, so that a session's many locks leave in few
+ * scripts; the first batch goes out from the loop, once all are queued. */
+static void rel_enqueue(const char *key, size_t klen, const char *token)
+{
+	struct relq *r = malloc(sizeof(*r) + klen + 1);
+	if (!r) {
+		log_warn("out of memory releasing %.*s: its lease lapses on the masters", (int)klen,
+			 key);
+		return;
+	}
+	r->next = NULL;
+	r->klen = klen;
+	memcpy(r->token, token, sizeof(r->token));
+	memcpy(r->key, key, klen);
+	r->key[klen] = '\0';
+	*relq_tail = r;
+	relq_tail = &r->next;
+	relq_len++;
+	event_active(rel_ev, EV_TIMEOUT, 0);
+}
+
+/* After a burst the allocator keeps the freed pages: hand them back. */
+static void trim_cb(evutil_socket_t fd, short what, void *arg) { malloc_trim(0); }
+
+int locktab_busy(void) { return relq_head != NULL || rel_batches > 0; }
+
 /* The holder is done with the key (UNLOCK to 0, QUIT, disconnect). rs is
  * the session that waits for the release verdict, or NULL. */
 static void release_key(struct lkey *lk, struct session *rs)
@@ -416,7 +520,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 		lk->handoff_from_us = now_us();
 		lk->rel_for = rs;
 		if (rs)
-			rs->rel_lk = lk;
+			rs->verdict_lk = lk;
 		lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), old,
 				      w->mode == WM_WAIT, acquired, handoff_released, lk);
 		if (lk->call)
@@ -425,7 +529,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 		lk->acq_for = NULL;
 		lk->rel_for = NULL;
 		if (rs)
-			rs->rel_lk = NULL;
+			rs->verdict_lk = NULL;
 	}
 	/* A plain release: if a waiter on another lockd asked for the key,
 	 * the masters announce the release and keep the key for that lockd
@@ -436,13 +540,18 @@ static void release_key(struct lkey *lk, struct session *rs)
 	/* Our waiters will ask again: whoever gets it meanwhile (another
 	 * lockd) must know that someone here waits. */
 	int64_t flag_ms = l && !shutting_down ? cfg->lease_ms + 1000 : 0;
-	struct rl_call *c =
-		rl_release(lk->key, lk->node.klen, old, flag_ms, rs ? released : NULL, rs);
-	if (rs) {
-		if (c)
-			rs->call = c;
-		else
-			session_reply(rs, "ERR LIMIT out of memory");
+	if (!rs && !flag_ms) {
+		/* Nobody waits for this verdict (a session's end): batched. */
+		rel_enqueue(lk->key, lk->node.klen, old);
+	} else {
+		struct rl_call *c = rl_release(lk->key, lk->node.klen, old, flag_ms,
+					       rs ? released : NULL, rs);
+		if (rs) {
+			if (c)
+				rs->call = c;
+			else
+				session_reply(rs, "ERR LIMIT out of memory");
+		}
 	}
 	kick(lk);
 	lk_maybe_free(lk);
@@ -534,29 +643,49 @@ void lt_unlock(struct session *s, const char *key, size_t klen)
 	release_key(lk, s);
 }
 
+/* A write of a lease of lease_ms, sent at start, may land on some
+ * masters whatever its verdict: where it ends the lease before the
+ * validity we believe in, the validity ends with it (LOST is sent then). */
+static void lease_written(struct lkey *lk, int64_t start, int64_t lease_ms)
+{
+	int64_t end = start + quorum_validity_us(lease_ms, 0, cfg->drift_factor);
+	if (end < lk->validity_us) {
+		lk->validity_us = end;
+		add_timer(lk->deadline, end);
+	}
+	if (start + lease_ms * 1000 < lk->lease_end_us)
+		lk->lease_end_us = start + lease_ms * 1000;
+}
+
 static void extended(struct rl_call *c, void *owner)
 {
-	struct session *s = owner;
+	struct lkey *lk = owner;
+	struct session *s = lk->ext_for;
 	int n;
 	struct rl_renew_item *it = rl_renew_items(c, &n);
-	struct lkey *lk = it[0].owner;
-	int64_t start = rl_start_us(c);
+	int64_t start = rl_start_us(c), lease = rl_lease_of(c);
 
-	s->call = NULL;
 	lk->refs--;
+	lk->ext_for = NULL;
+	if (!s) { /* the session left meanwhile */
+		lk_maybe_free(lk);
+		return;
+	}
+	s->verdict_lk = NULL;
 	if (lk->grant_id != it[0].grant_id || lk->state != LK_HELD || lk->holder != s) {
 		session_reply(s, "ERR NOTHELD the lock was lost");
 		lk_maybe_free(lk);
 		return;
 	}
-	int64_t left = quorum_validity_us(s->arg_ms, now_us() - start, cfg->drift_factor);
+	int64_t left = quorum_validity_us(lease, now_us() - start, cfg->drift_factor);
 	if (it[0].yes < quorum_majority(masters_count()) || left <= 0) {
+		/* lease_written already cut the validity if this one may end sooner */
 		stats.quorum_failures++;
 		session_reply(s, "ERR QUORUM no majority of masters extended the lease");
 		return;
 	}
-	lk->lease_ms = s->arg_ms;
-	lk->lease_end_us = start + lk->lease_ms * 1000;
+	lk->lease_ms = lease;
+	lk->lease_end_us = start + lease * 1000;
 	lk->validity_us = now_us() + left;
 	add_timer(lk->deadline, lk->validity_us);
 	session_reply(s, "OK");
@@ -575,6 +704,11 @@ void lt_extend(struct session *s, const char *key, size_t klen, uint32_t ms)
 		session_reply(s, "ERR ARG EXTEND is for TTL locks; this lock is renewed by lockd");
 		return;
 	}
+	if (quorum_validity_us(ms, 0, cfg->drift_factor) <= 0) {
+		session_reply(s, "ERR ARG EXTEND is shorter than the clock drift margin (2 ms + "
+				 "locks.drift_factor)");
+		return;
+	}
 	if (!(it = calloc(1, sizeof(*it)))) {
 		session_reply(s, "ERR LIMIT out of memory");
 		return;
@@ -584,13 +718,18 @@ void lt_extend(struct session *s, const char *key, size_t klen, uint32_t ms)
 	it->token = lk->token;
 	it->owner = lk;
 	it->grant_id = lk->grant_id;
-	s->arg_ms = ms;
-	lk->refs++;
-	s->call = rl_renew(it, 1, ms, extended, s);
-	if (!s->call) {
-		lk->refs--;
+	int64_t start = now_us();
+	/* Owned by the key, not the session: the verdict always comes back
+	 * to drop the reference, even after the session left. */
+	if (!rl_renew(it, 1, ms, extended, lk)) {
+		free(it);
 		session_reply(s, "ERR LIMIT out of memory");
+		return;
 	}
+	lk->refs++;
+	lk->ext_for = s;
+	s->verdict_lk = lk;
+	lease_written(lk, start, ms);
 }
 
 static size_t waiting_for(const char *key, size_t klen)
@@ -666,9 +805,13 @@ void lt_session_end(struct session *s)
 		s->call = NULL;
 		rl_detach(c, s);
 	}
-	if (s->rel_lk) {
-		s->rel_lk->rel_for = NULL;
-		s->rel_lk = NULL;
+	if (s->verdict_lk) {
+		struct lkey *vk = s->verdict_lk;
+		if (vk->rel_for == s)
+			vk->rel_for = NULL;
+		if (vk->ext_for == s)
+			vk->ext_for = NULL;
+		s->verdict_lk = NULL;
 	}
 	while ((l = waitq_first(&s->locks)))
 		release_key(wq_entry(l, struct lkey, hold_link), NULL);
@@ -681,23 +824,27 @@ static void renewed(struct rl_call *c, void *owner)
 	int n, failed = 0;
 	struct rl_renew_item *it = rl_renew_items(c, &n);
 	int64_t start = rl_start_us(c), now = now_us();
+	int64_t lease = rl_lease_of(c); /* what this call wrote, whatever cfg says now */
 	int maj = quorum_majority(masters_count());
+	int64_t next = wd_next_us;
 
+	wd_batches--;
 	for (int i = 0; i < n; i++) {
 		struct lkey *lk = it[i].owner;
 		lk->refs--;
 		lk->renewing = 0;
 		if (lk->grant_id == it[i].grant_id && lk->state == LK_HELD && !lk->has_ttl) {
-			int64_t left = quorum_validity_us(cfg->lease_ms, now - start,
-							  cfg->drift_factor);
+			int64_t left = quorum_validity_us(lease, now - start, cfg->drift_factor);
 			if (it[i].yes >= maj && left > 0) {
-				lk->lease_ms = cfg->lease_ms;
-				lk->lease_end_us = start + lk->lease_ms * 1000;
+				lk->lease_ms = lease;
+				lk->lease_end_us = start + lease * 1000;
 				lk->validity_us = now + left;
 				lk->renewed_us = start;
 				lk->renew_failed = 0;
 				add_timer(lk->deadline, lk->validity_us);
 				stats.renewals++;
+				if (start + lease * 1000 / 3 < next)
+					next = start + lease * 1000 / 3;
 			} else {
 				lk->renew_failed = 1;
 				stats.renewal_failures++;
@@ -708,65 +855,89 @@ static void renewed(struct rl_call *c, void *owner)
 		}
 		lk_maybe_free(lk);
 	}
-	if (failed && !wd_retry_soon) {
+	if (failed) {
 		/* Try again soon, while the leases are still valid. */
-		wd_retry_soon = 1;
 		int64_t ms = cfg->timeout_ms * 2 < 100 ? 100 : cfg->timeout_ms * 2;
 		if (ms > cfg->lease_ms / 6)
 			ms = cfg->lease_ms / 6;
-		arm_watchdog(ms);
+		if (now + ms * 1000 < next)
+			next = now + ms * 1000;
+	}
+	if (next < wd_next_us)
+		wd_arm_at(next);
+	wd_pump();
+}
+
+static void wd_arm_at(int64_t at_us)
+{
+	wd_next_us = at_us;
+	add_timer(wd_timer, at_us);
+}
+
+/* Send renewal batches of the due locks, RENEW_INFLIGHT at most at once;
+ * each verdict sends the next. A batch is made when it is sent, of the
+ * locks still held then, so a release is never followed by a renewal
+ * that would write the key back. */
+static void wd_pump(void)
+{
+	while (wd_batches < RENEW_INFLIGHT && wd_due.len) {
+		int n = wd_due.len < RENEW_BATCH ? (int)wd_due.len : RENEW_BATCH;
+		struct rl_renew_item *batch = malloc(sizeof(*batch) * (size_t)n);
+		if (!batch)
+			return; /* they stay due: the next verdict or tick tries again */
+		int64_t lease = cfg->lease_ms, start = now_us();
+		for (int i = 0; i < n; i++) {
+			struct lkey *lk = wq_entry(waitq_pop(&wd_due), struct lkey, due_link);
+			lk->due = 0;
+			batch[i].key = lk->key;
+			batch[i].klen = lk->node.klen;
+			batch[i].token = lk->token;
+			batch[i].owner = lk;
+			batch[i].grant_id = lk->grant_id;
+			lk->refs++;
+			lk->renewing = 1;
+		}
+		if (!rl_renew(batch, n, lease, renewed, &watchdog)) {
+			for (int i = 0; i < n; i++) {
+				struct lkey *lk = batch[i].owner;
+				lk->refs--;
+				lk->renewing = 0;
+				lk->renew_failed = 1; /* the next tick takes it */
+			}
+			free(batch);
+			return;
+		}
+		for (int i = 0; i < n; i++)
+			lease_written(batch[i].owner, start, lease);
+		wd_batches++;
+		stats.renew_batches++;
 	}
 }
 
-static void arm_watchdog(int64_t ms)
-{
-	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-	event_add(wd_timer, &tv);
-}
-
+/* Mark the locks whose renewal is due and send the first batches. A lock
+ * is due once half a renewal period (a third of the lease it holds) has
+ * passed since its last renewal, after a failed one, or when its lease is
+ * not the configured one (a reload changed it). The timer is set for the
+ * earliest lock not due yet, at most a period of the configured lease. */
 static void wd_tick(evutil_socket_t fd, short what, void *arg)
 {
-	int64_t now = now_us(), period = cfg->lease_ms * 1000 / 3;
-	struct rl_renew_item *batch = NULL;
-	int n = 0;
+	int64_t now = now_us(), next = now + cfg->lease_ms * 1000 / 3;
 
-	wd_retry_soon = 0;
-	arm_watchdog(cfg->lease_ms / 3);
 	for (struct wq_link *l = watchdog.head.next; l != &watchdog.head; l = l->next) {
 		struct lkey *lk = wq_entry(l, struct lkey, wd_link);
-		/* Renewed recently enough (e.g. granted just now): next time. */
-		if (lk->renewing || (!lk->renew_failed && now - lk->renewed_us < period / 2))
+		int64_t period = lk->lease_ms * 1000 / 3;
+		if (lk->due || lk->renewing)
 			continue;
-		if (!batch && !(batch = malloc(sizeof(*batch) * RENEW_BATCH)))
-			break;
-		batch[n].key = lk->key;
-		batch[n].klen = lk->node.klen;
-		batch[n].token = lk->token;
-		batch[n].owner = lk;
-		batch[n].grant_id = lk->grant_id;
-		lk->refs++;
-		lk->renewing = 1;
-		if (++n == RENEW_BATCH) {
-			stats.renew_batches++;
-			if (!rl_renew(batch, n, cfg->lease_ms, renewed, &watchdog))
-				break;
-			batch = NULL;
-			n = 0;
+		if (lk->renew_failed || lk->lease_ms != cfg->lease_ms ||
+		    now - lk->renewed_us >= period / 2) {
+			waitq_push(&wd_due, &lk->due_link);
+			lk->due = 1;
+		} else if (lk->renewed_us + period < next) {
+			next = lk->renewed_us + period;
 		}
 	}
-	if (n) {
-		stats.renew_batches++;
-		if (rl_renew(batch, n, cfg->lease_ms, renewed, &watchdog))
-			batch = NULL;
-	}
-	if (batch) { /* out of memory: undo the marks, retry next tick */
-		for (int i = 0; i < n; i++) {
-			struct lkey *lk = batch[i].owner;
-			lk->refs--;
-			lk->renewing = 0;
-		}
-		free(batch);
-	}
+	wd_arm_at(next);
+	wd_pump();
 }
 
 /* --- setup --- */
@@ -776,17 +947,23 @@ int locktab_init(struct event_base *b, const struct config *c)
 	base = b;
 	cfg = c;
 	waitq_init(&watchdog);
+	waitq_init(&wd_due);
 	if (keytab_init(&table, 1024))
 		return -1;
 	wd_timer = evtimer_new(base, wd_tick, NULL);
-	arm_watchdog(cfg->lease_ms / 3);
+	rel_ev = event_new(base, -1, 0, rel_pump, NULL);
+	trim_ev = evtimer_new(base, trim_cb, NULL);
+	if (!wd_timer || !rel_ev || !trim_ev)
+		return -1;
+	wd_arm_at(now_us() + cfg->lease_ms * 1000 / 3);
 	return 0;
 }
 
 void locktab_set_cfg(const struct config *c)
 {
 	cfg = c;
-	arm_watchdog(cfg->lease_ms / 3);
+	/* A new lease applies to the next renewal of every lock: now. */
+	wd_arm_at(now_us());
 }
 
 uint64_t locktab_keys(void) { return table.count; }
@@ -820,6 +997,7 @@ void lt_shutdown_all(void)
 			lk_maybe_free(lk);
 	}
 	free(all);
+	rel_pump(-1, 0, NULL); /* all at once: lockd is leaving */
 }
 
 void locktab_shutdown(void)
@@ -827,6 +1005,17 @@ void locktab_shutdown(void)
 	if (wd_timer)
 		event_free(wd_timer);
 	wd_timer = NULL;
+	if (rel_ev)
+		event_free(rel_ev);
+	if (trim_ev)
+		event_free(trim_ev);
+	rel_ev = trim_ev = NULL;
+	while (relq_head) {
+		struct relq *r = relq_head;
+		relq_head = r->next;
+		free(r);
+	}
+	relq_tail = &relq_head;
 	for (size_t i = 0; i < table.nslots; i++) {
 		struct kt_node *k = table.slots[i], *nx;
 		for (; k; k = nx) {

@@ -54,6 +54,8 @@ int lt_waiting(const struct session *s);
 void lt_session_end(struct session *s);
 /* SIGTERM: answer every waiter ERR SHUTDOWN and release every lock. */
 void lt_shutdown_all(void);
+/* Releases are still queued or in flight (shutdown waits for them). */
+int locktab_busy(void);
 /* A released-key notice from a master's channel. */
 void lt_notice(const char *key, size_t klen);
 

@@ -30,7 +30,8 @@ struct session {
 	uint32_t nlocks;
 	struct waiter w;       /* its place in a key's queue, when in one */
 	struct rl_call *call;  /* the quorum call that answers the current request */
-	struct lkey *rel_lk;   /* a handoff whose release verdict answers it */
+	struct lkey *verdict_lk; /* a key whose call answers the current request (a
+				    handoff's release, an EXTEND) */
 	int64_t req_us;        /* when the current request arrived */
 	char *key;             /* copy of the current request's key */
 	size_t klen, keycap;
