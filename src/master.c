@@ -48,6 +48,8 @@ static struct master_opts opts;
 static char marker_key[128];
 static char channel[128];
 static struct mreq *free_reqs;
+static int nfree_reqs;
+#define FREE_REQS_MAX 4096 /* kept for reuse; more go back after a burst */
 static int shutting_down;   /* our own close: no "down" warnings */
 static int startup_judging; /* markers not judged yet (see judge) */
 static int64_t judge_deadline_us;
@@ -66,9 +68,10 @@ const char *master_state_name(enum master_state s)
 static struct mreq *mreq_get(void)
 {
 	struct mreq *r = free_reqs;
-	if (r)
+	if (r) {
 		free_reqs = r->next_free;
-	else if (!(r = malloc(sizeof(*r))))
+		nfree_reqs--;
+	} else if (!(r = malloc(sizeof(*r))))
 		return NULL;
 	memset(r, 0, sizeof(*r));
 	return r;
@@ -76,8 +79,13 @@ static struct mreq *mreq_get(void)
 
 static void mreq_put(struct mreq *r)
 {
+	if (nfree_reqs >= FREE_REQS_MAX) {
+		free(r);
+		return;
+	}
 	r->next_free = free_reqs;
 	free_reqs = r;
+	nfree_reqs++;
 }
 
 static void set_state(struct master *m, enum master_state s)
@@ -782,6 +790,7 @@ void masters_shutdown(void)
 		free_reqs = r->next_free;
 		free(r);
 	}
+	nfree_reqs = 0;
 }
 
 int masters_count(void) { return nmasters; }
