@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +34,8 @@
 #include "keytab.h"
 #include "locktab.h"
 #include "log.h"
-#include "master.h"
 #include "quorum.h"
 #include "redlock.h"
-#include "session.h"
 #include "stats.h"
 
 enum lk_state {
@@ -49,7 +48,7 @@ struct lkey {
 	struct kt_node node;
 	enum lk_state state;
 	/* LK_HELD */
-	struct session *holder;
+	struct lt_client *holder;
 	struct wq_link hold_link; /* on holder->locks */
 	struct wq_link wd_link;   /* on the watchdog list (no TTL) */
 	struct wq_link due_link;  /* on wd_due while waiting for a renewal batch */
@@ -68,8 +67,8 @@ struct lkey {
 	/* LK_ACQUIRING */
 	struct rl_call *call;
 	struct waiter *acq_for;   /* the waiter it is for; NULL if it left */
-	struct session *rel_for;  /* a handoff's UNLOCK waiting for its verdict */
-	struct session *ext_for;  /* an EXTEND waiting for its verdict */
+	struct lt_client *rel_for;  /* a handoff's UNLOCK waiting for its verdict */
+	struct lt_client *ext_for;  /* an EXTEND waiting for its verdict */
 	int64_t handoff_from_us;  /* when the holder released, for the histogram */
 	int was_handoff;
 	/* waiting */
@@ -85,6 +84,7 @@ struct lkey {
 
 static struct event_base *base;
 static const struct config *cfg;
+static const struct lt_ops *ops;
 static struct keytab table;
 static struct waitq watchdog; /* held locks without TTL */
 static struct waitq wd_due;   /* of those, the ones a renewal batch will take */
@@ -129,6 +129,24 @@ static void add_timer(struct event *ev, int64_t at_us)
 		d = 0;
 	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
 	event_add(ev, &tv);
+}
+
+static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reply(struct lt_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ops->reply(c, fmt, ap);
+	va_end(ap);
+}
+
+static void line(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(struct lt_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ops->line(c, fmt, ap);
+	va_end(ap);
 }
 
 static struct lkey *lk_find(const char *key, size_t klen)
@@ -191,11 +209,11 @@ static void waiter_leave(struct waiter *w)
 
 /* Answer a waiter that will not get the lock. The caller lets the next
  * waiter try (kick) and frees the entry if unused (lk_maybe_free). */
-static void waiter_fail(struct waiter *w, const char *reply)
+static void waiter_fail(struct waiter *w, const char *msg)
 {
 	struct lkey *lk = w->lk;
 	waiter_leave(w);
-	session_reply(w->s, "%s", reply);
+	reply(w->c, "%s", msg);
 	if (lk && lk->retry_armed && lk->waiters.len == 0) {
 		event_del(lk->retry);
 		lk->retry_armed = 0;
@@ -211,7 +229,7 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	stats.timeouts += !w->quorum_failed;
-	waiter_fail(w, w->quorum_failed ? "ERR QUORUM no majority of masters answered"
+	waiter_fail(w, w->quorum_failed ? MSG_NO_QUORUM
 					: "TIMEOUT");
 	kick(lk);
 	lk_maybe_free(lk);
@@ -221,7 +239,7 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g)
 {
-	struct session *s = w->s;
+	struct lt_client *s = w->c;
 
 	lk->state = LK_HELD;
 	lk->holder = s;
@@ -249,13 +267,13 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	if (lk->was_handoff)
 		stats_observe(HIST_HANDOFF, now - lk->handoff_from_us);
 	waiter_leave(w);
-	session_reply(s, "OK %llu", (unsigned long long)lk->fence);
+	reply(s, "OK %llu", (unsigned long long)lk->fence);
 }
 
 /* The holder lets go (all holds): stop renewing and forget it. */
 static void hold_end(struct lkey *lk)
 {
-	struct session *s = lk->holder;
+	struct lt_client *s = lk->holder;
 	waitq_remove(&s->locks, &lk->hold_link);
 	s->nlocks--;
 	waitq_remove(&watchdog, &lk->wd_link);
@@ -273,7 +291,7 @@ static void hold_end(struct lkey *lk)
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lkey *lk = arg;
-	struct session *s = lk->holder;
+	struct lt_client *s = lk->holder;
 	char token[TOKEN_LEN + 1];
 
 	if (lk->state != LK_HELD || !s)
@@ -282,7 +300,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 		 s->peer, lk->key, (unsigned long long)lk->fence,
 		 lk->has_ttl ? "TTL lapsed" : "lease could not be renewed on a majority");
 	stats.lost++;
-	session_line(s, "LOST %s %llu", lk->key, (unsigned long long)lk->fence);
+	line(s, "LOST %s %llu", lk->key, (unsigned long long)lk->fence);
 	memcpy(token, lk->token, sizeof(token));
 	hold_end(lk);
 	lk->handoffs = 0;
@@ -297,16 +315,16 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 static void handoff_released(struct rl_call *c, void *owner)
 {
 	struct lkey *lk = owner;
-	struct session *s = lk->rel_for;
+	struct lt_client *s = lk->rel_for;
 	if (!s)
 		return;
 	lk->rel_for = NULL;
 	s->verdict_lk = NULL;
 	if (rl_result_of(c) == RL_OK) {
-		session_reply(s, "OK 0");
+		reply(s, "OK 0");
 	} else {
 		stats.quorum_failures++;
-		session_reply(s, "ERR QUORUM release not confirmed by a majority");
+		reply(s, "%s", MSG_RELEASE_UNCONFIRMED);
 	}
 	/* The verdict may come after the grant's: then nothing else frees it. */
 	lk_maybe_free(lk);
@@ -315,13 +333,13 @@ static void handoff_released(struct rl_call *c, void *owner)
 /* A plain release's verdict, for the UNLOCK that asked. */
 static void released(struct rl_call *c, void *owner)
 {
-	struct session *s = owner;
+	struct lt_client *s = owner;
 	s->call = NULL;
 	if (rl_result_of(c) == RL_OK) {
-		session_reply(s, "OK 0");
+		reply(s, "OK 0");
 	} else {
 		stats.quorum_failures++;
-		session_reply(s, "ERR QUORUM release not confirmed by a majority");
+		reply(s, "%s", MSG_RELEASE_UNCONFIRMED);
 	}
 }
 
@@ -360,19 +378,19 @@ static void acquired(struct rl_call *c, void *owner)
 		int quorum = g->result == RL_QUORUM;
 		if (w->mode == WM_TRY) {
 			stats.busy += !quorum;
-			waiter_fail(w, quorum ? "ERR QUORUM no majority of masters answered"
+			waiter_fail(w, quorum ? MSG_NO_QUORUM
 					      : "BUSY");
 		} else if (w->mode == WM_ONCE) {
 			stats.timeouts += !quorum;
-			waiter_fail(w, quorum ? "ERR QUORUM no majority of masters answered"
+			waiter_fail(w, quorum ? MSG_NO_QUORUM
 					      : "TIMEOUT");
 		} else {
 			/* Held elsewhere: sleep until a release notice, or
 			 * until its lease can have run out. No quorum: back
 			 * off with jitter. */
 			w->quorum_failed = quorum;
-			if (w->s->eof)
-				session_poke(w->s); /* its peer left: cancel */
+			if (w->c->eof)
+				ops->wake(w->c); /* its peer left: cancel */
 			int64_t ms = quorum ? 50 + random() % 100
 				     : lk->noticed ? 0 /* released meanwhile: try again now */
 				     : (g->pttl_ms > 0 ? g->pttl_ms + 5 : 10);
@@ -404,7 +422,7 @@ static void kick(struct lkey *lk)
 	if (!lk->call) {
 		lk->state = LK_IDLE;
 		lk->acq_for = NULL;
-		waiter_fail(w, "ERR LIMIT out of memory");
+		waiter_fail(w, MSG_OOM);
 	}
 }
 
@@ -499,7 +517,7 @@ int locktab_busy(void) { return relq_head != NULL || rel_batches > 0; }
 
 /* The holder is done with the key (UNLOCK to 0, QUIT, disconnect). rs is
  * the session that waits for the release verdict, or NULL. */
-static void release_key(struct lkey *lk, struct session *rs)
+static void release_key(struct lkey *lk, struct lt_client *rs)
 {
 	char old[TOKEN_LEN + 1];
 	struct wq_link *l = waitq_first(&lk->waiters);
@@ -550,7 +568,7 @@ static void release_key(struct lkey *lk, struct session *rs)
 			if (c)
 				rs->call = c;
 			else
-				session_reply(rs, "ERR LIMIT out of memory");
+				reply(rs, "%s", MSG_OOM);
 		}
 	}
 	kick(lk);
@@ -559,13 +577,13 @@ static void release_key(struct lkey *lk, struct session *rs)
 
 /* --- commands --- */
 
-static struct lkey *held_by(struct session *s, const char *key, size_t klen)
+static struct lkey *held_by(struct lt_client *s, const char *key, size_t klen)
 {
 	struct lkey *lk = lk_find(key, klen);
 	return lk && lk->state == LK_HELD && lk->holder == s ? lk : NULL;
 }
 
-void lt_lock(struct session *s, const struct request *r)
+void lt_lock(struct lt_client *s, const struct request *r)
 {
 	struct lkey *lk = lk_find(r->key, r->klen);
 	struct waiter *w = &s->w;
@@ -573,36 +591,36 @@ void lt_lock(struct session *s, const struct request *r)
 
 	if (lk && lk->state == LK_HELD && lk->holder == s) {
 		lk->holds++; /* reentrant: WAIT and TTL are ignored */
-		session_reply(s, "OK %llu", (unsigned long long)lk->fence);
+		reply(s, "OK %llu", (unsigned long long)lk->fence);
 		return;
 	}
 	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
 		/* No grant could ever be valid: say so rather than QUORUM. */
-		session_reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
-				 "locks.drift_factor)");
+		reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
+			 "locks.drift_factor)");
 		return;
 	}
 	if (s->nlocks >= (uint64_t)cfg->max_locks_per_session) {
-		session_reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
+		reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;
 	}
 	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len)) {
 		/* Held here, or others queue for it: never jump the queue. */
 		if (r->cmd == CMD_TRYLOCK) {
 			stats.busy++;
-			session_reply(s, "BUSY");
+			reply(s, "BUSY");
 		} else {
 			stats.timeouts++;
-			session_reply(s, "TIMEOUT");
+			reply(s, "TIMEOUT");
 		}
 		return;
 	}
 	if (!lk && !(lk = lk_get(r->key, r->klen))) {
-		session_reply(s, "ERR LIMIT out of memory");
+		reply(s, "%s", MSG_OOM);
 		return;
 	}
 	w->lk = lk;
-	w->s = s;
+	w->c = s;
 	w->mode = r->cmd == CMD_TRYLOCK ? WM_TRY : try ? WM_ONCE : WM_WAIT;
 	w->has_ttl = r->has_ttl;
 	w->ttl_ms = r->ttl_ms;
@@ -622,22 +640,22 @@ void lt_lock(struct session *s, const struct request *r)
 	lk_maybe_free(lk);
 }
 
-int lt_waiting(const struct session *s)
+int lt_waiting(const struct lt_client *s)
 {
 	const struct waiter *w = &s->w;
 	const struct lkey *lk = w->lk;
 	return lk && w->mode == WM_WAIT && (lk->acq_for != w || lk->retry_armed);
 }
 
-void lt_unlock(struct session *s, const char *key, size_t klen)
+void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 {
 	struct lkey *lk = held_by(s, key, klen);
 	if (!lk) {
-		session_reply(s, "ERR NOTHELD this session does not hold the key");
+		reply(s, "%s", MSG_NOT_HELD);
 		return;
 	}
 	if (--lk->holds > 0) {
-		session_reply(s, "OK %u", lk->holds);
+		reply(s, "OK %u", lk->holds);
 		return;
 	}
 	release_key(lk, s);
@@ -660,7 +678,7 @@ static void lease_written(struct lkey *lk, int64_t start, int64_t lease_ms)
 static void extended(struct rl_call *c, void *owner)
 {
 	struct lkey *lk = owner;
-	struct session *s = lk->ext_for;
+	struct lt_client *s = lk->ext_for;
 	int n;
 	struct rl_renew_item *it = rl_renew_items(c, &n);
 	int64_t start = rl_start_us(c), lease = rl_lease_of(c);
@@ -673,44 +691,43 @@ static void extended(struct rl_call *c, void *owner)
 	}
 	s->verdict_lk = NULL;
 	if (lk->grant_id != it[0].grant_id || lk->state != LK_HELD || lk->holder != s) {
-		session_reply(s, "ERR NOTHELD the lock was lost");
+		reply(s, "ERR NOTHELD the lock was lost");
 		lk_maybe_free(lk);
 		return;
 	}
-	int64_t left = quorum_validity_us(lease, now_us() - start, cfg->drift_factor);
-	if (it[0].yes < quorum_majority(masters_count()) || left <= 0) {
+	if (!it[0].ok) {
 		/* lease_written already cut the validity if this one may end sooner */
 		stats.quorum_failures++;
-		session_reply(s, "ERR QUORUM no majority of masters extended the lease");
+		reply(s, "ERR QUORUM no majority of masters extended the lease");
 		return;
 	}
 	lk->lease_ms = lease;
 	lk->lease_end_us = start + lease * 1000;
-	lk->validity_us = now_us() + left;
+	lk->validity_us = it[0].validity_us;
 	add_timer(lk->deadline, lk->validity_us);
-	session_reply(s, "OK");
+	reply(s, "OK");
 }
 
-void lt_extend(struct session *s, const char *key, size_t klen, uint32_t ms)
+void lt_extend(struct lt_client *s, const char *key, size_t klen, uint32_t ms)
 {
 	struct lkey *lk = held_by(s, key, klen);
 	struct rl_renew_item *it;
 
 	if (!lk) {
-		session_reply(s, "ERR NOTHELD this session does not hold the key");
+		reply(s, "%s", MSG_NOT_HELD);
 		return;
 	}
 	if (!lk->has_ttl) {
-		session_reply(s, "ERR ARG EXTEND is for TTL locks; this lock is renewed by lockd");
+		reply(s, "ERR ARG EXTEND is for TTL locks; this lock is renewed by lockd");
 		return;
 	}
 	if (quorum_validity_us(ms, 0, cfg->drift_factor) <= 0) {
-		session_reply(s, "ERR ARG EXTEND is shorter than the clock drift margin (2 ms + "
-				 "locks.drift_factor)");
+		reply(s, "ERR ARG EXTEND is shorter than the clock drift margin (2 ms + "
+			 "locks.drift_factor)");
 		return;
 	}
 	if (!(it = calloc(1, sizeof(*it)))) {
-		session_reply(s, "ERR LIMIT out of memory");
+		reply(s, "%s", MSG_OOM);
 		return;
 	}
 	it->key = lk->key;
@@ -723,7 +740,7 @@ void lt_extend(struct session *s, const char *key, size_t klen, uint32_t ms)
 	 * to drop the reference, even after the session left. */
 	if (!rl_renew(it, 1, ms, extended, lk)) {
 		free(it);
-		session_reply(s, "ERR LIMIT out of memory");
+		reply(s, "%s", MSG_OOM);
 		return;
 	}
 	lk->refs++;
@@ -740,48 +757,57 @@ static size_t waiting_for(const char *key, size_t klen)
 
 static void status_done(struct rl_call *c, void *owner)
 {
-	struct session *s = owner;
+	struct lt_client *s = owner;
 	int held;
 	int64_t ttl;
 
 	s->call = NULL;
 	rl_status_of(c, &held, &ttl);
 	if (held < 0)
-		session_reply(s, "ERR QUORUM no majority of masters answered");
-	else if (held)
-		session_reply(s, "HELD %lld %zu", (long long)ttl, waiting_for(s->key, s->klen));
-	else
-		session_reply(s, "FREE");
+		reply(s, "%s", MSG_NO_QUORUM);
+	else if (held) {
+		size_t klen;
+		const char *key = rl_key_of(c, &klen);
+		reply(s, "HELD %lld %zu", (long long)ttl, waiting_for(key, klen));
+	} else {
+		reply(s, "FREE");
+	}
 }
 
-void lt_status(struct session *s, const char *key, size_t klen)
+void lt_status(struct lt_client *s, const char *key, size_t klen)
 {
 	struct lkey *lk = lk_find(key, klen);
 
 	if (lk && lk->state == LK_HELD) {
 		int64_t left = (lk->lease_end_us - now_us()) / 1000;
-		session_reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0),
+		reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0),
 			      lk->waiters.len);
 		return;
 	}
 	s->call = rl_status(key, klen, status_done, s);
 	if (!s->call)
-		session_reply(s, "ERR LIMIT out of memory");
+		reply(s, "%s", MSG_OOM);
 }
 
-void lt_held(struct session *s)
+void lt_held(struct lt_client *s)
 {
 	int64_t now = now_us();
 	for (struct wq_link *l = s->locks.head.next; l != &s->locks.head; l = l->next) {
 		struct lkey *lk = wq_entry(l, struct lkey, hold_link);
 		int64_t left = (lk->lease_end_us - now) / 1000;
-		session_line(s, "KEY %s %llu %u %lld", lk->key, (unsigned long long)lk->fence,
+		line(s, "KEY %s %llu %u %lld", lk->key, (unsigned long long)lk->fence,
 			      lk->holds, (long long)(left > 0 ? left : 0));
 	}
-	session_reply(s, "END");
+	reply(s, "END");
 }
 
-void lt_session_end(struct session *s)
+void lt_client_init(struct lt_client *c)
+{
+	waitq_init(&c->locks);
+	c->w.c = c;
+}
+
+void lt_client_end(struct lt_client *s)
 {
 	struct wq_link *l;
 
@@ -825,7 +851,6 @@ static void renewed(struct rl_call *c, void *owner)
 	struct rl_renew_item *it = rl_renew_items(c, &n);
 	int64_t start = rl_start_us(c), now = now_us();
 	int64_t lease = rl_lease_of(c); /* what this call wrote, whatever cfg says now */
-	int maj = quorum_majority(masters_count());
 	int64_t next = wd_next_us;
 
 	wd_batches--;
@@ -834,11 +859,10 @@ static void renewed(struct rl_call *c, void *owner)
 		lk->refs--;
 		lk->renewing = 0;
 		if (lk->grant_id == it[i].grant_id && lk->state == LK_HELD && !lk->has_ttl) {
-			int64_t left = quorum_validity_us(lease, now - start, cfg->drift_factor);
-			if (it[i].yes >= maj && left > 0) {
+			if (it[i].ok) {
 				lk->lease_ms = lease;
 				lk->lease_end_us = start + lease * 1000;
-				lk->validity_us = now + left;
+				lk->validity_us = it[i].validity_us;
 				lk->renewed_us = start;
 				lk->renew_failed = 0;
 				add_timer(lk->deadline, lk->validity_us);
@@ -848,8 +872,8 @@ static void renewed(struct rl_call *c, void *owner)
 			} else {
 				lk->renew_failed = 1;
 				stats.renewal_failures++;
-				log_debug("renewal of %s failed: %d of %d masters, %lld us left",
-					  lk->key, it[i].yes, masters_count(), (long long)left);
+				log_debug("renewal of %s failed: %d masters hold it for us", lk->key,
+					  it[i].yes);
 				failed = 1;
 			}
 		}
@@ -942,10 +966,11 @@ static void wd_tick(evutil_socket_t fd, short what, void *arg)
 
 /* --- setup --- */
 
-int locktab_init(struct event_base *b, const struct config *c)
+int locktab_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
 	base = b;
 	cfg = c;
+	ops = o;
 	waitq_init(&watchdog);
 	waitq_init(&wd_due);
 	if (keytab_init(&table, 1024))
@@ -989,7 +1014,7 @@ void lt_shutdown_all(void)
 		while ((l = waitq_first(&lk->waiters))) {
 			struct waiter *w = wq_entry(l, struct waiter, link);
 			waiter_leave(w);
-			session_reply(w->s, "ERR SHUTDOWN lockd is stopping");
+			reply(w->c, "ERR SHUTDOWN lockd is stopping");
 		}
 		if (lk->state == LK_HELD)
 			release_key(lk, NULL);

@@ -1,9 +1,14 @@
 /* locktab: the central table of keys: who holds each key on this lockd,
- * its fence and lease, the FIFO of sessions waiting for it, and the one
- * watchdog that renews every lease. */
+ * its fence and lease, the FIFO of clients waiting for it, and the one
+ * watchdog that renews every lease.
+ *
+ * locktab knows its callers only as struct lt_client, a part of theirs
+ * that they embed (a session does), and answers them through the
+ * callbacks given to locktab_init. It asks the masters through redlock. */
 #ifndef LOCKD_LOCKTAB_H
 #define LOCKD_LOCKTAB_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -12,8 +17,10 @@
 #include "waitq.h"
 
 struct event_base;
-struct session;
+struct event;
 struct lkey;
+struct lt_client;
+struct rl_call;
 
 enum wait_mode {
 	WM_TRY,  /* TRYLOCK: one attempt, BUSY on failure */
@@ -21,11 +28,11 @@ enum wait_mode {
 	WM_WAIT, /* LOCK: wait in the queue until granted or the deadline */
 };
 
-/* A session's place in a key's queue (a session waits for one key at most). */
+/* A client's place in a key's queue (a client waits for one key at most). */
 struct waiter {
 	struct wq_link link; /* on lkey.waiters */
 	struct lkey *lk;     /* NULL when not waiting */
-	struct session *s;
+	struct lt_client *c;
 	enum wait_mode mode;
 	int has_ttl;
 	uint32_t ttl_ms;
@@ -35,23 +42,50 @@ struct waiter {
 	struct event *timer; /* fires at deadline_us */
 };
 
-int locktab_init(struct event_base *base, const struct config *cfg);
+/* What locktab keeps of one client. The owner fills id, peer, eof and
+ * req_us, and zeroes the rest before lt_client_init; locktab owns the rest. */
+struct lt_client {
+	uint64_t id;        /* for log lines */
+	const char *peer;   /* for log lines */
+	int eof;            /* the peer left: a wait that goes on must wake it */
+	int64_t req_us;     /* when its current request arrived */
+	struct waitq locks; /* lkey hold links of the keys it holds */
+	uint32_t nlocks;
+	struct waiter w;         /* its place in a key's queue, when in one */
+	struct rl_call *call;    /* the quorum call that answers its current request */
+	struct lkey *verdict_lk; /* a key whose call answers it (a handoff's release,
+				    an EXTEND) */
+};
+
+/* How locktab answers its clients. Each request gets exactly one reply;
+ * lines (events, the lines of a multi-line reply) may come before it. */
+struct lt_ops {
+	void (*reply)(struct lt_client *c, const char *fmt, va_list ap); /* "\r\n" added */
+	void (*line)(struct lt_client *c, const char *fmt, va_list ap);  /* "\r\n" added */
+	/* Look at the client's state again from the loop (its peer left while
+	 * its wait goes on: it may end the wait). */
+	void (*wake)(struct lt_client *c);
+};
+
+int locktab_init(struct event_base *base, const struct config *cfg, const struct lt_ops *ops);
 void locktab_set_cfg(const struct config *cfg);
 void locktab_shutdown(void);
 uint64_t locktab_keys(void);
 
-/* Commands: each answers the session now or later with session_reply. */
-void lt_lock(struct session *s, const struct request *r);
-void lt_unlock(struct session *s, const char *key, size_t klen);
-void lt_extend(struct session *s, const char *key, size_t klen, uint32_t ms);
-void lt_status(struct session *s, const char *key, size_t klen);
-void lt_held(struct session *s);
+void lt_client_init(struct lt_client *c);
 
-/* The session's LOCK waits (queued, or asleep until the key is free
+/* Commands: each answers the client now or later through ops->reply. */
+void lt_lock(struct lt_client *c, const struct request *r);
+void lt_unlock(struct lt_client *c, const char *key, size_t klen);
+void lt_extend(struct lt_client *c, const char *key, size_t klen, uint32_t ms);
+void lt_status(struct lt_client *c, const char *key, size_t klen);
+void lt_held(struct lt_client *c);
+
+/* The client's LOCK waits (queued, or asleep until the key is free
  * elsewhere) rather than being decided right now. */
-int lt_waiting(const struct session *s);
-/* The session ends: cancel its wait, detach it from calls, release its locks. */
-void lt_session_end(struct session *s);
+int lt_waiting(const struct lt_client *c);
+/* The client leaves: cancel its wait, detach it from calls, release its locks. */
+void lt_client_end(struct lt_client *c);
 /* SIGTERM: answer every waiter ERR SHUTDOWN and release every lock. */
 void lt_shutdown_all(void);
 /* Releases are still queued or in flight (shutdown waits for them). */

@@ -298,7 +298,7 @@ int main(int argc, char **argv)
 	master_opts_from(&cfg, &mo);
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	sessions_set_cfg(&cfg);
-	if (locktab_init(base, &cfg) != 0 || masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
+	if (locktab_init(base, &cfg, &session_lt_ops) != 0 || masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");
 		return 1;
 	}

@@ -45,6 +45,12 @@ struct request {
 enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, struct request *req,
 			   const char **msg);
 
+/* Replies that several places give, named once. */
+#define MSG_OOM "ERR LIMIT out of memory"
+#define MSG_NO_QUORUM "ERR QUORUM no majority of masters answered"
+#define MSG_NOT_HELD "ERR NOTHELD this session does not hold the key"
+#define MSG_RELEASE_UNCONFIRMED "ERR QUORUM release not confirmed by a majority"
+
 const char *proto_cmd_name(enum cmd c);
 const char *proto_err_name(enum proto_err e);
 

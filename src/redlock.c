@@ -230,11 +230,25 @@ static int count_st(const struct rl_call *c, const unsigned char *st, enum mr s)
 	return k;
 }
 
+/* A renewal's verdict per item: a majority of the masters that count
+ * hold it for us, and the lease it wrote is still valid. */
+static void renew_verdicts(struct rl_call *c)
+{
+	int64_t now = now_us();
+	int64_t left = quorum_validity_us(c->lease_ms, now - c->grant.start_us, drift);
+	for (int k = 0; k < c->nitems; k++) {
+		c->items[k].ok = c->items[k].yes >= c->maj && left > 0;
+		c->items[k].validity_us = c->items[k].ok ? now + left : 0;
+	}
+}
+
 static void fire_done(struct rl_call *c)
 {
 	if (c->done_fired)
 		return;
 	c->done_fired = 1;
+	if (c->kind == RK_RENEW)
+		renew_verdicts(c);
 	if (c->done && c->owner)
 		c->done(c, c->owner);
 }
@@ -890,6 +904,12 @@ void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms)
 {
 	*held = c->status_ok ? c->status_held : -1;
 	*ttl_ms = c->status_ttl;
+}
+
+const char *rl_key_of(const struct rl_call *c, size_t *klen)
+{
+	*klen = c->argvlen[c->kind == RK_STATUS ? 1 : 3] - prefix_len;
+	return c->buf + prefix_len;
 }
 
 void rl_detach(struct rl_call *c, void *owner)

@@ -25,7 +25,9 @@ struct rl_renew_item {
 	const char *token;
 	void *owner; /* caller's handle */
 	uint64_t grant_id;
-	int yes; /* counting masters that hold it for us now */
+	int yes;             /* counting masters that hold it for us now */
+	int ok;              /* the verdict: a majority holds it for us, within validity */
+	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */
 };
 
 /* What an acquire (and a handoff) reports. */
@@ -69,8 +71,9 @@ struct rl_call *rl_release(const char *key, size_t klen, const char *token, int6
 enum rl_result rl_result_of(const struct rl_call *c);
 
 /* Renew (and write back where missing) items for lease_ms, one script
- * per master for all of them. done runs once after every master answered
- * or failed; items[i].yes then holds the count. The call owns items
+ * per master for all of them (EXTEND is a renewal of one item). done runs
+ * once after every master answered or failed, or the call expired;
+ * items[i].ok and .validity_us then hold the verdict. The call owns items
  * (malloc'ed by the caller) and frees them after done. */
 struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
 			 void *owner);
@@ -97,7 +100,10 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
  * when a majority of counting masters have it, ttl is its remaining
  * lease there. */
 struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *owner);
+/* held: -1 when no majority answered, else 0 or 1. */
 void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms);
+/* The key a call is about (without prefix; not for renewals). */
+const char *rl_key_of(const struct rl_call *c, size_t *klen);
 
 /* The owner goes away: its callbacks will not run; the call finishes
  * (and undoes a failed acquire) on its own. */

@@ -18,9 +18,9 @@
 
 #include "log.h"
 #include "proto.h"
-#include "redlock.h"
 #include "session.h"
 #include "stats.h"
+#include "util.h"
 
 static struct waitq all_sessions;
 static const struct config *cfg;
@@ -87,7 +87,7 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 			session_free(s);
 		return;
 	}
-	if (s->eof && s->state == SS_BLOCKED && lt_waiting(s)) {
+	if (s->lt.eof && s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
 		session_close(s); /* its LOCK started to wait after the peer left */
 		return;
 	}
@@ -95,6 +95,30 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 void session_poke(struct session *s) { event_active(s->resume, EV_TIMEOUT, 0); }
+
+/* locktab's way back to its clients (struct lt_client is s->lt). */
+static struct session *of_lt(struct lt_client *c) { return wq_entry(c, struct session, lt); }
+
+static void lt_reply(struct lt_client *c, const char *fmt, va_list ap)
+{
+	struct session *s = of_lt(c);
+	if (s->state != SS_BLOCKED)
+		return;
+	vline(s, fmt, ap);
+	s->state = SS_READING;
+	event_active(s->resume, EV_TIMEOUT, 0);
+}
+
+static void lt_line(struct lt_client *c, const char *fmt, va_list ap)
+{
+	struct session *s = of_lt(c);
+	if (s->state != SS_CLOSING)
+		vline(s, fmt, ap);
+}
+
+static void lt_wake(struct lt_client *c) { session_poke(of_lt(c)); }
+
+const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake};
 
 /* End the session: cancel its wait, release its locks, then close once
  * the output has been written (or CLOSE_FLUSH_SECS passed). */
@@ -105,8 +129,8 @@ static void session_close(struct session *s)
 	s->state = SS_CLOSING;
 	stats.clients--;
 	log_debug("session %llu (%s): closing, releasing %u lock(s)", (unsigned long long)s->id,
-		  s->peer, s->nlocks);
-	lt_session_end(s);
+		  s->peer, s->lt.nlocks);
+	lt_client_end(&s->lt);
 	bufferevent_disable(s->bev, EV_READ);
 	struct timeval tv = {CLOSE_FLUSH_SECS, 0};
 	bufferevent_set_timeouts(s->bev, NULL, &tv);
@@ -146,7 +170,7 @@ static void handle(struct session *s, const char *line, size_t len)
 	enum proto_err e = proto_parse(line, len, (size_t)cfg->max_key_len, &r, &msg);
 
 	s->state = SS_BLOCKED;
-	s->req_us = now_us();
+	s->lt.req_us = now_us();
 	if (e != PE_NONE) {
 		stats.protocol_errors++;
 		session_reply(s, "ERR %s %s", proto_err_name(e), msg);
@@ -170,19 +194,19 @@ static void handle(struct session *s, const char *line, size_t len)
 		break;
 	case CMD_LOCK:
 	case CMD_TRYLOCK:
-		lt_lock(s, &r);
+		lt_lock(&s->lt, &r);
 		break;
 	case CMD_UNLOCK:
-		lt_unlock(s, r.key, r.klen);
+		lt_unlock(&s->lt, r.key, r.klen);
 		break;
 	case CMD_EXTEND:
-		lt_extend(s, r.key, r.klen, r.ttl_ms);
+		lt_extend(&s->lt, r.key, r.klen, r.ttl_ms);
 		break;
 	case CMD_STATUS:
-		lt_status(s, r.key, r.klen);
+		lt_status(&s->lt, r.key, r.klen);
 		break;
 	case CMD_HELD:
-		lt_held(s);
+		lt_held(&s->lt);
 		break;
 	case CMD_STATS:
 		stats_write(bufferevent_get_output(s->bev), locktab_keys());
@@ -264,12 +288,12 @@ static void process(struct session *s)
 		}
 		handle(s, (const char *)line, ll);
 		evbuffer_drain(in, ll + 1);
-		if (s->eof && s->state == SS_BLOCKED && lt_waiting(s)) {
+		if (s->lt.eof && s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
 			session_close(s);
 			return;
 		}
 	}
-	if (s->eof && s->state == SS_READING &&
+	if (s->lt.eof && s->state == SS_READING &&
 	    evbuffer_search(in, "\n", 1, NULL).pos < 0)
 		session_close(s); /* everything read has been answered */
 }
@@ -299,10 +323,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
-		s->eof = 1;
+		s->lt.eof = 1;
 		/* A waiting LOCK is cancelled without a reply, with every
 		 * request behind it; anything else in progress is answered. */
-		if (s->state == SS_BLOCKED && lt_waiting(s)) {
+		if (s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
 			session_close(s);
 			return;
 		}
@@ -334,8 +358,9 @@ struct session *session_new(struct event_base *base, int fd, const char *peer)
 	s->id = ++next_id;
 	s->authed = cfg->password[0] == '\0';
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
-	waitq_init(&s->locks);
-	s->w.s = s;
+	s->lt.id = s->id;
+	s->lt.peer = s->peer;
+	lt_client_init(&s->lt);
 	bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
 	bufferevent_setwatermark(s->bev, EV_READ, 0, READ_HIGH_WATER + (size_t)cfg->max_line);
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
@@ -354,7 +379,7 @@ void sessions_close_all(void)
 		if (s->state != SS_CLOSING) {
 			s->state = SS_CLOSING;
 			stats.clients--;
-			lt_session_end(s);
+			lt_client_end(&s->lt);
 		}
 		session_free(s);
 	}

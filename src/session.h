@@ -11,7 +11,6 @@
 
 struct bufferevent;
 struct event_base;
-struct rl_call;
 
 enum sess_state {
 	SS_READING,  /* answering requests as their lines arrive */
@@ -24,22 +23,19 @@ struct session {
 	uint64_t id;
 	struct bufferevent *bev;
 	enum sess_state state;
-	int eof;    /* the peer shut its sending side: finish, then close */
 	int authed; /* AUTH passed, or no password configured */
-	struct waitq locks; /* lkey hold links of the keys this session holds */
-	uint32_t nlocks;
-	struct waiter w;       /* its place in a key's queue, when in one */
-	struct rl_call *call;  /* the quorum call that answers the current request */
-	struct lkey *verdict_lk; /* a key whose call answers the current request (a
-				    handoff's release, an EXTEND) */
-	int64_t req_us;        /* when the current request arrived */
-	char *key;             /* copy of the current request's key */
+	struct lt_client lt; /* locktab's part: its locks, its wait, its calls;
+				lt.eof: the peer shut its sending side (finish,
+				then close) */
+	char *key;           /* copy of the current request's key */
 	size_t klen, keycap;
-	uint32_t arg_ms;
 	struct event *resume;  /* go on reading after a reply or a yield */
 	struct wq_link all;    /* on the list of all sessions */
 	char peer[64];
 };
+
+/* The callbacks locktab answers sessions with (for locktab_init). */
+extern const struct lt_ops session_lt_ops;
 
 /* Start a session on an accepted socket. */
 struct session *session_new(struct event_base *base, int fd, const char *peer);
