@@ -1,5 +1,6 @@
 /* The unit tests: pure modules (parser, config, quorum arithmetic, queues,
- * hash table, utilities), no network, no Redis.
+ * hash table, utilities) and locktab against a fake redlock: no network,
+ * no Redis.
  *
  * CK_VERBOSITY, CK_FORK, CK_RUN_SUITE, CK_RUN_CASE, CK_TAP_LOG_FILE_NAME
  * work as check documents them. */
@@ -19,6 +20,7 @@ int main(void)
 	srunner_add_suite(sr, quorum_suite());
 	srunner_add_suite(sr, waitq_suite());
 	srunner_add_suite(sr, keytab_suite());
+	srunner_add_suite(sr, locktab_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

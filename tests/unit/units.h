@@ -10,5 +10,6 @@ Suite *cfg_suite(void);    /* test_cfg.c */
 Suite *quorum_suite(void); /* test_quorum.c */
 Suite *waitq_suite(void);  /* test_waitq.c */
 Suite *keytab_suite(void); /* test_keytab.c */
+Suite *locktab_suite(void); /* test_locktab.c, against fake_redlock.c */
 
 #endif

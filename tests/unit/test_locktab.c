@@ -1,0 +1,500 @@
+/* locktab: queueing, handoff, retry, LOST, batching and freeing key
+ * entries, in process against a fake redlock (fake_redlock.c) and a real
+ * libevent loop: no socket, no Redis. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "cfg.h"
+#include "fake_redlock.h"
+#include "locktab.h"
+#include "proto.h"
+#include "units.h"
+#include "util.h"
+
+/* A client that records what locktab says to it. */
+struct tclient {
+	struct lt_client lt;
+	char out[1024][128];
+	int nout, replies, wakes;
+	int blocked; /* a request waits for its reply */
+};
+
+static struct event_base *base;
+static struct config cfg;
+
+static struct tclient *of(struct lt_client *c) { return (struct tclient *)c; }
+
+static void add_out(struct tclient *t, const char *fmt, va_list ap)
+{
+	ck_assert_int_lt(t->nout, 1024);
+	vsnprintf(t->out[t->nout++], sizeof(t->out[0]), fmt, ap);
+}
+
+static void t_reply(struct lt_client *c, const char *fmt, va_list ap)
+{
+	struct tclient *t = of(c);
+	ck_assert_msg(t->blocked, "a reply with no request waiting: %s", fmt);
+	add_out(t, fmt, ap);
+	t->replies++;
+	t->blocked = 0;
+}
+
+static void t_line(struct lt_client *c, const char *fmt, va_list ap) { add_out(of(c), fmt, ap); }
+static void t_wake(struct lt_client *c) { of(c)->wakes++; }
+
+static const struct lt_ops ops = {t_reply, t_line, t_wake};
+
+static void setup(void)
+{
+	cfg_defaults(&cfg);
+	cfg.lease_ms = 3000;
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	ck_assert_int_eq(locktab_init(base, &cfg, &ops), 0);
+}
+
+static void teardown(void)
+{
+	locktab_shutdown();
+	event_base_free(base);
+	cfg_free(&cfg);
+	fake_reset();
+}
+
+static struct tclient *client(uint64_t id)
+{
+	struct tclient *t = calloc(1, sizeof(*t));
+	ck_assert_ptr_nonnull(t);
+	t->lt.id = id;
+	t->lt.peer = "test";
+	lt_client_init(&t->lt);
+	return t;
+}
+
+static void leave(struct tclient *t)
+{
+	lt_client_end(&t->lt);
+	free(t);
+}
+
+/* Run the loop for ms (deferred work, timers). */
+static void run(int ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+/* Send one request line, as a session would. */
+static void req(struct tclient *t, const char *line)
+{
+	struct request r;
+	const char *msg;
+	ck_assert_msg(!t->blocked, "%s: the previous request is not answered", line);
+	ck_assert_int_eq(proto_parse(line, strlen(line), 256, &r, &msg), PE_NONE);
+	t->blocked = 1;
+	t->lt.req_us = now_us();
+	switch (r.cmd) {
+	case CMD_LOCK:
+	case CMD_TRYLOCK:
+		lt_lock(&t->lt, &r);
+		break;
+	case CMD_UNLOCK:
+		lt_unlock(&t->lt, r.key, r.klen);
+		break;
+	case CMD_EXTEND:
+		lt_extend(&t->lt, r.key, r.klen, r.ttl_ms);
+		break;
+	case CMD_STATUS:
+		lt_status(&t->lt, r.key, r.klen);
+		break;
+	case CMD_HELD:
+		lt_held(&t->lt);
+		break;
+	default:
+		ck_abort_msg("not a locktab request: %s", line);
+	}
+}
+
+static const char *last(const struct tclient *t) { return t->nout ? t->out[t->nout - 1] : ""; }
+
+#define want(t, s)                                                                                 \
+	do {                                                                                       \
+		ck_assert_msg(!(t)->blocked, "no reply yet, want '%s'", (s));                      \
+		ck_assert_str_eq(last(t), (s));                                                    \
+	} while (0)
+
+/* LOCK granted by the fake with fence f (valid 10 s). */
+static void grant(struct tclient *t, const char *line, uint64_t f)
+{
+	req(t, line);
+	struct rl_call *c = fake_oldest(FK_ACQUIRE);
+	ck_assert_ptr_nonnull(c);
+	fake_acquire_done(c, RL_OK, f, 10000, 0);
+	char exp[32];
+	snprintf(exp, sizeof(exp), "OK %llu", (unsigned long long)f);
+	want(t, exp);
+}
+
+START_TEST(lock_unlock)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCK k WAIT 1000");
+	ck_assert(a->blocked);
+	struct rl_call *c = fake_oldest(FK_ACQUIRE);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->lease_ms, 3000);
+	ck_assert_int_eq(c->will_wait, 1);
+	ck_assert_str_eq(c->old, ""); /* not a handoff */
+	fake_acquire_done(c, RL_OK, 7, 2900, 0);
+	want(a, "OK 7");
+	ck_assert_uint_eq(locktab_keys(), 1);
+	req(a, "LOCK k");
+	want(a, "OK 7"); /* reentrant: no call */
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(a, "UNLOCK k");
+	want(a, "OK 1");
+	req(a, "UNLOCK k");
+	ck_assert(a->blocked);
+	c = fake_oldest(FK_RELEASE);
+	ck_assert_ptr_nonnull(c);
+	fake_release_done(c, RL_OK);
+	want(a, "OK 0");
+	ck_assert_uint_eq(locktab_keys(), 0);
+	req(a, "UNLOCK k");
+	want(a, MSG_NOT_HELD);
+	leave(a);
+}
+END_TEST
+
+/* Only the head waiter asks the masters; a release hands the key over
+ * with one call, and the UNLOCK is answered by that call's release side. */
+START_TEST(fifo_handoff)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3);
+	grant(a, "LOCK k", 1);
+	req(b, "LOCK k");
+	req(c, "LOCK k");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	ck_assert(lt_waiting(&b->lt) && lt_waiting(&c->lt));
+	req(a, "UNLOCK k");
+	struct rl_call *h = fake_oldest(FK_ACQUIRE);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 1);
+	ck_assert_str_ne(h->old, ""); /* swaps a's token */
+	fake_acquire_done(h, RL_OK, 2, 10000, 0);
+	want(b, "OK 2");
+	ck_assert(a->blocked); /* its release verdict is still out */
+	fake_release_done(h, RL_OK);
+	want(a, "OK 0");
+	ck_assert(c->blocked);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	leave(a);
+	leave(b);
+	leave(c);
+}
+END_TEST
+
+/* de6c85d: the handoff's release verdict comes after the new holder let
+ * go; it alone can free the entry. */
+START_TEST(handoff_verdict_last_frees)
+{
+	struct tclient *a = client(1), *b = client(2);
+	grant(a, "LOCK k", 1);
+	req(b, "LOCK k");
+	req(a, "UNLOCK k");
+	struct rl_call *h = fake_oldest(FK_ACQUIRE);
+	fake_acquire_done(h, RL_OK, 2, 10000, 0);
+	want(b, "OK 2");
+	req(b, "UNLOCK k");
+	fake_release_done(fake_oldest(FK_RELEASE), RL_OK);
+	want(b, "OK 0");
+	ck_assert_uint_eq(locktab_keys(), 1); /* a still waits for its verdict */
+	fake_release_done(h, RL_QUORUM);
+	want(a, MSG_RELEASE_UNCONFIRMED);
+	ck_assert_uint_eq(locktab_keys(), 0);
+	leave(a);
+	leave(b);
+}
+END_TEST
+
+/* a92fd67: a failed attempt answers and frees the entry it used. */
+START_TEST(busy_frees_entry)
+{
+	struct tclient *a = client(1);
+	req(a, "TRYLOCK k");
+	fake_acquire_done(fake_oldest(FK_ACQUIRE), RL_BUSY, 0, 0, 500);
+	want(a, "BUSY");
+	ck_assert_uint_eq(locktab_keys(), 0);
+	req(a, "LOCK k WAIT 0");
+	fake_acquire_done(fake_oldest(FK_ACQUIRE), RL_QUORUM, 0, 0, -1);
+	want(a, MSG_NO_QUORUM);
+	ck_assert_uint_eq(locktab_keys(), 0);
+	leave(a);
+}
+END_TEST
+
+START_TEST(trylock_never_jumps_queue)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3);
+	grant(a, "LOCK k", 1);
+	req(b, "LOCK k");
+	req(c, "TRYLOCK k");
+	want(c, "BUSY");
+	req(c, "LOCK k WAIT 0");
+	want(c, "TIMEOUT");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	leave(a);
+	leave(b);
+	leave(c);
+}
+END_TEST
+
+/* Busy elsewhere: asleep until the lease it saw ends, or a release notice. */
+START_TEST(retry_at_lease_end_or_notice)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCK k WAIT 5000");
+	fake_acquire_done(fake_oldest(FK_ACQUIRE), RL_BUSY, 0, 0, 40);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	ck_assert(lt_waiting(&a->lt));
+	run(100);
+	struct rl_call *c = fake_oldest(FK_ACQUIRE);
+	ck_assert_msg(c != NULL, "no retry after the lease seen (40 ms) ended");
+	fake_acquire_done(c, RL_BUSY, 0, 0, 60000);
+	run(20);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	lt_notice("k", 1);
+	c = fake_oldest(FK_ACQUIRE);
+	ck_assert_msg(c != NULL, "a release notice did not wake the waiter");
+	fake_acquire_done(c, RL_OK, 9, 10000, 0);
+	want(a, "OK 9");
+	leave(a);
+}
+END_TEST
+
+/* No majority: back off and try again until WAIT ends, then ERR QUORUM. */
+START_TEST(quorum_until_wait_ends)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCK k WAIT 400");
+	int tries = 0;
+	int64_t t0 = now_us();
+	while (a->blocked && now_us() - t0 < 2000000) {
+		struct rl_call *c = fake_oldest(FK_ACQUIRE);
+		if (c) {
+			tries++;
+			fake_acquire_done(c, RL_QUORUM, 0, 0, -1);
+		}
+		run(10);
+	}
+	want(a, MSG_NO_QUORUM);
+	ck_assert_int_ge((now_us() - t0) / 1000, 400); /* never before WAIT ends */
+	ck_assert_int_ge(tries, 2);
+	ck_assert_int_le(tries, 10); /* backed off (50-150 ms), not spinning */
+	ck_assert_uint_eq(locktab_keys(), 0);
+	leave(a);
+}
+END_TEST
+
+START_TEST(lost_at_validity_end)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCK k TTL 5000");
+	fake_acquire_done(fake_oldest(FK_ACQUIRE), RL_OK, 4, 60, 0);
+	want(a, "OK 4");
+	run(30);
+	ck_assert_int_eq(a->nout, 1);
+	run(60);
+	ck_assert_str_eq(last(a), "LOST k 4");
+	ck_assert_int_eq(a->replies, 1); /* an event, not a reply */
+	ck_assert_int_eq(fake_released_keys(), 1); /* cleared on the masters */
+	req(a, "HELD");
+	want(a, "END");
+	ck_assert_uint_eq(locktab_keys(), 0);
+	leave(a);
+}
+END_TEST
+
+/* A waiter that leaves while its attempt is out: the grant is given back. */
+START_TEST(waiter_leaves_during_acquire)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCK k");
+	struct rl_call *c = fake_oldest(FK_ACQUIRE);
+	lt_client_end(&a->lt);
+	fake_acquire_done(c, RL_OK, 5, 10000, 0);
+	ck_assert_int_eq(a->replies, 0);
+	ck_assert_int_eq(fake_pending(FK_RELEASE), 1);
+	ck_assert_uint_eq(locktab_keys(), 0);
+	free(a);
+}
+END_TEST
+
+START_TEST(extend_within_drift)
+{
+	struct tclient *a = client(1);
+	grant(a, "LOCK k TTL 5000", 1);
+	req(a, "EXTEND k 2");
+	ck_assert_msg(strncmp(last(a), "ERR ARG ", 8) == 0, "%s", last(a));
+	ck_assert_int_eq(fake_pending(FK_RENEW), 0);
+	req(a, "TRYLOCK j TTL 2");
+	ck_assert_msg(strncmp(last(a), "ERR ARG ", 8) == 0, "%s", last(a));
+	req(a, "EXTEND j 1000");
+	want(a, MSG_NOT_HELD);
+	leave(a);
+}
+END_TEST
+
+/* An EXTEND to a shorter lease may land on some masters whatever its
+ * verdict: the validity ends with that lease, even before the verdict. */
+START_TEST(failed_extend_shortens)
+{
+	struct tclient *a = client(1);
+	grant(a, "LOCK k TTL 10000", 3);
+	req(a, "EXTEND k 80");
+	struct rl_call *c = fake_oldest(FK_RENEW);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->lease_ms, 80);
+	run(120);
+	ck_assert_str_eq(a->out[a->nout - 1], "LOST k 3");
+	fake_renew_done(c, 0, 0);
+	want(a, "ERR NOTHELD the lock was lost");
+	ck_assert_uint_eq(locktab_keys(), 0);
+	leave(a);
+}
+END_TEST
+
+/* A client reset while its EXTEND is out: the verdict still drops the
+ * entry's reference, nothing is answered, nothing leaks. */
+START_TEST(reset_during_extend)
+{
+	struct tclient *a = client(1);
+	grant(a, "LOCK k TTL 10000", 3);
+	req(a, "EXTEND k 20000");
+	struct rl_call *c = fake_oldest(FK_RENEW);
+	int before = a->nout;
+	lt_client_end(&a->lt);
+	run(10);
+	ck_assert_uint_eq(locktab_keys(), 1); /* the EXTEND still refers to it */
+	fake_renew_done(c, 1, 19000);
+	ck_assert_int_eq(a->nout, before);
+	ck_assert_uint_eq(locktab_keys(), 0);
+	ck_assert_int_eq(fake_released_keys(), 1);
+	free(a);
+}
+END_TEST
+
+/* A client's many locks leave in batches, two at a time. */
+START_TEST(client_end_batches_releases)
+{
+	struct tclient *a = client(1);
+	char line[64];
+	for (int i = 0; i < 600; i++) {
+		snprintf(line, sizeof(line), "LOCK k%d", i);
+		grant(a, line, (uint64_t)i + 1);
+	}
+	ck_assert_uint_eq(locktab_keys(), 600);
+	lt_client_end(&a->lt);
+	ck_assert_uint_eq(locktab_keys(), 0);
+	run(10);
+	ck_assert_int_eq(fake_pending(FK_RELEASE_MANY), 2);
+	ck_assert_int_eq(fake_pending(FK_RELEASE), 0);
+	struct rl_call *c = fake_oldest(FK_RELEASE_MANY);
+	ck_assert_int_eq(c->nitems, 256);
+	ck_assert(locktab_busy());
+	c->decided = 1;
+	c->done(c, c->owner);
+	ck_assert_int_eq(fake_pending(FK_RELEASE_MANY), 2);
+	for (int i = 0; i < 2; i++) {
+		c = fake_oldest(FK_RELEASE_MANY);
+		c->decided = 1;
+		c->done(c, c->owner);
+	}
+	ck_assert_int_eq(fake_released_keys(), 600);
+	ck_assert(!locktab_busy());
+	free(a);
+}
+END_TEST
+
+/* A reload that raises the lease renews every lock at once with it; a
+ * verdict counts the lease its call wrote. */
+START_TEST(reload_renews_with_new_lease)
+{
+	struct tclient *a = client(1);
+	grant(a, "LOCK k", 1);
+	run(10);
+	ck_assert_int_eq(fake_pending(FK_RENEW), 0); /* granted just now */
+	struct config n = cfg;
+	n.lease_ms = 9000;
+	locktab_set_cfg(&n);
+	run(10);
+	struct rl_call *c = fake_oldest(FK_RENEW);
+	ck_assert_msg(c != NULL, "no renewal after the reload");
+	ck_assert_int_eq(c->lease_ms, 9000);
+	fake_renew_done(c, 1, 8900);
+	req(a, "HELD");
+	long long ttl = 0;
+	ck_assert_int_eq(sscanf(a->out[a->nout - 2], "KEY k 1 1 %lld", &ttl), 1);
+	ck_assert_int_gt(ttl, 8000);
+	want(a, "END");
+	locktab_set_cfg(&cfg); /* lowered back: renewed again, shorter */
+	run(10);
+	c = fake_oldest(FK_RENEW);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->lease_ms, 3000);
+	fake_renew_done(c, 0, 0); /* failed: the validity is the shorter lease's */
+	run(3100);
+	ck_assert_str_eq(last(a), "LOST k 1");
+	leave(a);
+}
+END_TEST
+
+START_TEST(status_counts_waiters)
+{
+	struct tclient *a = client(1), *b = client(2), *s = client(3);
+	grant(a, "LOCK k", 1);
+	req(b, "LOCK k");
+	req(s, "STATUS k");
+	ck_assert_msg(strncmp(last(s), "HELD ", 5) == 0 && strcmp(last(s) + strlen(last(s)) - 2, " 1") == 0,
+		      "%s", last(s));
+	req(s, "STATUS other");
+	fake_status_done(fake_oldest(FK_STATUS), 0, 0);
+	want(s, "FREE");
+	ck_assert_uint_eq(locktab_keys(), 1);
+	leave(b);
+	leave(a);
+	leave(s);
+}
+END_TEST
+
+Suite *locktab_suite(void)
+{
+	Suite *s = suite_create("locktab");
+	TCase *tc = tcase_create("locktab");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, lock_unlock);
+	tcase_add_test(tc, fifo_handoff);
+	tcase_add_test(tc, handoff_verdict_last_frees);
+	tcase_add_test(tc, busy_frees_entry);
+	tcase_add_test(tc, trylock_never_jumps_queue);
+	tcase_add_test(tc, retry_at_lease_end_or_notice);
+	tcase_add_test(tc, quorum_until_wait_ends);
+	tcase_add_test(tc, lost_at_validity_end);
+	tcase_add_test(tc, waiter_leaves_during_acquire);
+	tcase_add_test(tc, extend_within_drift);
+	tcase_add_test(tc, failed_extend_shortens);
+	tcase_add_test(tc, reset_during_extend);
+	tcase_add_test(tc, client_end_batches_releases);
+	tcase_add_test(tc, reload_renews_with_new_lease);
+	tcase_add_test(tc, status_counts_waiters);
+	suite_add_tcase(s, tc);
+	return s;
+}
