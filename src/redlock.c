@@ -36,15 +36,56 @@ enum mr {
 	MR_FAIL, /* error reply, timeout or connection lost */
 };
 
+/* Argument positions of each call: EVALSHA sha numkeys KEYS... ARGV...
+ * (master.c puts EVALSHA and the SHA in the first two). */
+enum acq_arg { /* SCR_ACQUIRE */
+	AA_NKEYS = 2, AA_LOCK, AA_FENCE, AA_WAITING, AA_RESERVED, /* keys */
+	AA_TOKEN, AA_LEASE, AA_OLD, AA_WAIT, AA_INSTANCE, AA_IDLE, AA_ARGC
+};
+enum rel_arg { /* SCR_RELEASE */
+	RA_NKEYS = 2, RA_LOCK, RA_WAITING, RA_RESERVED, /* keys */
+	RA_TOKEN, RA_CHANNEL, RA_KEY, RA_FLAG_MS, RA_INSTANCE, RA_RESERVE_MS, RA_ARGC
+};
+enum raise_arg { /* SCR_RAISE: the fence write-back */
+	WA_NKEYS = 2, WA_FENCE, WA_VALUE, WA_IDLE, WA_ARGC
+};
+enum pttl_arg { PA_CMD, PA_KEY, PA_ARGC }; /* PTTL key */
+#define FIXED_ARGC AA_ARGC /* the longest call of a fixed shape */
+
+/* RK_ACQUIRE: the set round, then the fence write-back round. */
+struct acq_part {
+	int phase;                                  /* 1 set, 2 fence write-back */
+	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
+	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
+	struct rl_grant grant;
+	const char *wargv[WA_ARGC];
+	size_t wargvlen[WA_ARGC];
+	char fencebuf[24];
+};
+
+/* RK_STATUS: PTTL on every master. */
+struct status_part {
+	int ok, held;
+	int64_t ttl;
+	int64_t pttl[CONFIG_MAX_MASTERS];
+};
+
+/* RK_RENEW and RK_RELEASE_MANY: one script over many keys. */
+struct batch_part {
+	struct rl_renew_item *items; /* RK_RENEW; owned, freed with the call */
+	int nitems;
+	const char **argv;
+	size_t *argvlen;
+	char *buf;
+};
+
 struct rl_call {
+	/* the fan-out, common to every kind */
 	enum rl_kind kind;
 	int n, maj;
 	int pending; /* master replies still to come, plus one while deferred */
-	unsigned char st[CONFIG_MAX_MASTERS];
+	unsigned char st[CONFIG_MAX_MASTERS];     /* each master's answer (enum mr) */
 	unsigned char counts[CONFIG_MAX_MASTERS]; /* counted when the call started */
-	unsigned char raise_st[CONFIG_MAX_MASTERS];
-	int64_t val[CONFIG_MAX_MASTERS];
-	int phase;      /* acquire: 1 set, 2 fence write-back */
 	int done_fired; /* done has run, or will never run */
 	int rel_fired;  /* release_done has run, or will never run */
 	int in_fanout;  /* verdicts are held back while still sending */
@@ -54,26 +95,21 @@ struct rl_call {
 	struct rl_call *defer_next;
 	rl_done_fn *done, *rel_done;
 	void *owner;
+	int64_t start_us; /* leases written by this call run from here */
 	int64_t lease_ms;
-	struct rl_grant grant;
-	enum rl_result rel_result;
-	int status_ok, status_held;
-	int64_t status_ttl;
-
+	enum rl_result rel_result; /* a release, or a handoff's release side */
 	int argc;
-	const char *argv[13];
-	size_t argvlen[13];
-	const char *rargv[6]; /* fence write-back */
-	size_t rargvlen[6];
-	char leasebuf[24], fencebuf[24];
-
-	struct rl_renew_item *items; /* RK_RENEW */
-	int nitems;
-	const char **bargv;
-	size_t *bargvlen;
-	char *bbuf;
-
-	char buf[]; /* lock key, fence key, tokens, key */
+	const char **argv; /* fargv, or a batch's */
+	const size_t *argvlen;
+	const char *fargv[FIXED_ARGC];
+	size_t fargvlen[FIXED_ARGC];
+	char leasebuf[24];
+	union {
+		struct acq_part acq;
+		struct status_part status;
+		struct batch_part batch;
+	} u;
+	char buf[]; /* keys and tokens of a fixed-shape call */
 };
 
 static struct event *defer_ev;
@@ -164,7 +200,7 @@ static void arm_expiry(void)
 	struct wq_link *l = waitq_first(&expq);
 	if (!l)
 		return;
-	int64_t d = wq_entry(l, struct rl_call, exp_link)->grant.start_us + timeout_us - now_us();
+	int64_t d = wq_entry(l, struct rl_call, exp_link)->start_us + timeout_us - now_us();
 	if (d < 0)
 		d = 0;
 	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
@@ -193,8 +229,9 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 	c->kind = kind;
 	c->n = masters_count();
 	c->maj = quorum_majority(c->n);
-	c->grant.start_us = now_us();
-	c->grant.pttl_ms = -1;
+	c->start_us = now_us();
+	c->argv = c->fargv;
+	c->argvlen = c->fargvlen;
 	for (int i = 0; i < c->n; i++)
 		c->counts[i] = (unsigned char)master_counts(master_get(i));
 	waitq_push(&expq, &c->exp_link);
@@ -207,10 +244,12 @@ static void call_free(struct rl_call *c)
 {
 	live_calls--;
 	waitq_remove(&expq, &c->exp_link);
-	free(c->items);
-	free(c->bargv);
-	free(c->bargvlen);
-	free(c->bbuf);
+	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY) {
+		free(c->u.batch.items);
+		free(c->u.batch.argv);
+		free(c->u.batch.argvlen);
+		free(c->u.batch.buf);
+	}
 	if (c->pooled && pool_len < POOL_MAX) {
 		struct pooled *p = (struct pooled *)c;
 		p->next = pool;
@@ -235,10 +274,10 @@ static int count_st(const struct rl_call *c, const unsigned char *st, enum mr s)
 static void renew_verdicts(struct rl_call *c)
 {
 	int64_t now = now_us();
-	int64_t left = quorum_validity_us(c->lease_ms, now - c->grant.start_us, drift);
-	for (int k = 0; k < c->nitems; k++) {
-		c->items[k].ok = c->items[k].yes >= c->maj && left > 0;
-		c->items[k].validity_us = c->items[k].ok ? now + left : 0;
+	int64_t left = quorum_validity_us(c->lease_ms, now - c->start_us, drift);
+	for (int k = 0; k < c->u.batch.nitems; k++) {
+		c->u.batch.items[k].ok = c->u.batch.items[k].yes >= c->maj && left > 0;
+		c->u.batch.items[k].validity_us = c->u.batch.items[k].ok ? now + left : 0;
 	}
 }
 
@@ -268,15 +307,15 @@ static void check(struct rl_call *c);
 
 static void finish_acquire(struct rl_call *c, enum rl_result r)
 {
-	c->grant.result = r;
+	c->u.acq.grant.result = r;
 	if (r == RL_OK) {
-		int64_t left = quorum_validity_us(c->lease_ms, now_us() - c->grant.start_us, drift);
+		int64_t left = quorum_validity_us(c->lease_ms, now_us() - c->start_us, drift);
 		if (left <= 0) {
 			log_warn("grant for %s came too late (validity over): released",
 				 c->buf + prefix_len);
-			c->grant.result = r = RL_QUORUM;
+			c->u.acq.grant.result = r = RL_QUORUM;
 		} else {
-			c->grant.validity_us = now_us() + left;
+			c->u.acq.grant.validity_us = now_us() + left;
 		}
 	}
 	if (r != RL_OK) {
@@ -295,8 +334,8 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 		return;
 	}
 	c->pending--;
-	c->raise_st[m->idx] = r && r->type == REDIS_REPLY_INTEGER &&
-					      (uint64_t)r->integer >= c->grant.fence
+	c->u.acq.raise_st[m->idx] = r && r->type == REDIS_REPLY_INTEGER &&
+					      (uint64_t)r->integer >= c->u.acq.grant.fence
 				      ? MR_YES
 				      : MR_FAIL;
 	check(c);
@@ -305,26 +344,26 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 /* Phase 2: store the fence on enough masters that a majority holds it. */
 static void start_writeback(struct rl_call *c)
 {
-	c->phase = 2;
+	c->u.acq.phase = 2;
 	if (c->expired)
 		return; /* no time left for a second round: check_acquire fails it */
-	snprintf(c->fencebuf, sizeof(c->fencebuf), "%llu", (unsigned long long)c->grant.fence);
-	c->rargv[4] = c->fencebuf;
-	c->rargvlen[4] = strlen(c->fencebuf);
-	c->rargv[5] = fence_idle;
-	c->rargvlen[5] = strlen(fence_idle);
+	snprintf(c->u.acq.fencebuf, sizeof(c->u.acq.fencebuf), "%llu", (unsigned long long)c->u.acq.grant.fence);
+	c->u.acq.wargv[WA_VALUE] = c->u.acq.fencebuf;
+	c->u.acq.wargvlen[WA_VALUE] = strlen(c->u.acq.fencebuf);
+	c->u.acq.wargv[WA_IDLE] = fence_idle;
+	c->u.acq.wargvlen[WA_IDLE] = strlen(fence_idle);
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
-		if (c->st[i] == MR_YES && (uint64_t)c->val[i] == c->grant.fence) {
-			c->raise_st[i] = MR_YES; /* already holds it */
+		if (c->st[i] == MR_YES && (uint64_t)c->u.acq.fence_of[i] == c->u.acq.grant.fence) {
+			c->u.acq.raise_st[i] = MR_YES; /* already holds it */
 			continue;
 		}
-		c->raise_st[i] = MR_FAIL;
+		c->u.acq.raise_st[i] = MR_FAIL;
 		if (!c->counts[i])
 			continue;
-		if (master_call(master_get(i), SCR_RAISE, 6, c->rargv, c->rargvlen, raise_reply, c) ==
-		    0) {
-			c->raise_st[i] = MR_WAIT;
+		if (master_call(master_get(i), SCR_RAISE, WA_ARGC, c->u.acq.wargv,
+				c->u.acq.wargvlen, raise_reply, c) == 0) {
+			c->u.acq.raise_st[i] = MR_WAIT;
 			c->pending++;
 		}
 	}
@@ -347,14 +386,14 @@ static void check_acquire(struct rl_call *c)
 	}
 	if (c->done_fired)
 		return;
-	if (c->phase == 1) {
+	if (c->u.acq.phase == 1) {
 		if (yes >= c->maj) {
 			int64_t ctr[CONFIG_MAX_MASTERS];
 			int k = 0, wb;
 			for (int i = 0; i < c->n; i++)
 				if (c->counts[i] && c->st[i] == MR_YES)
-					ctr[k++] = c->val[i];
-			c->grant.fence = (uint64_t)quorum_fence(ctr, k, c->maj, &wb);
+					ctr[k++] = c->u.acq.fence_of[i];
+			c->u.acq.grant.fence = (uint64_t)quorum_fence(ctr, k, c->maj, &wb);
 			if (!wb) {
 				finish_acquire(c, RL_OK);
 				return;
@@ -371,7 +410,7 @@ static void check_acquire(struct rl_call *c)
 		}
 	}
 	/* phase 2 */
-	int have = count_st(c, c->raise_st, MR_YES), rwait = count_st(c, c->raise_st, MR_WAIT);
+	int have = count_st(c, c->u.acq.raise_st, MR_YES), rwait = count_st(c, c->u.acq.raise_st, MR_WAIT);
 	if (have >= c->maj)
 		finish_acquire(c, RL_OK);
 	else if (have + rwait < c->maj)
@@ -398,14 +437,14 @@ static void check_status(struct rl_call *c)
 		if (!c->counts[i] || c->st[i] != MR_YES)
 			continue;
 		answered++;
-		if (c->val[i] >= 0)
-			have[k++] = c->val[i];
-		else if (c->val[i] == -1) /* no expiry: not ours, but held */
+		if (c->u.status.pttl[i] >= 0)
+			have[k++] = c->u.status.pttl[i];
+		else if (c->u.status.pttl[i] == -1) /* no expiry: not ours, but held */
 			have[k++] = INT32_MAX;
 	}
-	c->status_ok = answered >= c->maj;
-	c->status_held = k >= c->maj;
-	if (c->status_held) {
+	c->u.status.ok = answered >= c->maj;
+	c->u.status.held = k >= c->maj;
+	if (c->u.status.held) {
 		/* The key is held while a majority still has it: the maj-th
 		 * longest remaining lease. */
 		for (int i = 0; i < k; i++)
@@ -415,7 +454,7 @@ static void check_status(struct rl_call *c)
 					have[i] = have[j];
 					have[j] = t;
 				}
-		c->status_ttl = have[c->maj - 1];
+		c->u.status.ttl = have[c->maj - 1];
 	}
 	fire_done(c);
 }
@@ -459,15 +498,15 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg)
 
 	while ((l = waitq_first(&expq))) {
 		struct rl_call *c = wq_entry(l, struct rl_call, exp_link);
-		if (c->grant.start_us + timeout_us > now)
+		if (c->start_us + timeout_us > now)
 			break;
 		waitq_remove(&expq, l);
 		c->expired = 1;
 		for (int i = 0; i < c->n; i++) {
 			if (c->st[i] == MR_WAIT)
 				c->st[i] = MR_FAIL;
-			if (c->raise_st[i] == MR_WAIT)
-				c->raise_st[i] = MR_FAIL;
+			if (c->u.acq.raise_st[i] == MR_WAIT)
+				c->u.acq.raise_st[i] = MR_FAIL;
 		}
 		c->pending++; /* check() may free it; we still hold it here */
 		check(c);
@@ -532,14 +571,14 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	    r->element[1]->type == REDIS_REPLY_INTEGER) {
 		if (r->element[0]->integer > 0) {
 			c->st[i] = MR_YES;
-			c->val[i] = r->element[0]->integer;
+			c->u.acq.fence_of[i] = r->element[0]->integer;
 			if (r->elements > 2 && r->element[2]->type == REDIS_REPLY_INTEGER &&
 			    r->element[2]->integer > 0)
-				c->grant.remote_waiters = 1;
+				c->u.acq.grant.remote_waiters = 1;
 		} else {
 			c->st[i] = MR_BUSY;
-			if (r->element[1]->integer > c->grant.pttl_ms)
-				c->grant.pttl_ms = r->element[1]->integer;
+			if (r->element[1]->integer > c->u.acq.grant.pttl_ms)
+				c->u.acq.grant.pttl_ms = r->element[1]->integer;
 		}
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
@@ -549,23 +588,32 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
-/* Lay out "prefix key", then "prefix key SUFFIX" for each suffix, in c->buf. */
-static size_t put_keys(struct rl_call *c, const char *key, size_t klen, const char *const *sfx,
-		       int nsfx)
+/* Lay out in c->buf, NUL-terminated: "prefix key" at argv[at], then
+ * "prefix key SUFFIX" for each suffix at the positions after it. Returns
+ * the bytes used. */
+static size_t put_keys(struct rl_call *c, int at, const char *key, size_t klen,
+		       const char *const *sfx, int nsfx)
 {
 	char *p = c->buf;
-	memcpy(p, prefix, prefix_len);
-	memcpy(p + prefix_len, key, klen);
-	p[prefix_len + klen] = '\0';
-	size_t used = prefix_len + klen + 1;
-	for (int i = 0; i < nsfx; i++) {
-		char *f = p + used;
-		size_t sl = strlen(sfx[i]);
-		memcpy(f, p, prefix_len + klen);
-		memcpy(f + prefix_len + klen, sfx[i], sl + 1);
+	size_t used = 0;
+	for (int i = -1; i < nsfx; i++) {
+		const char *s = i < 0 ? "" : sfx[i];
+		size_t sl = strlen(s);
+		memcpy(p + used, prefix, prefix_len);
+		memcpy(p + used + prefix_len, key, klen);
+		memcpy(p + used + prefix_len + klen, s, sl + 1);
+		c->fargv[at + 1 + i] = p + used;
+		c->fargvlen[at + 1 + i] = prefix_len + klen + sl;
 		used += prefix_len + klen + sl + 1;
 	}
 	return used;
+}
+
+/* Put a string argument at position at. */
+static void put_arg(struct rl_call *c, int at, const char *v)
+{
+	c->fargv[at] = v;
+	c->fargvlen[at] = strlen(v);
 }
 
 /* Keys beside a lock: they contain a space, which no lock key can. */
@@ -579,46 +627,40 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 	struct rl_call *c = call_new(RK_ACQUIRE, 4 * (prefix_len + klen) + 40 + 2 * (TOKEN_LEN + 1));
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, key, klen, sfx_acquire, 3);
+	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, 3);
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
 		memcpy(old, old_token, TOKEN_LEN + 1);
 	else
 		old[0] = '\0';
-	c->phase = 1;
+	c->u.acq.phase = 1;
+	c->u.acq.grant.pttl_ms = -1;
+	c->u.acq.grant.start_us = c->start_us;
 	c->lease_ms = lease_ms;
 	c->done = done;
 	c->rel_done = release_done;
 	c->rel_fired = release_done == NULL;
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	/* EVALSHA sha 4 lock fence waiting reserved token lease old wait
-	 * instance idle */
-	c->argc = 13;
-	c->argv[2] = "4";
-	c->argv[3] = c->buf;
-	c->argv[4] = c->argv[3] + prefix_len + klen + 1;
-	c->argv[5] = c->argv[4] + prefix_len + klen + 7;
-	c->argv[6] = c->argv[5] + prefix_len + klen + 9;
-	c->argv[7] = tok;
-	c->argv[8] = c->leasebuf;
-	c->argv[9] = old;
-	c->argv[10] = will_wait ? "1" : "0";
-	c->argv[11] = instance;
-	c->argv[12] = fence_idle;
-	for (int i = 2; i < 13; i++)
-		c->argvlen[i] = strlen(c->argv[i]);
-	/* write-back: EVALSHA sha 1 fencekey value */
-	c->rargv[2] = "1";
-	c->rargvlen[2] = 1;
-	c->rargv[3] = c->argv[4];
-	c->rargvlen[3] = c->argvlen[4];
+	c->argc = AA_ARGC;
+	put_arg(c, AA_NKEYS, "4");
+	put_arg(c, AA_TOKEN, tok);
+	put_arg(c, AA_LEASE, c->leasebuf);
+	put_arg(c, AA_OLD, old);
+	put_arg(c, AA_WAIT, will_wait ? "1" : "0");
+	put_arg(c, AA_INSTANCE, instance);
+	put_arg(c, AA_IDLE, fence_idle);
+	/* the write-back, if the granting masters' fences disagree */
+	c->u.acq.wargv[WA_NKEYS] = "1";
+	c->u.acq.wargvlen[WA_NKEYS] = 1;
+	c->u.acq.wargv[WA_FENCE] = c->fargv[AA_FENCE];
+	c->u.acq.wargvlen[WA_FENCE] = c->fargvlen[AA_FENCE];
 	fanout(c, SCR_ACQUIRE, acquire_reply);
 	return c;
 }
 
-const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->grant; }
+const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->u.acq.grant; }
 
 static void release_reply(struct master *m, redisReply *r, void *arg)
 {
@@ -639,7 +681,7 @@ struct rl_call *rl_release(const char *key, size_t klen, const char *token, int6
 	struct rl_call *c = call_new(RK_RELEASE, 3 * prefix_len + 4 * klen + TOKEN_LEN + 40);
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, key, klen, sfx_release, 2);
+	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, 2);
 	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
@@ -648,21 +690,14 @@ struct rl_call *rl_release(const char *key, size_t klen, const char *token, int6
 	c->owner = owner;
 	c->done_fired = 1;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)wait_flag_ms);
-	/* EVALSHA sha 3 lock waiting reserved token channel key flagms instance reservems */
-	c->argc = 12;
-	c->argv[2] = "3";
-	c->argv[3] = c->buf;
-	c->argv[4] = c->argv[3] + prefix_len + klen + 1;
-	c->argv[5] = c->argv[4] + prefix_len + klen + 9;
-	c->argv[6] = tok;
-	c->argv[7] = channel;
-	c->argv[8] = k;
-	c->argv[9] = c->leasebuf;
-	c->argv[10] = instance;
-	c->argv[11] = reserve_ms;
-	for (int i = 2; i < 12; i++)
-		c->argvlen[i] = strlen(c->argv[i]);
-	c->argvlen[8] = klen;
+	c->argc = RA_ARGC;
+	put_arg(c, RA_NKEYS, "3");
+	put_arg(c, RA_TOKEN, tok);
+	put_arg(c, RA_CHANNEL, channel);
+	put_arg(c, RA_KEY, k);
+	put_arg(c, RA_FLAG_MS, c->leasebuf);
+	put_arg(c, RA_INSTANCE, instance);
+	put_arg(c, RA_RESERVE_MS, reserve_ms);
 	stats.releases++;
 	fanout(c, SCR_RELEASE, release_reply);
 	return c;
@@ -672,9 +707,8 @@ enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
 
 static void release_everywhere(const struct rl_call *c)
 {
-	const char *tok = c->argv[7];
-	size_t klen = c->argvlen[3] - prefix_len;
-	rl_release(c->buf + prefix_len, klen, tok, 0, NULL, NULL);
+	size_t klen = c->fargvlen[AA_LOCK] - prefix_len;
+	rl_release(c->buf + prefix_len, klen, c->fargv[AA_TOKEN], 0, NULL, NULL);
 }
 
 static void renew_reply(struct master *m, redisReply *r, void *arg)
@@ -688,13 +722,13 @@ static void renew_reply(struct master *m, redisReply *r, void *arg)
 	int i = m->idx;
 
 	c->pending--;
-	if (r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == c->nitems) {
+	if (r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == c->u.batch.nitems) {
 		c->st[i] = MR_YES;
 		if (c->counts[i])
-			for (int k = 0; k < c->nitems; k++)
+			for (int k = 0; k < c->u.batch.nitems; k++)
 				if (r->element[k]->type == REDIS_REPLY_INTEGER &&
 				    r->element[k]->integer > 0)
-					c->items[k].yes++;
+					c->u.batch.items[k].yes++;
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: renew: %s", m->name, r->str);
@@ -710,8 +744,8 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	size_t total = 0;
 	if (!c)
 		return NULL;
-	c->items = items;
-	c->nitems = n;
+	c->u.batch.items = items;
+	c->u.batch.nitems = n;
 	c->done = done;
 	c->owner = owner;
 	c->rel_fired = 1;
@@ -720,41 +754,41 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 		total += prefix_len + items[k].klen + 1 + TOKEN_LEN + 1;
 	/* EVALSHA sha n key... lease token... */
 	int argc = 3 + 2 * n + 1;
-	c->bargv = malloc(sizeof(*c->bargv) * (size_t)argc);
-	c->bargvlen = malloc(sizeof(*c->bargvlen) * (size_t)argc);
-	c->bbuf = malloc(total + 32);
-	if (!c->bargv || !c->bargvlen || !c->bbuf) {
-		c->items = NULL;
+	c->u.batch.argv = malloc(sizeof(*c->u.batch.argv) * (size_t)argc);
+	c->u.batch.argvlen = malloc(sizeof(*c->u.batch.argvlen) * (size_t)argc);
+	c->u.batch.buf = malloc(total + 32);
+	if (!c->u.batch.argv || !c->u.batch.argvlen || !c->u.batch.buf) {
+		c->u.batch.items = NULL;
 		call_free(c);
 		return NULL;
 	}
-	char *numk = c->bbuf + total;
+	char *numk = c->u.batch.buf + total;
 	snprintf(numk, 16, "%d", n);
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	c->bargv[0] = c->bargv[1] = "";
-	c->bargvlen[0] = c->bargvlen[1] = 0;
-	c->bargv[2] = numk;
-	c->bargvlen[2] = strlen(numk);
-	c->bargv[3 + n] = c->leasebuf;
-	c->bargvlen[3 + n] = strlen(c->leasebuf);
-	char *p = c->bbuf;
+	c->u.batch.argv[0] = c->u.batch.argv[1] = "";
+	c->u.batch.argvlen[0] = c->u.batch.argvlen[1] = 0;
+	c->u.batch.argv[2] = numk;
+	c->u.batch.argvlen[2] = strlen(numk);
+	c->u.batch.argv[3 + n] = c->leasebuf;
+	c->u.batch.argvlen[3 + n] = strlen(c->leasebuf);
+	char *p = c->u.batch.buf;
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
 		memcpy(p, prefix, prefix_len);
 		memcpy(p + prefix_len, items[k].key, items[k].klen);
-		c->bargv[3 + k] = p;
-		c->bargvlen[3 + k] = prefix_len + items[k].klen;
+		c->u.batch.argv[3 + k] = p;
+		c->u.batch.argvlen[3 + k] = prefix_len + items[k].klen;
 		p += prefix_len + items[k].klen + 1;
 		/* The token is copied: a resend after NOSCRIPT must carry the
 		 * token of this call, whatever the key's entry holds by then. */
 		memcpy(p, items[k].token, TOKEN_LEN);
-		c->bargv[4 + n + k] = p;
-		c->bargvlen[4 + n + k] = TOKEN_LEN;
+		c->u.batch.argv[4 + n + k] = p;
+		c->u.batch.argvlen[4 + n + k] = TOKEN_LEN;
 		p += TOKEN_LEN + 1;
 	}
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
-		if (master_call(master_get(i), SCR_RENEW, argc, c->bargv, c->bargvlen, renew_reply,
+		if (master_call(master_get(i), SCR_RENEW, argc, c->u.batch.argv, c->u.batch.argvlen, renew_reply,
 				c) == 0) {
 			c->st[i] = MR_WAIT;
 			c->pending++;
@@ -769,11 +803,11 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 
 struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n)
 {
-	*n = c->nitems;
-	return c->items;
+	*n = c->u.batch.nitems;
+	return c->u.batch.items;
 }
 
-int64_t rl_start_us(const struct rl_call *c) { return c->grant.start_us; }
+int64_t rl_start_us(const struct rl_call *c) { return c->start_us; }
 
 int64_t rl_lease_of(const struct rl_call *c) { return c->lease_ms; }
 
@@ -799,59 +833,59 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	/* EVALSHA sha 3n lock... waiting... reserved... channel instance
 	 * reservems token... key... */
 	int argc = 3 + 3 * n + 3 + 2 * n;
-	c->bargv = malloc(sizeof(*c->bargv) * (size_t)argc);
-	c->bargvlen = malloc(sizeof(*c->bargvlen) * (size_t)argc);
-	c->bbuf = malloc(total);
-	if (!c->bargv || !c->bargvlen || !c->bbuf) {
+	c->u.batch.argv = malloc(sizeof(*c->u.batch.argv) * (size_t)argc);
+	c->u.batch.argvlen = malloc(sizeof(*c->u.batch.argvlen) * (size_t)argc);
+	c->u.batch.buf = malloc(total);
+	if (!c->u.batch.argv || !c->u.batch.argvlen || !c->u.batch.buf) {
 		call_free(c);
 		return NULL;
 	}
 	c->done = done;
 	c->owner = owner;
 	c->rel_fired = 1;
-	char *p = c->bbuf;
+	char *p = c->u.batch.buf;
 	int a = 0;
-	c->bargv[a] = c->bargv[a + 1] = "";
-	c->bargvlen[a] = c->bargvlen[a + 1] = 0;
+	c->u.batch.argv[a] = c->u.batch.argv[a + 1] = "";
+	c->u.batch.argvlen[a] = c->u.batch.argvlen[a + 1] = 0;
 	a += 2;
-	c->bargv[a] = p;
-	c->bargvlen[a++] = (size_t)sprintf(p, "%d", 3 * n);
-	p += c->bargvlen[a - 1] + 1;
+	c->u.batch.argv[a] = p;
+	c->u.batch.argvlen[a++] = (size_t)sprintf(p, "%d", 3 * n);
+	p += c->u.batch.argvlen[a - 1] + 1;
 	for (int s = 0; s < 3; s++) {
 		size_t sl = strlen(sfx[s]);
 		for (int k = 0; k < n; k++) {
 			memcpy(p, prefix, prefix_len);
 			memcpy(p + prefix_len, items[k].key, items[k].klen);
 			memcpy(p + prefix_len + items[k].klen, sfx[s], sl);
-			c->bargv[a] = p;
-			c->bargvlen[a++] = prefix_len + items[k].klen + sl;
+			c->u.batch.argv[a] = p;
+			c->u.batch.argvlen[a++] = prefix_len + items[k].klen + sl;
 			p += prefix_len + items[k].klen + sl;
 		}
 	}
-	c->bargv[a] = channel;
-	c->bargvlen[a++] = strlen(channel);
-	c->bargv[a] = instance;
-	c->bargvlen[a++] = strlen(instance);
-	c->bargv[a] = reserve_ms;
-	c->bargvlen[a++] = strlen(reserve_ms);
+	c->u.batch.argv[a] = channel;
+	c->u.batch.argvlen[a++] = strlen(channel);
+	c->u.batch.argv[a] = instance;
+	c->u.batch.argvlen[a++] = strlen(instance);
+	c->u.batch.argv[a] = reserve_ms;
+	c->u.batch.argvlen[a++] = strlen(reserve_ms);
 	/* Copies: a master may resend (NOSCRIPT) after the verdict. */
 	for (int k = 0; k < n; k++) {
 		memcpy(p, items[k].token, TOKEN_LEN);
-		c->bargv[a] = p;
-		c->bargvlen[a++] = TOKEN_LEN;
+		c->u.batch.argv[a] = p;
+		c->u.batch.argvlen[a++] = TOKEN_LEN;
 		p += TOKEN_LEN + 1;
 	}
 	for (int k = 0; k < n; k++) {
 		memcpy(p, items[k].key, items[k].klen);
-		c->bargv[a] = p;
-		c->bargvlen[a++] = items[k].klen;
+		c->u.batch.argv[a] = p;
+		c->u.batch.argvlen[a++] = items[k].klen;
 		p += items[k].klen + 1;
 	}
 	stats.releases += (uint64_t)n;
 	c->argc = argc;
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
-		if (master_call(master_get(i), SCR_RELEASE_MANY, argc, c->bargv, c->bargvlen,
+		if (master_call(master_get(i), SCR_RELEASE_MANY, argc, c->u.batch.argv, c->u.batch.argvlen,
 				release_many_reply, c) == 0) {
 			c->st[i] = MR_WAIT;
 			c->pending++;
@@ -875,7 +909,7 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 	c->pending--;
 	if (r && r->type == REDIS_REPLY_INTEGER) {
 		c->st[m->idx] = MR_YES;
-		c->val[m->idx] = r->integer;
+		c->u.status.pttl[m->idx] = r->integer;
 	} else {
 		c->st[m->idx] = MR_FAIL;
 	}
@@ -887,28 +921,26 @@ struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *
 	struct rl_call *c = call_new(RK_STATUS, prefix_len + klen + 1);
 	if (!c)
 		return NULL;
-	put_keys(c, key, klen, NULL, 0);
+	put_keys(c, PA_KEY, key, klen, NULL, 0);
 	c->done = done;
 	c->owner = owner;
 	c->rel_fired = 1;
-	c->argc = 2;
-	c->argv[0] = "PTTL";
-	c->argvlen[0] = 4;
-	c->argv[1] = c->buf;
-	c->argvlen[1] = prefix_len + klen;
+	c->argc = PA_ARGC;
+	put_arg(c, PA_CMD, "PTTL");
 	fanout(c, -1, status_reply);
 	return c;
 }
 
 void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms)
 {
-	*held = c->status_ok ? c->status_held : -1;
-	*ttl_ms = c->status_ttl;
+	*held = c->u.status.ok ? c->u.status.held : -1;
+	*ttl_ms = c->u.status.ttl;
 }
 
 const char *rl_key_of(const struct rl_call *c, size_t *klen)
 {
-	*klen = c->argvlen[c->kind == RK_STATUS ? 1 : 3] - prefix_len;
+	*klen = c->fargvlen[c->kind == RK_STATUS ? PA_KEY : c->kind == RK_ACQUIRE ? AA_LOCK : RA_LOCK] -
+		prefix_len;
 	return c->buf + prefix_len;
 }
 
