@@ -120,6 +120,8 @@ static const struct ckey keys[] = {
 	{"limits.max_key_len", CT_INT, OFF(max_key_len), 0, 1, 65536, NULL},
 	{"limits.max_locks_per_session", CT_INT, OFF(max_locks_per_session), 0, 1, 10000000, NULL},
 	{"limits.reqs_per_event", CT_INT, OFF(reqs_per_event), 0, 1, 10000, NULL},
+	{"limits.max_waiters", CT_INT, OFF(max_waiters), 0, 0, 10000000, NULL},
+	{"limits.max_waiters_per_key", CT_INT, OFF(max_waiters_per_key), 0, 0, 10000000, NULL},
 	{"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
 	{"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
 };

@@ -34,6 +34,8 @@ struct config {
 	int64_t max_key_len;
 	int64_t max_locks_per_session;
 	int64_t reqs_per_event;
+	int64_t max_waiters;         /* sessions waiting in LOCK at once; 0: no limit */
+	int64_t max_waiters_per_key; /* sessions waiting for one key; 0: no limit */
 
 	char *metrics_listen; /* "" when off */
 };

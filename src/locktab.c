@@ -615,6 +615,15 @@ void lt_lock(struct lt_client *s, const struct request *r)
 		}
 		return;
 	}
+	if (!try && cfg->max_waiters && stats.sessions_waiting >= (uint64_t)cfg->max_waiters) {
+		reply(s, "ERR LIMIT too many sessions wait (limits.max_waiters)");
+		return;
+	}
+	if (!try && cfg->max_waiters_per_key && lk &&
+	    lk->waiters.len >= (size_t)cfg->max_waiters_per_key) {
+		reply(s, "ERR LIMIT too many sessions wait for this key (limits.max_waiters_per_key)");
+		return;
+	}
 	if (!lk && !(lk = lk_get(r->key, r->klen))) {
 		reply(s, "%s", MSG_OOM);
 		return;
@@ -1004,6 +1013,15 @@ void lt_shutdown_all(void)
 		for (struct kt_node *k = table.slots[i]; k; k = k->next)
 			all[n++] = wq_entry(k, struct lkey, node);
 	shutting_down = 1;
+	/* Holders first: every lock a session held is LOST to it (it is
+	 * released below), then waits are answered. */
+	for (size_t i = 0; i < n; i++) {
+		struct lkey *lk = all[i];
+		if (lk->state == LK_HELD && lk->holder) {
+			stats.lost++;
+			line(lk->holder, "LOST %s %llu", lk->key, (unsigned long long)lk->fence);
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct lkey *lk = all[i];
 		struct wq_link *l;

@@ -557,6 +557,15 @@ START_TEST(sigterm_shutdown)
 	ck_assert_int_ge(h_masters_with_pttl(3, "lockd:t", NULL, NULL), 2);
 	h_lockd_signal(0, SIGTERM);
 	cl_want_prefix(b, "ERR SHUTDOWN", 3000);
+	/* the holder is told of each lock it loses before lockd closes it */
+	const char *l1 = cl_line(a, 3000), *l2;
+	ck_assert_msg(l1 && strncmp(l1, "LOST ", 5) == 0, "holder got '%s', not LOST", l1);
+	int got_k = strncmp(l1, "LOST k ", 7) == 0, got_t = strncmp(l1, "LOST t ", 7) == 0;
+	l2 = cl_line(a, 3000);
+	ck_assert_msg(l2 && strncmp(l2, "LOST ", 5) == 0, "holder got '%s', not a second LOST", l2);
+	got_k |= strncmp(l2, "LOST k ", 7) == 0;
+	got_t |= strncmp(l2, "LOST t ", 7) == 0;
+	ck_assert_msg(got_k && got_t, "LOST for k and t expected");
 	int st = h_lockd_wait(0, 5000);
 	ck_assert_msg(st != -1, "lockd still running 5 s after SIGTERM");
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd exit status %d (signal %d)",

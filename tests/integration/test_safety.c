@@ -677,6 +677,35 @@ START_TEST(fence_idle_expires)
 }
 END_TEST
 
+/* limits.max_waiters_per_key and limits.max_waiters cap the queues. */
+START_TEST(waiter_caps)
+{
+	struct h_opts o = {.limits = "  max_waiters_per_key: 2\n  max_waiters: 3\n"};
+	h_std(&o);
+	struct cl *h = cl_open(), *w[4], *s = cl_open();
+	cl_lock(h, "LOCK a");
+	cl_lock(h, "LOCK b");
+	for (int i = 0; i < 4; i++)
+		w[i] = cl_open();
+	cl_send(w[0], "LOCK a\n");
+	cl_wait_waiters(s, "a", 1, 2000);
+	cl_send(w[1], "LOCK a\n");
+	cl_wait_waiters(s, "a", 2, 2000);
+	cl_expect_prefix(w[2], "LOCK a WAIT 5000", "ERR LIMIT ");
+	cl_expect(w[2], "TRYLOCK a", "BUSY"); /* a TRYLOCK does not wait */
+	cl_send(w[2], "LOCK b\n");
+	cl_wait_waiters(s, "b", 1, 2000);
+	cl_expect_prefix(w[3], "LOCK b", "ERR LIMIT "); /* 3 wait in all */
+	cl_expect(h, "UNLOCK a", "OK 0");
+	cl_want_ok(w[0], 2000);
+	cl_expect(w[3], "LOCK b WAIT 500", "TIMEOUT"); /* room again */
+	for (int i = 0; i < 4; i++)
+		cl_close(w[i]);
+	cl_close(h);
+	cl_close(s);
+}
+END_TEST
+
 TCase *tc_safety(void)
 {
 	TCase *tc = tcase_create("safety");
@@ -688,5 +717,6 @@ TCase *tc_safety(void)
 	H_ADD(tc, reload_during_inflight_renewal);
 	H_ADD(tc, reset_during_extend);
 	H_ADD(tc, fence_idle_expires);
+	H_ADD(tc, waiter_caps);
 	return tc;
 }
