@@ -3,7 +3,7 @@
  *
  * A fence is stored on a majority before it is issued, so any N -
  * majority + 1 masters that kept their data hold every issued fence
- * between them. From each source the caller chose (see master.c): SCAN
+ * between them. From each source the caller chose (see membership.c): SCAN
  * the fence counters, MGET them, and raise the target's counters to at
  * least those values (SCR_RAISE_MANY), one batch at a time. Only then
  * may the target count again.

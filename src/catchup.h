@@ -1,5 +1,6 @@
 /* catchup: bring a master that lost its data up to date with the fence
- * counters of the others before it counts again. */
+ * counters of the others before it counts again. Started by membership.c,
+ * which it answers only through the done callback. */
 #ifndef LOCKD_CATCHUP_H
 #define LOCKD_CATCHUP_H
 

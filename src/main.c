@@ -16,6 +16,7 @@
 #include "locktab.h"
 #include "log.h"
 #include "master.h"
+#include "membership.h"
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
@@ -52,11 +53,20 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = c->timeout_ms;
 	o->reconnect_max_ms = c->reconnect_max_ms;
-	o->exclusion_ms = cfg_exclusion_ms(c);
-	o->fence_idle_ms = c->fence_idle_ms;
 	o->password = c->redis_password;
 	o->prefix = c->key_prefix;
 	o->on_notice = lt_notice;
+	o->on_up = mb_up;
+	o->on_down = mb_down;
+}
+
+static void mb_opts_from(const struct config *c, struct mb_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeout_ms = c->timeout_ms;
+	o->exclusion_ms = cfg_exclusion_ms(c);
+	o->fence_idle_ms = c->fence_idle_ms;
+	o->prefix = c->key_prefix;
 }
 
 static void apply_log(const struct config *c)
@@ -142,8 +152,11 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		cfg_free(&cfg);
 		cfg = n; /* modules point at cfg: they see the new values */
 		struct master_opts o;
+		struct mb_opts mbo;
 		master_opts_from(&cfg, &o);
 		masters_set_opts(&o);
+		mb_opts_from(&cfg, &mbo);
+		mb_set_opts(&mbo);
 		redlock_set_opts(cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 		locktab_set_cfg(&cfg);
 		apply_log(&cfg);
@@ -295,10 +308,14 @@ int main(int argc, char **argv)
 		 cfg.nmasters, quorum_majority(cfg.nmasters));
 
 	struct master_opts mo;
+	struct mb_opts mbo;
 	master_opts_from(&cfg, &mo);
+	mb_opts_from(&cfg, &mbo);
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	sessions_set_cfg(&cfg);
-	if (locktab_init(base, &cfg, &session_lt_ops) != 0 || masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
+	if (locktab_init(base, &cfg, &session_lt_ops) != 0 ||
+	    mb_init(base, cfg.nmasters, &mbo) != 0 ||
+	    masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");
 		return 1;
 	}
@@ -309,6 +326,7 @@ int main(int argc, char **argv)
 		sessions_close_all();
 		locktab_shutdown();
 		masters_shutdown();
+		mb_shutdown();
 		redlock_shutdown();
 		event_base_free(base);
 		cfg_free(&cfg);
@@ -332,6 +350,7 @@ int main(int argc, char **argv)
 	metrics_stop();
 	sessions_close_all();
 	masters_shutdown();
+	mb_shutdown();
 	locktab_shutdown();
 	redlock_shutdown();
 	event_free(ev_term);

@@ -6,7 +6,12 @@
  * it is older than timeout_ms the master is dropped, every pending
  * request fails (callback with NULL) and the master reconnects with
  * capped, jittered backoff. A hung master thus costs a call at most
- * timeout_ms, and a master that is down is skipped at once. */
+ * timeout_ms, and a master that is down is skipped at once.
+ *
+ * The handshake (AUTH, SCRIPT LOAD, INFO for the run_id, EXISTS of the
+ * marker) ends in opts.on_up; every drop ends in opts.on_down. What a
+ * restart or a missing marker means for the majority is for the user of
+ * these callbacks (membership.c) to decide. */
 #include "config.h"
 
 #include <stdio.h>
@@ -17,11 +22,8 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
-#include "catchup.h"
-#include "cfg.h"
 #include "log.h"
 #include "master.h"
-#include "quorum.h"
 
 /* One request on the wire. Freed only from its hiredis callback, which
  * hiredis runs exactly once (with NULL when the context goes away). */
@@ -50,14 +52,10 @@ static char channel[128];
 static struct mreq *free_reqs;
 static int nfree_reqs;
 #define FREE_REQS_MAX 4096 /* kept for reuse; more go back after a burst */
-static int shutting_down;   /* our own close: no "down" warnings */
-static int startup_judging; /* markers not judged yet (see judge) */
-static int64_t judge_deadline_us;
-static struct event *judge_timer;
+static int shutting_down;  /* our own close: no "down" warnings, no on_down */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
-static void judge(void);
 
 const char *master_state_name(enum master_state s)
 {
@@ -158,8 +156,8 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 		redisAsyncFree(sub);
 	event_del(m->timer);
 
-	if (startup_judging && !shutting_down)
-		judge();
+	if (opts.on_down && !shutting_down)
+		opts.on_down(m);
 	int64_t b = m->backoff_ms;
 	m->backoff_ms = b * 2 > opts.reconnect_max_ms ? opts.reconnect_max_ms : b * 2;
 	b = b / 2 + (int64_t)(random() % (b / 2 + 1)); /* jitter: 50-100 % */
@@ -408,9 +406,9 @@ static void marker_cb(struct master *m, redisReply *r, void *arg)
 		m->has_marker = 1;
 }
 
-/* The marker says "this master has counted, so it holds lockd's data". It
- * is written only once a master counts, never before. */
-static void write_marker(struct master *m)
+/* The marker says "this master has counted, so it holds lockd's data"; its
+ * user writes it only once a master counts, never before. */
+void master_set_marker(struct master *m)
 {
 	static const char *argv[3];
 	static size_t len[3];
@@ -424,159 +422,6 @@ static void write_marker(struct master *m)
 		call_any(m, -1, 3, argv, len, marker_cb, NULL);
 }
 
-static void exclude(struct master *m, const char *why)
-{
-	m->exclude_until_us = now_us() + opts.exclusion_ms * 1000;
-	m->caught_up = 0; /* it lost its fence counters too */
-	m->trusted = 0;
-	m->short_logged = 0;
-	log_warn("master %s %s: it does not count for %lld ms (redis.restart_exclusion_ms)",
-		 m->name, why, (long long)opts.exclusion_ms);
-	struct timeval tv = {(time_t)(opts.exclusion_ms / 1000),
-			     (suseconds_t)(opts.exclusion_ms % 1000) * 1000};
-	event_add(m->rejoin, &tv);
-}
-
-/* At startup nothing tells a master that restarted empty from a new one
- * but the marker on the others. Judge the doubtful ones together: a
- * majority with the marker means the others lost their data; more than
- * N - majority without it means a new deployment. */
-static void judge(void)
-{
-	int maj = quorum_majority(nmasters), with = 0, without = 0;
-
-	if (!startup_judging)
-		return;
-	/* Judge the masters together: wait until each has answered or
-	 * failed once, or the grace period is over. */
-	int tried = 0;
-	for (int i = 0; i < nmasters; i++)
-		tried += masters[i].state == MS_UP || masters[i].last_error[0];
-	if (tried < nmasters && now_us() < judge_deadline_us)
-		return;
-	for (int i = 0; i < nmasters; i++) {
-		struct master *m = &masters[i];
-		if (m->state != MS_UP)
-			continue;
-		if (m->has_marker)
-			with++;
-		else
-			without++;
-	}
-	if (with < maj && without <= nmasters - maj)
-		return; /* not enough answers to tell yet */
-	startup_judging = 0;
-	if (with < maj)
-		log_info("no majority of masters has lockd's marker: a new deployment");
-	for (int i = 0; i < nmasters; i++) {
-		struct master *m = &masters[i];
-		if (m->state != MS_UP)
-			continue;
-		m->judged = 1;
-		if (with >= maj && !m->has_marker)
-			exclude(m, "lacks the marker the majority has (restarted empty?)");
-		else
-			write_marker(m);
-	}
-}
-
-static void judge_cb(evutil_socket_t fd, short what, void *arg) { judge(); }
-
-static void rejoin(struct master *m);
-
-static int majority_loss_logged;
-
-static void counts_again(struct master *m)
-{
-	int all = 1;
-	m->caught_up = 1;
-	m->trusted = !m->catch_degraded;
-	log_info("master %s counts again", m->name);
-	write_marker(m);
-	for (int i = 0; i < nmasters; i++)
-		all &= masters[i].caught_up;
-	if (all)
-		majority_loss_logged = 0; /* the episode is over */
-}
-
-static void caught_up_cb(struct master *m, int ok)
-{
-	m->catching_up = 0;
-	if (ok && m->state == MS_UP) {
-		counts_again(m);
-	} else {
-		struct timeval tv = {1, 0};
-		event_add(m->rejoin, &tv);
-	}
-}
-
-/* The exclusion is over: catch its counters up, then let it count. */
-static void rejoin(struct master *m)
-{
-	if (m->state != MS_UP || !m->judged || m->catching_up)
-		return;
-	if (m->caught_up) {
-		write_marker(m);
-		return;
-	}
-	/* Every issued fence is on a majority, so N - majority + 1 masters
-	 * that kept their data hold them all: read those (strict). When so
-	 * many no longer exist (a majority lost its data at once), nothing
-	 * can recover every fence: read every other master that answers and
-	 * raise the counters to the clock too, so that lockd comes back by
-	 * itself (degraded). */
-	int need = nmasters - quorum_majority(nmasters) + 1, trusted = 0, nsrc = 0;
-	int src[CONFIG_MAX_MASTERS];
-	for (int i = 0; i < nmasters; i++)
-		trusted += masters[i].trusted;
-	int degraded = trusted < need;
-	for (int i = 0; i < nmasters && (degraded || nsrc < need); i++) {
-		struct master *o = &masters[i];
-		if (o != m && (degraded ? o->state == MS_UP && o->judged
-					: master_counts(o) && o->trusted))
-			src[nsrc++] = i;
-	}
-	if ((degraded ? nsrc + 1 : nsrc) < need) {
-		if (!m->short_logged)
-			log_warn("master %s: fewer than %d masters %s to catch its fence counters up; "
-				 "waiting for more",
-				 m->name, need, degraded ? "answer" : "that kept their data count");
-		m->short_logged = 1;
-		struct timeval tv = {0, 200000};
-		event_add(m->rejoin, &tv);
-		return;
-	}
-	if (degraded && !majority_loss_logged) {
-		majority_loss_logged = 1;
-		log_warn("a majority of the masters lost their data at once: locks held then may "
-			 "have been granted again and fences issued then may repeat (they keep "
-			 "growing for new grants); restarted masters count again after "
-			 "redis.restart_exclusion_ms, caught up from the masters that answer");
-	}
-	m->catch_degraded = degraded;
-	int rc = catchup_start(m, opts.prefix, opts.fence_idle_ms, src, nsrc, degraded,
-			       caught_up_cb);
-	if (rc == 0) {
-		m->catching_up = 1;
-	} else if (rc == 1) {
-		counts_again(m);
-	} else {
-		struct timeval tv = {1, 0};
-		event_add(m->rejoin, &tv);
-	}
-}
-
-static void rejoin_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct master *m = arg;
-	if (m->exclude_until_us > now_us()) {
-		struct timeval tv = {0, 10000};
-		event_add(m->rejoin, &tv);
-		return;
-	}
-	rejoin(m);
-}
-
 static void go_up(struct master *m)
 {
 	set_state(m, MS_UP);
@@ -584,18 +429,10 @@ static void go_up(struct master *m)
 	m->last_error[0] = '\0';
 	log_info("master %s up", m->name);
 	start_subscriber(m);
-	if (startup_judging) {
-		judge();
-	} else if (!m->judged) {
-		/* First met after startup: judged on the markers now. */
-		m->judged = 1;
-		if (!m->has_marker)
-			exclude(m, "lacks lockd's marker (restarted empty?)");
-		else
-			write_marker(m);
-	} else if (m->exclude_until_us <= now_us()) {
-		rejoin(m);
-	}
+	int restarted = m->restarted;
+	m->restarted = 0;
+	if (opts.on_up)
+		opts.on_up(m, restarted, m->has_marker);
 	arm_timer(m);
 }
 
@@ -614,13 +451,11 @@ static void hs_info_cb(struct master *m, redisReply *r, void *arg)
 		memcpy(id, p + 7, n);
 		id[n] = '\0';
 	}
-	/* A new run_id means the master restarted and may have lost keys:
-	 * it must not count until every lease it could have held ran out. */
-	if (m->run_id[0] && strcmp(m->run_id, id) != 0) {
-		char why[96];
-		snprintf(why, sizeof(why), "restarted (run_id %.8s -> %.8s)", m->run_id, id);
-		m->has_marker = 0; /* whatever it says, it lost our data */
-		exclude(m, why);
+	/* A new run_id means the master restarted and may have lost keys.
+	 * Reported with the next on_up, even if this handshake fails. */
+	if (m->run_id[0] && strcmp(m->run_id, id) != 0 && !m->restarted) {
+		memcpy(m->prev_run_id, m->run_id, sizeof(m->prev_run_id));
+		m->restarted = 1;
 	}
 	snprintf(m->run_id, sizeof(m->run_id), "%s", id);
 }
@@ -720,22 +555,13 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	base = b;
 	opts = *o;
 	opts.password = strdup(o->password);
-	opts.prefix = strdup(o->prefix); /* the config's copy goes away on reload */
+	opts.prefix = NULL; /* the config's copy goes away on reload; used only here */
 	nmasters = n;
 	masters = calloc((size_t)n, sizeof(*masters));
 	if (!masters)
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(channel, sizeof(channel), "%s released", o->prefix);
-	startup_judging = 1;
-	judge_deadline_us = now_us() + (o->timeout_ms * 4 < 500 ? 500 : o->timeout_ms * 4) * 1000;
-	judge_timer = evtimer_new(base, judge_cb, NULL);
-	struct timeval tv = {0, (suseconds_t)(judge_deadline_us - now_us()) + 1000};
-	if (tv.tv_usec >= 1000000) {
-		tv.tv_sec = tv.tv_usec / 1000000;
-		tv.tv_usec %= 1000000;
-	}
-	event_add(judge_timer, &tv);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;
@@ -746,9 +572,6 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->timer = evtimer_new(base, timer_cb, m);
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->backoff_ms = 10;
-		m->rejoin = evtimer_new(base, rejoin_cb, m);
-		m->caught_up = 1;
-		m->trusted = 1;
 		start_connect(m);
 		m->reconnects = 0;
 	}
@@ -759,16 +582,11 @@ void masters_set_opts(const struct master_opts *o)
 {
 	opts.timeout_ms = o->timeout_ms;
 	opts.reconnect_max_ms = o->reconnect_max_ms;
-	opts.exclusion_ms = o->exclusion_ms;
-	opts.fence_idle_ms = o->fence_idle_ms;
 }
 
 void masters_shutdown(void)
 {
 	shutting_down = 1;
-	if (judge_timer)
-		event_free(judge_timer);
-	judge_timer = NULL;
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
 		event_del(m->retry);
@@ -777,11 +595,9 @@ void masters_shutdown(void)
 		event_del(m->retry);
 		event_free(m->retry);
 		event_free(m->timer);
-		event_free(m->rejoin);
 		free(m->name);
 	}
 	free((char *)opts.password);
-	free((char *)opts.prefix);
 	free(masters);
 	masters = NULL;
 	nmasters = 0;
@@ -796,19 +612,6 @@ void masters_shutdown(void)
 int masters_count(void) { return nmasters; }
 
 struct master *master_get(int i) { return &masters[i]; }
-
-int master_counts(const struct master *m)
-{
-	return m->state == MS_UP && m->judged && m->caught_up && m->exclude_until_us <= now_us();
-}
-
-int masters_counting(void)
-{
-	int n = 0;
-	for (int i = 0; i < nmasters; i++)
-		n += master_counts(&masters[i]);
-	return n;
-}
 
 int masters_up(void)
 {

@@ -1,5 +1,7 @@
 /* master: one Redis master: a hiredis async connection on the libevent
- * loop, its scripts, request timeouts, health, and reconnection. */
+ * loop, its scripts, request timeouts, health, reconnection, and restart
+ * detection. It reports up and down to its user through master_opts;
+ * whether a master counts towards a majority is membership's call. */
 #ifndef LOCKD_MASTER_H
 #define LOCKD_MASTER_H
 
@@ -30,14 +32,23 @@ typedef void master_reply_fn(struct master *m, redisReply *reply, void *arg);
 /* Released-key notices from the master's pub/sub channel. */
 typedef void master_notice_fn(const char *key, size_t klen);
 
+/* The handshake finished: m is MS_UP. restarted: its run_id differs from
+ * the one of an earlier connection (m->prev_run_id -> m->run_id), so it may
+ * have lost keys; has_marker: lockd's marker key is on it. */
+typedef void master_up_fn(struct master *m, int restarted, int has_marker);
+
+/* m is MS_DOWN: a connection, connect attempt or handshake failed or was
+ * lost; it reconnects by itself. Not called for masters_shutdown's close. */
+typedef void master_down_fn(struct master *m);
+
 struct master_opts {
 	int64_t timeout_ms;
 	int64_t reconnect_max_ms;
-	int64_t exclusion_ms; /* a restarted master does not count for this long */
-	int64_t fence_idle_ms; /* fence counters written by a catch-up expire after this */
 	const char *password; /* "" for none */
 	const char *prefix;   /* key prefix, for the marker and channel */
 	master_notice_fn *on_notice;
+	master_up_fn *on_up;
+	master_down_fn *on_down;
 };
 
 struct master {
@@ -50,19 +61,13 @@ struct master {
 	struct waitq inflight;         /* struct mreq, in send order */
 	struct event *timer;           /* oldest request / connect deadline */
 	struct event *retry;           /* reconnect after backoff */
-	struct event *rejoin;          /* end of a restart exclusion */
 	int64_t state_since_us;
 	int64_t backoff_ms;
-	int64_t exclude_until_us; /* 0: counts when up */
-	int judged;               /* startup marker check done (counts if up) */
-	int has_marker;
-	int caught_up;   /* its fence counters are trusted (see catchup.c) */
-	int catching_up; /* a catch-up is running */
-	int trusted;     /* holds every fence it took part in (never lost its data, or
-			    caught up from masters that kept theirs) */
-	int catch_degraded; /* the running catch-up reads masters that lost data too */
-	int short_logged;   /* "too few masters to catch up" was logged */
-	char run_id[48];
+	int has_marker;        /* lockd's marker key is on it (EXISTS at the handshake, or
+				  written since) */
+	int restarted;         /* run_id changed; not reported through on_up yet */
+	char run_id[48];       /* of the last handshake */
+	char prev_run_id[48];  /* before the restart reported (or to be reported) */
 	int64_t latency_us;    /* last round trip */
 	int64_t last_reply_us; /* when it last answered */
 	uint64_t reconnects;
@@ -74,9 +79,6 @@ void masters_set_opts(const struct master_opts *o);
 void masters_shutdown(void);
 int masters_count(void);
 struct master *master_get(int i);
-/* Up, judged, and past any restart exclusion: may count towards a majority. */
-int master_counts(const struct master *m);
-int masters_counting(void);
 int masters_up(void);
 const char *master_state_name(enum master_state s);
 
@@ -86,5 +88,9 @@ const char *master_state_name(enum master_state s);
  * not run) when the master is not up. */
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
 		master_reply_fn *fn, void *arg);
+
+/* Write lockd's marker key on m unless it has it: "this master has counted,
+ * so it holds lockd's data". */
+void master_set_marker(struct master *m);
 
 #endif

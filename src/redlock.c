@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "membership.h"
 #include "quorum.h"
 #include "redlock.h"
 #include "stats.h"

@@ -7,6 +7,7 @@
 #include <event2/buffer.h>
 
 #include "master.h"
+#include "membership.h"
 #include "stats.h"
 
 struct stats stats;
