@@ -16,7 +16,7 @@
 #define H_MAX_MASTERS 7
 #define H_MAX_LOCKDS 3
 #define H_TMO 2000 /* default reply timeout, ms */
-/* allowance for scheduling noise on top of the service levels of PROTOCOL.md */
+/* allowance for scheduling noise on top of the service levels of doc/protocol.md */
 #define H_JITTER 150
 
 /* ---- time ---- */

@@ -1,4 +1,4 @@
-/* Every command and reply of PROTOCOL.md, the framing, and the errors. */
+/* Every command and reply of doc/protocol.md, the framing, and the errors. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -3,7 +3,7 @@
  * masters into QUORUM errors for others nor leave memory or keys behind
  * (issue 15, part 3).
  *
- * PROTOCOL.md, "Masters that restart lose their keys": a master that comes
+ * doc/protocol.md, "Master restarts": a master that comes
  * back with a new run_id does not count until redis.restart_exclusion_ms
  * has passed and its fence counters were caught up from masters that
  * answer. When a majority restarted at once, lockd must still serve again:

@@ -1,4 +1,4 @@
-/* Unit tests of the request parser (src/proto.c) against PROTOCOL.md, and
+/* Unit tests of the request parser (src/proto.c) against doc/protocol.md, and
  * of the helpers it relies on (src/util.c). */
 #include "config.h"
 
