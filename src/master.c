@@ -98,7 +98,33 @@ static void set_state(struct master *m, enum master_state s)
 static int64_t progress_us(const struct master *m, const struct wq_link *oldest)
 {
 	int64_t sent = wq_entry(oldest, struct mreq, link)->sent_us;
+	if (sent == 0)
+		return now_us(); /* not on the wire yet: our loop still holds it */
 	return m->last_reply_us > sent ? m->last_reply_us : sent;
+}
+
+/* Requests are stamped with the time hiredis has written them out (its
+ * output buffer went empty), not when they were queued: a loop turn that
+ * our own work made long (a burst of session ends) must not count
+ * against the master. hiredis tells the event library to stop watching
+ * for writability exactly then; we hook that call. */
+static void (*lib_del_write)(void *privdata);
+
+static void stamp_written(void *privdata)
+{
+	redisAsyncContext *ac = ((redisLibeventEvents *)privdata)->context;
+	struct master *m = ac->data;
+	if (m && m->ac == ac) {
+		int64_t now = now_us();
+		for (struct wq_link *l = m->inflight.head.prev; l != &m->inflight.head;
+		     l = l->prev) {
+			struct mreq *r = wq_entry(l, struct mreq, link);
+			if (r->sent_us)
+				break;
+			r->sent_us = now;
+		}
+	}
+	lib_del_write(privdata);
 }
 
 /* Arm the timer for the oldest request, or the connect/handshake deadline. */
@@ -187,7 +213,14 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			return; /* the read found the connection gone */
 		l = waitq_first(&m->inflight);
 		if (l && now_us() - progress_us(m, l) >= opts.timeout_ms * 1000) {
-			master_drop(m, "request timed out", 1);
+			char why[160];
+			struct mreq *r = wq_entry(l, struct mreq, link);
+			snprintf(why, sizeof(why),
+				 "request timed out (oldest sent %lld ms ago, %zu in flight, last "
+				 "answer %lld ms ago)",
+				 (long long)(now_us() - r->sent_us) / 1000, m->inflight.len,
+				 (long long)(now_us() - m->last_reply_us) / 1000);
+			master_drop(m, why, 1);
 			return;
 		}
 	}
@@ -274,7 +307,7 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
 	}
 	if (rc != REDIS_OK)
 		return -1;
-	r->sent_us = now_us();
+	r->sent_us = 0; /* stamp_written sets it once it is on the wire */
 	waitq_push(&m->inflight, &r->link);
 	if (m->inflight.len == 1)
 		arm_timer(m);
@@ -541,6 +574,8 @@ static void start_connect(struct master *m)
 	ac->data = m;
 	m->ac = ac;
 	redisLibeventAttach(ac, base);
+	lib_del_write = ac->ev.delWrite;
+	ac->ev.delWrite = stamp_written;
 	redisAsyncSetConnectCallback(ac, connect_cb);
 	redisAsyncSetDisconnectCallback(ac, disconnect_cb);
 	m->reconnects++;
