@@ -631,7 +631,18 @@ START_TEST(sigterm_releases)
 		for (int k = 0; k < 3; k++)
 			ck_assert_msg(h_redis_int(i, "EXISTS", keys[k], NULL) == 0,
 			              "%s left on master %d after SIGTERM", keys[k], i);
-	/* the holder gets no line, only the end of its session */
+	/* the holder is told of each lock it loses (k1 with both holds: one
+	 * LOST), then its session ends */
+	int lost[3] = {0, 0, 0};
+	for (int i = 0; i < 3; i++) {
+		const char *ln = cl_line(a, 1000);
+		ck_assert_msg(ln && strncmp(ln, "LOST k", 6) == 0 && ln[6] >= '1' && ln[6] <= '3' &&
+				  ln[7] == ' ',
+			      "holder got '%s', expected LOST k1/k2/k3", ln ? ln : "(nothing)");
+		lost[ln[6] - '1']++;
+	}
+	ck_assert_msg(lost[0] == 1 && lost[1] == 1 && lost[2] == 1, "LOST lines: k1 %d, k2 %d, k3 %d",
+		      lost[0], lost[1], lost[2]);
 	cl_want_eof(a, 1000);
 	cl_want_eof(b, 1000);
 	cl_want_eof(c, 1000);
