@@ -148,7 +148,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, str
 			req->word = t[1].p;
 			req->wlen = t[1].n;
 		}
-		break;
+		goto word;
 	case SH_WORD:
 		if (nt < 2) {
 			*msg = "missing argument";
@@ -158,6 +158,14 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, str
 			goto extra;
 		req->word = t[1].p;
 		req->wlen = t[1].n;
+	word:
+		/* A word is echoed (PONG) or compared (AUTH) as a C string
+		 * would be: a NUL in it would cut it short. Keys and numbers
+		 * reject a NUL as they reject any other bad byte. */
+		if (req->word && memchr(req->word, '\0', req->wlen)) {
+			*msg = "NUL byte in argument";
+			return PE_PROTOCOL;
+		}
 		break;
 	case SH_KEY:
 	case SH_KEY_MS:

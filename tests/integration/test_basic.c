@@ -778,6 +778,9 @@ START_TEST(err_nul_and_garbage)
 	cl_want_prefix(a, "ERR ", H_TMO);
 	cl_sendn(a, "LOCK a\0b\n", 9);
 	cl_want_prefix(a, "ERR KEY", H_TMO);
+	/* a NUL would cut the echoed word short: never "PONG ab" */
+	cl_sendn(a, "PING ab\0cd\n", 11);
+	cl_want(a, "ERR PROTOCOL NUL byte in argument", H_TMO);
 	cl_sendn(a, "\0\0\0\n", 4);
 	cl_want_prefix(a, "ERR ", H_TMO);
 	cl_sendn(a, "\0PING\n", 6);

@@ -428,6 +428,37 @@ START_TEST(key_with_nul)
 }
 END_TEST
 
+/* A word is echoed (PING) or compared (AUTH) whole: a NUL would cut it
+ * short ("PING ab<NUL>cd" answered "PONG ab"), so it is a protocol error.
+ * The line length is what counts, never a NUL. */
+START_TEST(word_with_nul)
+{
+	static const char ping[] = "PING ab\0cd";
+	static const char ping_end[] = "PING ab\0";
+	static const char auth[] = "AUTH pw\0rest";
+	static const char lone[] = "PING \0";
+	struct request r;
+	const char *msg;
+	ck_assert_int_eq(parse_n(ping, sizeof(ping) - 1, &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "NUL byte in argument");
+	ck_assert_int_eq(parse_n(ping_end, sizeof(ping_end) - 1, &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse_n(auth, sizeof(auth) - 1, &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "NUL byte in argument");
+	ck_assert_int_eq(parse_n(lone, sizeof(lone) - 1, &r, &msg), PE_PROTOCOL);
+	/* syntax first: an extra argument is named as such */
+	ck_assert_int_eq(parse_n("PING a\0 b", 10, &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "extra argument");
+	/* a NUL past the given length is not part of the line */
+	ck_assert_int_eq(parse_n(ping, 7, &r, &msg), PE_NONE);
+	ck_assert_uint_eq(r.wlen, 2);
+	/* in the command name or an option: unknown, as before */
+	ck_assert_int_eq(parse_n("PING\0", 5, &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "unknown command");
+	ck_assert_int_eq(parse_n("LOCK k WA\0T 1", 13, &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "unknown option");
+}
+END_TEST
+
 START_TEST(key_length_limit)
 {
 	char line[MAXKEY + 32];
@@ -683,6 +714,7 @@ Suite *proto_suite(void)
 	tcase_add_test(tc, key_bytes);
 	tcase_add_test(tc, key_bad_bytes_other_commands);
 	tcase_add_test(tc, key_with_nul);
+	tcase_add_test(tc, word_with_nul);
 	tcase_add_test(tc, key_length_limit);
 	tcase_add_test(tc, key_length_limit_configured);
 	suite_add_tcase(s, tc);
