@@ -709,6 +709,7 @@ START_TEST(err_line_too_long)
 	struct cl *a = cl_open();
 	/* exactly max_line (4096) bytes: fine */
 	char *req = malloc(8200);
+	ck_assert_ptr_nonnull(req);
 	memcpy(req, "PING", 4);
 	memset(req + 4, ' ', 4092);
 	req[4096] = '\0';
