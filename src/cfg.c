@@ -4,12 +4,17 @@
  * every message can name FILE:LINE:COLUMN, 1-based as editors count. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "log.h"
@@ -20,6 +25,7 @@ enum ctype {
 	CT_SECTION, /* a mapping of further keys */
 	CT_INT,     /* integer within [min, max] */
 	CT_DOUBLE,  /* number within [min, max] */
+	CT_BOOL,    /* true or false */
 	CT_STR,     /* string, checked by a validator */
 	CT_LIST,    /* sequence of strings, each checked by a validator */
 };
@@ -35,10 +41,76 @@ struct ckey {
 	validator check;  /* CT_STR/CT_LIST: NULL or returns a message */
 };
 
+/* A numeric TCP address: IPv4 is kept as v4-mapped IPv6, so that one
+ * comparison covers both families. */
+struct ip {
+	int v6;              /* written as IPv6 */
+	unsigned char b[16]; /* the address, IPv4 as ::ffff:a.b.c.d */
+	int port;
+};
+
+/* 0 when a is a numeric IP address (IPv6 may carry a %scope). */
+static int ip_of(const struct addr *a, struct ip *ip)
+{
+	char host[sizeof(a->host)];
+	unsigned char v4[4];
+
+	memset(ip, 0, sizeof(*ip));
+	ip->port = a->port;
+	snprintf(host, sizeof(host), "%s", a->host);
+	if (inet_pton(AF_INET, host, v4) == 1) {
+		ip->b[10] = ip->b[11] = 0xff;
+		memcpy(ip->b + 12, v4, 4);
+		return 0;
+	}
+	char *scope = strchr(host, '%');
+	if (scope && scope[1] != '\0')
+		*scope = '\0';
+	ip->v6 = 1;
+	return inet_pton(AF_INET6, host, ip->b) == 1 ? 0 : -1;
+}
+
+static int ip_mapped(const struct ip *ip)
+{
+	static const unsigned char pre[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	return memcmp(ip->b, pre, 12) == 0;
+}
+
+/* 0.0.0.0, or :: (which on Linux also takes IPv4 unless bindv6only=1). */
+static int ip_any(const struct ip *ip)
+{
+	static const unsigned char zero[16];
+	return ip->v6 ? memcmp(ip->b, zero, 16) == 0
+		      : ip_mapped(ip) && memcmp(ip->b + 12, zero, 4) == 0;
+}
+
+static int ip_loopback(const struct ip *ip)
+{
+	static const unsigned char one[16] = {[15] = 1};
+	return ip_mapped(ip) ? ip->b[12] == 127 : memcmp(ip->b, one, 16) == 0;
+}
+
+/* Would binding both fail with EADDRINUSE? */
+static int ip_clash(const struct ip *a, const struct ip *b)
+{
+	if (a->port != b->port)
+		return 0;
+	if (memcmp(a->b, b->b, 16) == 0)
+		return 1;
+	if (ip_any(a) && (a->v6 || b->v6 == a->v6))
+		return 1;
+	return ip_any(b) && (b->v6 || a->v6 == b->v6);
+}
+
+/* lockd binds the address as written: a name (localhost) would fail at start. */
 static const char *v_listen(const char *s)
 {
 	struct addr a;
-	return addr_parse(s, 1, 0, &a);
+	struct ip ip;
+	const char *why = addr_parse(s, 1, 0, &a);
+	if (!why && a.kind == ADDR_TCP && ip_of(&a, &ip) != 0)
+		why = "host must be a numeric IP address";
+	return why;
 }
 
 static const char *v_master(const char *s)
@@ -100,6 +172,8 @@ static const struct ckey keys[] = {
 	{"listen", CT_LIST, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
 	{"unix_socket_mode", CT_STR, OFF(unix_socket_mode), 0, 1, 4, v_mode},
 	{"password", CT_STR, OFF(password), 0, 0, 256, v_password},
+	{"password_file", CT_STR, OFF(password_file), 0, 0, 4096, NULL},
+	{"allow_unauthenticated", CT_BOOL, OFF(allow_unauthenticated), 0, 0, 0, NULL},
 	{"log_level", CT_STR, OFF(log_level), 0, 1, 16, v_level},
 	{"log_target", CT_STR, OFF(log_target), 0, 1, 16, v_target},
 	{"redis", CT_SECTION, 0, 0, 0, 0, NULL},
@@ -107,6 +181,7 @@ static const struct ckey keys[] = {
 	{"redis.timeout_ms", CT_INT, OFF(timeout_ms), 0, 1, 60000, NULL},
 	{"redis.key_prefix", CT_STR, OFF(key_prefix), 0, 1, 64, v_prefix},
 	{"redis.password", CT_STR, OFF(redis_password), 0, 0, 256, NULL},
+	{"redis.password_file", CT_STR, OFF(redis_password_file), 0, 0, 4096, NULL},
 	{"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
 	{"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
 	{"locks", CT_SECTION, 0, 0, 0, 0, NULL},
@@ -143,6 +218,7 @@ void cfg_defaults(struct config *c)
 	c->nlisten = 1;
 	c->unix_socket_mode = strdup("0660");
 	c->password = strdup("");
+	c->password_file = strdup("");
 	c->log_level = strdup("info");
 	c->log_target = strdup("stderr");
 	c->masters[0] = strdup("127.0.0.1:6379");
@@ -150,6 +226,7 @@ void cfg_defaults(struct config *c)
 	c->timeout_ms = 50;
 	c->key_prefix = strdup("lockd:");
 	c->redis_password = strdup("");
+	c->redis_password_file = strdup("");
 	c->restart_exclusion_ms = -1;
 	c->reconnect_max_ms = 1000;
 	c->lease_ms = 30000;
@@ -199,6 +276,7 @@ struct loader {
 	size_t len;
 	unsigned char seen[NKEYS];
 	yaml_mark_t marks[NKEYS]; /* where each key was set, for cross-key checks */
+	const char *dir;          /* of the file, for relative paths; NULL: read no files */
 };
 
 static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
@@ -277,6 +355,9 @@ static int check_str(struct loader *l, const struct ckey *k, const char *v, size
 		return fail(l, m, "%s: length must be %g to %g bytes", k->name, k->min, k->max);
 	if (k->check) {
 		const char *why = k->check(v);
+		/* a password never goes into a message, which may be logged */
+		if (why && strstr(k->name, "password"))
+			return fail(l, m, "%s: %s", k->name, why);
 		if (why)
 			return fail(l, m, "%s: \"%s\": %s", k->name, v, why);
 	}
@@ -328,6 +409,13 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 			return fail(l, m, "%s: %s is out of range (%g to %g)", k->name, v, k->min,
 				    k->max);
 		*(double *)((char *)l->c + k->off) = x;
+		return 0;
+	}
+	case CT_BOOL: {
+		int t = !quoted && strcmp(v, "true") == 0, f = !quoted && strcmp(v, "false") == 0;
+		if (!t && !f)
+			return fail(l, m, "%s: expected true or false, got \"%s\"", k->name, v);
+		*(int *)((char *)l->c + k->off) = t;
 		return 0;
 	}
 	case CT_STR: {
@@ -447,7 +535,10 @@ static int parse_mapping(struct loader *l, const char *prefix)
 				rc = set_list(l, k, ev.start_mark);
 		} else if (ev.type != YAML_SCALAR_EVENT) {
 			rc = fail(l, ev.start_mark, "%s: expected a %s, got %s", name,
-				  k->type == CT_STR ? "string" : "number", type_name(ev.type));
+				  k->type == CT_STR    ? "string"
+				  : k->type == CT_BOOL ? "boolean"
+						       : "number",
+				  type_name(ev.type));
 		} else {
 			rc = set_scalar(l, k, &ev);
 		}
@@ -498,6 +589,70 @@ static int parse_document(struct loader *l)
 	}
 }
 
+/* The numeric TCP address of a listen entry, or -1 (unix, or not valid). */
+static int listen_ip(const char *spec, struct ip *ip)
+{
+	struct addr a;
+	if (addr_parse(spec, 1, 0, &a) || a.kind != ADDR_TCP)
+		return -1;
+	return ip_of(&a, ip);
+}
+
+const char *cfg_open_listener(const struct config *c)
+{
+	struct ip ip;
+	if (c->password[0] || c->password_file[0])
+		return NULL;
+	for (int i = 0; i < c->nlisten; i++)
+		/* (TLS that asks every client for a certificate would do too) */
+		if (listen_ip(c->listen[i], &ip) == 0 && !ip_loopback(&ip))
+			return c->listen[i];
+	return NULL;
+}
+
+/* What start would refuse, found here so that lockd -t refuses it too:
+ * listeners that cannot all be bound, a password given twice, and an open
+ * network listener nobody has to authenticate on. */
+static int listen_checks(struct loader *l)
+{
+	const struct config *c = l->c;
+	yaml_mark_t lm = l->marks[lookup("listen")];
+	struct ip ips[CONFIG_MAX_LISTEN], mip;
+	struct addr a;
+
+	for (int i = 0; i < c->nlisten; i++) {
+		if (listen_ip(c->listen[i], &ips[i]) != 0)
+			continue;
+		for (int j = 0; j < i; j++)
+			if (listen_ip(c->listen[j], &ips[j]) == 0 && ip_clash(&ips[j], &ips[i]))
+				return fail(l, lm,
+					    "listen: \"%s\" and \"%s\" cannot both be bound (the "
+					    "same port on overlapping addresses)",
+					    c->listen[j], c->listen[i]);
+		if (c->metrics_listen[0] && !addr_parse(c->metrics_listen, 0, 1, &a) &&
+		    !ip_of(&a, &mip) && ip_clash(&mip, &ips[i]))
+			return fail(l, l->marks[lookup("metrics.listen")],
+				    "metrics.listen: \"%s\" and listen \"%s\" cannot both be bound",
+				    c->metrics_listen, c->listen[i]);
+	}
+	static const char *const pw[][2] = {{"password", "password_file"},
+					    {"redis.password", "redis.password_file"}};
+	for (int i = 0; i < 2; i++) {
+		int p = lookup(pw[i][0]), f = lookup(pw[i][1]);
+		if (l->seen[p] && (*str_at(l->c, keys[p].off))[0] && (*str_at(l->c, keys[f].off))[0])
+			return fail(l, l->marks[f], "%s and %s are both set; keep one", pw[i][0],
+				    pw[i][1]);
+	}
+	const char *open = cfg_open_listener(c);
+	if (open && !c->allow_unauthenticated)
+		return fail(l, lm,
+			    "listen: \"%s\" is not a loopback address and clients need no "
+			    "password: set password or password_file, or allow_unauthenticated: "
+			    "true",
+			    open);
+	return 0;
+}
+
 static int cross_checks(struct loader *l)
 {
 	struct config *c = l->c;
@@ -512,7 +667,73 @@ static int cross_checks(struct loader *l)
 			    "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
 			    "(%lld)",
 			    (long long)c->timeout_ms, (long long)c->lease_ms);
-	return 0;
+	return listen_checks(l);
+}
+
+#define SECRET_MAX 256
+
+/* The password of pkey from the file named by fkey: the file's bytes
+ * without the line ending at its end. A relative name is looked up in
+ * $CREDENTIALS_DIRECTORY, where systemd's LoadCredential= puts the files
+ * it hands over, or else next to the configuration file. */
+static int read_secret(struct loader *l, const char *fkey, const char *pkey, int token)
+{
+	int fi = lookup(fkey), pi = lookup(pkey);
+	const char *name = *str_at(l->c, keys[fi].off);
+	const char *creds = getenv("CREDENTIALS_DIRECTORY");
+	char path[4200], buf[SECRET_MAX + 3];
+	yaml_mark_t m = l->marks[fi];
+	struct stat st;
+	size_t n = 0;
+	ssize_t r = 0;
+
+	if (!name[0])
+		return 0;
+	if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s", name);
+	else
+		snprintf(path, sizeof(path), "%s/%s", creds && creds[0] ? creds : l->dir, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return fail(l, m, "%s: %s: cannot open: %s", fkey, path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(l, m, "%s: %s: not a regular file", fkey, path);
+	}
+	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		n += (size_t)r;
+	}
+	int e = errno;
+	close(fd);
+	const char *why = NULL;
+	if (r < 0)
+		why = strerror(e);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n > 0 && buf[n - 1] == '\r')
+		n--;
+	if (!why && n == 0)
+		why = "the file is empty";
+	else if (!why && n > SECRET_MAX)
+		why = "longer than 256 bytes";
+	else if (!why && (memchr(buf, '\0', n) || memchr(buf, '\n', n)))
+		why = "must be one line, without NUL bytes";
+	if (!why) {
+		buf[n] = '\0';
+		if (token)
+			why = v_password(buf);
+	}
+	if (!why) {
+		char **slot = str_at(l->c, keys[pi].off);
+		free(*slot);
+		*slot = strdup(buf);
+	}
+	explicit_bzero(buf, sizeof(buf));
+	return why ? fail(l, m, "%s: %s: %s", fkey, path, why) : 0;
 }
 
 static int load(struct config *c, struct loader *l)
@@ -520,6 +741,11 @@ static int load(struct config *c, struct loader *l)
 	int rc = parse_document(l);
 	if (rc >= 0)
 		rc = cross_checks(l);
+	if (rc >= 0 && l->dir)
+		rc = read_secret(l, "password_file", "password", 1) ||
+			     read_secret(l, "redis.password_file", "redis.password", 0)
+			 ? -1
+			 : 0;
 	yaml_parser_delete(&l->parser);
 	if (rc < 0) {
 		cfg_free(c);
@@ -529,12 +755,13 @@ static int load(struct config *c, struct loader *l)
 	return 0;
 }
 
-int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
-		    size_t errlen)
+static int load_text(struct config *c, const char *name, const char *dir, const char *text,
+		     size_t len, char *err, size_t errlen)
 {
 	struct loader l;
 
 	memset(&l, 0, sizeof(l));
+	l.dir = dir;
 	l.name = name;
 	l.c = c;
 	l.err = err;
@@ -544,6 +771,12 @@ int cfg_load_string(struct config *c, const char *name, const char *text, size_t
 	yaml_parser_initialize(&l.parser);
 	yaml_parser_set_input_string(&l.parser, (const unsigned char *)text, len);
 	return load(c, &l);
+}
+
+int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
+		    size_t errlen)
+{
+	return load_text(c, name, NULL, text, len, err, errlen);
 }
 
 #define CFG_MAX_FILE (1 << 20) /* a config file larger than this is a mistake */
@@ -568,7 +801,11 @@ int cfg_load_file(struct config *c, const char *path, char *err, size_t errlen)
 		free(buf);
 		return -1;
 	}
-	int rc = cfg_load_string(c, path, buf, n, err, errlen);
+	char *dir = strdup(path);
+	int rc = dir ? load_text(c, path, dirname(dir), buf, n, err, errlen) : -1;
+	if (!dir)
+		snprintf(err, errlen, "%s:1:1: out of memory", path);
+	free(dir);
 	free(buf);
 	return rc;
 }

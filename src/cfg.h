@@ -13,6 +13,8 @@ struct config {
 	int nlisten;
 	char *unix_socket_mode; /* octal string, e.g. "0660" */
 	char *password;         /* "" when AUTH is not required */
+	char *password_file;    /* "" or where password was read from */
+	int allow_unauthenticated; /* may listen beyond loopback without a password */
 	char *log_level;        /* error, warn, info, debug */
 	char *log_target;       /* stderr or syslog */
 
@@ -21,6 +23,7 @@ struct config {
 	int64_t timeout_ms;
 	char *key_prefix;
 	char *redis_password;
+	char *redis_password_file; /* "" or where redis_password was read from */
 	int64_t restart_exclusion_ms; /* -1: same as lease_ms */
 	int64_t reconnect_max_ms;
 
@@ -51,6 +54,9 @@ int cfg_load_string(struct config *c, const char *name, const char *text, size_t
 void cfg_free(struct config *c);
 int cfg_unix_mode(const struct config *c);
 int64_t cfg_exclusion_ms(const struct config *c);
+/* A TCP listen entry beyond loopback on which clients need no password
+ * (nor a client certificate), or NULL. */
+const char *cfg_open_listener(const struct config *c);
 /* Print every dotted key, one per line (for the docs check). */
 void cfg_print_keys(void);
 

@@ -85,6 +85,32 @@ static void status_cb(evutil_socket_t fd, short what, void *arg)
 	notify_status(buf);
 }
 
+/* systemd copies a credential (LoadCredential=) once, at start: a reload
+ * reads that copy again, not the file it was made from. */
+static void warn_credential_copy(void)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	size_t n = dir ? strlen(dir) : 0;
+	if (n && strncmp(cfg_path, dir, n) == 0 && cfg_path[n] == '/')
+		log_warn("reload: %s is the copy systemd made at start (LoadCredential=); "
+			 "edits to the original take effect at a restart",
+			 cfg_path);
+}
+
+/* Defaults safe for a network: cfg refuses an open listener unless
+ * allow_unauthenticated is set; then it is worth a warning. */
+static void warn_open(const struct config *c, FILE *f)
+{
+	const char *open = cfg_open_listener(c);
+	if (!open)
+		return;
+	if (f)
+		fprintf(f, "warning: listen %s: clients need no password (allow_unauthenticated)\n",
+			open);
+	else
+		log_warn("listen %s: clients need no password (allow_unauthenticated)", open);
+}
+
 static int same_list(char *const *a, int na, char *const *b, int nb)
 {
 	if (na != nb)
@@ -161,6 +187,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		locktab_set_cfg(&cfg);
 		apply_log(&cfg);
 		log_info("reloaded %s", cfg_path);
+		warn_credential_copy();
 	}
 	notify_ready();
 	status_cb(-1, 0, NULL);
@@ -279,11 +306,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (test_only) {
+		warn_open(&cfg, stderr);
 		printf("%s: configuration OK\n", cfg_path ? cfg_path : "(built-in defaults)");
 		cfg_free(&cfg);
 		return 0;
 	}
 	apply_log(&cfg);
+	warn_open(&cfg, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile(cfg.max_clients);
 	stats.started_us = now_us();

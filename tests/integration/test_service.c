@@ -1359,6 +1359,214 @@ START_TEST(config_test_flag)
 }
 END_TEST
 
+/* What start refuses, lockd -t refuses, with the same one-line message:
+ * a host name where an address is bound, listeners that cannot all be
+ * bound, an open network listener without a password, a password file
+ * that cannot be read. */
+START_TEST(config_test_matches_start)
+{
+	static const struct {
+		const char *what;
+		const char *text;
+		const char *msg;
+	} cases[] = {
+	    {"host name", "listen: [\"localhost:22393\"]\n",
+	     "bad.yml:1:10: listen: \"localhost:22393\": host must be a numeric IP address"},
+	    {"bound twice", "listen: [\"127.0.0.1:22393\", \"[::]:22393\"]\npassword: pw\n",
+	     "bad.yml:1:1: listen: \"127.0.0.1:22393\" and \"[::]:22393\" cannot both be bound"},
+	    {"metrics on a listener", "listen: [\"127.0.0.1:22393\"]\nmetrics: {listen: \"0.0.0.0:22393\"}\n",
+	     "bad.yml:2:11: metrics.listen: \"0.0.0.0:22393\" and listen \"127.0.0.1:22393\" cannot"},
+	    {"open listener", "listen: [\"0.0.0.0:22393\"]\n",
+	     "bad.yml:1:1: listen: \"0.0.0.0:22393\" is not a loopback address and clients need no "
+	     "password"},
+	    {"unreadable password file", "password_file: nothere\n",
+	     "bad.yml:1:1: password_file: ./nothere: cannot open: No such file or directory"},
+	    {"empty redis password file", "redis:\n  password_file: empty\n",
+	     "bad.yml:2:3: redis.password_file: ./empty: the file is empty"},
+	};
+	char path[PATH_MAX], empty[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/bad.yml", h_dir());
+	snprintf(empty, sizeof(empty), "%s/empty", h_dir());
+	put_file(empty, "");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out, *err, *out2, *err2;
+		put_file(path, cases[i].text);
+		int rc = lockd_run(&out, &err, "-t", "-c", "bad.yml");
+		ck_assert_msg(rc == 1, "%s: lockd -t exit %d (stderr '%s')", cases[i].what, rc, err);
+		ck_assert_msg(strncmp(err, cases[i].msg, strlen(cases[i].msg)) == 0 &&
+		                  count_lines(err) == 1,
+		              "%s: lockd -t said '%s', expected '%s...'", cases[i].what, err,
+		              cases[i].msg);
+		rc = lockd_run(&out2, &err2, "-c", "bad.yml", NULL);
+		ck_assert_msg(rc == 1, "%s: lockd -c exit %d (stderr '%s')", cases[i].what, rc, err2);
+		ck_assert_msg(strcmp(err, err2) == 0, "%s: -t said '%s', start said '%s'",
+		              cases[i].what, err, err2);
+		free(out);
+		free(err);
+		free(out2);
+		free(err2);
+	}
+}
+END_TEST
+
+/* allow_unauthenticated lets an open listener through, with a warning from
+ * -t and at start; then lockd serves on it. */
+START_TEST(allow_unauthenticated)
+{
+	h_masters_start(1);
+	int port = some_free_port();
+	char conf[PATH_MAX], logp[PATH_MAX], text[512];
+	snprintf(conf, sizeof(conf), "%s/open.yml", h_dir());
+	snprintf(logp, sizeof(logp), "%s/open.log", h_dir());
+	snprintf(text, sizeof(text),
+	         "listen: [\"0.0.0.0:%d\"]\nallow_unauthenticated: true\n"
+	         "redis:\n  masters: [\"127.0.0.1:%d\"]\n",
+	         port, h_master(0)->port);
+	put_file(conf, text);
+	char *out, *err;
+	int rc = lockd_run(&out, &err, "-t", "-c", "open.yml");
+	ck_assert_msg(rc == 0, "lockd -t: exit %d, '%s'", rc, err);
+	char want[128];
+	snprintf(want, sizeof(want),
+	         "warning: listen 0.0.0.0:%d: clients need no password (allow_unauthenticated)\n",
+	         port);
+	ck_assert_str_eq(err, want);
+	ck_assert_str_eq(out, "open.yml: configuration OK\n");
+	free(out);
+	free(err);
+
+	char *argv[] = {(char *)lockd_bin(), "-c", conf, NULL};
+	pid_t pid = own_spawn(argv, NULL, logp, logp, NULL);
+	char *l = log_wait(logp, 0, "clients need no password (allow_unauthenticated)", NULL, 5000);
+	ck_assert_msg(l != NULL, "no warning at start in %s", logp);
+	free(l);
+	l = log_wait(logp, 0, "ready", NULL, 5000);
+	ck_assert_msg(l != NULL, "lockd did not start");
+	free(l);
+	struct cl *c = cl_tcp(port);
+	cl_expect(c, "PING", "PONG");
+	cl_close(c);
+	ck_assert(kill(pid, SIGTERM) == 0);
+	int st = reap_for(pid, 5000);
+	if (st != -1)
+		own_forget(pid);
+	ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd: %s",
+	              status_str(st));
+}
+END_TEST
+
+/* STATS as one string (every line up to END); fails on a bad reply. */
+static char *stats_text(struct cl *c)
+{
+	size_t cap = 65536, len = 0;
+	char *all = malloc(cap);
+	ck_assert(all != NULL);
+	all[0] = '\0';
+	cl_send(c, "STATS\n");
+	for (;;) {
+		const char *r = cl_reply(c, H_TMO);
+		ck_assert_msg(r != NULL, "STATS: no END");
+		if (strcmp(r, "END") == 0)
+			return all;
+		ck_assert_msg(strncmp(r, "STAT ", 5) == 0, "STATS: '%s'", r);
+		len += (size_t)snprintf(all + len, cap - len, "%s\n", r);
+		ck_assert(len < cap);
+	}
+}
+
+/* Poll (bounded) until AUTH pw on a new session answers want. */
+static void wait_auth(int port, const char *pw, const char *want, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	char req[128], last[256] = "";
+	snprintf(req, sizeof(req), "AUTH %s", pw);
+	for (;;) {
+		struct cl *c = cl_tcp(port);
+		const char *r = cl_cmd(c, req, H_TMO);
+		snprintf(last, sizeof(last), "%s", r ? r : "(nothing)");
+		cl_close(c);
+		if (strcmp(last, want) == 0)
+			return;
+		ck_assert_msg(h_now_ms() < end, "'%s' answers '%s' after %d ms, expected '%s'", req,
+		              last, timeout_ms, want);
+		h_sleep_ms(50);
+	}
+}
+
+/* password_file and redis.password_file: read at start and at each
+ * reload, relative to the config file; the passwords are never logged
+ * (even at debug level) nor shown in STATS. */
+START_TEST(password_files)
+{
+	h_masters_start(3);
+	for (int i = 0; i < 3; i++) {
+		char *r = h_redis(i, "CONFIG", "SET", "requirepass", "r3dis-secret", NULL);
+		ck_assert_msg(r && strcmp(r, "OK") == 0, "CONFIG SET requirepass: %s",
+		              r ? r : "(nothing)");
+		free(r);
+	}
+	char pw[PATH_MAX], rpw[PATH_MAX];
+	snprintf(pw, sizeof(pw), "%s/lockd-password", h_dir());
+	snprintf(rpw, sizeof(rpw), "%s/lockd-redis-password", h_dir());
+	put_file(pw, "first-s3cret\n");
+	put_file(rpw, "r3dis-secret\n");
+	ck_assert(chmod(pw, 0600) == 0 && chmod(rpw, 0600) == 0);
+	struct h_opts o = {0};
+	o.top_extra = "password_file: lockd-password\n";
+	o.redis_extra = "  password_file: lockd-redis-password\n";
+	o.no_quorum_wait = 1;
+	o.log_debug = 1;
+	h_lockd_start(&o);
+	int port = h_lockd(0)->port;
+
+	struct cl *a = cl_open();
+	cl_expect(a, "TRYLOCK k", "ERR NOAUTH authenticate with AUTH first");
+	cl_expect(a, "AUTH second-s3cret", "ERR AUTH wrong password");
+	cl_expect(a, "AUTH first-s3cret", "OK");
+	/* the masters took redis.password_file's password */
+	double end = h_now_ms() + 10000;
+	for (;;) {
+		const char *r = cl_cmd(a, "TRYLOCK k", H_TMO);
+		ck_assert_msg(r != NULL, "TRYLOCK k: no reply");
+		if (strncmp(r, "OK ", 3) == 0)
+			break;
+		ck_assert_msg(h_now_ms() < end, "TRYLOCK k still '%s' after 10 s", r);
+		h_sleep_ms(50);
+	}
+	char *st = stats_text(a);
+	ck_assert_msg(!strstr(st, "s3cret") && !strstr(st, "r3dis-secret"),
+	              "a password in STATS:\n%s", st);
+	free(st);
+
+	/* a new password at the next reload */
+	put_file(pw, "second-s3cret\n");
+	long from = file_size(h_lockd(0)->log);
+	h_lockd_signal(0, SIGHUP);
+	char *l = log_wait(h_lockd(0)->log, from, "reloaded", NULL, 5000);
+	ck_assert_msg(l != NULL, "no 'reloaded' after SIGHUP");
+	free(l);
+	wait_auth(port, "second-s3cret", "OK", 3000);
+	wait_auth(port, "first-s3cret", "ERR AUTH wrong password", 3000);
+	cl_expect(a, "UNLOCK k", "OK 0"); /* the session stays authenticated */
+
+	/* a reload that cannot read the file keeps the running config */
+	ck_assert(unlink(pw) == 0);
+	from = file_size(h_lockd(0)->log);
+	h_lockd_signal(0, SIGHUP);
+	l = log_wait(h_lockd(0)->log, from, "reload failed", "password_file", 5000);
+	ck_assert_msg(l != NULL, "no 'reload failed' naming password_file after SIGHUP");
+	free(l);
+	wait_auth(port, "second-s3cret", "OK", 3000);
+	cl_close(a);
+
+	char *log = slurp(h_lockd(0)->log);
+	ck_assert(log != NULL);
+	ck_assert_msg(!strstr(log, "s3cret") && !strstr(log, "r3dis-secret"),
+	              "a password in the log %s", h_lockd(0)->log);
+	free(log);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ systemd */
 
 START_TEST(systemd_unit_verify)
@@ -1440,5 +1648,8 @@ TCase *tc_service(void)
 	H_ADD(tc, metrics_endpoint);
 	H_ADD(tc, config_test_flag);
 	H_ADD(tc, systemd_unit_verify);
+	H_ADD(tc, config_test_matches_start);
+	H_ADD(tc, allow_unauthenticated);
+	H_ADD(tc, password_files);
 	return tc;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cfg.h"
@@ -253,7 +254,17 @@ static const struct {
     {"metrics: {listen: \"\"}", (size_t)-1, 0},
     {"metrics: {listen: \"127.0.0.1:0\"}", (size_t)-1, 0},
     {"metrics: {listen: \"[::]:9100\"}", (size_t)-1, 0},
-    {"listen: [\"127.0.0.1:7390\", \"unix:/tmp/l.sock\", \"[::]:7390\"]", (size_t)-1, 0},
+    {"listen: [\"127.0.0.1:7390\", \"unix:/tmp/l.sock\", \"[::1]:7390\"]", (size_t)-1, 0},
+    {"listen: [\"127.0.0.1:7390\", \"127.0.0.1:7391\", \"127.0.0.2:7390\"]", (size_t)-1, 0},
+    {"listen: [\"[::]:7390\"]\npassword: pw\n", (size_t)-1, 0},
+    {"listen: [\"10.0.0.1:7390\", \"[fe80::1%eth0]:7390\"]\nallow_unauthenticated: true\n",
+     (size_t)-1, 0},
+    {"listen: [\"0.0.0.0:7390\"]\npassword_file: pw\n", (size_t)-1, 0},
+    {"listen: [\"127.0.0.1:7390\"]\nmetrics: {listen: \"127.0.0.1:7391\"}", (size_t)-1, 0},
+    {"listen: [\"127.0.0.1:7390\"]\nmetrics: {listen: \"localhost:7390\"}", (size_t)-1, 0},
+    {"allow_unauthenticated: false", (size_t)-1, 0},
+    {"password: \"\"\npassword_file: pw\n", (size_t)-1, 0},
+    {"redis: {password_file: pw}", (size_t)-1, 0},
     {"redis: {key_prefix: \"x\"}", (size_t)-1, 0},
     {"redis: {password: \"with spaces are fine for redis\"}", (size_t)-1, 0},
     {"---\nlog_level: info\n...\n", (size_t)-1, 0},
@@ -315,7 +326,7 @@ static const struct {
      "t.yml:3:1: duplicate key \"redis\" (first set at line 1)"},
     {"redis: {timeout_ms: 5, timeout_ms: 6}\n",
      "t.yml:1:24: duplicate key \"redis.timeout_ms\" (first set at line 1)"},
-    {"listen: [\"a:1\"]\nlisten: [\"b:1\"]\n",
+    {"listen: [\"127.0.0.1:1\"]\nlisten: [\"127.0.0.1:2\"]\n",
      "t.yml:2:1: duplicate key \"listen\" (first set at line 1)"},
     /* wrong types */
     {"redis:\n  timeout_ms: abc\n",
@@ -399,7 +410,8 @@ static const struct {
      "t.yml:1:10: listen: \"::1:7390\": IPv6 addresses need brackets: [ADDR]:PORT"},
     {"listen: [\"\"]\n", "t.yml:1:10: listen: \"\": expected HOST:PORT"},
     {"listen: []\n", "t.yml:1:9: listen: needs at least 1 entry"},
-    {"listen: [\"a:1\", \"a:1\"]\n", "t.yml:1:17: listen: \"a:1\" is listed twice"},
+    {"listen: [\"127.0.0.1:1\", \"127.0.0.1:1\"]\n",
+     "t.yml:1:25: listen: \"127.0.0.1:1\" is listed twice"},
     {"redis:\n  masters: [\"unix:/tmp/r.sock\"]\n",
      "t.yml:2:13: redis.masters: \"unix:/tmp/r.sock\": a unix socket is not allowed here"},
     {"redis:\n  masters: [\"h:0\"]\n",
@@ -424,9 +436,46 @@ static const struct {
      "t.yml:1:12: log_level: \"verbose\": must be one of error, warn, info, debug"},
     {"log_level: \"in\\0fo\"\n", "t.yml:1:12: log_level: NUL byte in string"},
     {"log_target: file\n", "t.yml:1:13: log_target: \"file\": must be stderr or syslog"},
-    {"password: \"a b\"\n",
-     "t.yml:1:11: password: \"a b\": must be printable ASCII without spaces"},
-    {"password: \"\\t\"\n", "t.yml:1:11: password: \"\t\": must be printable ASCII without spaces"},
+    /* a password is never quoted in a message */
+    {"password: \"a b\"\n", "t.yml:1:11: password: must be printable ASCII without spaces"},
+    {"password: \"\\t\"\n", "t.yml:1:11: password: must be printable ASCII without spaces"},
+    {"password: a\npassword_file: f\n",
+     "t.yml:2:1: password and password_file are both set; keep one"},
+    {"redis:\n  password_file: f\n  password: a\n",
+     "t.yml:2:3: redis.password and redis.password_file are both set; keep one"},
+    {"allow_unauthenticated: yes\n",
+     "t.yml:1:24: allow_unauthenticated: expected true or false, got \"yes\""},
+    {"allow_unauthenticated: \"true\"\n",
+     "t.yml:1:24: allow_unauthenticated: expected true or false, got \"true\""},
+    {"allow_unauthenticated: [true]\n",
+     "t.yml:1:24: allow_unauthenticated: expected a boolean, got a list"},
+    /* what start would refuse, lockd -t refuses too */
+    {"listen: [\"localhost:22393\"]\n",
+     "t.yml:1:10: listen: \"localhost:22393\": host must be a numeric IP address"},
+    {"listen: [\"127.0.0.1:7390\", \"0.0.0.0:7390\"]\nallow_unauthenticated: true\n",
+     "t.yml:1:1: listen: \"127.0.0.1:7390\" and \"0.0.0.0:7390\" cannot both be bound (the "
+     "same port on overlapping addresses)"},
+    {"password: pw\nlisten: [\"[::]:7390\", \"127.0.0.1:7390\"]\n",
+     "t.yml:2:1: listen: \"[::]:7390\" and \"127.0.0.1:7390\" cannot both be bound (the same "
+     "port on overlapping addresses)"},
+    {"listen: [\"[::1]:7390\", \"[::]:7390\"]\nallow_unauthenticated: true\n",
+     "t.yml:1:1: listen: \"[::1]:7390\" and \"[::]:7390\" cannot both be bound (the same port "
+     "on overlapping addresses)"},
+    {"listen: [\"127.0.0.1:7390\", \"127.000.0.1:7391\"]\n",
+     "t.yml:1:28: listen: \"127.000.0.1:7391\": host must be a numeric IP address"},
+    {"listen: [\"127.0.0.1:7390\"]\nmetrics:\n  listen: \"0.0.0.0:7390\"\n",
+     "t.yml:3:3: metrics.listen: \"0.0.0.0:7390\" and listen \"127.0.0.1:7390\" cannot both be "
+     "bound"},
+    /* defaults safe for a network */
+    {"listen: [\"0.0.0.0:7390\"]\n",
+     "t.yml:1:1: listen: \"0.0.0.0:7390\" is not a loopback address and clients need no "
+     "password: set password or password_file, or allow_unauthenticated: true"},
+    {"log_level: info\nlisten: [\"127.0.0.1:7390\", \"[::]:7391\"]\n",
+     "t.yml:2:1: listen: \"[::]:7391\" is not a loopback address and clients need no "
+     "password: set password or password_file, or allow_unauthenticated: true"},
+    {"listen: [\"192.168.1.5:7390\"]\nallow_unauthenticated: false\n",
+     "t.yml:1:1: listen: \"192.168.1.5:7390\" is not a loopback address and clients need no "
+     "password: set password or password_file, or allow_unauthenticated: true"},
     {"redis:\n  key_prefix: \"a b\"\n",
      "t.yml:2:15: redis.key_prefix: \"a b\": must be printable ASCII without spaces"},
     {"redis:\n  key_prefix: \"\"\n", "t.yml:2:15: redis.key_prefix: length must be 1 to 64 bytes"},
@@ -437,7 +486,7 @@ static const struct {
      "t.yml:3:2: YAML syntax error: did not find expected key while parsing a block mapping"},
     {"\tlog_level: info\n", "t.yml:1:1: YAML syntax error: found character that cannot start any "
                             "token while scanning for the next token"},
-    {"log_level: info\nlisten: [\"a:1\"\nfoo: [\n",
+    {"log_level: info\nlisten: [\"127.0.0.1:1\"\nfoo: [\n",
      "t.yml:3:1: YAML syntax error: did not find expected ',' or ']' while parsing a flow "
      "sequence"},
     /* document shape */
@@ -482,8 +531,11 @@ END_TEST
 static void list_entries(char *buf, size_t size, const char *head, const char *indent, int n)
 {
 	size_t len = (size_t)snprintf(buf, size, "%s", head);
+	/* listen entries must be numeric: 127.0.0.i:i */
+	int ip = strcmp(head, "listen:\n") == 0;
 	for (int i = 1; i <= n; i++)
-		len += (size_t)snprintf(buf + len, size - len, "%s- h%d:%d\n", indent, i, i);
+		len += (size_t)snprintf(buf + len, size - len, "%s- %s%d:%d\n", indent,
+		                        ip ? "127.0.0." : "h", i, i);
 	ck_assert_uint_lt(len, size);
 }
 
@@ -506,7 +558,7 @@ START_TEST(list_limits)
 	list_entries(text, sizeof(text), "listen:\n", "  ", CONFIG_MAX_LISTEN);
 	ck_assert_msg(load(&c, text, err) == 0, "%s", err);
 	ck_assert_int_eq(c.nlisten, CONFIG_MAX_LISTEN);
-	ck_assert_str_eq(c.listen[CONFIG_MAX_LISTEN - 1], "h16:16");
+	ck_assert_str_eq(c.listen[CONFIG_MAX_LISTEN - 1], "127.0.0.16:16");
 
 	list_entries(text, sizeof(text), "listen:\n", "  ", CONFIG_MAX_LISTEN + 1);
 	ck_assert_int_eq(load(&c, text, err), -1);
@@ -679,6 +731,224 @@ START_TEST(file_invalid_utf8_position)
 }
 END_TEST
 
+/* --- password files --- */
+
+/* A directory with a config file and a password file in it. */
+struct pwdir {
+	char dir[64];
+	char conf[128];
+};
+
+static void put(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void pwdir_make(struct pwdir *d, const char *conf)
+{
+	snprintf(d->dir, sizeof(d->dir), "/tmp/lockd-unit-pw-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(d->dir));
+	snprintf(d->conf, sizeof(d->conf), "%s/lockd.yml", d->dir);
+	put(d->conf, conf, strlen(conf));
+}
+
+static void pwdir_put(struct pwdir *d, const char *name, const char *text, size_t len)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", d->dir, name);
+	put(p, text, len);
+}
+
+static void pwdir_remove(struct pwdir *d)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Relative names are next to the config file; absolute ones are as
+ * given; the line ending goes, and a reload (another load) reads the
+ * file again. */
+START_TEST(password_file_read)
+{
+	struct config c;
+	struct pwdir d;
+	char err[ERRLEN] = "", abs[256];
+
+	unsetenv("CREDENTIALS_DIRECTORY");
+	pwdir_make(&d, "password_file: pw\nredis:\n  password_file: rpw\n"
+	               "listen: [\"0.0.0.0:7390\"]\n");
+	pwdir_put(&d, "pw", "s3cret\n", 7);
+	pwdir_put(&d, "rpw", "with spaces\r\n", 13);
+	cfg_defaults(&c);
+	ck_assert_msg(cfg_load_file(&c, d.conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(c.password, "s3cret");
+	ck_assert_str_eq(c.password_file, "pw");
+	ck_assert_str_eq(c.redis_password, "with spaces");
+	ck_assert_ptr_null(cfg_open_listener(&c)); /* a password is set */
+
+	/* a new password at the next load; no line ending at all is fine */
+	pwdir_put(&d, "pw", "n3w", 3);
+	ck_assert_msg(cfg_load_file(&c, d.conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(c.password, "n3w");
+
+	/* absolute */
+	snprintf(abs, sizeof(abs), "password_file: %s/rpw\n", d.dir);
+	put(d.conf, abs, strlen(abs));
+	pwdir_put(&d, "rpw", "abs\n", 4);
+	ck_assert_msg(cfg_load_file(&c, d.conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(c.password, "abs");
+
+	/* 256 bytes is the most */
+	char big[300];
+	memset(big, 'x', sizeof(big));
+	put(d.conf, "password_file: pw\n", 18);
+	pwdir_put(&d, "pw", big, 256);
+	ck_assert_msg(cfg_load_file(&c, d.conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_uint_eq(strlen(c.password), 256);
+	cfg_free(&c);
+	pwdir_remove(&d);
+}
+END_TEST
+
+/* Under systemd, a relative name is a credential: $CREDENTIALS_DIRECTORY. */
+START_TEST(password_file_credentials_directory)
+{
+	struct config c;
+	struct pwdir d, creds;
+	char err[ERRLEN] = "";
+
+	pwdir_make(&d, "password_file: lockd-password\n");
+	pwdir_put(&d, "lockd-password", "beside\n", 7);
+	pwdir_make(&creds, "");
+	pwdir_put(&creds, "lockd-password", "credential\n", 11);
+	ck_assert_int_eq(setenv("CREDENTIALS_DIRECTORY", creds.dir, 1), 0);
+	cfg_defaults(&c);
+	ck_assert_msg(cfg_load_file(&c, d.conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(c.password, "credential");
+	/* empty: as if unset */
+	ck_assert_int_eq(setenv("CREDENTIALS_DIRECTORY", "", 1), 0);
+	ck_assert_msg(cfg_load_file(&c, d.conf, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(c.password, "beside");
+	unsetenv("CREDENTIALS_DIRECTORY");
+	cfg_free(&c);
+	pwdir_remove(&d);
+	pwdir_remove(&creds);
+}
+END_TEST
+
+static const struct {
+	const char *content; /* of the password file "pw"; NULL: no such file */
+	size_t len;
+	const char *conf;
+	const char *why; /* after "DIR/lockd.yml:1:1: KEY: DIR/pw: " */
+} pw_bad[] = {
+    {NULL, 0, "password_file: pw\n", "cannot open: No such file or directory"},
+    {"", 0, "password_file: pw\n", "the file is empty"},
+    {"\n", 1, "password_file: pw\n", "the file is empty"},
+    {"a\nb\n", 4, "password_file: pw\n", "must be one line, without NUL bytes"},
+    {"a\0b", 3, "password_file: pw\n", "must be one line, without NUL bytes"},
+    {"two words\n", 10, "password_file: pw\n", "must be printable ASCII without spaces"},
+    {"x", 257, "password_file: pw\n", "longer than 256 bytes"},
+    {"x", 4096, "redis: {password_file: pw}\n", "longer than 256 bytes"},
+    {"", 0, "redis: {password_file: pw}\n", "the file is empty"},
+};
+
+/* Every fault names FILE:LINE:COLUMN of the key and the file; the content
+ * of the file never appears; the config is left at its defaults. */
+START_TEST(password_file_errors)
+{
+	struct config c;
+	struct pwdir d;
+	char err[ERRLEN] = "", want[ERRLEN];
+	char content[4096];
+
+	unsetenv("CREDENTIALS_DIRECTORY");
+	pwdir_make(&d, pw_bad[_i].conf);
+	if (pw_bad[_i].content) {
+		if (pw_bad[_i].len > strlen(pw_bad[_i].content) && pw_bad[_i].content[0] == 'x') {
+			memset(content, 'x', sizeof(content));
+		} else {
+			memcpy(content, pw_bad[_i].content, pw_bad[_i].len);
+		}
+		pwdir_put(&d, "pw", content, pw_bad[_i].len);
+	}
+	int redis = strncmp(pw_bad[_i].conf, "redis", 5) == 0;
+	cfg_defaults(&c);
+	ck_assert_int_eq(cfg_load_file(&c, d.conf, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:%s: %s: %s/pw: %s", d.conf, redis ? "1:9" : "1:1",
+	         redis ? "redis.password_file" : "password_file", d.dir, pw_bad[_i].why);
+	ck_assert_str_eq(err, want);
+	ck_assert_ptr_null(strstr(err, "words"));
+	assert_defaults(&c);
+	cfg_free(&c);
+	pwdir_remove(&d);
+}
+END_TEST
+
+/* A directory is not a password file (and a FIFO would block: not opened
+ * for reading as one). */
+START_TEST(password_file_not_regular)
+{
+	struct config c;
+	struct pwdir d;
+	char err[ERRLEN] = "", want[ERRLEN], sub[128];
+
+	unsetenv("CREDENTIALS_DIRECTORY");
+	pwdir_make(&d, "password_file: sub\n");
+	snprintf(sub, sizeof(sub), "%s/sub", d.dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	cfg_defaults(&c);
+	ck_assert_int_eq(cfg_load_file(&c, d.conf, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:1:1: password_file: %s: not a regular file", d.conf, sub);
+	ck_assert_str_eq(err, want);
+	cfg_free(&c);
+	pwdir_remove(&d);
+}
+END_TEST
+
+/* From a string nothing is read: the keys only have to parse. */
+START_TEST(password_file_not_read_from_string)
+{
+	struct config c;
+	char err[ERRLEN];
+
+	cfg_defaults(&c);
+	ck_assert_msg(load(&c, "password_file: /nonexistent\n", err) == 0, "%s", err);
+	ck_assert_str_eq(c.password, "");
+	ck_assert_str_eq(c.password_file, "/nonexistent");
+	cfg_free(&c);
+}
+END_TEST
+
+/* The listener allow_unauthenticated lets through, for the warning. */
+START_TEST(open_listener)
+{
+	struct config c;
+	char err[ERRLEN];
+
+	cfg_defaults(&c);
+	ck_assert_ptr_null(cfg_open_listener(&c));
+	ck_assert_msg(load(&c,
+	                   "allow_unauthenticated: true\n"
+	                   "listen: [\"127.0.0.1:1\", \"unix:/tmp/x\", \"[::1]:2\", \"10.0.0.1:3\"]\n",
+	                   err) == 0,
+	              "%s", err);
+	ck_assert_int_eq(c.allow_unauthenticated, 1);
+	ck_assert_str_eq(cfg_open_listener(&c), "10.0.0.1:3");
+	cfg_free(&c);
+	cfg_defaults(&c);
+	ck_assert_msg(load(&c, "listen: [\"127.8.9.10:1\", \"[::ffff:127.0.0.1]:2\"]\n", err) == 0,
+	              "%s", err);
+	ck_assert_ptr_null(cfg_open_listener(&c));
+	ck_assert_int_eq(c.allow_unauthenticated, 0);
+	cfg_free(&c);
+}
+END_TEST
+
 Suite *cfg_suite(void)
 {
 	Suite *s = suite_create("cfg");
@@ -708,6 +978,15 @@ Suite *cfg_suite(void)
 	tcase_add_test(tc, file_missing);
 	tcase_add_test(tc, file_empty);
 	tcase_add_test(tc, file_invalid_utf8_position);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("secrets");
+	tcase_add_test(tc, password_file_read);
+	tcase_add_test(tc, password_file_credentials_directory);
+	tcase_add_loop_test(tc, password_file_errors, 0, (int)(sizeof(pw_bad) / sizeof(pw_bad[0])));
+	tcase_add_test(tc, password_file_not_regular);
+	tcase_add_test(tc, password_file_not_read_from_string);
+	tcase_add_test(tc, open_listener);
 	suite_add_tcase(s, tc);
 	return s;
 }
