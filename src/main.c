@@ -32,8 +32,9 @@ static struct config cfg;
 static const char *cfg_path;
 static const char *level_override;
 static struct event_base *base;
-static struct event *ev_term, *ev_int, *ev_hup, *ev_status, *ev_stop;
+static struct event *ev_term, *ev_int, *ev_hup, *ev_status, *ev_stop, *ev_majority;
 static int64_t stop_started_us;
+static int no_majority_warned; /* the startup warning was logged; majority not seen since */
 
 static void usage(FILE *f)
 {
@@ -78,11 +79,36 @@ static void apply_log(const struct config *c)
 
 static void status_cb(evutil_socket_t fd, short what, void *arg)
 {
-	char buf[160];
-	snprintf(buf, sizeof(buf), "masters up %d/%d, counting %d; clients %llu; locks held %llu",
+	char buf[200];
+	int ok = stats_quorum_ok();
+	snprintf(buf, sizeof(buf), "masters up %d/%d, counting %d; clients %llu; locks held %llu%s",
 		 masters_up(), masters_count(), masters_counting(),
-		 (unsigned long long)stats.clients, (unsigned long long)stats.locks_held);
+		 (unsigned long long)stats.clients, (unsigned long long)stats.locks_held,
+		 ok ? "" : "; no majority of masters: LOCK answers ERR QUORUM");
 	notify_status(buf);
+	if (ok && no_majority_warned) {
+		no_majority_warned = 0;
+		log_info("a majority of masters counts now: %d of %d", masters_counting(),
+			 masters_count());
+	}
+}
+
+/* Once, a moment after start (when the masters that answer have connected
+ * and been judged): say so if LOCK cannot succeed. */
+static void majority_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int up = masters_up(), n = masters_count(), maj = quorum_majority(n);
+	if (stats_quorum_ok())
+		return;
+	no_majority_warned = 1;
+	if (up < maj)
+		log_warn("no majority of masters reachable: %d of %d up; LOCK will answer ERR QUORUM",
+			 up, n);
+	else
+		log_warn("no majority of masters counting: %d of %d up, %d counting (restarted, "
+			 "kept out for now); LOCK will answer ERR QUORUM",
+			 up, n, masters_counting());
+	status_cb(-1, 0, NULL);
 }
 
 /* systemd copies a credential (LoadCredential=) once, at start: a reload
@@ -370,6 +396,11 @@ int main(int argc, char **argv)
 	evsignal_add(ev_hup, NULL);
 	struct timeval every = {2, 0};
 	event_add(ev_status, &every);
+	/* membership judges the masters within max(4 timeouts, 500 ms) */
+	int64_t judge_ms = cfg.timeout_ms * 4 > 500 ? cfg.timeout_ms * 4 : 500;
+	struct timeval soon = {(time_t)((judge_ms + 500) / 1000), (suseconds_t)((judge_ms + 500) % 1000) * 1000};
+	ev_majority = evtimer_new(base, majority_cb, NULL);
+	evtimer_add(ev_majority, &soon);
 	notify_ready();
 	log_info("ready");
 
@@ -386,6 +417,7 @@ int main(int argc, char **argv)
 	event_free(ev_int);
 	event_free(ev_hup);
 	event_free(ev_status);
+	event_free(ev_majority);
 	if (ev_stop)
 		event_free(ev_stop);
 	event_base_free(base);

@@ -2,12 +2,14 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
 
 #include "master.h"
 #include "membership.h"
+#include "quorum.h"
 #include "stats.h"
 
 struct stats stats;
@@ -62,7 +64,7 @@ void stats_print_fields(void)
 	printf("pid\nversion\nuptime_ms\nkeys\n");
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		printf("%s\n", counters[i].name);
-	printf("masters\nmasters_up\nmasters_counting\n");
+	printf("masters\nmasters_up\nmasters_counting\nquorum_ok\n");
 	for (size_t i = 0; i < sizeof(master_fields) / sizeof(master_fields[0]); i++)
 		printf("master.<i>.%s\n", master_fields[i]);
 }
@@ -78,6 +80,7 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 				    (unsigned long long)*counters[i].v);
 	evbuffer_add_printf(out, "STAT masters %d\r\nSTAT masters_up %d\r\nSTAT masters_counting %d\r\n",
 			    masters_count(), masters_up(), masters_counting());
+	evbuffer_add_printf(out, "STAT quorum_ok %d\r\n", stats_quorum_ok());
 	for (int i = 0; i < masters_count(); i++) {
 		struct master *m = master_get(i);
 		evbuffer_add_printf(out,
@@ -90,10 +93,25 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 	}
 }
 
+int stats_quorum_ok(void) { return masters_counting() >= quorum_majority(masters_count()); }
+
+/* A bucket bound of us microseconds, in seconds, exactly ("0.000001",
+ * "1.048576"; %g would round it). */
+static void le_seconds(char *buf, size_t len, int64_t us)
+{
+	int n = snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
+	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
+		buf[--n] = '\0';
+}
+
 void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 {
 	static const char *const hnames[HIST_COUNT] = {"acquire", "handoff"};
 
+	evbuffer_add_printf(out,
+			    "# HELP lockd_build_info The running version\n"
+			    "# TYPE lockd_build_info gauge\nlockd_build_info{version=\"%s\"} 1\n",
+			    PACKAGE_VERSION);
 	evbuffer_add_printf(out,
 			    "# HELP lockd_uptime_seconds Seconds since start\n"
 			    "# TYPE lockd_uptime_seconds gauge\nlockd_uptime_seconds %.3f\n",
@@ -106,11 +124,21 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 		const char *name = counters[i].name;
 		int gauge = counters[i].v == &stats.clients || counters[i].v == &stats.locks_held ||
 			    counters[i].v == &stats.sessions_waiting;
+		size_t nl = strlen(name);
+		/* a counter ends in _total, once (clients_total) */
+		const char *sfx = gauge || (nl > 6 && strcmp(name + nl - 6, "_total") == 0) ? ""
+											   : "_total";
 		evbuffer_add_printf(out, "# HELP lockd_%s%s %s\n# TYPE lockd_%s%s %s\nlockd_%s%s %llu\n",
-				    name, gauge ? "" : "_total", counters[i].help, name,
-				    gauge ? "" : "_total", gauge ? "gauge" : "counter", name,
-				    gauge ? "" : "_total", (unsigned long long)*counters[i].v);
+				    name, sfx, counters[i].help, name, sfx,
+				    gauge ? "gauge" : "counter", name, sfx,
+				    (unsigned long long)*counters[i].v);
 	}
+	evbuffer_add_printf(out,
+			    "# HELP lockd_masters_counting Masters that count towards a majority\n"
+			    "# TYPE lockd_masters_counting gauge\nlockd_masters_counting %d\n"
+			    "# HELP lockd_quorum_ok 1 if a majority of the masters count\n"
+			    "# TYPE lockd_quorum_ok gauge\nlockd_quorum_ok %d\n",
+			    masters_counting(), stats_quorum_ok());
 	evbuffer_add_printf(out, "# HELP lockd_master_up 1 if the master answers\n"
 				 "# TYPE lockd_master_up gauge\n");
 	for (int i = 0; i < masters_count(); i++)
@@ -142,10 +170,11 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 						      : "handoffs (release to next OK)",
 				    hnames[h]);
 		for (int b = 0; b < NBUCKETS; b++) {
+			char le[32];
 			cum += hist[h][b];
-			evbuffer_add_printf(out, "lockd_%s_seconds_bucket{le=\"%g\"} %llu\n",
-					    hnames[h], (double)(1LL << b) / 1e6,
-					    (unsigned long long)cum);
+			le_seconds(le, sizeof(le), 1LL << b);
+			evbuffer_add_printf(out, "lockd_%s_seconds_bucket{le=\"%s\"} %llu\n",
+					    hnames[h], le, (unsigned long long)cum);
 		}
 		evbuffer_add_printf(out,
 				    "lockd_%s_seconds_bucket{le=\"+Inf\"} %llu\n"

@@ -37,6 +37,8 @@ void stats_observe(enum hist_id h, int64_t us);
 void stats_write(struct evbuffer *out, uint64_t keys);
 /* Prometheus text exposition. */
 void stats_write_prometheus(struct evbuffer *out, uint64_t keys);
+/* 1 when a majority of the masters count (LOCK can be granted), else 0. */
+int stats_quorum_ok(void);
 /* Every STATS field name, one per line (per-master ones with <i>). */
 void stats_print_fields(void);
 

@@ -1191,6 +1191,27 @@ START_TEST(metrics_endpoint)
 	for (int i = 0; i < x.nf; i++)
 		if (strcmp(x.f[i].type, "histogram") == 0)
 			check_histogram(&x, x.f[i].name);
+	/* names: _total once; the version; the masters that count */
+	for (int i = 0; i < x.nf; i++)
+		ck_assert_msg(!strstr(x.f[i].name, "_total_total"), "metric %s", x.f[i].name);
+	ck_assert_msg(sample_get(&x, "lockd_clients_total", "") != NULL, "no lockd_clients_total");
+	ck_assert_msg(sample_val(&x, "lockd_clients_total", "") >= 3, "lockd_clients_total %g < 3",
+	              sample_val(&x, "lockd_clients_total", ""));
+	char bl[64];
+	snprintf(bl, sizeof(bl), "{version=\"%s\"}", PACKAGE_VERSION);
+	ck_assert_msg(sample_val(&x, "lockd_build_info", bl) == 1, "lockd_build_info%s", bl);
+	ck_assert_msg(sample_val(&x, "lockd_masters_counting", "") == 3,
+	              "lockd_masters_counting %g, not 3", sample_val(&x, "lockd_masters_counting", ""));
+	ck_assert_msg(sample_val(&x, "lockd_quorum_ok", "") == 1, "lockd_quorum_ok %g, not 1",
+	              sample_val(&x, "lockd_quorum_ok", ""));
+	/* bucket bounds are powers of two microseconds, written exactly */
+	for (int k = 0; k < 24; k++) {
+		char want[96];
+		long long us = 1LL << k;
+		snprintf(want, sizeof(want), "lockd_acquire_seconds_bucket{le=\"%lld.%06lld\"} ",
+		         us / 1000000, us % 1000000);
+		ck_assert_msg(strstr(body, want) != NULL, "no '%s' in /metrics", want);
+	}
 	free(hdrs);
 	free(body);
 	free(ct);
@@ -1567,6 +1588,105 @@ START_TEST(password_files)
 }
 END_TEST
 
+/* Started with 1 of 3 masters: a warning once, a moment after start;
+ * STATS says quorum_ok 0 until a majority counts. A lockd started with
+ * every master up says nothing of the kind. */
+START_TEST(no_majority_at_start)
+{
+	h_masters_start(3);
+	h_master_kill(1);
+	h_master_kill(2);
+	struct h_opts o = {0};
+	o.no_quorum_wait = 1;
+	h_lockd_start(&o);
+	const char *logp = h_lockd(0)->log;
+	double t0 = h_now_ms();
+	char *l = log_wait(logp, 0,
+	                   "no majority of masters reachable: 1 of 3 up; LOCK will answer ERR QUORUM",
+	                   NULL, 5000);
+	ck_assert_msg(l != NULL, "no warning within 5 s of start");
+	free(l);
+	ck_assert_msg(h_now_ms() - t0 < 4000, "the warning took %.0f ms", h_now_ms() - t0);
+	struct cl *c = cl_open();
+	char *v = cl_stat(c, "quorum_ok");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	cl_expect_prefix(c, "TRYLOCK k", "ERR QUORUM");
+	/* once */
+	h_sleep_ms(2500);
+	ck_assert_int_eq(h_file_count(logp, 0, "no majority of masters", NULL), 1);
+	/* back */
+	h_master_restart(1);
+	h_master_restart(2);
+	cl_wait_stat(c, "quorum_ok", "1", 15000);
+	l = log_wait(logp, 0, "a majority of masters counts now", NULL, 5000);
+	ck_assert_msg(l != NULL, "no log line when the majority came back");
+	free(l);
+	cl_close(c);
+
+	int j = h_lockd_start(NULL);
+	h_sleep_ms(1500);
+	ck_assert_int_eq(h_file_count(h_lockd(j)->log, 0, "no majority", NULL), 0);
+	struct cl *d = cl_tcp(h_lockd(j)->port);
+	v = cl_stat(d, "quorum_ok");
+	ck_assert_str_eq(v, "1");
+	free(v);
+	cl_close(d);
+}
+END_TEST
+
+/* sd_notify STATUS= says when no majority counts. */
+START_TEST(sd_notify_no_majority)
+{
+	h_masters_start(3);
+	h_master_kill(1);
+	h_master_kill(2);
+	const char *dir = h_dir();
+	char nsock[PATH_MAX], conf[PATH_MAX], logp[PATH_MAX], env[PATH_MAX + 32];
+	snprintf(nsock, sizeof(nsock), "%s/notify.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/lockd0.yml", dir);
+	snprintf(logp, sizeof(logp), "%s/lockd0.log", dir);
+	snprintf(env, sizeof(env), "NOTIFY_SOCKET=%s", nsock);
+	struct notes nt = {0};
+	nt.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert(nt.fd >= 0);
+	struct sockaddr_un sa = {0};
+	sa.sun_family = AF_UNIX;
+	ck_assert(strlen(nsock) < sizeof(sa.sun_path));
+	strcpy(sa.sun_path, nsock);
+	ck_assert_msg(bind(nt.fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s",
+	              strerror(errno));
+	int port = some_free_port();
+	char text[1024];
+	snprintf(text, sizeof(text),
+	         "listen: [\"127.0.0.1:%d\"]\nredis:\n"
+	         "  masters: [\"127.0.0.1:%d\", \"127.0.0.1:%d\", \"127.0.0.1:%d\"]\n",
+	         port, h_master(0)->port, h_master(1)->port, h_master(2)->port);
+	put_file(conf, text);
+	char *argv[] = {(char *)lockd_bin(), "-c", conf, NULL};
+	pid_t pid = own_spawn(argv, NULL, logp, logp, env);
+	char buf[4096], v[512];
+	note_want(&nt, "READY", "1", 10000, buf, sizeof(buf));
+	double t0 = h_now_ms();
+	for (;;) {
+		int rem = (int)(t0 + 4000 - h_now_ms());
+		const char *m = rem > 0 ? note_next(&nt, buf, sizeof(buf), rem) : NULL;
+		ck_assert_msg(m != NULL, "no STATUS= saying 'no majority' within 4 s: %s", nt.all);
+		if (note_var(m, "STATUS", v, sizeof(v)) &&
+		    strstr(v, "; no majority of masters: LOCK answers ERR QUORUM"))
+			break;
+	}
+	ck_assert_msg(strncmp(v, "masters up 1/3, counting ", 25) == 0, "STATUS=%s", v);
+	ck_assert(kill(pid, SIGTERM) == 0);
+	int st = reap_for(pid, 5000);
+	if (st != -1)
+		own_forget(pid);
+	ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd: %s",
+	              status_str(st));
+	close(nt.fd);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ systemd */
 
 START_TEST(systemd_unit_verify)
@@ -1651,5 +1771,7 @@ TCase *tc_service(void)
 	H_ADD(tc, config_test_matches_start);
 	H_ADD(tc, allow_unauthenticated);
 	H_ADD(tc, password_files);
+	H_ADD(tc, no_majority_at_start);
+	H_ADD(tc, sd_notify_no_majority);
 	return tc;
 }
