@@ -11,5 +11,6 @@ Suite *quorum_suite(void); /* test_quorum.c */
 Suite *waitq_suite(void);  /* test_waitq.c */
 Suite *keytab_suite(void); /* test_keytab.c */
 Suite *locktab_suite(void); /* test_locktab.c, against fake_redlock.c */
+Suite *client_suite(void);  /* test_client.c: liblockd on a socketpair */
 
 #endif

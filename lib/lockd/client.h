@@ -1,0 +1,198 @@
+/* liblockd: a client of lockd's text protocol (version 1), for tools,
+ * tests and programs in any event loop.
+ *
+ * One struct lockd_client is one connection, so one session: the locks
+ * it takes belong to it and are released when it is closed. Requests go
+ * out in order and their replies come back in order (pipelining works);
+ * "LOST key fence" events are told apart from replies and given to the
+ * event callback, never taken for a reply. HELD and STATS replies are
+ * read up to their END line and handed over as one reply.
+ *
+ * Two ways to use it, which can be mixed on one client:
+ *
+ *  - blocking: lockd_connect(), then lockd_call() per request, each with
+ *    a timeout;
+ *  - non-blocking: lockd_connect_start(), lockd_send() to queue requests,
+ *    and, whenever lockd_fd() is ready as lockd_want() says or
+ *    lockd_timeout_ms() has passed, lockd_step(): it writes, reads, and
+ *    calls the reply and event callbacks. The fd never blocks.
+ *
+ * Errors: functions return LOCKD_OK (0) or a negative enum lockd_status.
+ * A failure of the connection (closed, I/O error, reply timeout, a reply
+ * that is not protocol version 1) is final: the client keeps the first
+ * error, lockd_error() says what happened, and only lockd_close() is left
+ * to do. Nothing in the library prints, exits or raises signals (sends use
+ * MSG_NOSIGNAL). A client is not safe for use by two threads at once. */
+#ifndef LOCKD_CLIENT_H
+#define LOCKD_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOCKD_DEFAULT_HOST       "127.0.0.1"
+#define LOCKD_DEFAULT_PORT       7390
+#define LOCKD_CONNECT_TIMEOUT_MS 5000      /* when lockd_opts.connect_timeout_ms is 0 */
+#define LOCKD_MAX_LINE           (1 << 20) /* when lockd_opts.max_line is 0 */
+
+enum lockd_status {
+	LOCKD_OK = 0,
+	LOCKD_EARG = -1,      /* a bad argument: empty request, CR or LF in it,
+	                         bad address or password; the client is unchanged */
+	LOCKD_ENOMEM = -2,    /* out of memory */
+	LOCKD_ECONNECT = -3,  /* could not connect (every address refused) */
+	LOCKD_ETIMEDOUT = -4, /* connect, AUTH or a reply took longer than allowed */
+	LOCKD_ECLOSED = -5,   /* lockd closed the connection */
+	LOCKD_EIO = -6,       /* send or receive failed (the errno is in the message) */
+	LOCKD_EPROTO = -7,    /* lockd sent something protocol version 1 does not allow:
+	                         a line not ended by CR LF, a NUL byte, an over-long
+	                         line, a reply without a request */
+	LOCKD_EAUTH = -8,     /* lockd refused the password (or asks for one) */
+	LOCKD_ESTATE = -9,    /* not allowed now: lockd_call() from a callback or
+	                         with requests of lockd_send() unanswered */
+};
+
+/* Where and how to connect. Zeroed fields take the defaults. */
+struct lockd_opts {
+	const char *host;       /* NULL: LOCKD_DEFAULT_HOST; a name or an IPv4/IPv6 literal
+	                           (names are resolved with getaddrinfo, which blocks) */
+	int port;               /* 0: LOCKD_DEFAULT_PORT */
+	const char *unix_path;  /* set: connect to this Unix socket instead */
+	const char *password;   /* set: AUTH with it first (one token, no blanks) */
+	int connect_timeout_ms; /* 0: LOCKD_CONNECT_TIMEOUT_MS; < 0: none. Covers AUTH. */
+	size_t max_line;        /* 0: LOCKD_MAX_LINE; longest reply line accepted */
+};
+
+enum lockd_kind {
+	LOCKD_R_OK,      /* "OK" or "OK n" (n: the fence, or holds left after UNLOCK) */
+	LOCKD_R_PONG,    /* "PONG" or "PONG word" */
+	LOCKD_R_FREE,    /* "FREE" (STATUS) */
+	LOCKD_R_HELD,    /* "HELD ttl_ms waiters" (STATUS) */
+	LOCKD_R_BUSY,    /* "BUSY" (TRYLOCK) */
+	LOCKD_R_TIMEOUT, /* "TIMEOUT" (LOCK with WAIT) */
+	LOCKD_R_ERR,     /* "ERR CODE text" */
+	LOCKD_R_LIST,    /* the lines of a HELD or STATS reply, then "END" */
+	LOCKD_R_OTHER,   /* any other line, such as the replies of later versions
+	                    ("SHARED ...", "PERMITS ..."): see line */
+};
+
+/* One reply. Its strings belong to the client: valid during the reply
+ * callback, or until the next lockd_call() on the client. */
+struct lockd_reply {
+	enum lockd_kind kind;
+	const char *line; /* the first line, without CR LF ("END" for an empty list) */
+	int has_num;      /* "OK n", "HELD ttl_ms waiters": num is set */
+	uint64_t num;     /* OK: n; HELD: ttl_ms */
+	uint64_t num2;    /* HELD: waiters */
+	char code[16];    /* ERR: "QUORUM", "NOTHELD", ... ("" otherwise) */
+	const char *text; /* ERR: the text after the code ("" if none) */
+	size_t nlines;    /* LIST: the lines before END (without CR LF) */
+	const char *const *lines;
+	int64_t latency_us; /* from the request's lockd_send() to the reply's last line */
+};
+
+/* An event: "LOST key fence". */
+struct lockd_event {
+	const char *line; /* the whole line, without CR LF */
+	const char *name; /* "LOST" */
+	const char *key;  /* "" when the line has none */
+	uint64_t fence;   /* 0 when the line has none */
+};
+
+struct lockd_client;
+
+/* tag: what lockd_send() was given with the request. */
+typedef void lockd_reply_cb(struct lockd_client *c, const struct lockd_reply *r, void *tag,
+                            void *arg);
+typedef void lockd_event_cb(struct lockd_client *c, const struct lockd_event *ev, void *arg);
+
+/* ---- connecting ---- */
+
+/* Connect (and AUTH), waiting at most connect_timeout_ms. *out is set
+ * unless memory ran out (LOCKD_ENOMEM): on any other failure it is a
+ * failed client whose lockd_error() says why; close it. */
+int lockd_connect(const struct lockd_opts *o, struct lockd_client **out);
+/* Start connecting without waiting; lockd_step() finishes. Requests can
+ * be queued at once. Same return and *out rules as lockd_connect(). */
+int lockd_connect_start(const struct lockd_opts *o, struct lockd_client **out);
+/* Use a connected stream socket (made non-blocking; closed by
+ * lockd_close()). o may be NULL; only password and max_line are used. */
+int lockd_open_fd(int fd, const struct lockd_opts *o, struct lockd_client **out);
+/* Close the connection (the session ends, its locks are released) and
+ * free the client. From inside a callback, the client is freed when
+ * lockd_step() returns (it then returns LOCKD_ECLOSED). NULL is ignored. */
+void lockd_close(struct lockd_client *c);
+
+/* ---- callbacks ---- */
+
+/* Replies of lockd_send() requests go to on_reply (dropped when NULL),
+ * events to on_event (dropped when NULL), in the order of their lines.
+ * Callbacks may lockd_send() and lockd_close(); lockd_call(), lockd_wait()
+ * and lockd_step() from a callback return LOCKD_ESTATE. */
+void lockd_set_callbacks(struct lockd_client *c, lockd_reply_cb *on_reply, lockd_event_cb *on_event,
+                         void *arg);
+
+/* ---- blocking ---- */
+
+/* Send request (one line, without its line ending) and wait for its
+ * reply at most timeout_ms (< 0: no limit). Events that arrive meanwhile
+ * go to the event callback. On LOCKD_OK, *reply is valid until the next
+ * lockd_call() on c. No lockd_send() request may be unanswered. */
+int lockd_call(struct lockd_client *c, const char *request, int timeout_ms,
+               const struct lockd_reply **reply);
+int lockd_callf(struct lockd_client *c, int timeout_ms, const struct lockd_reply **reply,
+                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Wait at most timeout_ms (< 0: no limit) for input and handle it as
+ * lockd_step() does: returns LOCKD_OK after one wait, or the error. */
+int lockd_wait(struct lockd_client *c, int timeout_ms);
+
+/* ---- non-blocking ---- */
+
+/* Queue a request; its reply goes to the reply callback with tag. With
+ * timeout_ms >= 0, a reply that has not come within timeout_ms fails the
+ * connection (LOCKD_ETIMEDOUT): replies come in order, so a request
+ * behind a waiting LOCK waits too. Nothing is written before
+ * lockd_flush() or lockd_step(). */
+int lockd_send(struct lockd_client *c, const char *request, int timeout_ms, void *tag);
+int lockd_sendf(struct lockd_client *c, int timeout_ms, void *tag, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Write what is queued, as far as the socket takes it now. */
+int lockd_flush(struct lockd_client *c);
+/* Finish connecting, write, read what is there, call the callbacks for
+ * every complete line, and check the timeouts. Never blocks. */
+int lockd_step(struct lockd_client *c);
+/* The socket (valid until lockd_close()), and the poll(2) events to wait
+ * for on it: POLLIN, with POLLOUT while connecting or while output is
+ * queued; 0 once the client failed. */
+int lockd_fd(const struct lockd_client *c);
+short lockd_want(const struct lockd_client *c);
+/* Milliseconds until the next connect or reply deadline (0: now), -1:
+ * none. Give it to poll() as its timeout, then call lockd_step(). */
+int lockd_timeout_ms(const struct lockd_client *c);
+/* Requests sent and not answered yet (AUTH included). */
+size_t lockd_pending(const struct lockd_client *c);
+/* 1 once connected (and AUTH accepted, when a password was given). */
+int lockd_ready(const struct lockd_client *c);
+
+/* ---- errors ---- */
+
+/* LOCKD_OK, or the error that failed the connection. */
+int lockd_status(const struct lockd_client *c);
+/* What went wrong, in words ("connect 127.0.0.1:7390: Connection
+ * refused", "no reply to LOCK within 2000 ms"); "" while all is well.
+ * Valid until the client is closed. */
+const char *lockd_error(const struct lockd_client *c);
+/* The name of a status ("LOCKD_ETIMEDOUT") and a short description. */
+const char *lockd_status_name(int status);
+const char *lockd_strerror(int status);
+/* "127.0.0.1:7390", "[::1]:7390" or "unix:PATH": the peer, for messages. */
+const char *lockd_peer(const struct lockd_client *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,583 @@
+/* Unit tests of liblockd (lib/client.c) on a socketpair: the test plays
+ * lockd on the other end, byte by byte where it matters. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lockd/client.h"
+#include "units.h"
+
+/* What the callbacks saw, in order: "R<tag>:<line>" or "E:<line>", with
+ * a list's lines joined by '|'. */
+struct seen {
+	char log[4096];
+	int nreplies, nevents;
+	struct lockd_reply last;
+	char last_line[256];
+	char last_code[16];
+	int close_in_cb;
+};
+
+static void log_add(struct seen *s, const char *fmt, const char *a, const char *b)
+{
+	size_t o = strlen(s->log);
+	snprintf(s->log + o, sizeof(s->log) - o, fmt, a, b);
+}
+
+static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag, void *arg)
+{
+	struct seen *s = arg;
+	char t[16];
+	snprintf(t, sizeof(t), "%d", (int)(intptr_t)tag);
+	log_add(s, "R%s:%s", t, r->line);
+	for (size_t i = 1; i < r->nlines; i++)
+		log_add(s, "|%s%s", r->lines[i], "");
+	log_add(s, "%s%s", r->kind == LOCKD_R_LIST && r->nlines ? "|END" : "", " ");
+	s->nreplies++;
+	s->last = *r;
+	snprintf(s->last_line, sizeof(s->last_line), "%s", r->line);
+	snprintf(s->last_code, sizeof(s->last_code), "%s", r->code);
+	if (s->close_in_cb)
+		lockd_close(c);
+}
+
+static void on_event(struct lockd_client *c, const struct lockd_event *ev, void *arg)
+{
+	struct seen *s = arg;
+	char f[32];
+	snprintf(f, sizeof(f), "%llu", (unsigned long long)ev->fence);
+	log_add(s, "E:%s/%s", ev->key, f);
+	log_add(s, "%s%s", "", " ");
+	s->nevents++;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* A client on one end of a socketpair; *peer is the other end (lockd). */
+static struct lockd_client *pair(int *peer, const char *password, struct seen *s)
+{
+	int sv[2];
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	struct lockd_opts o = {.password = password, .max_line = 64};
+	struct lockd_client *c = NULL;
+	ck_assert_int_eq(lockd_open_fd(sv[0], &o, &c), LOCKD_OK);
+	ck_assert_ptr_nonnull(c);
+	if (s) {
+		memset(s, 0, sizeof(*s));
+		lockd_set_callbacks(c, on_reply, on_event, s);
+	}
+	*peer = sv[1];
+	return c;
+}
+
+static void peer_write(int peer, const char *bytes)
+{
+	size_t n = strlen(bytes);
+	ck_assert_int_eq(write(peer, bytes, n), (ssize_t)n);
+}
+
+/* What the client wrote, as far as it is there within timeout_ms. */
+static void peer_expect(int peer, const char *want, int timeout_ms)
+{
+	char buf[1024];
+	size_t len = 0, n = strlen(want);
+	double end = now_ms() + timeout_ms;
+	while (len < n && now_ms() < end) {
+		struct pollfd pf = {peer, POLLIN, 0};
+		if (poll(&pf, 1, 10) <= 0)
+			continue;
+		ssize_t k = read(peer, buf + len, n - len);
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+	}
+	buf[len] = '\0';
+	ck_assert_str_eq(buf, want);
+}
+
+static void step_ok(struct lockd_client *c)
+{
+	ck_assert_int_eq(lockd_step(c), LOCKD_OK);
+}
+
+START_TEST(request_bytes_and_pipelining)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert(lockd_ready(c));
+	ck_assert_int_eq(lockd_send(c, "LOCK a WAIT 5", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_sendf(c, -1, (void *)2, "UNLOCK %s", "a"), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, (void *)3), LOCKD_OK);
+	ck_assert_uint_eq(lockd_pending(c), 3);
+	ck_assert(lockd_want(c) & POLLOUT);
+	step_ok(c);
+	ck_assert_int_eq(lockd_want(c), POLLIN);
+	peer_expect(peer, "LOCK a WAIT 5\nUNLOCK a\nPING\n", 1000);
+	peer_write(peer, "OK 41\r\nOK 0\r\nPONG\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log, "R1:OK 41 R2:OK 0 R3:PONG ");
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(split_replies)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)7), LOCKD_OK);
+	step_ok(c);
+	const char *pieces[] = {"O", "K", " 1763893200123457", "\r", "\n"};
+	for (size_t i = 0; i < 5; i++) {
+		ck_assert_int_eq(s.nreplies, 0);
+		peer_write(peer, pieces[i]);
+		step_ok(c);
+	}
+	ck_assert_int_eq(s.nreplies, 1);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_OK);
+	ck_assert_int_eq(s.last.has_num, 1);
+	ck_assert(s.last.num == 1763893200123457ULL);
+	/* a reply and the start of the next in one piece */
+	ck_assert_int_eq(lockd_send(c, "STATUS k", -1, (void *)8), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "TRYLOCK j", -1, (void *)9), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "HELD 29997 2\r\nBU");
+	step_ok(c);
+	ck_assert_int_eq(s.nreplies, 2);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_HELD);
+	ck_assert(s.last.num == 29997 && s.last.num2 == 2);
+	peer_write(peer, "SY\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_BUSY);
+	ck_assert_str_eq(s.log, "R7:OK 1763893200123457 R8:HELD 29997 2 R9:BUSY ");
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(events_between_replies)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	/* an event with nothing asked */
+	peer_write(peer, "LOST a 7\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log, "E:a/7 ");
+	ck_assert_int_eq(lockd_send(c, "UNLOCK b", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "PING x", -1, (void *)2), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer,
+	           "LOST b 8\r\nERR NOTHELD the lock was lost\r\nLOST c 9\r\nLOST\r\nPONG x\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log,
+	                 "E:a/7 E:b/8 R1:ERR NOTHELD the lock was lost E:c/9 E:/0 R2:PONG x ");
+	ck_assert_int_eq(s.nevents, 4);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_PONG);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	/* the ERR was parsed */
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(error_replies_parsed)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "LOCK", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "ERR PROTOCOL missing key\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_ERR);
+	ck_assert_str_eq(s.last_code, "PROTOCOL");
+	ck_assert_int_eq(lockd_send(c, "LOCK k WAIT 1", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "STATUS k", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "STATUS k", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "AUTH x", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "TIMEOUT\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_TIMEOUT);
+	peer_write(peer, "FREE\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_FREE);
+	peer_write(peer, "SHARED 2 100 0\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_OTHER);
+	peer_write(peer, "OK\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_OK);
+	ck_assert_int_eq(s.last.has_num, 0);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(multi_line_replies)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "held", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "  STATS", -1, (void *)2), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "HELD", -1, (void *)3), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "STATS", -1, (void *)4), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "HELDX", -1, (void *)5), LOCKD_OK);
+	step_ok(c);
+	/* a list in pieces, an event before it */
+	peer_write(peer, "LOST z 1\r\nKEY a 11 1 500\r\nKEY b 1");
+	step_ok(c);
+	ck_assert_int_eq(s.nreplies, 0);
+	peer_write(peer, "2 2 400\r\nEN");
+	step_ok(c);
+	ck_assert_int_eq(s.nreplies, 0);
+	peer_write(peer, "D\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.nreplies, 1);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_LIST);
+	ck_assert_uint_eq(s.last.nlines, 2);
+	/* STATS, then an empty HELD, then an error instead of a list */
+	peer_write(peer, "STAT pid 12\r\nSTAT uptime 3\r\nEND\r\nEND\r\nERR NOAUTH AUTH first\r\n");
+	step_ok(c);
+	/* a reply that is one line because its command is not HELD */
+	peer_write(peer, "ERR PROTOCOL unknown command\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log, "E:z/1 R1:KEY a 11 1 500|KEY b 12 2 400|END "
+	                        "R2:STAT pid 12|STAT uptime 3|END R3:END "
+	                        "R4:ERR NOAUTH AUTH first R5:ERR PROTOCOL unknown command ");
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(blocking_call)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	/* the reply is written before the call: it is read by the call */
+	peer_write(peer, "LOST q 3\r\nKEY q 4 1 99\r\nEND\r\nLOST r 5\r\n");
+	const struct lockd_reply *r = NULL;
+	ck_assert_int_eq(lockd_call(c, "HELD", 1000, &r), LOCKD_OK);
+	ck_assert_int_eq(r->kind, LOCKD_R_LIST);
+	ck_assert_uint_eq(r->nlines, 1);
+	ck_assert_str_eq(r->lines[0], "KEY q 4 1 99");
+	/* both events were given, the one after the reply too */
+	ck_assert_str_eq(s.log, "E:q/3 E:r/5 ");
+	peer_expect(peer, "HELD\n", 1000);
+	/* the call's reply stays valid while events come */
+	peer_write(peer, "LOST s 6\r\n");
+	ck_assert_int_eq(lockd_wait(c, 1000), LOCKD_OK);
+	ck_assert_str_eq(r->lines[0], "KEY q 4 1 99");
+	ck_assert_int_eq(s.nevents, 3);
+	/* lockd_call with a lockd_send request unanswered: refused, nothing sent */
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_call(c, "PING", 100, &r), LOCKD_ESTATE);
+	ck_assert_int_eq(lockd_status(c), LOCKD_OK);
+	peer_write(peer, "PONG\r\n");
+	ck_assert_int_eq(lockd_wait(c, 1000), LOCKD_OK);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	/* a long request */
+	char key[700];
+	memset(key, 'k', sizeof(key) - 1);
+	key[sizeof(key) - 1] = '\0';
+	peer_write(peer, "FREE\r\n");
+	ck_assert_int_eq(lockd_callf(c, 1000, &r, "STATUS %s", key), LOCKD_OK);
+	ck_assert_int_eq(r->kind, LOCKD_R_FREE);
+	ck_assert(r->latency_us >= 0);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(reply_timeout)
+{
+	int peer;
+	struct lockd_client *c = pair(&peer, NULL, NULL);
+	const struct lockd_reply *r = NULL;
+	double t0 = now_ms();
+	ck_assert_int_eq(lockd_call(c, "PING", 150, &r), LOCKD_ETIMEDOUT);
+	double took = now_ms() - t0;
+	ck_assert_msg(took >= 145 && took < 1000, "timed out after %.1f ms", took);
+	ck_assert_int_eq(lockd_status(c), LOCKD_ETIMEDOUT);
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "no reply to PING"));
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "150 ms"));
+	/* final: a late reply changes nothing, every call says the same */
+	peer_write(peer, "PONG\r\n");
+	ck_assert_int_eq(lockd_step(c), LOCKD_ETIMEDOUT);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_ETIMEDOUT);
+	ck_assert_int_eq(lockd_want(c), 0);
+	lockd_close(c);
+	close(peer);
+
+	/* non-blocking: lockd_timeout_ms counts down, then lockd_step fails */
+	struct seen s;
+	c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_timeout_ms(c), -1);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_timeout_ms(c), -1);
+	ck_assert_int_eq(lockd_send(c, "PING", 100, NULL), LOCKD_OK);
+	int t = lockd_timeout_ms(c);
+	ck_assert_msg(t > 50 && t <= 100, "timeout %d", t);
+	double end = now_ms() + 2000;
+	int rc = LOCKD_OK;
+	while (rc == LOCKD_OK && now_ms() < end) {
+		struct pollfd pf = {lockd_fd(c), lockd_want(c), 0};
+		poll(&pf, 1, lockd_timeout_ms(c));
+		rc = lockd_step(c);
+	}
+	ck_assert_int_eq(rc, LOCKD_ETIMEDOUT);
+	ck_assert_msg(now_ms() - end + 2000 >= 95, "failed early");
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+START_TEST(protocol_faults)
+{
+	static const struct {
+		const char *bytes;
+		size_t n; /* 0: strlen */
+		const char *want;
+	} cases[] = {
+	    {"OK\n", 0, "not ended by CR LF"},
+	    {"PONG\r\nPONG\r\n", 0, "without a request"},
+	    {"OK 12345678901234567890123456789012345678901234567890123456789012345\r\n", 0,
+	     "longer than 64 bytes"},
+	    {"OK 1234567890123456789012345678901234567890123456789012345678901234567", 0, "longer"},
+	    {"OK\0x\r\n", 6, "NUL byte"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int peer;
+		struct seen s;
+		struct lockd_client *c = pair(&peer, NULL, &s);
+		ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+		step_ok(c);
+		size_t n = cases[i].n ? cases[i].n : strlen(cases[i].bytes);
+		ck_assert_int_eq(write(peer, cases[i].bytes, n), (ssize_t)n);
+		ck_assert_int_eq(lockd_step(c), LOCKD_EPROTO);
+		ck_assert_msg(strstr(lockd_error(c), cases[i].want), "case %zu: %s", i,
+		              lockd_error(c));
+		lockd_close(c);
+		close(peer);
+	}
+}
+END_TEST
+
+START_TEST(closed_by_lockd)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "QUIT", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "QUIT\nPING\n", 1000);
+	peer_write(peer, "OK\r\n");
+	close(peer);
+	ck_assert_int_eq(lockd_step(c), LOCKD_ECLOSED);
+	ck_assert_int_eq(s.nreplies, 1);
+	ck_assert_msg(strstr(lockd_error(c), "closed the connection (1 request unanswered)"), "%s",
+	              lockd_error(c));
+	lockd_close(c);
+
+	/* closed with our request unread: a reset, after the reply before it */
+	c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "PONG\r\n");
+	close(peer);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_step(c), LOCKD_ECLOSED);
+	ck_assert_msg(strstr(lockd_error(c), "lockd"), "%s", lockd_error(c));
+	lockd_close(c);
+
+	/* in the middle of a line */
+	c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "PING\n", 1000);
+	peer_write(peer, "PO");
+	close(peer);
+	ck_assert_int_eq(lockd_step(c), LOCKD_ECLOSED);
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "middle of a line"));
+	lockd_close(c);
+}
+END_TEST
+
+START_TEST(bad_requests)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "", -1, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send(c, "PING\nPING", -1, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send(c, "PING\r", -1, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send(c, NULL, -1, NULL), LOCKD_EARG);
+	const struct lockd_reply *r;
+	ck_assert_int_eq(lockd_call(c, "A\nB", 10, &r), LOCKD_EARG);
+	/* the client is unharmed, nothing was sent */
+	ck_assert_int_eq(lockd_status(c), LOCKD_OK);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "PING\n", 1000);
+	ck_assert_str_eq(lockd_status_name(LOCKD_ETIMEDOUT), "LOCKD_ETIMEDOUT");
+	ck_assert_str_eq(lockd_strerror(LOCKD_ECLOSED), "lockd closed the connection");
+	ck_assert_str_eq(lockd_status_name(42), "LOCKD_E?");
+	lockd_close(c);
+	close(peer);
+	lockd_close(NULL);
+}
+END_TEST
+
+START_TEST(auth_first)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, "s3cret", &s);
+	ck_assert(!lockd_ready(c));
+	ck_assert_int_eq(lockd_send(c, "LOCK a", -1, (void *)1), LOCKD_OK);
+	ck_assert_uint_eq(lockd_pending(c), 2);
+	step_ok(c);
+	peer_expect(peer, "AUTH s3cret\nLOCK a\n", 1000);
+	peer_write(peer, "OK\r\nOK 5\r\n");
+	step_ok(c);
+	ck_assert(lockd_ready(c));
+	ck_assert_str_eq(s.log, "R1:OK 5 ");
+	lockd_close(c);
+	close(peer);
+
+	c = pair(&peer, "wrong", &s);
+	step_ok(c);
+	peer_write(peer, "ERR AUTH wrong password\r\n");
+	ck_assert_int_eq(lockd_step(c), LOCKD_EAUTH);
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "ERR AUTH wrong password"));
+	lockd_close(c);
+	close(peer);
+
+	int sv[2];
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct lockd_opts o = {.password = "two words"};
+	ck_assert_int_eq(lockd_open_fd(sv[0], &o, &c), LOCKD_EARG);
+	lockd_close(c);
+	close(sv[1]);
+}
+END_TEST
+
+START_TEST(close_from_callback)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	s.close_in_cb = 1;
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "PING\nPING\n", 1000);
+	peer_write(peer, "PONG\r\nPONG\r\n");
+	/* the first reply's callback closes: the second is not delivered */
+	ck_assert_int_eq(lockd_step(c), LOCKD_ECLOSED);
+	ck_assert_int_eq(s.nreplies, 1);
+	/* the session's end is seen by lockd */
+	char b[8];
+	struct pollfd pf = {peer, POLLIN, 0};
+	ck_assert_int_eq(poll(&pf, 1, 1000), 1);
+	ck_assert_int_eq(read(peer, b, sizeof(b)), 0);
+	close(peer);
+}
+END_TEST
+
+START_TEST(connect_failures)
+{
+	/* a port nobody listens on: bind one, learn it, close it */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+	close(fd);
+	struct lockd_opts o = {
+	    .host = "127.0.0.1", .port = ntohs(a.sin_port), .connect_timeout_ms = 1000};
+	struct lockd_client *c = NULL;
+	ck_assert_int_eq(lockd_connect(&o, &c), LOCKD_ECONNECT);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "Connection refused"));
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "127.0.0.1:"));
+	lockd_close(c);
+
+	struct lockd_opts u = {.unix_path = "/nonexistent/lockd.sock"};
+	ck_assert_int_eq(lockd_connect(&u, &c), LOCKD_ECONNECT);
+	ck_assert_str_eq(lockd_error(c), "connect unix:/nonexistent/lockd.sock: No such file or "
+	                                 "directory");
+	lockd_close(c);
+
+	struct lockd_opts bad = {.port = 70000};
+	ck_assert_int_eq(lockd_connect(&bad, &c), LOCKD_EARG);
+	lockd_close(c);
+}
+END_TEST
+
+/* A listening socket that never accepts: connect succeeds (backlog), AUTH
+ * gets no answer, and the connect timeout covers it. */
+START_TEST(auth_timeout)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t l = sizeof(a);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
+	struct lockd_opts o = {
+	    .port = ntohs(a.sin_port), .password = "pw", .connect_timeout_ms = 120};
+	struct lockd_client *c = NULL;
+	double t0 = now_ms();
+	ck_assert_int_eq(lockd_connect(&o, &c), LOCKD_ETIMEDOUT);
+	double took = now_ms() - t0;
+	ck_assert_msg(took >= 115 && took < 1000, "%.1f ms", took);
+	ck_assert_ptr_nonnull(strstr(lockd_error(c), "AUTH"));
+	lockd_close(c);
+	close(fd);
+}
+END_TEST
+
+Suite *client_suite(void)
+{
+	Suite *s = suite_create("client");
+	TCase *tc = tcase_create("client");
+	tcase_add_test(tc, request_bytes_and_pipelining);
+	tcase_add_test(tc, split_replies);
+	tcase_add_test(tc, events_between_replies);
+	tcase_add_test(tc, error_replies_parsed);
+	tcase_add_test(tc, multi_line_replies);
+	tcase_add_test(tc, blocking_call);
+	tcase_add_test(tc, reply_timeout);
+	tcase_add_test(tc, protocol_faults);
+	tcase_add_test(tc, closed_by_lockd);
+	tcase_add_test(tc, bad_requests);
+	tcase_add_test(tc, auth_first);
+	tcase_add_test(tc, close_from_callback);
+	tcase_add_test(tc, connect_failures);
+	tcase_add_test(tc, auth_timeout);
+	suite_add_tcase(s, tc);
+	return s;
+}
