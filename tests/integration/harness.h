@@ -231,5 +231,6 @@ TCase *tc_faults(void);
 TCase *tc_soak(void);
 TCase *tc_safety(void);   /* test_safety.c */
 TCase *tc_restarts(void); /* test_restarts.c */
+TCase *tc_lockctl(void);  /* test_lockctl.c */
 
 #endif
