@@ -30,7 +30,7 @@
 #include "lockd/client.h"
 
 #define MAX_ADDRS     8
-#define READ_CHUNK    16384
+#define READ_MIN      512
 #define STEP_READ_MAX (1 << 20) /* bytes read per lockd_step before others get a turn */
 
 enum conn_state {
@@ -562,10 +562,10 @@ static int do_read(struct lockd_client *c)
 {
 	size_t total = 0;
 	while (c->st == CS_OPEN && !c->eof && !c->close_pending && total < STEP_READ_MAX) {
-		size_t room = READ_CHUNK;
-		if (room > c->max_line + 2)
-			room = c->max_line + 2;
-		if (buf_reserve(&c->in, room) != 0)
+		/* small to start (thousands of clients in one process); it
+		   doubles only while unread bytes fill it (a long list) */
+		if (c->in.cap - c->in.len < READ_MIN &&
+		    buf_reserve(&c->in, c->in.cap > READ_MIN ? c->in.cap / 2 : READ_MIN) != 0)
 			return fail(c, LOCKD_ENOMEM, "out of memory");
 		ssize_t k = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
 		if (k > 0) {

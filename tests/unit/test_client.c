@@ -269,6 +269,39 @@ START_TEST(multi_line_replies)
 }
 END_TEST
 
+/* A list much bigger than the input buffer's start, and a line of exactly
+ * max_line bytes. */
+START_TEST(big_list)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "HELD", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	char line[64];
+	for (int i = 0; i < 3000; i++) {
+		snprintf(line, sizeof(line), "KEY key-%05d %d 1 29000\r\n", i, i + 1);
+		peer_write(peer, line);
+		if (i % 50 == 0) /* small writes fill a socketpair quickly */
+			step_ok(c);
+	}
+	char max[80];
+	memset(max, 'x', 64);
+	memcpy(max, "KEY ", 4);
+	memcpy(max + 64, "\r\nEND\r\n", 8);
+	max[72] = '\0';
+	peer_write(peer, max);
+	double end = now_ms() + 2000;
+	while (s.nreplies == 0 && now_ms() < end)
+		ck_assert_int_eq(lockd_wait(c, 100), LOCKD_OK);
+	ck_assert_int_eq(s.nreplies, 1);
+	ck_assert_int_eq(s.last.kind, LOCKD_R_LIST);
+	ck_assert_uint_eq(s.last.nlines, 3001);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
 START_TEST(blocking_call)
 {
 	int peer;
@@ -569,6 +602,7 @@ Suite *client_suite(void)
 	tcase_add_test(tc, events_between_replies);
 	tcase_add_test(tc, error_replies_parsed);
 	tcase_add_test(tc, multi_line_replies);
+	tcase_add_test(tc, big_list);
 	tcase_add_test(tc, blocking_call);
 	tcase_add_test(tc, reply_timeout);
 	tcase_add_test(tc, protocol_faults);
