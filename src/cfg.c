@@ -197,6 +197,7 @@ static const struct ckey keys[] = {
 	{"limits.reqs_per_event", CT_INT, OFF(reqs_per_event), 0, 1, 10000, NULL},
 	{"limits.max_waiters", CT_INT, OFF(max_waiters), 0, 0, 10000000, NULL},
 	{"limits.max_waiters_per_key", CT_INT, OFF(max_waiters_per_key), 0, 0, 10000000, NULL},
+	{"limits.max_permits", CT_INT, OFF(max_permits), 0, 1, 65536, NULL},
 	{"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
 	{"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
 };
@@ -238,6 +239,7 @@ void cfg_defaults(struct config *c)
 	c->max_key_len = 256;
 	c->max_locks_per_session = 10000;
 	c->reqs_per_event = 20;
+	c->max_permits = 1024;
 	c->metrics_listen = strdup("");
 }
 

@@ -39,6 +39,7 @@ struct config {
 	int64_t reqs_per_event;
 	int64_t max_waiters;         /* sessions waiting in LOCK at once; 0: no limit */
 	int64_t max_waiters_per_key; /* sessions waiting for one key; 0: no limit */
+	int64_t max_permits;         /* the largest n of PERMITS n */
 
 	char *metrics_listen; /* "" when off */
 };

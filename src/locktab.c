@@ -1,26 +1,40 @@
 /* locktab: the central table of keys.
  *
- * Each key this lockd cares about has one struct lkey: the local holder
- * (at most one session), the FIFO of local waiters, and at most one
- * acquire in flight, always for the waiter at the head of the queue. So
- * waiters cost Redis nothing while they wait: only the head asks, and
- * only when the key was released (here, or on another lockd: a notice on
- * the masters' channel) or its lease on the masters can have run out.
+ * Each key this lockd cares about has one struct lkey: the holds of the
+ * sessions here (struct hold: one exclusive holder of the key's lock, or
+ * any number of shared holders, and holders of its permits), the FIFO of
+ * local waiters, and at most one acquire in flight, for the waiter at the
+ * head of the queue (or, in a handoff, the waiter that gets a released
+ * permit). So waiters cost Redis nothing while they wait: only one asks,
+ * and only when something was released (here, or on another lockd: a
+ * notice on the masters' channel) or a lease on the masters can have run
+ * out.
  *
- * A release with waiters queued is a handoff: one ACQUIRE round swaps the
- * holder's token for the next waiter's on every master, so no other
- * client can slip in between. After locks.handoff_limit handoffs in a row
- * the key is released instead, so waiters on other lockd instances get
- * their turn.
+ * The queue is one FIFO for every kind of request. The head asks when
+ * nothing held here conflicts with it: an exclusive request waits for the
+ * key's lock and every shared hold here to end, a shared one for the
+ * key's lock, a permit request for a permit below its n that no session
+ * here holds (the lowest first; when the masters find it busy, the next).
+ * Shared waiters at the head are granted one after another, none waiting
+ * for another's release; an exclusive waiter holds back everyone behind
+ * it. What is held here is never asked for again: the masters take a
+ * token of our own instance that we did not name for a stale one.
+ *
+ * A release with a waiter that can take what was released (the key's
+ * lock, or permit i for the first permit waiter whose n is above i) is a
+ * handoff: one ACQUIRE round swaps the holder's token for the waiter's on
+ * every master, so no other client can slip in between. After
+ * locks.handoff_limit handoffs in a row the key is released instead, so
+ * waiters on other lockd instances get their turn.
  *
  * One watchdog renews every lease without TTL in batches (one script per
- * master per batch), a few batches at a time, so that a renewal wave
- * never queues the sessions' own requests behind it on the masters. The
- * locks of a session that ended are released the same way. Each held key
- * has a deadline event at the end of its validity: when it fires, the
- * session gets LOST. Every write that may shorten a lease on some master
- * (EXTEND, a renewal after a reload lowered locks.lease_ms) shortens the
- * validity when it is sent, whatever its verdict. */
+ * master per batch, any mix of kinds), a few batches at a time, so that a
+ * renewal wave never queues the sessions' own requests behind it on the
+ * masters. The holds of a session that ended are released the same way.
+ * Each hold has a deadline event at the end of its validity: when it
+ * fires, the session gets LOST. Every write that may shorten a lease on
+ * some master (EXTEND, a renewal after a reload lowered locks.lease_ms)
+ * shortens the validity when it is sent, whatever its verdict. */
 #include "config.h"
 
 #include <malloc.h>
@@ -39,46 +53,60 @@
 #include "stats.h"
 
 enum lk_state {
-	LK_IDLE,      /* no local holder and nothing in flight */
-	LK_ACQUIRING, /* an acquire or handoff for the head waiter is in flight */
-	LK_HELD,      /* a local session holds the key */
+	LK_IDLE,      /* no acquire in flight */
+	LK_ACQUIRING, /* an acquire or handoff for one waiter is in flight */
 };
 
-struct lkey {
-	struct kt_node node;
-	enum lk_state state;
-	/* LK_HELD */
-	struct lt_client *holder;
+/* One session's hold of a key. It lives from its grant until it ends
+ * (UNLOCK to 0, LOST, the session's end) and, after that, until the
+ * last renewal batch or EXTEND that points at it has answered. */
+struct hold {
+	struct lkey *lk;
+	struct lt_client *holder; /* NULL once it ended */
+	enum hold_kind kind;
+	uint32_t permit;          /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
+	struct wq_link key_link;  /* on lk->holds, then lk->ended */
 	struct wq_link hold_link; /* on holder->locks */
 	struct wq_link wd_link;   /* on the watchdog list (no TTL) */
 	struct wq_link due_link;  /* on wd_due while waiting for a renewal batch */
 	int due;
 	uint32_t holds;
 	uint64_t fence;
-	uint64_t grant_id; /* bumps at every grant, to spot stale renewals */
 	int has_ttl;
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
 	int64_t validity_us;  /* deadline: LOST fires here */
 	int64_t renewed_us;
 	int renewing, renew_failed;
+	int refs;                  /* renewal batches and an EXTEND that point here */
+	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
 	struct event *deadline;
-	char token[TOKEN_LEN + 1]; /* of the holder, or of the acquire in flight */
+	char token[TOKEN_LEN + 1];
+};
+
+struct lkey {
+	struct kt_node node;
+	enum lk_state state;
+	struct waitq holds; /* holds of sessions here */
+	struct waitq ended; /* holds that ended, still pointed at */
+	uint32_t nshared;   /* holds that are shared */
+	uint32_t nlock;     /* holds of the key's lock (permit 0): 0 or 1 */
 	/* LK_ACQUIRING */
 	struct rl_call *call;
-	struct waiter *acq_for;   /* the waiter it is for; NULL if it left */
-	struct lt_client *rel_for;  /* a handoff's UNLOCK waiting for its verdict */
-	struct lt_client *ext_for;  /* an EXTEND waiting for its verdict */
-	int64_t handoff_from_us;  /* when the holder released, for the histogram */
+	struct waiter *acq_for; /* the waiter it is for; NULL if it left */
+	enum hold_kind acq_kind;
+	uint32_t acq_permit;
+	char acq_token[TOKEN_LEN + 1];
+	struct lt_client *rel_for; /* a handoff's UNLOCK waiting for its verdict */
+	int64_t handoff_from_us;   /* when the holder released, for the histogram */
 	int was_handoff;
 	/* waiting */
 	struct waitq waiters;
 	struct event *retry; /* busy elsewhere: try again at its lease end */
 	int retry_armed;     /* retry is pending; only while waiters queue */
-	uint32_t handoffs; /* consecutive local handoffs */
-	int remote_waiters; /* the last grant saw a waiter on another lockd */
-	int noticed;        /* a release notice came while our acquire was out */
-	int refs;          /* renewal batches that point here */
+	uint32_t handoffs;   /* consecutive local handoffs */
+	int remote_waiters;  /* the last grant saw a waiter on another lockd */
+	int noticed;         /* a release (notice, or here) came while our acquire was out */
 	char key[];
 };
 
@@ -86,7 +114,7 @@ static struct event_base *base;
 static const struct config *cfg;
 static const struct lt_ops *ops;
 static struct keytab table;
-static struct waitq watchdog; /* held locks without TTL */
+static struct waitq watchdog; /* holds without TTL */
 static struct waitq wd_due;   /* of those, the ones a renewal batch will take */
 static struct event *wd_timer;
 static int64_t wd_next_us; /* when wd_timer fires */
@@ -94,7 +122,7 @@ static int wd_batches;     /* renewal batches in flight */
 static int shutting_down;
 
 /* Bulk work (renewals, the releases of sessions that ended) goes out in
- * batches of this many keys (one script per master, about a millisecond
+ * batches of this many holds (one script per master, about a millisecond
  * of a master's time), this many batches at a time: the sessions' own
  * requests wait behind at most that much on each master. */
 #define RENEW_BATCH 256
@@ -102,10 +130,14 @@ static int shutting_down;
 #define RELEASE_BATCH 256
 #define RELEASE_INFLIGHT 2
 
+#define NO_PERMIT UINT32_MAX
+
 /* A release nobody waits for (its session ended), until its batch goes out. */
 struct relq {
 	struct relq *next;
 	size_t klen;
+	enum rl_hold hold;
+	uint32_t permit;
 	char token[TOKEN_LEN + 1];
 	char key[];
 };
@@ -167,6 +199,8 @@ static struct lkey *lk_get(const char *key, size_t klen)
 	lk->node.key = lk->key;
 	lk->node.klen = klen;
 	waitq_init(&lk->waiters);
+	waitq_init(&lk->holds);
+	waitq_init(&lk->ended);
 	keytab_insert(&table, &lk->node);
 	return lk;
 }
@@ -174,12 +208,10 @@ static struct lkey *lk_get(const char *key, size_t klen)
 /* Free the entry once nothing refers to it. */
 static void lk_maybe_free(struct lkey *lk)
 {
-	if (lk->state != LK_IDLE || lk->holder || lk->waiters.len || lk->call || lk->refs ||
-	    lk->rel_for || lk->ext_for)
+	if (lk->state != LK_IDLE || lk->holds.len || lk->ended.len || lk->waiters.len || lk->call ||
+	    lk->rel_for)
 		return;
 	keytab_remove(&table, &lk->node);
-	if (lk->deadline)
-		event_free(lk->deadline);
 	if (lk->retry)
 		event_free(lk->retry);
 	free(lk);
@@ -188,6 +220,78 @@ static void lk_maybe_free(struct lkey *lk)
 static int64_t lease_for(const struct waiter *w)
 {
 	return w->has_ttl ? (int64_t)w->ttl_ms : cfg->lease_ms;
+}
+
+static enum rl_hold rl_hold_of(enum hold_kind k) { return k == HK_SHARED ? RH_SHARED : RH_LOCK; }
+
+static enum rl_wait wait_of(const struct waiter *w)
+{
+	return w->mode != WM_WAIT ? RW_NO : w->xraised ? RW_RAISED : RW_YES;
+}
+
+/* The session's hold of the key, if any (searching the shorter list). */
+static struct hold *hold_of(const struct lkey *lk, const struct lt_client *s)
+{
+	if (s->nlocks < lk->holds.len) {
+		for (struct wq_link *l = s->locks.head.next; l != &s->locks.head; l = l->next) {
+			struct hold *h = wq_entry(l, struct hold, hold_link);
+			if (h->lk == lk)
+				return h;
+		}
+		return NULL;
+	}
+	for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+		struct hold *h = wq_entry(l, struct hold, key_link);
+		if (h->holder == s)
+			return h;
+	}
+	return NULL;
+}
+
+/* The lowest permit in [from, n) that no session here holds (nor, for
+ * permit 0, keeps from being taken by holding the key shared), or
+ * NO_PERMIT. */
+static uint32_t free_permit(const struct lkey *lk, uint32_t n, uint32_t from)
+{
+	static uint64_t *bits;
+	static size_t cap; /* words */
+	size_t words = ((size_t)n + 63) / 64;
+
+	if (from >= n)
+		return NO_PERMIT;
+	if (words > cap) {
+		uint64_t *b = realloc(bits, words * sizeof(*b));
+		if (!b)
+			return NO_PERMIT; /* tried again at the next release */
+		bits = b;
+		cap = words;
+	}
+	memset(bits, 0, words * sizeof(*bits));
+	if (lk->nshared || lk->nlock)
+		bits[0] |= 1;
+	for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+		const struct hold *h = wq_entry(l, struct hold, key_link);
+		if (h->kind != HK_SHARED && h->permit < n)
+			bits[h->permit / 64] |= 1ULL << (h->permit % 64);
+	}
+	for (uint32_t i = from; i < n; i++)
+		if (!(bits[i / 64] & (1ULL << (i % 64))))
+			return i;
+	return NO_PERMIT;
+}
+
+/* Nothing held here keeps a request of this kind from asking the masters. */
+static int can_ask(const struct lkey *lk, const struct waiter *w)
+{
+	switch (w->kind) {
+	case HK_LOCK:
+		return !lk->nlock && !lk->nshared;
+	case HK_SHARED:
+		return !lk->nlock;
+	case HK_PERMIT:
+		return free_permit(lk, w->npermits, 0) != NO_PERMIT;
+	}
+	return 0;
 }
 
 /* --- waiters --- */
@@ -207,6 +311,14 @@ static void waiter_leave(struct waiter *w)
 	w->lk = NULL;
 }
 
+static void retry_disarm(struct lkey *lk)
+{
+	if (lk->retry_armed) {
+		event_del(lk->retry);
+		lk->retry_armed = 0;
+	}
+}
+
 /* Answer a waiter that will not get the lock. The caller lets the next
  * waiter try (kick) and frees the entry if unused (lk_maybe_free). */
 static void waiter_fail(struct waiter *w, const char *msg)
@@ -214,10 +326,8 @@ static void waiter_fail(struct waiter *w, const char *msg)
 	struct lkey *lk = w->lk;
 	waiter_leave(w);
 	reply(w->c, "%s", msg);
-	if (lk && lk->retry_armed && lk->waiters.len == 0) {
-		event_del(lk->retry);
-		lk->retry_armed = 0;
-	}
+	if (lk && lk->waiters.len == 0)
+		retry_disarm(lk);
 }
 
 static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
@@ -229,8 +339,7 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	stats.timeouts += !w->quorum_failed;
-	waiter_fail(w, w->quorum_failed ? MSG_NO_QUORUM
-					: "TIMEOUT");
+	waiter_fail(w, w->quorum_failed ? MSG_NO_QUORUM : "TIMEOUT");
 	kick(lk);
 	lk_maybe_free(lk);
 }
@@ -240,72 +349,123 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g)
 {
 	struct lt_client *s = w->c;
+	struct hold *h = calloc(1, sizeof(*h));
 
-	lk->state = LK_HELD;
-	lk->holder = s;
-	lk->holds = 1;
-	lk->fence = g->fence;
-	lk->grant_id++;
-	lk->has_ttl = w->has_ttl;
-	lk->lease_ms = lease_for(w);
-	lk->lease_end_us = g->start_us + lk->lease_ms * 1000;
-	lk->validity_us = g->validity_us;
-	lk->renewed_us = g->start_us;
-	lk->renew_failed = 0;
+	if (h)
+		h->deadline = evtimer_new(base, deadline_cb, h);
+	if (!h || !h->deadline) {
+		free(h);
+		/* Give it back: it lapses on the masters otherwise. */
+		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
+			   lk->acq_token, 0, NULL, NULL);
+		waiter_fail(w, MSG_OOM);
+		return;
+	}
+	h->lk = lk;
+	h->holder = s;
+	h->kind = lk->acq_kind;
+	h->permit = lk->acq_permit;
+	h->holds = 1;
+	h->fence = g->fence;
+	h->has_ttl = w->has_ttl;
+	h->lease_ms = lease_for(w);
+	h->lease_end_us = g->start_us + h->lease_ms * 1000;
+	h->validity_us = g->validity_us;
+	h->renewed_us = g->start_us;
+	memcpy(h->token, lk->acq_token, sizeof(h->token));
+	waitq_push(&lk->holds, &h->key_link);
+	if (h->kind == HK_SHARED)
+		lk->nshared++;
+	else if (h->permit == 0)
+		lk->nlock++;
 	lk->remote_waiters = g->remote_waiters;
-	if (!lk->deadline)
-		lk->deadline = evtimer_new(base, deadline_cb, lk);
-	add_timer(lk->deadline, lk->validity_us);
-	if (!lk->has_ttl)
-		waitq_push(&watchdog, &lk->wd_link);
-	waitq_push(&s->locks, &lk->hold_link);
+	add_timer(h->deadline, h->validity_us);
+	if (!h->has_ttl)
+		waitq_push(&watchdog, &h->wd_link);
+	waitq_push(&s->locks, &h->hold_link);
 	s->nlocks++;
 	stats.locks_held++;
 	stats.grants++;
+	stats.shared_grants += h->kind == HK_SHARED;
+	stats.permit_grants += h->kind == HK_PERMIT;
 	int64_t now = now_us();
 	stats_observe(HIST_ACQUIRE, now - w->since_us);
 	if (lk->was_handoff)
 		stats_observe(HIST_HANDOFF, now - lk->handoff_from_us);
 	waiter_leave(w);
-	reply(s, "OK %llu", (unsigned long long)lk->fence);
+	reply(s, "OK %llu", (unsigned long long)h->fence);
 }
 
-/* The holder lets go (all holds): stop renewing and forget it. */
-static void hold_end(struct lkey *lk)
+/* Free an ended hold once nothing points at it. */
+static void hold_put(struct hold *h)
 {
-	struct lt_client *s = lk->holder;
-	waitq_remove(&s->locks, &lk->hold_link);
+	if (h->holder || h->refs || h->ext_for)
+		return;
+	waitq_remove(&h->lk->ended, &h->key_link);
+	event_free(h->deadline);
+	free(h);
+}
+
+/* The holder lets go (all holds): stop renewing and forget it. The hold
+ * may be freed: callers copy what they need first. */
+static void hold_end(struct hold *h)
+{
+	struct lkey *lk = h->lk;
+	struct lt_client *s = h->holder;
+	waitq_remove(&s->locks, &h->hold_link);
 	s->nlocks--;
-	waitq_remove(&watchdog, &lk->wd_link);
-	if (lk->due) {
-		waitq_remove(&wd_due, &lk->due_link);
-		lk->due = 0;
+	waitq_remove(&lk->holds, &h->key_link);
+	waitq_push(&lk->ended, &h->key_link);
+	if (h->kind == HK_SHARED)
+		lk->nshared--;
+	else if (h->permit == 0)
+		lk->nlock--;
+	waitq_remove(&watchdog, &h->wd_link);
+	if (h->due) {
+		waitq_remove(&wd_due, &h->due_link);
+		h->due = 0;
 	}
-	event_del(lk->deadline);
-	lk->holder = NULL;
-	lk->holds = 0;
-	lk->state = LK_IDLE;
+	event_del(h->deadline);
+	h->holder = NULL;
+	h->holds = 0;
 	stats.locks_held--;
+	hold_put(h);
+}
+
+/* Something held here ended: a waiter that may use it should ask now
+ * rather than when its retry was due. */
+static void freed_here(struct lkey *lk)
+{
+	struct wq_link *l = waitq_first(&lk->waiters);
+	if (!l || wq_entry(l, struct waiter, link)->kind != HK_PERMIT)
+		return;
+	if (lk->state == LK_ACQUIRING)
+		lk->noticed = 1;
+	retry_disarm(lk);
 }
 
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct lkey *lk = arg;
-	struct lt_client *s = lk->holder;
+	struct hold *h = arg;
+	struct lkey *lk = h->lk;
+	struct lt_client *s = h->holder;
 	char token[TOKEN_LEN + 1];
+	enum rl_hold rh = rl_hold_of(h->kind);
+	uint32_t permit = h->permit;
 
-	if (lk->state != LK_HELD || !s)
+	if (!s)
 		return;
 	log_warn("session %llu (%s): lock %s (fence %llu) lost: %s", (unsigned long long)s->id,
-		 s->peer, lk->key, (unsigned long long)lk->fence,
-		 lk->has_ttl ? "TTL lapsed" : "lease could not be renewed on a majority");
+		 s->peer, lk->key, (unsigned long long)h->fence,
+		 h->has_ttl ? "TTL lapsed" : "lease could not be renewed on a majority");
 	stats.lost++;
-	line(s, "LOST %s %llu", lk->key, (unsigned long long)lk->fence);
-	memcpy(token, lk->token, sizeof(token));
-	hold_end(lk);
+	line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
+	memcpy(token, h->token, sizeof(token));
+	hold_end(h);
 	lk->handoffs = 0;
 	/* It may still sit on some masters: clear it before the next try. */
-	rl_release(lk->key, lk->node.klen, token, 0, NULL, NULL);
+	rl_release(lk->key, lk->node.klen, rh, permit, token, 0, NULL, NULL);
+	freed_here(lk);
 	kick(lk);
 	lk_maybe_free(lk);
 }
@@ -370,20 +530,40 @@ static void acquired(struct rl_call *c, void *owner)
 			}
 			hold_start(lk, w, g);
 			lk->was_handoff = 0;
+			kick(lk); /* the next shared waiter, or permit */
+			lk_maybe_free(lk);
 			return;
 		}
 		/* The waiter left while we asked: give it back. */
-		rl_release(lk->key, lk->node.klen, lk->token, 0, NULL, NULL);
+		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
+			   lk->acq_token, 0, NULL, NULL);
+	} else if (w && &w->link != waitq_first(&lk->waiters)) {
+		/* A handoff to a permit waiter behind the head failed: it
+		 * waits on, for its turn or another handoff. */
 	} else if (w) {
 		int quorum = g->result == RL_QUORUM;
+		int64_t pttl = g->pttl_ms;
+		w->xraised |= g->xwaiting;
+		if (w->kind == HK_PERMIT && !quorum) {
+			/* Busy on the masters: the next permit free here, if any. */
+			if (pttl >= 0 && (w->round_pttl < 0 || pttl < w->round_pttl))
+				w->round_pttl = pttl;
+			if (free_permit(lk, w->npermits, lk->acq_permit + 1) != NO_PERMIT) {
+				w->next_permit = lk->acq_permit + 1;
+				lk->was_handoff = 0;
+				kick(lk);
+				lk_maybe_free(lk);
+				return;
+			}
+			pttl = w->round_pttl;
+		}
+		w->next_permit = 0;
 		if (w->mode == WM_TRY) {
 			stats.busy += !quorum;
-			waiter_fail(w, quorum ? MSG_NO_QUORUM
-					      : "BUSY");
+			waiter_fail(w, quorum ? MSG_NO_QUORUM : "BUSY");
 		} else if (w->mode == WM_ONCE) {
 			stats.timeouts += !quorum;
-			waiter_fail(w, quorum ? MSG_NO_QUORUM
-					      : "TIMEOUT");
+			waiter_fail(w, quorum ? MSG_NO_QUORUM : "TIMEOUT");
 		} else {
 			/* Held elsewhere: sleep until a release notice, or
 			 * until its lease can have run out. No quorum: back
@@ -393,7 +573,7 @@ static void acquired(struct rl_call *c, void *owner)
 				ops->wake(w->c); /* its peer left: cancel */
 			int64_t ms = quorum ? 50 + random() % 100
 				     : lk->noticed ? 0 /* released meanwhile: try again now */
-				     : (g->pttl_ms > 0 ? g->pttl_ms + 5 : 10);
+				     : (pttl > 0 ? pttl + 5 : 10);
 			schedule_retry(lk, ms);
 		}
 	}
@@ -402,23 +582,39 @@ static void acquired(struct rl_call *c, void *owner)
 	lk_maybe_free(lk);
 }
 
-/* Let the head waiter ask the masters, if nothing is in flight. */
+/* Let the head waiter ask the masters, if nothing is in flight and
+ * nothing held here is in its way. */
 static void kick(struct lkey *lk)
 {
 	struct wq_link *l;
+	uint32_t permit = 0;
 
 	if (lk->state != LK_IDLE || lk->retry_armed || shutting_down)
 		return;
 	if (!(l = waitq_first(&lk->waiters)))
 		return;
 	struct waiter *w = wq_entry(l, struct waiter, link);
-	rl_token_new(lk->token);
+	if (!can_ask(lk, w))
+		return; /* a release here wakes it */
+	if (w->kind == HK_PERMIT) {
+		permit = free_permit(lk, w->npermits, w->next_permit);
+		if (permit == NO_PERMIT)
+			permit = free_permit(lk, w->npermits, w->next_permit = 0);
+		if (w->next_permit == 0) { /* a new round */
+			w->round_pttl = -1;
+			lk->noticed = 0;
+		}
+	} else {
+		lk->noticed = 0;
+	}
+	rl_token_new(lk->acq_token);
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
+	lk->acq_kind = w->kind;
+	lk->acq_permit = permit;
 	lk->was_handoff = 0;
-	lk->noticed = 0;
-	lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), NULL,
-			      w->mode == WM_WAIT, acquired, NULL, lk);
+	lk->call = rl_acquire(lk->key, lk->node.klen, rl_hold_of(w->kind), permit, lk->acq_token,
+			      lease_for(w), NULL, wait_of(w), acquired, NULL, lk);
 	if (!lk->call) {
 		lk->state = LK_IDLE;
 		lk->acq_for = NULL;
@@ -441,8 +637,7 @@ void lt_notice(const char *key, size_t klen)
 		lk->noticed = 1; /* the answer may predate the release */
 	if (!lk || !lk->retry_armed)
 		return;
-	event_del(lk->retry);
-	lk->retry_armed = 0;
+	retry_disarm(lk);
 	kick(lk);
 	lk_maybe_free(lk);
 }
@@ -464,6 +659,8 @@ static void rel_pump(evutil_socket_t fd, short what, void *arg)
 				relq_tail = &relq_head;
 			items[n].key = r->key;
 			items[n].klen = r->klen;
+			items[n].hold = r->hold;
+			items[n].permit = r->permit;
 			items[n].token = r->token;
 			batch[n++] = r;
 		}
@@ -489,9 +686,10 @@ static void rel_done(struct rl_call *c, void *owner)
 	}
 }
 
-/* Released keys wait here, so that a session's many locks leave in few
+/* Released holds wait here, so that a session's many holds leave in few
  * scripts; the first batch goes out from the loop, once all are queued. */
-static void rel_enqueue(const char *key, size_t klen, const char *token)
+static void rel_enqueue(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			const char *token)
 {
 	struct relq *r = malloc(sizeof(*r) + klen + 1);
 	if (!r) {
@@ -501,6 +699,8 @@ static void rel_enqueue(const char *key, size_t klen, const char *token)
 	}
 	r->next = NULL;
 	r->klen = klen;
+	r->hold = hold;
+	r->permit = permit;
 	memcpy(r->token, token, sizeof(r->token));
 	memcpy(r->key, key, klen);
 	r->key[klen] = '\0';
@@ -515,32 +715,55 @@ static void trim_cb(evutil_socket_t fd, short what, void *arg) { malloc_trim(0);
 
 int locktab_busy(void) { return relq_head != NULL || rel_batches > 0; }
 
+/* Who gets a released lock (the key's, or permit i) by a handoff: the
+ * head waiter for the key's lock (unless it asks shared: it asks on its
+ * own), the first permit waiter whose n is above i for permit i. */
+static struct waiter *handoff_to(struct lkey *lk, uint32_t permit)
+{
+	for (struct wq_link *l = lk->waiters.head.next; l != &lk->waiters.head; l = l->next) {
+		struct waiter *w = wq_entry(l, struct waiter, link);
+		if (permit == 0)
+			return w->kind != HK_SHARED ? w : NULL;
+		if (w->kind == HK_PERMIT && w->npermits > permit)
+			return w;
+	}
+	return NULL;
+}
+
 /* The holder is done with the key (UNLOCK to 0, QUIT, disconnect). rs is
  * the session that waits for the release verdict, or NULL. */
-static void release_key(struct lkey *lk, struct lt_client *rs)
+static void release_hold(struct hold *h, struct lt_client *rs)
 {
+	struct lkey *lk = h->lk;
 	char old[TOKEN_LEN + 1];
-	struct wq_link *l = waitq_first(&lk->waiters);
+	enum hold_kind kind = h->kind;
+	uint32_t permit = h->permit;
+	struct waiter *w = NULL;
 
-	memcpy(old, lk->token, sizeof(old));
-	hold_end(lk);
+	memcpy(old, h->token, sizeof(old));
+	hold_end(h);
 	/* Hand over directly, unless a waiter on another lockd has asked and
 	 * this key went from hand to hand here handoff_limit times already. */
 	if (!lk->remote_waiters)
 		lk->handoffs = 0;
-	if (l && !lk->retry_armed && lk->handoffs < (uint32_t)cfg->handoff_limit &&
-	    !shutting_down) {
-		struct waiter *w = wq_entry(l, struct waiter, link);
-		rl_token_new(lk->token);
+	if (kind != HK_SHARED && lk->state == LK_IDLE &&
+	    lk->handoffs < (uint32_t)cfg->handoff_limit && !shutting_down)
+		w = handoff_to(lk, permit);
+	if (w) {
+		if (&w->link == waitq_first(&lk->waiters))
+			retry_disarm(lk);
+		rl_token_new(lk->acq_token);
 		lk->state = LK_ACQUIRING;
 		lk->acq_for = w;
+		lk->acq_kind = w->kind;
+		lk->acq_permit = permit;
 		lk->was_handoff = 1;
 		lk->handoff_from_us = now_us();
 		lk->rel_for = rs;
 		if (rs)
 			rs->verdict_lk = lk;
-		lk->call = rl_acquire(lk->key, lk->node.klen, lk->token, lease_for(w), old,
-				      w->mode == WM_WAIT, acquired, handoff_released, lk);
+		lk->call = rl_acquire(lk->key, lk->node.klen, RH_LOCK, permit, lk->acq_token,
+				      lease_for(w), old, wait_of(w), acquired, handoff_released, lk);
 		if (lk->call)
 			return;
 		lk->state = LK_IDLE;
@@ -557,13 +780,13 @@ static void release_key(struct lkey *lk, struct lt_client *rs)
 	lk->remote_waiters = 0;
 	/* Our waiters will ask again: whoever gets it meanwhile (another
 	 * lockd) must know that someone here waits. */
-	int64_t flag_ms = l && !shutting_down ? cfg->lease_ms + 1000 : 0;
+	int64_t flag_ms = lk->waiters.len && !shutting_down ? cfg->lease_ms + 1000 : 0;
 	if (!rs && !flag_ms) {
 		/* Nobody waits for this verdict (a session's end): batched. */
-		rel_enqueue(lk->key, lk->node.klen, old);
+		rel_enqueue(lk->key, lk->node.klen, rl_hold_of(kind), permit, old);
 	} else {
-		struct rl_call *c = rl_release(lk->key, lk->node.klen, old, flag_ms,
-					       rs ? released : NULL, rs);
+		struct rl_call *c = rl_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old,
+					       flag_ms, rs ? released : NULL, rs);
 		if (rs) {
 			if (c)
 				rs->call = c;
@@ -571,16 +794,17 @@ static void release_key(struct lkey *lk, struct lt_client *rs)
 				reply(rs, "%s", MSG_OOM);
 		}
 	}
+	freed_here(lk);
 	kick(lk);
 	lk_maybe_free(lk);
 }
 
 /* --- commands --- */
 
-static struct lkey *held_by(struct lt_client *s, const char *key, size_t klen)
+static struct hold *held_by(struct lt_client *s, const char *key, size_t klen)
 {
 	struct lkey *lk = lk_find(key, klen);
-	return lk && lk->state == LK_HELD && lk->holder == s ? lk : NULL;
+	return lk ? hold_of(lk, s) : NULL;
 }
 
 void lt_lock(struct lt_client *s, const struct request *r)
@@ -588,10 +812,17 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	struct lkey *lk = lk_find(r->key, r->klen);
 	struct waiter *w = &s->w;
 	int try = r->cmd == CMD_TRYLOCK || (r->has_wait && r->wait_ms == 0);
+	enum hold_kind kind = r->shared ? HK_SHARED : r->permits ? HK_PERMIT : HK_LOCK;
+	struct hold *h = lk ? hold_of(lk, s) : NULL;
 
-	if (lk && lk->state == LK_HELD && lk->holder == s) {
-		lk->holds++; /* reentrant: WAIT and TTL are ignored */
-		reply(s, "OK %llu", (unsigned long long)lk->fence);
+	if (h) {
+		if (h->kind == HK_SHARED && kind != HK_SHARED) {
+			/* Two readers upgrading would wait for each other. */
+			reply(s, "ERR ARG cannot upgrade a shared hold");
+			return;
+		}
+		h->holds++; /* reentrant: WAIT and TTL are ignored, the kind kept */
+		reply(s, "OK %llu", (unsigned long long)h->fence);
 		return;
 	}
 	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
@@ -604,7 +835,9 @@ void lt_lock(struct lt_client *s, const struct request *r)
 		reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;
 	}
-	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len)) {
+	w->kind = kind;
+	w->npermits = kind == HK_PERMIT ? r->permits : 1;
+	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len || !can_ask(lk, w))) {
 		/* Held here, or others queue for it: never jump the queue. */
 		if (r->cmd == CMD_TRYLOCK) {
 			stats.busy++;
@@ -631,6 +864,9 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	w->lk = lk;
 	w->c = s;
 	w->mode = r->cmd == CMD_TRYLOCK ? WM_TRY : try ? WM_ONCE : WM_WAIT;
+	w->next_permit = 0;
+	w->round_pttl = -1;
+	w->xraised = 0;
 	w->has_ttl = r->has_ttl;
 	w->ttl_ms = r->ttl_ms;
 	w->quorum_failed = 0;
@@ -658,49 +894,49 @@ int lt_waiting(const struct lt_client *s)
 
 void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 {
-	struct lkey *lk = held_by(s, key, klen);
-	if (!lk) {
+	struct hold *h = held_by(s, key, klen);
+	if (!h) {
 		reply(s, "%s", MSG_NOT_HELD);
 		return;
 	}
-	if (--lk->holds > 0) {
-		reply(s, "OK %u", lk->holds);
+	if (--h->holds > 0) {
+		reply(s, "OK %u", h->holds);
 		return;
 	}
-	release_key(lk, s);
+	release_hold(h, s);
 }
 
 /* A write of a lease of lease_ms, sent at start, may land on some
  * masters whatever its verdict: where it ends the lease before the
  * validity we believe in, the validity ends with it (LOST is sent then). */
-static void lease_written(struct lkey *lk, int64_t start, int64_t lease_ms)
+static void lease_written(struct hold *h, int64_t start, int64_t lease_ms)
 {
 	int64_t end = start + quorum_validity_us(lease_ms, 0, cfg->drift_factor);
-	if (end < lk->validity_us) {
-		lk->validity_us = end;
-		add_timer(lk->deadline, end);
+	if (end < h->validity_us) {
+		h->validity_us = end;
+		add_timer(h->deadline, end);
 	}
-	if (start + lease_ms * 1000 < lk->lease_end_us)
-		lk->lease_end_us = start + lease_ms * 1000;
+	if (start + lease_ms * 1000 < h->lease_end_us)
+		h->lease_end_us = start + lease_ms * 1000;
 }
 
 static void extended(struct rl_call *c, void *owner)
 {
-	struct lkey *lk = owner;
-	struct lt_client *s = lk->ext_for;
+	struct hold *h = owner;
+	struct lkey *lk = h->lk;
+	struct lt_client *s = h->ext_for;
 	int n;
 	struct rl_renew_item *it = rl_renew_items(c, &n);
 	int64_t start = rl_start_us(c), lease = rl_lease_of(c);
 
-	lk->refs--;
-	lk->ext_for = NULL;
-	if (!s) { /* the session left meanwhile */
-		lk_maybe_free(lk);
-		return;
-	}
-	s->verdict_lk = NULL;
-	if (lk->grant_id != it[0].grant_id || lk->state != LK_HELD || lk->holder != s) {
-		reply(s, "ERR NOTHELD the lock was lost");
+	h->refs--;
+	h->ext_for = NULL;
+	if (s)
+		s->verdict_h = NULL;
+	if (!s || h->holder != s) {
+		if (s)
+			reply(s, "ERR NOTHELD the lock was lost");
+		hold_put(h);
 		lk_maybe_free(lk);
 		return;
 	}
@@ -710,23 +946,33 @@ static void extended(struct rl_call *c, void *owner)
 		reply(s, "ERR QUORUM no majority of masters extended the lease");
 		return;
 	}
-	lk->lease_ms = lease;
-	lk->lease_end_us = start + lease * 1000;
-	lk->validity_us = it[0].validity_us;
-	add_timer(lk->deadline, lk->validity_us);
+	h->lease_ms = lease;
+	h->lease_end_us = start + lease * 1000;
+	h->validity_us = it[0].validity_us;
+	add_timer(h->deadline, h->validity_us);
 	reply(s, "OK");
+}
+
+static void fill_item(struct rl_renew_item *it, struct hold *h)
+{
+	it->key = h->lk->key;
+	it->klen = h->lk->node.klen;
+	it->hold = rl_hold_of(h->kind);
+	it->permit = h->permit;
+	it->token = h->token;
+	it->owner = h;
 }
 
 void lt_extend(struct lt_client *s, const char *key, size_t klen, uint32_t ms)
 {
-	struct lkey *lk = held_by(s, key, klen);
+	struct hold *h = held_by(s, key, klen);
 	struct rl_renew_item *it;
 
-	if (!lk) {
+	if (!h) {
 		reply(s, "%s", MSG_NOT_HELD);
 		return;
 	}
-	if (!lk->has_ttl) {
+	if (!h->has_ttl) {
 		reply(s, "ERR ARG EXTEND is for TTL locks; this lock is renewed by lockd");
 		return;
 	}
@@ -739,61 +985,70 @@ void lt_extend(struct lt_client *s, const char *key, size_t klen, uint32_t ms)
 		reply(s, "%s", MSG_OOM);
 		return;
 	}
-	it->key = lk->key;
-	it->klen = lk->node.klen;
-	it->token = lk->token;
-	it->owner = lk;
-	it->grant_id = lk->grant_id;
+	fill_item(it, h);
 	int64_t start = now_us();
-	/* Owned by the key, not the session: the verdict always comes back
+	/* Owned by the hold, not the session: the verdict always comes back
 	 * to drop the reference, even after the session left. */
-	if (!rl_renew(it, 1, ms, extended, lk)) {
+	if (!rl_renew(it, 1, ms, extended, h)) {
 		free(it);
 		reply(s, "%s", MSG_OOM);
 		return;
 	}
-	lk->refs++;
-	lk->ext_for = s;
-	s->verdict_lk = lk;
-	lease_written(lk, start, ms);
+	h->refs++;
+	h->ext_for = s;
+	s->verdict_h = h;
+	lease_written(h, start, ms);
 }
 
-static size_t waiting_for(const char *key, size_t klen)
+/* Sessions waiting here for the key (permits: for a permit or the key's lock). */
+static size_t waiting_for(const char *key, size_t klen, int permits)
 {
 	struct lkey *lk = lk_find(key, klen);
-	return lk ? lk->waiters.len : 0;
+	size_t n = 0;
+	if (!lk || !permits)
+		return lk ? lk->waiters.len : 0;
+	for (struct wq_link *l = lk->waiters.head.next; l != &lk->waiters.head; l = l->next)
+		n += wq_entry(l, struct waiter, link)->kind != HK_SHARED;
+	return n;
 }
 
 static void status_done(struct rl_call *c, void *owner)
 {
 	struct lt_client *s = owner;
-	int held;
-	int64_t ttl;
+	const struct rl_status *v = rl_status_of(c);
+	size_t klen;
+	const char *key = rl_key_of(c, &klen);
 
 	s->call = NULL;
-	rl_status_of(c, &held, &ttl);
-	if (held < 0)
+	if (!v->ok)
 		reply(s, "%s", MSG_NO_QUORUM);
-	else if (held) {
-		size_t klen;
-		const char *key = rl_key_of(c, &klen);
-		reply(s, "HELD %lld %zu", (long long)ttl, waiting_for(key, klen));
-	} else {
+	else if (v->npermits)
+		reply(s, "PERMITS %u %u %zu", v->permits, v->npermits, waiting_for(key, klen, 1));
+	else if (v->held)
+		reply(s, "HELD %lld %zu", (long long)v->ttl_ms, waiting_for(key, klen, 0));
+	else if (v->holders > 0)
+		reply(s, "SHARED %d %lld %zu", v->holders, (long long)v->shared_ttl_ms,
+		      waiting_for(key, klen, 0));
+	else
 		reply(s, "FREE");
-	}
 }
 
-void lt_status(struct lt_client *s, const char *key, size_t klen)
+void lt_status(struct lt_client *s, const char *key, size_t klen, uint32_t permits)
 {
 	struct lkey *lk = lk_find(key, klen);
 
-	if (lk && lk->state == LK_HELD) {
-		int64_t left = (lk->lease_end_us - now_us()) / 1000;
-		reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0),
-			      lk->waiters.len);
-		return;
+	if (lk && lk->nlock && !permits) {
+		/* Its lock is held here: our own lease says how long. */
+		for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+			struct hold *h = wq_entry(l, struct hold, key_link);
+			if (h->kind == HK_SHARED || h->permit != 0)
+				continue;
+			int64_t left = (h->lease_end_us - now_us()) / 1000;
+			reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0), lk->waiters.len);
+			return;
+		}
 	}
-	s->call = rl_status(key, klen, status_done, s);
+	s->call = rl_status(key, klen, permits, status_done, s);
 	if (!s->call)
 		reply(s, "%s", MSG_OOM);
 }
@@ -802,10 +1057,18 @@ void lt_held(struct lt_client *s)
 {
 	int64_t now = now_us();
 	for (struct wq_link *l = s->locks.head.next; l != &s->locks.head; l = l->next) {
-		struct lkey *lk = wq_entry(l, struct lkey, hold_link);
-		int64_t left = (lk->lease_end_us - now) / 1000;
-		line(s, "KEY %s %llu %u %lld", lk->key, (unsigned long long)lk->fence,
-			      lk->holds, (long long)(left > 0 ? left : 0));
+		struct hold *h = wq_entry(l, struct hold, hold_link);
+		long long left = (h->lease_end_us - now) / 1000;
+		unsigned long long f = (unsigned long long)h->fence;
+		if (left < 0)
+			left = 0;
+		if (h->kind == HK_SHARED)
+			line(s, "KEY %s %llu %u %lld SHARED", h->lk->key, f, h->holds, left);
+		else if (h->kind == HK_PERMIT)
+			line(s, "KEY %s %llu %u %lld PERMIT %u", h->lk->key, f, h->holds, left,
+			     h->permit);
+		else
+			line(s, "KEY %s %llu %u %lld", h->lk->key, f, h->holds, left);
 	}
 	reply(s, "END");
 }
@@ -823,10 +1086,8 @@ void lt_client_end(struct lt_client *s)
 	if (s->w.lk) {
 		struct lkey *lk = s->w.lk;
 		waiter_leave(&s->w);
-		if (lk->retry_armed && lk->waiters.len == 0) {
-			event_del(lk->retry);
-			lk->retry_armed = 0;
-		}
+		if (lk->waiters.len == 0)
+			retry_disarm(lk);
 		kick(lk);
 		lk_maybe_free(lk);
 	}
@@ -841,15 +1102,17 @@ void lt_client_end(struct lt_client *s)
 		rl_detach(c, s);
 	}
 	if (s->verdict_lk) {
-		struct lkey *vk = s->verdict_lk;
-		if (vk->rel_for == s)
-			vk->rel_for = NULL;
-		if (vk->ext_for == s)
-			vk->ext_for = NULL;
+		if (s->verdict_lk->rel_for == s)
+			s->verdict_lk->rel_for = NULL;
 		s->verdict_lk = NULL;
 	}
+	if (s->verdict_h) {
+		if (s->verdict_h->ext_for == s)
+			s->verdict_h->ext_for = NULL;
+		s->verdict_h = NULL;
+	}
 	while ((l = waitq_first(&s->locks)))
-		release_key(wq_entry(l, struct lkey, hold_link), NULL);
+		release_hold(wq_entry(l, struct hold, hold_link), NULL);
 }
 
 /* --- the watchdog --- */
@@ -864,28 +1127,30 @@ static void renewed(struct rl_call *c, void *owner)
 
 	wd_batches--;
 	for (int i = 0; i < n; i++) {
-		struct lkey *lk = it[i].owner;
-		lk->refs--;
-		lk->renewing = 0;
-		if (lk->grant_id == it[i].grant_id && lk->state == LK_HELD && !lk->has_ttl) {
+		struct hold *h = it[i].owner;
+		struct lkey *lk = h->lk;
+		h->refs--;
+		h->renewing = 0;
+		if (h->holder && !h->has_ttl) {
 			if (it[i].ok) {
-				lk->lease_ms = lease;
-				lk->lease_end_us = start + lease * 1000;
-				lk->validity_us = it[i].validity_us;
-				lk->renewed_us = start;
-				lk->renew_failed = 0;
-				add_timer(lk->deadline, lk->validity_us);
+				h->lease_ms = lease;
+				h->lease_end_us = start + lease * 1000;
+				h->validity_us = it[i].validity_us;
+				h->renewed_us = start;
+				h->renew_failed = 0;
+				add_timer(h->deadline, h->validity_us);
 				stats.renewals++;
 				if (start + lease * 1000 / 3 < next)
 					next = start + lease * 1000 / 3;
 			} else {
-				lk->renew_failed = 1;
+				h->renew_failed = 1;
 				stats.renewal_failures++;
 				log_debug("renewal of %s failed: %d masters hold it for us", lk->key,
 					  it[i].yes);
 				failed = 1;
 			}
 		}
+		hold_put(h);
 		lk_maybe_free(lk);
 	}
 	if (failed) {
@@ -907,9 +1172,9 @@ static void wd_arm_at(int64_t at_us)
 	add_timer(wd_timer, at_us);
 }
 
-/* Send renewal batches of the due locks, RENEW_INFLIGHT at most at once;
+/* Send renewal batches of the due holds, RENEW_INFLIGHT at most at once;
  * each verdict sends the next. A batch is made when it is sent, of the
- * locks still held then, so a release is never followed by a renewal
+ * holds still held then, so a release is never followed by a renewal
  * that would write the key back. */
 static void wd_pump(void)
 {
@@ -920,22 +1185,18 @@ static void wd_pump(void)
 			return; /* they stay due: the next verdict or tick tries again */
 		int64_t lease = cfg->lease_ms, start = now_us();
 		for (int i = 0; i < n; i++) {
-			struct lkey *lk = wq_entry(waitq_pop(&wd_due), struct lkey, due_link);
-			lk->due = 0;
-			batch[i].key = lk->key;
-			batch[i].klen = lk->node.klen;
-			batch[i].token = lk->token;
-			batch[i].owner = lk;
-			batch[i].grant_id = lk->grant_id;
-			lk->refs++;
-			lk->renewing = 1;
+			struct hold *h = wq_entry(waitq_pop(&wd_due), struct hold, due_link);
+			h->due = 0;
+			fill_item(&batch[i], h);
+			h->refs++;
+			h->renewing = 1;
 		}
 		if (!rl_renew(batch, n, lease, renewed, &watchdog)) {
 			for (int i = 0; i < n; i++) {
-				struct lkey *lk = batch[i].owner;
-				lk->refs--;
-				lk->renewing = 0;
-				lk->renew_failed = 1; /* the next tick takes it */
+				struct hold *h = batch[i].owner;
+				h->refs--;
+				h->renewing = 0;
+				h->renew_failed = 1; /* the next tick takes it */
 			}
 			free(batch);
 			return;
@@ -947,26 +1208,26 @@ static void wd_pump(void)
 	}
 }
 
-/* Mark the locks whose renewal is due and send the first batches. A lock
+/* Mark the holds whose renewal is due and send the first batches. A hold
  * is due once half a renewal period (a third of the lease it holds) has
  * passed since its last renewal, after a failed one, or when its lease is
  * not the configured one (a reload changed it). The timer is set for the
- * earliest lock not due yet, at most a period of the configured lease. */
+ * earliest hold not due yet, at most a period of the configured lease. */
 static void wd_tick(evutil_socket_t fd, short what, void *arg)
 {
 	int64_t now = now_us(), next = now + cfg->lease_ms * 1000 / 3;
 
 	for (struct wq_link *l = watchdog.head.next; l != &watchdog.head; l = l->next) {
-		struct lkey *lk = wq_entry(l, struct lkey, wd_link);
-		int64_t period = lk->lease_ms * 1000 / 3;
-		if (lk->due || lk->renewing)
+		struct hold *h = wq_entry(l, struct hold, wd_link);
+		int64_t period = h->lease_ms * 1000 / 3;
+		if (h->due || h->renewing)
 			continue;
-		if (lk->renew_failed || lk->lease_ms != cfg->lease_ms ||
-		    now - lk->renewed_us >= period / 2) {
-			waitq_push(&wd_due, &lk->due_link);
-			lk->due = 1;
-		} else if (lk->renewed_us + period < next) {
-			next = lk->renewed_us + period;
+		if (h->renew_failed || h->lease_ms != cfg->lease_ms ||
+		    now - h->renewed_us >= period / 2) {
+			waitq_push(&wd_due, &h->due_link);
+			h->due = 1;
+		} else if (h->renewed_us + period < next) {
+			next = h->renewed_us + period;
 		}
 	}
 	wd_arm_at(next);
@@ -996,7 +1257,7 @@ int locktab_init(struct event_base *b, const struct config *c, const struct lt_o
 void locktab_set_cfg(const struct config *c)
 {
 	cfg = c;
-	/* A new lease applies to the next renewal of every lock: now. */
+	/* A new lease applies to the next renewal of every hold: now. */
 	wd_arm_at(now_us());
 }
 
@@ -1013,29 +1274,30 @@ void lt_shutdown_all(void)
 		for (struct kt_node *k = table.slots[i]; k; k = k->next)
 			all[n++] = wq_entry(k, struct lkey, node);
 	shutting_down = 1;
-	/* Holders first: every lock a session held is LOST to it (it is
+	/* Holders first: every hold a session had is LOST to it (it is
 	 * released below), then waits are answered. */
 	for (size_t i = 0; i < n; i++) {
 		struct lkey *lk = all[i];
-		if (lk->state == LK_HELD && lk->holder) {
+		for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+			struct hold *h = wq_entry(l, struct hold, key_link);
 			stats.lost++;
-			line(lk->holder, "LOST %s %llu", lk->key, (unsigned long long)lk->fence);
+			line(h->holder, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct lkey *lk = all[i];
 		struct wq_link *l;
-		if (lk->retry_armed) {
-			event_del(lk->retry);
-			lk->retry_armed = 0;
-		}
+		retry_disarm(lk);
 		while ((l = waitq_first(&lk->waiters))) {
 			struct waiter *w = wq_entry(l, struct waiter, link);
 			waiter_leave(w);
 			reply(w->c, "ERR SHUTDOWN lockd is stopping");
 		}
-		if (lk->state == LK_HELD)
-			release_key(lk, NULL);
+		/* The last release frees the entry: nothing of it is used after. */
+		while (lk->holds.len > 1)
+			release_hold(wq_entry(waitq_first(&lk->holds), struct hold, key_link), NULL);
+		if (lk->holds.len)
+			release_hold(wq_entry(waitq_first(&lk->holds), struct hold, key_link), NULL);
 		else
 			lk_maybe_free(lk);
 	}
@@ -1063,9 +1325,13 @@ void locktab_shutdown(void)
 		struct kt_node *k = table.slots[i], *nx;
 		for (; k; k = nx) {
 			struct lkey *lk = wq_entry(k, struct lkey, node);
+			struct wq_link *l;
 			nx = k->next;
-			if (lk->deadline)
-				event_free(lk->deadline);
+			while ((l = waitq_pop(&lk->holds)) || (l = waitq_pop(&lk->ended))) {
+				struct hold *h = wq_entry(l, struct hold, key_link);
+				event_free(h->deadline);
+				free(h);
+			}
 			if (lk->retry)
 				event_free(lk->retry);
 			free(lk);

@@ -1,6 +1,7 @@
-/* locktab: the central table of keys: who holds each key on this lockd,
- * its fence and lease, the FIFO of clients waiting for it, and the one
- * watchdog that renews every lease.
+/* locktab: the central table of keys: who holds each key on this lockd
+ * (exclusively, shared, or one of its permits), each hold's fence and
+ * lease, the FIFO of clients waiting for it, and the one watchdog that
+ * renews every lease.
  *
  * locktab knows its callers only as struct lt_client, a part of theirs
  * that they embed (a session does), and answers them through the
@@ -18,6 +19,7 @@
 
 struct event_base;
 struct event;
+struct hold;
 struct lkey;
 struct lt_client;
 struct rl_call;
@@ -28,12 +30,24 @@ enum wait_mode {
 	WM_WAIT, /* LOCK: wait in the queue until granted or the deadline */
 };
 
+/* What a request asks for, and what a hold is. */
+enum hold_kind {
+	HK_LOCK,   /* LOCK key: the key's lock (its permit 0) */
+	HK_SHARED, /* LOCK key SHARED: one of any number of shared holders */
+	HK_PERMIT, /* LOCK key PERMITS n: one of the permits below n */
+};
+
 /* A client's place in a key's queue (a client waits for one key at most). */
 struct waiter {
 	struct wq_link link; /* on lkey.waiters */
 	struct lkey *lk;     /* NULL when not waiting */
 	struct lt_client *c;
 	enum wait_mode mode;
+	enum hold_kind kind;
+	uint32_t npermits;    /* HK_PERMIT: n (HK_LOCK: 1) */
+	uint32_t next_permit; /* HK_PERMIT: the permit to try next in this round */
+	int64_t round_pttl;   /* HK_PERMIT: the shortest lease seen busy this round */
+	int xraised;          /* an attempt raised the exclusive-waiting flag */
 	int has_ttl;
 	uint32_t ttl_ms;
 	int quorum_failed; /* the last attempt found no majority */
@@ -49,12 +63,12 @@ struct lt_client {
 	const char *peer;   /* for log lines */
 	int eof;            /* the peer left: a wait that goes on must wake it */
 	int64_t req_us;     /* when its current request arrived */
-	struct waitq locks; /* lkey hold links of the keys it holds */
+	struct waitq locks; /* its holds (struct hold.hold_link), one per key */
 	uint32_t nlocks;
 	struct waiter w;         /* its place in a key's queue, when in one */
 	struct rl_call *call;    /* the quorum call that answers its current request */
-	struct lkey *verdict_lk; /* a key whose call answers it (a handoff's release,
-				    an EXTEND) */
+	struct lkey *verdict_lk; /* a key whose handoff's release answers it */
+	struct hold *verdict_h;  /* a hold whose EXTEND answers it */
 };
 
 /* How locktab answers its clients. Each request gets exactly one reply;
@@ -78,7 +92,8 @@ void lt_client_init(struct lt_client *c);
 void lt_lock(struct lt_client *c, const struct request *r);
 void lt_unlock(struct lt_client *c, const char *key, size_t klen);
 void lt_extend(struct lt_client *c, const char *key, size_t klen, uint32_t ms);
-void lt_status(struct lt_client *c, const char *key, size_t klen);
+/* STATUS key (permits 0), or STATUS key PERMITS n. */
+void lt_status(struct lt_client *c, const char *key, size_t klen, uint32_t permits);
 void lt_held(struct lt_client *c);
 
 /* The client's LOCK waits (queued, or asleep until the key is free

@@ -11,7 +11,7 @@
 #include "proto.h"
 #include "util.h"
 
-#define MAX_TOKENS 8 /* the longest request, LOCK k WAIT n TTL n, has 6 */
+#define MAX_TOKENS 8 /* the longest request, LOCK k PERMITS n WAIT n TTL n, has 8 */
 
 struct tok {
 	const char *p;
@@ -31,6 +31,8 @@ enum shape {
 enum opt {
 	OPT_WAIT = 1,
 	OPT_TTL = 2,
+	OPT_SHARED = 4,  /* a flag, without a value */
+	OPT_PERMITS = 8,
 };
 
 static const struct {
@@ -39,11 +41,11 @@ static const struct {
 	unsigned opts; /* OPT_* allowed for SH_KEY_OPTS */
 } cmds[CMD_COUNT] = {
 	[CMD_PING] = {"PING", SH_OPTWORD, 0},
-	[CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL},
-	[CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL},
+	[CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL | OPT_SHARED | OPT_PERMITS},
+	[CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL | OPT_SHARED | OPT_PERMITS},
 	[CMD_UNLOCK] = {"UNLOCK", SH_KEY, 0},
 	[CMD_EXTEND] = {"EXTEND", SH_KEY_MS, 0},
-	[CMD_STATUS] = {"STATUS", SH_KEY, 0},
+	[CMD_STATUS] = {"STATUS", SH_KEY_OPTS, OPT_PERMITS},
 	[CMD_HELD] = {"HELD", SH_NONE, 0},
 	[CMD_STATS] = {"STATS", SH_NONE, 0},
 	[CMD_AUTH] = {"AUTH", SH_WORD, 0},
@@ -93,8 +95,8 @@ static enum proto_err check_ms(const struct tok *t, uint32_t min, uint32_t *out,
 	return PE_NONE;
 }
 
-enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, struct request *req,
-			   const char **msg)
+enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uint32_t max_permits,
+			   struct request *req, const char **msg)
 {
 	struct tok t[MAX_TOKENS + 1];
 	size_t nt = 0, i = 0;
@@ -135,7 +137,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, str
 	req->cmd = (enum cmd)c;
 
 	/* Pass 1: syntax. */
-	const struct tok *wait = NULL, *ttl = NULL, *ms = NULL;
+	const struct tok *wait = NULL, *ttl = NULL, *permits = NULL, *shared = NULL, *ms = NULL;
 	switch (cmds[c].shape) {
 	case SH_NONE:
 		if (nt > 1)
@@ -188,10 +190,22 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, str
 		} else {
 			for (size_t j = 2; j < nt; j += 2) {
 				const struct tok **slot;
+				if ((cmds[c].opts & OPT_SHARED) && tok_is(&t[j], "SHARED")) {
+					if (shared) {
+						*msg = "option given twice";
+						return PE_PROTOCOL;
+					}
+					shared = &t[j--]; /* a flag: no value follows */
+					continue;
+				}
 				if ((cmds[c].opts & OPT_WAIT) && tok_is(&t[j], "WAIT"))
 					slot = &wait;
 				else if ((cmds[c].opts & OPT_TTL) && tok_is(&t[j], "TTL"))
 					slot = &ttl;
+				else if ((cmds[c].opts & OPT_PERMITS) && tok_is(&t[j], "PERMITS"))
+					slot = &permits;
+				else if (cmds[c].opts == OPT_PERMITS)
+					goto extra; /* STATUS key x: as in version 1 */
 				else {
 					*msg = "unknown option";
 					return PE_PROTOCOL;
@@ -206,6 +220,11 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, str
 				}
 				*slot = &t[j + 1];
 			}
+			if (shared && permits) {
+				*msg = "SHARED and PERMITS exclude each other";
+				return PE_PROTOCOL;
+			}
+			req->shared = shared != NULL;
 		}
 		break;
 	}
@@ -221,25 +240,35 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, str
 	}
 	if (ms && (e = check_ms(ms, 1, &req->ttl_ms, "ms must be 1 to 2147483647", msg)) != PE_NONE)
 		return e;
-	const struct tok *first = wait, *second = ttl;
-	if (wait && ttl && ttl < wait) {
-		first = ttl;
-		second = wait;
-	}
-	for (int k = 0; k < 2; k++) {
-		const struct tok *o = k == 0 ? first : second;
+	/* The option values, left to right. */
+	const struct tok *vals[3] = {wait, ttl, permits};
+	for (int k = 0; k < 3; k++) {
+		const struct tok *o = NULL;
+		for (int m = 0; m < 3; m++)
+			if (vals[m] && (!o || vals[m] < o))
+				o = vals[m];
 		if (!o)
-			continue;
+			break;
+		for (int m = 0; m < 3; m++)
+			if (vals[m] == o)
+				vals[m] = NULL;
 		if (o == wait) {
 			if ((e = check_ms(o, 0, &req->wait_ms, "WAIT must be 0 to 2147483647 ms",
 					  msg)) != PE_NONE)
 				return e;
 			req->has_wait = 1;
-		} else {
+		} else if (o == ttl) {
 			if ((e = check_ms(o, 1, &req->ttl_ms, "TTL must be 1 to 2147483647 ms",
 					  msg)) != PE_NONE)
 				return e;
 			req->has_ttl = 1;
+		} else {
+			uint64_t v;
+			if (parse_u64(o->p, o->n, max_permits, &v) != 0 || v < 1) {
+				*msg = "PERMITS must be 1 to limits.max_permits";
+				return PE_ARG;
+			}
+			req->permits = (uint32_t)v;
 		}
 	}
 	return PE_NONE;

@@ -7,11 +7,11 @@
 
 enum cmd {
 	CMD_PING,    /* PING [word] */
-	CMD_LOCK,    /* LOCK key [WAIT ms] [TTL ms] */
-	CMD_TRYLOCK, /* TRYLOCK key [TTL ms] */
+	CMD_LOCK,    /* LOCK key [SHARED | PERMITS n] [WAIT ms] [TTL ms] */
+	CMD_TRYLOCK, /* TRYLOCK key [SHARED | PERMITS n] [TTL ms] */
 	CMD_UNLOCK,  /* UNLOCK key */
 	CMD_EXTEND,  /* EXTEND key ms */
-	CMD_STATUS,  /* STATUS key */
+	CMD_STATUS,  /* STATUS key [PERMITS n] */
 	CMD_HELD,    /* HELD */
 	CMD_STATS,   /* STATS */
 	CMD_AUTH,    /* AUTH password */
@@ -38,12 +38,15 @@ struct request {
 	int has_wait, has_ttl;
 	uint32_t wait_ms; /* LOCK WAIT */
 	uint32_t ttl_ms;  /* LOCK/TRYLOCK TTL, EXTEND ms */
+	int shared;       /* LOCK/TRYLOCK SHARED */
+	uint32_t permits; /* LOCK/TRYLOCK/STATUS PERMITS n; 0 when not given */
 };
 
 /* Parse one line (without its '\n'; a trailing '\r' is dropped here).
+ * Keys may have max_key_len bytes, PERMITS 1 to max_permits.
  * On error returns the class and sets *msg to the text after "ERR CODE ". */
-enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, struct request *req,
-			   const char **msg);
+enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uint32_t max_permits,
+			   struct request *req, const char **msg);
 
 /* Replies that several places give, named once. */
 #define MSG_OOM "ERR LIMIT out of memory"

@@ -26,7 +26,7 @@ enum rl_kind {
 	RK_RELEASE, /* SCR_RELEASE */
 	RK_RENEW,   /* SCR_RENEW over a batch */
 	RK_RELEASE_MANY, /* SCR_RELEASE_MANY over a batch, nobody waits for it */
-	RK_STATUS,  /* PTTL */
+	RK_STATUS,  /* SCR_STATUS */
 };
 
 enum mr {
@@ -40,18 +40,19 @@ enum mr {
 /* Argument positions of each call: EVALSHA sha numkeys KEYS... ARGV...
  * (master.c puts EVALSHA and the SHA in the first two). */
 enum acq_arg { /* SCR_ACQUIRE */
-	AA_NKEYS = 2, AA_LOCK, AA_FENCE, AA_WAITING, AA_RESERVED, /* keys */
-	AA_TOKEN, AA_LEASE, AA_OLD, AA_WAIT, AA_INSTANCE, AA_IDLE, AA_ARGC
+	AA_NKEYS = 2, AA_LOCK, AA_FENCE, AA_WAITING, AA_RESERVED, AA_SHARED, AA_XWAIT, /* keys */
+	AA_TOKEN, AA_LEASE, AA_OLD, AA_WAIT, AA_INSTANCE, AA_IDLE, AA_KIND, AA_ARGC
 };
 enum rel_arg { /* SCR_RELEASE */
-	RA_NKEYS = 2, RA_LOCK, RA_WAITING, RA_RESERVED, /* keys */
-	RA_TOKEN, RA_CHANNEL, RA_KEY, RA_FLAG_MS, RA_INSTANCE, RA_RESERVE_MS, RA_ARGC
+	RA_NKEYS = 2, RA_LOCK, RA_WAITING, RA_RESERVED, RA_SHARED, /* keys */
+	RA_TOKEN, RA_CHANNEL, RA_KEY, RA_FLAG_MS, RA_INSTANCE, RA_RESERVE_MS, RA_KIND, RA_ARGC
 };
 enum raise_arg { /* SCR_RAISE: the fence write-back */
 	WA_NKEYS = 2, WA_FENCE, WA_VALUE, WA_IDLE, WA_ARGC
 };
-enum pttl_arg { PA_CMD, PA_KEY, PA_ARGC }; /* PTTL key */
 #define FIXED_ARGC AA_ARGC /* the longest call of a fixed shape */
+/* Room for the longest suffix of a key beside a lock (" permit 4294967295"). */
+#define SFX_MAX 20
 
 /* RK_ACQUIRE: the set round, then the fence write-back round. */
 struct acq_part {
@@ -64,20 +65,20 @@ struct acq_part {
 	char fencebuf[24];
 };
 
-/* RK_STATUS: PTTL on every master. */
+/* RK_STATUS: SCR_STATUS on every master. */
 struct status_part {
-	int ok, held;
-	int64_t ttl;
-	int64_t pttl[CONFIG_MAX_MASTERS];
+	struct rl_status v;
+	uint32_t npermits; /* permits asked (0: a plain STATUS) */
+	int64_t pttl[CONFIG_MAX_MASTERS];  /* the key's lock */
+	int64_t zcard[CONFIG_MAX_MASTERS]; /* live shared holders */
+	int64_t zttl[CONFIG_MAX_MASTERS];  /* the longest shared lease left, or -2 */
+	int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
 };
 
 /* RK_RENEW and RK_RELEASE_MANY: one script over many keys. */
 struct batch_part {
 	struct rl_renew_item *items; /* RK_RENEW; owned, freed with the call */
 	int nitems;
-	const char **argv;
-	size_t *argvlen;
-	char *buf;
 };
 
 struct rl_call {
@@ -99,9 +100,16 @@ struct rl_call {
 	int64_t start_us; /* leases written by this call run from here */
 	int64_t lease_ms;
 	enum rl_result rel_result; /* a release, or a handoff's release side */
+	const char *keyp;  /* the key it is about, without prefix (not for batches) */
+	size_t klen;
+	enum rl_hold hold; /* acquire, release: what it takes or lets go */
+	uint32_t permit;
 	int argc;
-	const char **argv; /* fargv, or a batch's */
+	const char **argv; /* fargv, or dargv */
 	const size_t *argvlen;
+	const char **dargv; /* the arguments of a call of variable shape (batches, status) */
+	size_t *dargvlen;
+	char *dbuf;
 	const char *fargv[FIXED_ARGC];
 	size_t fargvlen[FIXED_ARGC];
 	char leasebuf[24];
@@ -137,7 +145,7 @@ static struct event *exp_timer;
 
 /* Calls for keys of ordinary length come from a free list: no malloc per
  * request on the hot path once the list is warm. */
-#define POOL_EXTRA 1024 /* buf bytes of a pooled call: keys up to ~300 bytes */
+#define POOL_EXTRA 2048 /* buf bytes of a pooled call: keys up to ~300 bytes */
 #define POOL_MAX 1024   /* free calls kept (memory goes back after a burst) */
 
 struct pooled {
@@ -245,12 +253,13 @@ static void call_free(struct rl_call *c)
 {
 	live_calls--;
 	waitq_remove(&expq, &c->exp_link);
-	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY) {
+	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY)
 		free(c->u.batch.items);
-		free(c->u.batch.argv);
-		free(c->u.batch.argvlen);
-		free(c->u.batch.buf);
-	}
+	if (c->kind == RK_STATUS)
+		free(c->u.status.permit_yes);
+	free(c->dargv);
+	free(c->dargvlen);
+	free(c->dbuf);
 	if (c->pooled && pool_len < POOL_MAX) {
 		struct pooled *p = (struct pooled *)c;
 		p->next = pool;
@@ -312,8 +321,8 @@ static void finish_acquire(struct rl_call *c, enum rl_result r)
 	if (r == RL_OK) {
 		int64_t left = quorum_validity_us(c->lease_ms, now_us() - c->start_us, drift);
 		if (left <= 0) {
-			log_warn("grant for %s came too late (validity over): released",
-				 c->buf + prefix_len);
+			log_warn("grant for %.*s came too late (validity over): released",
+				 (int)c->klen, c->keyp);
 			c->u.acq.grant.result = r = RL_QUORUM;
 		} else {
 			c->u.acq.grant.validity_us = now_us() + left;
@@ -427,9 +436,23 @@ static void check_release(struct rl_call *c)
 		fire_rel(c, RL_QUORUM);
 }
 
+/* The k-th largest of v[0..n) (1-based k <= n); v is reordered. */
+static int64_t kth_largest(int64_t *v, int n, int k)
+{
+	for (int i = 0; i < k; i++)
+		for (int j = i + 1; j < n; j++)
+			if (v[j] > v[i]) {
+				int64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+	return v[k - 1];
+}
+
 static void check_status(struct rl_call *c)
 {
-	int64_t have[CONFIG_MAX_MASTERS];
+	struct status_part *sp = &c->u.status;
+	int64_t have[CONFIG_MAX_MASTERS], card[CONFIG_MAX_MASTERS], zttl[CONFIG_MAX_MASTERS];
 	int k = 0, answered = 0;
 
 	if (c->pending && !c->expired)
@@ -437,26 +460,32 @@ static void check_status(struct rl_call *c)
 	for (int i = 0; i < c->n; i++) {
 		if (!c->counts[i] || c->st[i] != MR_YES)
 			continue;
+		card[answered] = sp->zcard[i];
+		zttl[answered] = sp->zttl[i];
 		answered++;
-		if (c->u.status.pttl[i] >= 0)
-			have[k++] = c->u.status.pttl[i];
-		else if (c->u.status.pttl[i] == -1) /* no expiry: not ours, but held */
+		if (sp->pttl[i] >= 0)
+			have[k++] = sp->pttl[i];
+		else if (sp->pttl[i] == -1) /* no expiry: not ours, but held */
 			have[k++] = INT32_MAX;
 	}
-	c->u.status.ok = answered >= c->maj;
-	c->u.status.held = k >= c->maj;
-	if (c->u.status.held) {
-		/* The key is held while a majority still has it: the maj-th
-		 * longest remaining lease. */
-		for (int i = 0; i < k; i++)
-			for (int j = i + 1; j < k; j++)
-				if (have[j] > have[i]) {
-					int64_t t = have[i];
-					have[i] = have[j];
-					have[j] = t;
-				}
-		c->u.status.ttl = have[c->maj - 1];
+	sp->v.ok = answered >= c->maj;
+	sp->v.held = k >= c->maj;
+	if (!sp->v.ok) {
+		fire_done(c);
+		return;
 	}
+	/* Held while a majority still has it: the maj-th longest lease left. */
+	if (sp->v.held)
+		sp->v.ttl_ms = kth_largest(have, k, c->maj);
+	/* Shared holders: as many as a majority has at least, and the lease
+	 * that a majority keeps at least that long. */
+	sp->v.holders = (int)kth_largest(card, answered, c->maj);
+	sp->v.shared_ttl_ms = sp->v.holders > 0 ? kth_largest(zttl, answered, c->maj) : 0;
+	if (sp->v.shared_ttl_ms < 0)
+		sp->v.shared_ttl_ms = 0;
+	sp->v.permits = sp->npermits > 0 && sp->v.held;
+	for (uint32_t p = 1; p < sp->npermits; p++)
+		sp->v.permits += sp->permit_yes[p - 1] >= c->maj;
 	fire_done(c);
 }
 
@@ -580,6 +609,9 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 			c->st[i] = MR_BUSY;
 			if (r->element[1]->integer > c->u.acq.grant.pttl_ms)
 				c->u.acq.grant.pttl_ms = r->element[1]->integer;
+			if (r->elements > 3 && r->element[3]->type == REDIS_REPLY_INTEGER &&
+			    r->element[3]->integer > 0)
+				c->u.acq.grant.xwaiting = 1;
 		}
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
@@ -589,24 +621,49 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
-/* Lay out in c->buf, NUL-terminated: "prefix key" at argv[at], then
- * "prefix key SUFFIX" for each suffix at the positions after it. Returns
- * the bytes used. */
+/* Write "prefix key suffix" at p, NUL-terminated; returns its length. */
+static size_t key_at(char *p, const char *key, size_t klen, const char *sfx)
+{
+	size_t sl = strlen(sfx);
+	memcpy(p, prefix, prefix_len);
+	memcpy(p + prefix_len, key, klen);
+	memcpy(p + prefix_len + klen, sfx, sl + 1);
+	return prefix_len + klen + sl;
+}
+
+/* The suffix of a hold's lock: "" for the key's own, " permit I" for
+ * permit I >= 1 (a space: never a lock key of its own). */
+static const char *lock_sfx(char *buf, size_t len, enum rl_hold hold, uint32_t permit)
+{
+	if (hold == RH_SHARED || permit == 0)
+		return "";
+	snprintf(buf, len, " permit %u", permit);
+	return buf;
+}
+
+/* The kind argument of the scripts. */
+static const char *kind_arg(enum rl_hold hold, uint32_t permit)
+{
+	return hold == RH_SHARED ? "s" : permit == 0 ? "x" : "p";
+}
+
+/* Lay out in c->buf the keys of a call about one hold: its lock at
+ * argv[at], then "prefix key SUFFIX" for each suffix at the positions
+ * after it. Returns the bytes used. */
 static size_t put_keys(struct rl_call *c, int at, const char *key, size_t klen,
 		       const char *const *sfx, int nsfx)
 {
-	char *p = c->buf;
+	char lsfx[SFX_MAX];
 	size_t used = 0;
 	for (int i = -1; i < nsfx; i++) {
-		const char *s = i < 0 ? "" : sfx[i];
-		size_t sl = strlen(s);
-		memcpy(p + used, prefix, prefix_len);
-		memcpy(p + used + prefix_len, key, klen);
-		memcpy(p + used + prefix_len + klen, s, sl + 1);
-		c->fargv[at + 1 + i] = p + used;
-		c->fargvlen[at + 1 + i] = prefix_len + klen + sl;
-		used += prefix_len + klen + sl + 1;
+		const char *s = i < 0 ? lock_sfx(lsfx, sizeof(lsfx), c->hold, c->permit) : sfx[i];
+		size_t n = key_at(c->buf + used, key, klen, s);
+		c->fargv[at + 1 + i] = c->buf + used;
+		c->fargvlen[at + 1 + i] = n;
+		used += n + 1;
 	}
+	c->keyp = c->buf + prefix_len;
+	c->klen = klen;
 	return used;
 }
 
@@ -618,17 +675,21 @@ static void put_arg(struct rl_call *c, int at, const char *v)
 }
 
 /* Keys beside a lock: they contain a space, which no lock key can. */
-static const char *const sfx_acquire[] = {" fence", " waiting", " reserved"};
-static const char *const sfx_release[] = {" waiting", " reserved"};
+static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " shared",
+					  " xwaiting"};
+static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
 
-struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
-			   const char *old_token, int will_wait, rl_done_fn *done,
-			   rl_done_fn *release_done, void *owner)
+struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			   const char *token, int64_t lease_ms, const char *old_token,
+			   enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
+			   void *owner)
 {
-	struct rl_call *c = call_new(RK_ACQUIRE, 4 * (prefix_len + klen) + 40 + 2 * (TOKEN_LEN + 1));
+	struct rl_call *c = call_new(RK_ACQUIRE, 6 * (prefix_len + klen + SFX_MAX) + 2 * (TOKEN_LEN + 1));
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, 3);
+	c->hold = hold;
+	c->permit = permit;
+	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, 5);
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
@@ -645,13 +706,14 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->argc = AA_ARGC;
-	put_arg(c, AA_NKEYS, "4");
+	put_arg(c, AA_NKEYS, "6");
 	put_arg(c, AA_TOKEN, tok);
 	put_arg(c, AA_LEASE, c->leasebuf);
 	put_arg(c, AA_OLD, old);
-	put_arg(c, AA_WAIT, will_wait ? "1" : "0");
+	put_arg(c, AA_WAIT, will_wait == RW_RAISED ? "2" : will_wait == RW_YES ? "1" : "0");
 	put_arg(c, AA_INSTANCE, instance);
 	put_arg(c, AA_IDLE, fence_idle);
+	put_arg(c, AA_KIND, kind_arg(hold, permit));
 	/* the write-back, if the granting masters' fences disagree */
 	c->u.acq.wargv[WA_NKEYS] = "1";
 	c->u.acq.wargvlen[WA_NKEYS] = 1;
@@ -676,13 +738,15 @@ static void release_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
-struct rl_call *rl_release(const char *key, size_t klen, const char *token, int64_t wait_flag_ms,
-			   rl_done_fn *done, void *owner)
+struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			   const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = call_new(RK_RELEASE, 3 * prefix_len + 4 * klen + TOKEN_LEN + 40);
+	struct rl_call *c = call_new(RK_RELEASE, 4 * (prefix_len + klen + SFX_MAX) + TOKEN_LEN + klen + 2);
 	if (!c)
 		return NULL;
-	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, 2);
+	c->hold = hold;
+	c->permit = permit;
+	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, 3);
 	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
@@ -692,13 +756,14 @@ struct rl_call *rl_release(const char *key, size_t klen, const char *token, int6
 	c->done_fired = 1;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)wait_flag_ms);
 	c->argc = RA_ARGC;
-	put_arg(c, RA_NKEYS, "3");
+	put_arg(c, RA_NKEYS, "4");
 	put_arg(c, RA_TOKEN, tok);
 	put_arg(c, RA_CHANNEL, channel);
 	put_arg(c, RA_KEY, k);
 	put_arg(c, RA_FLAG_MS, c->leasebuf);
 	put_arg(c, RA_INSTANCE, instance);
 	put_arg(c, RA_RESERVE_MS, reserve_ms);
+	put_arg(c, RA_KIND, kind_arg(hold, permit));
 	stats.releases++;
 	fanout(c, SCR_RELEASE, release_reply);
 	return c;
@@ -708,8 +773,7 @@ enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
 
 static void release_everywhere(const struct rl_call *c)
 {
-	size_t klen = c->fargvlen[AA_LOCK] - prefix_len;
-	rl_release(c->buf + prefix_len, klen, c->fargv[AA_TOKEN], 0, NULL, NULL);
+	rl_release(c->keyp, c->klen, c->hold, c->permit, c->fargv[AA_TOKEN], 0, NULL, NULL);
 }
 
 static void renew_reply(struct master *m, redisReply *r, void *arg)
@@ -738,11 +802,28 @@ static void renew_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
+/* Allocate the arguments of a call of variable shape: argc of them and
+ * bytes of text. EVALSHA and the SHA are master.c's (empty here). */
+static int dyn_args(struct rl_call *c, int argc, size_t bytes)
+{
+	c->dargv = malloc(sizeof(*c->dargv) * (size_t)argc);
+	c->dargvlen = malloc(sizeof(*c->dargvlen) * (size_t)argc);
+	c->dbuf = malloc(bytes);
+	if (!c->dargv || !c->dargvlen || !c->dbuf)
+		return -1;
+	c->argc = argc;
+	c->argv = c->dargv;
+	c->argvlen = c->dargvlen;
+	c->dargv[0] = c->dargv[1] = "";
+	c->dargvlen[0] = c->dargvlen[1] = 0;
+	return 0;
+}
+
 struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
 			 void *owner)
 {
 	struct rl_call *c = call_new(RK_RENEW, 0);
-	size_t total = 0;
+	size_t total = 64;
 	if (!c)
 		return NULL;
 	c->u.batch.items = items;
@@ -752,53 +833,47 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	c->rel_fired = 1;
 	c->lease_ms = lease_ms;
 	for (int k = 0; k < n; k++)
-		total += prefix_len + items[k].klen + 1 + TOKEN_LEN + 1;
-	/* EVALSHA sha n key... lease token... */
-	int argc = 3 + 2 * n + 1;
-	c->u.batch.argv = malloc(sizeof(*c->u.batch.argv) * (size_t)argc);
-	c->u.batch.argvlen = malloc(sizeof(*c->u.batch.argvlen) * (size_t)argc);
-	c->u.batch.buf = malloc(total + 32);
-	if (!c->u.batch.argv || !c->u.batch.argvlen || !c->u.batch.buf) {
+		total += 2 * (prefix_len + items[k].klen + SFX_MAX) + TOKEN_LEN + 1;
+	/* EVALSHA sha 2n lock... shared... lease token... kind... */
+	if (dyn_args(c, 3 + 2 * n + 1 + 2 * n, total)) {
 		c->u.batch.items = NULL;
 		call_free(c);
 		return NULL;
 	}
-	char *numk = c->u.batch.buf + total;
-	snprintf(numk, 16, "%d", n);
-	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	c->u.batch.argv[0] = c->u.batch.argv[1] = "";
-	c->u.batch.argvlen[0] = c->u.batch.argvlen[1] = 0;
-	c->u.batch.argv[2] = numk;
-	c->u.batch.argvlen[2] = strlen(numk);
-	c->u.batch.argv[3 + n] = c->leasebuf;
-	c->u.batch.argvlen[3 + n] = strlen(c->leasebuf);
-	char *p = c->u.batch.buf;
+	char *p = c->dbuf, sfx[SFX_MAX];
+	int a = 2;
+	c->dargv[a] = p;
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", 2 * n);
+	p += c->dargvlen[a - 1] + 1;
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
-		memcpy(p, prefix, prefix_len);
-		memcpy(p + prefix_len, items[k].key, items[k].klen);
-		c->u.batch.argv[3 + k] = p;
-		c->u.batch.argvlen[3 + k] = prefix_len + items[k].klen;
-		p += prefix_len + items[k].klen + 1;
+		c->dargv[a] = p;
+		c->dargvlen[a] = key_at(p, items[k].key, items[k].klen,
+					lock_sfx(sfx, sizeof(sfx), items[k].hold, items[k].permit));
+		p += c->dargvlen[a++] + 1;
+	}
+	for (int k = 0; k < n; k++) {
+		c->dargv[a] = p;
+		c->dargvlen[a] = key_at(p, items[k].key, items[k].klen, " shared");
+		p += c->dargvlen[a++] + 1;
+	}
+	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
+	c->dargv[a] = c->leasebuf;
+	c->dargvlen[a++] = strlen(c->leasebuf);
+	for (int k = 0; k < n; k++) {
 		/* The token is copied: a resend after NOSCRIPT must carry the
 		 * token of this call, whatever the key's entry holds by then. */
 		memcpy(p, items[k].token, TOKEN_LEN);
-		c->u.batch.argv[4 + n + k] = p;
-		c->u.batch.argvlen[4 + n + k] = TOKEN_LEN;
+		p[TOKEN_LEN] = '\0';
+		c->dargv[a] = p;
+		c->dargvlen[a++] = TOKEN_LEN;
 		p += TOKEN_LEN + 1;
 	}
-	c->in_fanout = 1;
-	for (int i = 0; i < c->n; i++) {
-		if (master_call(master_get(i), SCR_RENEW, argc, c->u.batch.argv, c->u.batch.argvlen, renew_reply,
-				c) == 0) {
-			c->st[i] = MR_WAIT;
-			c->pending++;
-		} else {
-			c->st[i] = MR_FAIL;
-		}
+	for (int k = 0; k < n; k++) {
+		c->dargv[a] = kind_arg(items[k].hold, items[k].permit);
+		c->dargvlen[a++] = 1;
 	}
-	c->in_fanout = 0;
-	after_fanout(c);
+	fanout(c, SCR_RENEW, renew_reply);
 	return c;
 }
 
@@ -824,125 +899,140 @@ static void release_many_reply(struct master *m, redisReply *r, void *arg)
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
 				void *owner)
 {
-	static const char *const sfx[3] = {"", " waiting", " reserved"};
+	static const char *const sfx[4] = {NULL, " waiting", " reserved", " shared"};
 	struct rl_call *c = call_new(RK_RELEASE_MANY, 0);
-	size_t total = 32;
+	size_t total = 64;
 	if (!c)
 		return NULL;
 	for (int k = 0; k < n; k++)
-		total += 3 * (prefix_len + items[k].klen) + 20 + items[k].klen + TOKEN_LEN + 2;
-	/* EVALSHA sha 3n lock... waiting... reserved... channel instance
-	 * reservems token... key... */
-	int argc = 3 + 3 * n + 3 + 2 * n;
-	c->u.batch.argv = malloc(sizeof(*c->u.batch.argv) * (size_t)argc);
-	c->u.batch.argvlen = malloc(sizeof(*c->u.batch.argvlen) * (size_t)argc);
-	c->u.batch.buf = malloc(total);
-	if (!c->u.batch.argv || !c->u.batch.argvlen || !c->u.batch.buf) {
+		total += 4 * (prefix_len + items[k].klen + SFX_MAX) + items[k].klen + TOKEN_LEN + 2;
+	/* EVALSHA sha 4n lock... waiting... reserved... shared... channel
+	 * instance reservems token... key... kind... */
+	if (dyn_args(c, 3 + 4 * n + 3 + 3 * n, total)) {
 		call_free(c);
 		return NULL;
 	}
 	c->done = done;
 	c->owner = owner;
 	c->rel_fired = 1;
-	char *p = c->u.batch.buf;
-	int a = 0;
-	c->u.batch.argv[a] = c->u.batch.argv[a + 1] = "";
-	c->u.batch.argvlen[a] = c->u.batch.argvlen[a + 1] = 0;
-	a += 2;
-	c->u.batch.argv[a] = p;
-	c->u.batch.argvlen[a++] = (size_t)sprintf(p, "%d", 3 * n);
-	p += c->u.batch.argvlen[a - 1] + 1;
-	for (int s = 0; s < 3; s++) {
-		size_t sl = strlen(sfx[s]);
+	char *p = c->dbuf, lsfx[SFX_MAX];
+	int a = 2;
+	c->dargv[a] = p;
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", 4 * n);
+	p += c->dargvlen[a - 1] + 1;
+	for (int s = 0; s < 4; s++) {
 		for (int k = 0; k < n; k++) {
-			memcpy(p, prefix, prefix_len);
-			memcpy(p + prefix_len, items[k].key, items[k].klen);
-			memcpy(p + prefix_len + items[k].klen, sfx[s], sl);
-			c->u.batch.argv[a] = p;
-			c->u.batch.argvlen[a++] = prefix_len + items[k].klen + sl;
-			p += prefix_len + items[k].klen + sl;
+			const char *x = s ? sfx[s]
+					  : lock_sfx(lsfx, sizeof(lsfx), items[k].hold, items[k].permit);
+			c->dargv[a] = p;
+			c->dargvlen[a] = key_at(p, items[k].key, items[k].klen, x);
+			p += c->dargvlen[a++] + 1;
 		}
 	}
-	c->u.batch.argv[a] = channel;
-	c->u.batch.argvlen[a++] = strlen(channel);
-	c->u.batch.argv[a] = instance;
-	c->u.batch.argvlen[a++] = strlen(instance);
-	c->u.batch.argv[a] = reserve_ms;
-	c->u.batch.argvlen[a++] = strlen(reserve_ms);
+	c->dargv[a] = channel;
+	c->dargvlen[a++] = strlen(channel);
+	c->dargv[a] = instance;
+	c->dargvlen[a++] = strlen(instance);
+	c->dargv[a] = reserve_ms;
+	c->dargvlen[a++] = strlen(reserve_ms);
 	/* Copies: a master may resend (NOSCRIPT) after the verdict. */
 	for (int k = 0; k < n; k++) {
 		memcpy(p, items[k].token, TOKEN_LEN);
-		c->u.batch.argv[a] = p;
-		c->u.batch.argvlen[a++] = TOKEN_LEN;
+		p[TOKEN_LEN] = '\0';
+		c->dargv[a] = p;
+		c->dargvlen[a++] = TOKEN_LEN;
 		p += TOKEN_LEN + 1;
 	}
 	for (int k = 0; k < n; k++) {
 		memcpy(p, items[k].key, items[k].klen);
-		c->u.batch.argv[a] = p;
-		c->u.batch.argvlen[a++] = items[k].klen;
+		p[items[k].klen] = '\0';
+		c->dargv[a] = p;
+		c->dargvlen[a++] = items[k].klen;
 		p += items[k].klen + 1;
 	}
-	stats.releases += (uint64_t)n;
-	c->argc = argc;
-	c->in_fanout = 1;
-	for (int i = 0; i < c->n; i++) {
-		if (master_call(master_get(i), SCR_RELEASE_MANY, argc, c->u.batch.argv, c->u.batch.argvlen,
-				release_many_reply, c) == 0) {
-			c->st[i] = MR_WAIT;
-			c->pending++;
-		} else {
-			c->st[i] = MR_FAIL;
-		}
+	for (int k = 0; k < n; k++) {
+		c->dargv[a] = kind_arg(items[k].hold, items[k].permit);
+		c->dargvlen[a++] = 1;
 	}
-	c->in_fanout = 0;
-	after_fanout(c);
+	stats.releases += (uint64_t)n;
+	fanout(c, SCR_RELEASE_MANY, release_many_reply);
 	return c;
 }
 
 static void status_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
+	struct status_part *sp = &c->u.status;
 	if (c->expired) { /* the verdict was given without this master */
 		c->pending--;
 		check(c);
 		return;
 	}
+	int i = m->idx, ok = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+			     r->elements == 3 + (sp->npermits > 1 ? sp->npermits - 1 : 0);
+	for (size_t k = 0; ok && k < r->elements; k++)
+		ok = r->element[k]->type == REDIS_REPLY_INTEGER;
 	c->pending--;
-	if (r && r->type == REDIS_REPLY_INTEGER) {
-		c->st[m->idx] = MR_YES;
-		c->u.status.pttl[m->idx] = r->integer;
+	if (ok) {
+		c->st[i] = MR_YES;
+		sp->pttl[i] = r->element[0]->integer;
+		sp->zcard[i] = r->element[1]->integer;
+		sp->zttl[i] = r->element[2]->integer;
+		if (c->counts[i])
+			for (uint32_t p = 1; p < sp->npermits; p++) {
+				long long t = r->element[2 + p]->integer;
+				sp->permit_yes[p - 1] += t >= 0 || t == -1;
+			}
 	} else {
-		c->st[m->idx] = MR_FAIL;
+		if (r && r->type == REDIS_REPLY_ERROR)
+			log_warn("master %s: status: %s", m->name, r->str);
+		c->st[i] = MR_FAIL;
 	}
 	check(c);
 }
 
-struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *owner)
+struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
+			  void *owner)
 {
-	struct rl_call *c = call_new(RK_STATUS, prefix_len + klen + 1);
+	struct rl_call *c = call_new(RK_STATUS, 0);
+	uint32_t extra = permits > 1 ? permits - 1 : 0;
 	if (!c)
 		return NULL;
-	put_keys(c, PA_KEY, key, klen, NULL, 0);
+	c->u.status.npermits = permits;
+	c->u.status.v.npermits = permits;
+	if (dyn_args(c, 3 + 2 + (int)extra, (2 + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
+	    (extra && !(c->u.status.permit_yes = calloc(extra, sizeof(int))))) {
+		call_free(c);
+		return NULL;
+	}
 	c->done = done;
 	c->owner = owner;
 	c->rel_fired = 1;
-	c->argc = PA_ARGC;
-	put_arg(c, PA_CMD, "PTTL");
-	fanout(c, -1, status_reply);
+	char *p = c->dbuf, sfx[SFX_MAX];
+	int a = 2;
+	c->dargv[a] = p;
+	c->dargvlen[a++] = (size_t)sprintf(p, "%u", 2 + extra);
+	p += c->dargvlen[a - 1] + 1;
+	for (uint32_t k = 0; k < 2 + extra; k++) {
+		const char *x = k == 0 ? "" : k == 1 ? " shared" : lock_sfx(sfx, sizeof(sfx), RH_LOCK, k - 1);
+		c->dargv[a] = p;
+		c->dargvlen[a] = key_at(p, key, klen, x);
+		if (k == 0) {
+			c->keyp = p + prefix_len;
+			c->klen = klen;
+		}
+		p += c->dargvlen[a++] + 1;
+	}
+	fanout(c, SCR_STATUS, status_reply);
 	return c;
 }
 
-void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms)
-{
-	*held = c->u.status.ok ? c->u.status.held : -1;
-	*ttl_ms = c->u.status.ttl;
-}
+const struct rl_status *rl_status_of(const struct rl_call *c) { return &c->u.status.v; }
 
 const char *rl_key_of(const struct rl_call *c, size_t *klen)
 {
-	*klen = c->fargvlen[c->kind == RK_STATUS ? PA_KEY : c->kind == RK_ACQUIRE ? AA_LOCK : RA_LOCK] -
-		prefix_len;
-	return c->buf + prefix_len;
+	*klen = c->klen;
+	return c->keyp;
 }
 
 void rl_detach(struct rl_call *c, void *owner)

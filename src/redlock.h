@@ -18,13 +18,28 @@ enum rl_result {
 struct rl_call;
 typedef void rl_done_fn(struct rl_call *c, void *owner);
 
+/* What a hold is on the masters (the Redis keys are in scripts.c). */
+enum rl_hold {
+	RH_LOCK,   /* exclusive: the key's lock (permit 0), or permit i >= 1 */
+	RH_SHARED, /* one of the key's shared holders */
+};
+
+/* How an acquire may wait (rl_acquire's will_wait). */
+enum rl_wait {
+	RW_NO,     /* the caller does not wait: raise no flag */
+	RW_YES,    /* if busy, ask for the holder's release to be announced */
+	RW_RAISED, /* the same, and an earlier attempt of this waiter raised the
+		      exclusive-waiting flag (rl_grant.xwaiting): a grant clears it */
+};
+
 /* Per-key outcome of a renewal batch. */
 struct rl_renew_item {
 	const char *key; /* lock key without prefix */
 	size_t klen;
+	enum rl_hold hold;
+	uint32_t permit; /* RH_LOCK: 0 for the key's lock */
 	const char *token;
 	void *owner; /* caller's handle */
-	uint64_t grant_id;
 	int yes;             /* counting masters that hold it for us now */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
 	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */
@@ -38,6 +53,9 @@ struct rl_grant {
 	int64_t validity_us; /* deadline (monotonic) before which the lock is ours */
 	int64_t pttl_ms;     /* RL_BUSY: the longest lease left on a master, or -1 */
 	int remote_waiters;  /* RL_OK: a waiter on another lockd asked for the key */
+	int xwaiting;        /* RL_BUSY: live shared holders kept this exclusive
+				acquire out, and it raised the exclusive-waiting
+				flag (no new shared holders elsewhere for a while) */
 };
 
 struct event_base;
@@ -50,24 +68,26 @@ void redlock_shutdown(void);
  * leftover of a late write), never another process's. */
 void rl_token_new(char *out);
 
-/* Acquire key with token for lease_ms. With old_token, swap our own lock
- * to the new token in the same round (a handoff): each master that
+/* Acquire a hold of key (a lock: permit `permit`, 0 for the key's lock;
+ * or a shared hold) with token for lease_ms. With old_token, swap our own
+ * lock to the new token in the same round (a handoff): each master that
  * answers has then dropped old_token, which release_done learns. done
  * runs once with the grant; release_done (if set) once with the release
  * verdict: RL_OK when a majority answered, RL_QUORUM when it cannot.
  * will_wait: if the key is busy, ask its holder's release to be announced
  * (the masters then publish it; otherwise releases stay silent). */
-struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
-			   const char *old_token, int will_wait, rl_done_fn *done,
-			   rl_done_fn *release_done, void *owner);
+struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			   const char *token, int64_t lease_ms, const char *old_token,
+			   enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
+			   void *owner);
 const struct rl_grant *rl_grant_of(const struct rl_call *c);
 
 /* Compare-and-delete on every master. done (if set) runs once: RL_OK once
  * a majority of counting masters answered, RL_QUORUM once they cannot.
  * wait_flag_ms > 0: waiters of ours will ask again, so raise the waiting
  * flag for that long (a holder elsewhere then limits its handoffs). */
-struct rl_call *rl_release(const char *key, size_t klen, const char *token, int64_t wait_flag_ms,
-			   rl_done_fn *done, void *owner);
+struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			   const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner);
 enum rl_result rl_result_of(const struct rl_call *c);
 
 /* Renew (and write back where missing) items for lease_ms, one script
@@ -83,10 +103,12 @@ int64_t rl_start_us(const struct rl_call *c);
  * configuration says now). */
 int64_t rl_lease_of(const struct rl_call *c);
 
-/* One key of a batch release. */
+/* One hold of a batch release. */
 struct rl_release_item {
 	const char *key; /* without prefix */
 	size_t klen;
+	enum rl_hold hold;
+	uint32_t permit;
 	const char *token;
 };
 
@@ -96,12 +118,21 @@ struct rl_release_item {
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
 				void *owner);
 
-/* PTTL of the key on every master; done after all answered: held is set
- * when a majority of counting masters have it, ttl is its remaining
- * lease there. */
-struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *owner);
-/* held: -1 when no majority answered, else 0 or 1. */
-void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms);
+/* What holds key on every master: its lock, its shared holders, and with
+ * permits > 1 its permits 1 .. permits-1 too; done after all answered. */
+struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
+			  void *owner);
+/* A status verdict: what a majority of the counting masters see. */
+struct rl_status {
+	int ok;             /* a majority answered: the rest means something */
+	int held;           /* the key's lock is held (on a majority) */
+	int64_t ttl_ms;     /* held: its lease left there */
+	int holders;        /* shared holders that a majority holds at least */
+	int64_t shared_ttl_ms; /* holders: the longest shared lease left */
+	uint32_t npermits;  /* the permits asked (rl_status) */
+	uint32_t permits;   /* of permits 0 .. npermits-1, how many are held */
+};
+const struct rl_status *rl_status_of(const struct rl_call *c);
 /* The key a call is about (without prefix; not for renewals). */
 const char *rl_key_of(const struct rl_call *c, size_t *klen);
 

@@ -1,86 +1,195 @@
 /* scripts: the Lua scripts lockd runs on every master.
  *
  * Tokens are 32 hex characters, never empty, so "" stands for "no old
- * token" in ACQUIRE. Fence counters that do not exist yet start at the
- * master's clock in microseconds (TIME), so a master that restarted empty
- * still hands out fences above the ones it issued before. */
+ * token" in ACQUIRE; their first 16 are the lockd instance. Fence counters
+ * that do not exist yet start at the master's clock in microseconds
+ * (TIME), so a master that restarted empty still hands out fences above
+ * the ones it issued before.
+ *
+ * What a key K holds on a master (P: redis.key_prefix):
+ *   P K            the key's lock: a plain lock, or permit 0 (the token)
+ *   P K permit I   permit I >= 1, a lock of its own (the token)
+ *   P K shared     the shared holders: a sorted set of tokens, each
+ *                  scored with the end of its lease in the master's
+ *                  clock (ms); members whose lease ended are pruned by
+ *                  every script that touches it, and the set expires no
+ *                  sooner than its longest lease
+ *   P K fence      the fence counter, one for every kind of hold
+ *   P K waiting    a waiter elsewhere asked for the next release (instance)
+ *   P K reserved   a release kept a moment for that waiter's instance
+ *   P K xwaiting   an exclusive waiter (instance) waits for the shared
+ *                  holders to leave: other instances admit no new ones
+ * Conflicts, checked on each master (a majority then protects every pair):
+ * the key's lock against any other token and against live shared holders
+ * of another instance; a shared hold against the key's lock of another
+ * instance; a permit I >= 1 only against another token of its own key.
+ * A token (or member) of our own instance that we did not name is stale:
+ * lockd never asks for what one of its sessions holds. Kinds as the
+ * scripts take them: "x" the key's lock, "p" a permit >= 1, "s" shared. */
 #include "config.h"
 
 #include <string.h>
 
 #include "scripts.h"
 
+/* The master's clock in ms, as scores of the shared set are. */
+#define LUA_NOW                                                                                    \
+	"local function clock()\n"                                                                 \
+	"  local t = redis.call('TIME')\n"                                                         \
+	"  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                     \
+	"end\n"
+
 static const char *const bodies[SCR_COUNT] = {
-	/* KEYS: lock, fence counter, waiting flag, reservation. ARGV: token,
-	 * lease ms, old token or "", "1" if the caller waits, instance, fence
-	 * idle ms (the counter expires that long after the last grant).
-	 * Returns {fence, 0, waiting} when set (waiting: 1 if a waiter on
-	 * another lockd raised the flag), {0, pttl} when another token holds
-	 * it or a release reserved it for a waiter on another lockd. A caller
+	/* KEYS: lock (the key's or a permit's), fence counter, waiting flag,
+	 * reservation, shared set, exclusive-waiting flag. ARGV: token, lease
+	 * ms, old token or "", "1" if the caller waits ("2": and it raised
+	 * the exclusive-waiting flag before), instance, fence idle ms, kind.
+	 * Returns {fence, 0, waiting} when granted (waiting: 1 if a waiter on
+	 * another lockd raised the flag), {0, pttl} when another holder has
+	 * it or a release reserved it for a waiter on another lockd ({0, pttl,
+	 * 0, 1} when it raised the exclusive-waiting flag). A caller
 	 * that waits raises the flag (with its instance) so that the next
-	 * release is announced and reserved for it. A token of our own
-	 * instance is stale (no session of ours holds the key while we ask
-	 * for it): it is overwritten. */
+	 * release is announced and reserved for it; an exclusive one that
+	 * live shared holders keep out raises the exclusive-waiting flag too
+	 * and is told to come back within 500 ms to keep it up. A busy answer
+	 * drops the old token (a handoff's release side). */
 	[SCR_ACQUIRE] =
-		"local function wait_flag(ttl)\n"
-		"  if ARGV[4] == '1' then\n"
-		"    redis.call('SET', KEYS[3], ARGV[5], 'PX', math.max(ttl, 0) + 1000)\n"
+		LUA_NOW
+		"local inst, kind = ARGV[5], ARGV[7]\n"
+		"local function ours(v) return string.sub(v, 1, 16) == inst end\n"
+		"local function busy(ttl)\n"
+		"  if ARGV[3] ~= '' and redis.call('GET', KEYS[1]) == ARGV[3] then\n"
+		"    redis.call('DEL', KEYS[1])\n"
 		"  end\n"
-		"end\n"
-		"local res = redis.call('GET', KEYS[4])\n"
-		"if res and res ~= ARGV[5] then\n"
-		"  local ttl = redis.call('PTTL', KEYS[4])\n"
-		"  wait_flag(ttl)\n"
+		"  if ARGV[4] ~= '0' then\n"
+		"    redis.call('SET', KEYS[3], inst, 'PX', math.max(ttl, 0) + 1000)\n"
+		"  end\n"
 		"  return {0, ttl}\n"
 		"end\n"
+		"local res = redis.call('GET', KEYS[4])\n"
+		"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[4])) end\n"
 		"local v = redis.call('GET', KEYS[1])\n"
-		"if v == false or v == ARGV[3] or string.sub(v, 1, 16) == ARGV[5] then\n"
-		"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-		"  if res then redis.call('DEL', KEYS[4]) end\n"
-		"  if redis.call('EXISTS', KEYS[2]) == 0 then\n"
-		"    local t = redis.call('TIME')\n"
-		"    redis.call('SET', KEYS[2], t[1] .. string.sub('000000' .. t[2], -6))\n"
-		"  end\n"
-		"  local f = redis.call('INCR', KEYS[2])\n"
-		"  redis.call('PEXPIRE', KEYS[2], ARGV[6])\n"
-		"  local w = redis.call('GET', KEYS[3])\n"
-		"  return {f, 0, (w and w ~= ARGV[5]) and 1 or 0}\n"
+		"if v and v ~= ARGV[3] and not ours(v) then\n"
+		"  return busy(redis.call('PTTL', KEYS[1]))\n"
 		"end\n"
-		"local ttl = redis.call('PTTL', KEYS[1])\n"
-		"wait_flag(ttl)\n"
-		"return {0, ttl}\n",
-	/* KEYS: lock, waiting flag, reservation. ARGV: token, channel, key,
-	 * flag ms, instance, reserve ms. Returns 1 if deleted. A release that
-	 * a waiter on another lockd asked for is announced and reserved for
-	 * that lockd for reserve ms (else the releasing lockd, closer to its
-	 * clients, would win it back every time); flag ms > 0 raises the flag
-	 * for our own waiters. */
-	[SCR_RELEASE] = "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+		"if kind == 's' then\n"
+		"  local x = redis.call('GET', KEYS[6])\n"
+		"  if x and x ~= inst then return busy(redis.call('PTTL', KEYS[6])) end\n"
+		"  if v then redis.call('DEL', KEYS[1]) end\n"
+		"  local now = clock()\n"
+		"  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"
+		"  redis.call('ZADD', KEYS[5], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])\n"
+		"  if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[2]) then\n"
+		"    redis.call('PEXPIRE', KEYS[5], ARGV[2])\n"
+		"  end\n"
+		"else\n"
+		"  if kind == 'x' and redis.call('EXISTS', KEYS[5]) == 1 then\n"
+		"    local now = clock()\n"
+		"    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"
+		"    local m = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')\n"
+		"    local far = -1\n"
+		"    for i = 1, #m, 2 do\n"
+		"      if ours(m[i]) then\n"
+		"        redis.call('ZREM', KEYS[5], m[i])\n"
+		"      elseif tonumber(m[i + 1]) > far then\n"
+		"        far = tonumber(m[i + 1])\n"
+		"      end\n"
+		"    end\n"
+		"    if far >= 0 then\n"
+		"      local ttl = far - now\n"
+		"      if ARGV[4] ~= '0' then\n"
+		"        redis.call('SET', KEYS[6], inst, 'PX', 1500)\n"
+		"        busy(ttl)\n"
+		"        return {0, math.min(ttl, 500), 0, 1}\n"
+		"      end\n"
+		"      return busy(ttl)\n"
+		"    end\n"
+		"  end\n"
+		"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+		"  if ARGV[4] == '2' and redis.call('GET', KEYS[6]) == inst then\n"
+		"    redis.call('DEL', KEYS[6])\n"
+		"  end\n"
+		"end\n"
+		"if res then redis.call('DEL', KEYS[4]) end\n"
+		"if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+		"  local t = redis.call('TIME')\n"
+		"  redis.call('SET', KEYS[2], t[1] .. string.sub('000000' .. t[2], -6))\n"
+		"end\n"
+		"local f = redis.call('INCR', KEYS[2])\n"
+		"redis.call('PEXPIRE', KEYS[2], ARGV[6])\n"
+		"local w = redis.call('GET', KEYS[3])\n"
+		"return {f, 0, (w and w ~= inst) and 1 or 0}\n",
+	/* KEYS: lock (the key's or a permit's), waiting flag, reservation,
+	 * shared set. ARGV: token, channel, key, flag ms, instance, reserve
+	 * ms, kind. Returns 1 if it let go. A release of the key (of a permit,
+	 * or of the last shared holder) that a waiter on another lockd asked
+	 * for is announced and reserved for that lockd for reserve ms (else
+	 * the releasing lockd, closer to its clients, would win it back every
+	 * time); flag ms > 0 raises the flag for our own waiters. */
+	[SCR_RELEASE] = LUA_NOW
+			"if ARGV[7] == 's' then\n"
+			"  if redis.call('ZREM', KEYS[4], ARGV[1]) == 0 then return 0 end\n"
+			"  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', clock())\n"
+			"  if redis.call('EXISTS', KEYS[4]) == 1 then return 1 end\n"
+			"elseif redis.call('GET', KEYS[1]) == ARGV[1] then\n"
 			"  redis.call('DEL', KEYS[1])\n"
-			"  local w = redis.call('GET', KEYS[2])\n"
-			"  if w then\n"
-			"    redis.call('DEL', KEYS[2])\n"
-			"    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
-			"    if w ~= ARGV[5] then\n"
-			"      redis.call('SET', KEYS[3], w, 'PX', ARGV[6])\n"
-			"    end\n"
-			"  end\n"
-			"  if tonumber(ARGV[4]) > 0 then\n"
-			"    redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])\n"
-			"  end\n"
-			"  return 1\n"
+			"else\n"
+			"  return 0\n"
 			"end\n"
-			"return 0\n",
-	/* KEYS: locks. ARGV: lease ms, then one token per key. Per key:
-	 * 1 extended, 2 written back (missing, or a stale token of ours), 0
-	 * held by another. */
-	[SCR_RENEW] = "local r = {}\n"
-		      "for i = 1, #KEYS do\n"
+			"local w = redis.call('GET', KEYS[2])\n"
+			"if w then\n"
+			"  redis.call('DEL', KEYS[2])\n"
+			"  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+			"  if w ~= ARGV[5] then\n"
+			"    redis.call('SET', KEYS[3], w, 'PX', ARGV[6])\n"
+			"  end\n"
+			"end\n"
+			"if tonumber(ARGV[4]) > 0 then\n"
+			"  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])\n"
+			"end\n"
+			"return 1\n",
+	/* KEYS: n locks (the key's or a permit's), then their n shared sets.
+	 * ARGV: lease ms, then one token per item, then one kind per item.
+	 * Per item: 1 extended, 2 written back (missing, or a stale token of
+	 * ours where it should be), 0 held by another (a shared hold: the
+	 * key's lock of another instance; the key's lock: live shared holders
+	 * of another instance too). */
+	[SCR_RENEW] = LUA_NOW
+		      "local n = #KEYS / 2\n"
+		      "local lease = tonumber(ARGV[1])\n"
+		      "local now\n"
+		      "local r = {}\n"
+		      "for i = 1, n do\n"
+		      "  local tok, kind, z = ARGV[i + 1], ARGV[n + i + 1], KEYS[n + i]\n"
+		      "  local inst = string.sub(tok, 1, 16)\n"
 		      "  local v = redis.call('GET', KEYS[i])\n"
-		      "  if v == ARGV[i + 1] then\n"
-		      "    redis.call('PEXPIRE', KEYS[i], ARGV[1]); r[i] = 1\n"
-		      "  elseif v == false or string.sub(v, 1, 16) == string.sub(ARGV[i + 1], 1, 16) then\n"
-		      "    redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1]); r[i] = 2\n"
+		      "  if kind == 's' then\n"
+		      "    now = now or clock()\n"
+		      "    redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
+		      "    if redis.call('ZSCORE', z, tok) then\n"
+		      "      r[i] = 1\n"
+		      "    elseif v and string.sub(v, 1, 16) ~= inst then\n"
+		      "      r[i] = 0\n"
+		      "    else\n"
+		      "      if v then redis.call('DEL', KEYS[i]) end\n"
+		      "      r[i] = 2\n"
+		      "    end\n"
+		      "    if r[i] > 0 then\n"
+		      "      redis.call('ZADD', z, string.format('%.0f', now + lease), tok)\n"
+		      "      if redis.call('PTTL', z) < lease then redis.call('PEXPIRE', z, lease) end\n"
+		      "    end\n"
+		      "  elseif v == tok then\n"
+		      "    redis.call('PEXPIRE', KEYS[i], lease); r[i] = 1\n"
+		      "  elseif v == false or string.sub(v, 1, 16) == inst then\n"
+		      "    r[i] = 2\n"
+		      "    if kind == 'x' and redis.call('EXISTS', z) == 1 then\n"
+		      "      now = now or clock()\n"
+		      "      redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
+		      "      for _, m in ipairs(redis.call('ZRANGE', z, 0, -1)) do\n"
+		      "        if string.sub(m, 1, 16) ~= inst then r[i] = 0; break end\n"
+		      "      end\n"
+		      "    end\n"
+		      "    if r[i] == 2 then redis.call('SET', KEYS[i], tok, 'PX', lease) end\n"
 		      "  else\n"
 		      "    r[i] = 0\n"
 		      "  end\n"
@@ -116,15 +225,28 @@ static const char *const bodies[SCR_COUNT] = {
 			   "  end\n"
 			   "end\n"
 			   "return r\n",
-	/* KEYS: n locks, then their n waiting flags, then their n
-	 * reservations. ARGV: channel, instance, reserve ms, then n tokens,
-	 * then the n keys. SCR_RELEASE with flag ms 0, for each key; returns
-	 * how many it deleted. */
-	[SCR_RELEASE_MANY] = "local n = #KEYS / 3\n"
+	/* KEYS: n locks (the key's or a permit's), then their n waiting
+	 * flags, n reservations and n shared sets. ARGV: channel, instance,
+	 * reserve ms, then n tokens, then the n keys, then n kinds.
+	 * SCR_RELEASE with flag ms 0, for each item; returns how many it let
+	 * go. */
+	[SCR_RELEASE_MANY] = LUA_NOW
+			     "local n = #KEYS / 4\n"
 			     "local r = 0\n"
 			     "for i = 1, n do\n"
-			     "  if redis.call('GET', KEYS[i]) == ARGV[3 + i] then\n"
+			     "  local tok, gone = ARGV[3 + i], false\n"
+			     "  if ARGV[3 + 2 * n + i] == 's' then\n"
+			     "    local z = KEYS[3 * n + i]\n"
+			     "    if redis.call('ZREM', z, tok) == 1 then\n"
+			     "      r = r + 1\n"
+			     "      redis.call('ZREMRANGEBYSCORE', z, '-inf', clock())\n"
+			     "      gone = redis.call('EXISTS', z) == 0\n"
+			     "    end\n"
+			     "  elseif redis.call('GET', KEYS[i]) == tok then\n"
 			     "    redis.call('DEL', KEYS[i]); r = r + 1\n"
+			     "    gone = true\n"
+			     "  end\n"
+			     "  if gone then\n"
 			     "    local w = redis.call('GET', KEYS[n + i])\n"
 			     "    if w then\n"
 			     "      redis.call('DEL', KEYS[n + i])\n"
@@ -136,6 +258,21 @@ static const char *const bodies[SCR_COUNT] = {
 			     "  end\n"
 			     "end\n"
 			     "return r\n",
+	/* KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
+	 * for a plain STATUS). Returns {pttl of the lock, live shared
+	 * holders, ms left on the longest shared lease or -2, then the pttl
+	 * of each permit}. Read-only but for pruning the shared set. */
+	[SCR_STATUS] = LUA_NOW
+		       "local r = {redis.call('PTTL', KEYS[1]), 0, -2}\n"
+		       "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
+		       "  local now = clock()\n"
+		       "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
+		       "  r[2] = redis.call('ZCARD', KEYS[2])\n"
+		       "  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
+		       "  if top[2] then r[3] = tonumber(top[2]) - now end\n"
+		       "end\n"
+		       "for i = 3, #KEYS do r[#r + 1] = redis.call('PTTL', KEYS[i]) end\n"
+		       "return r\n",
 };
 
 static char shas[SCR_COUNT][41];

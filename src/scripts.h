@@ -3,12 +3,13 @@
 #define LOCKD_SCRIPTS_H
 
 enum script_id {
-	SCR_ACQUIRE, /* set the lock if free (or ours to swap), bump the fence */
+	SCR_ACQUIRE, /* take a lock, a permit or a shared hold; bump the fence */
 	SCR_RELEASE, /* compare-and-delete, then announce the release */
 	SCR_RENEW,   /* extend each key we hold, write back each we lost */
 	SCR_RAISE,   /* raise a fence counter to at least a value */
 	SCR_RAISE_MANY, /* the same for many counters (catching up a master) */
 	SCR_RELEASE_MANY, /* SCR_RELEASE for many keys (a session's end) */
+	SCR_STATUS,  /* what holds a key (and its permits) on one master */
 	SCR_COUNT
 };
 

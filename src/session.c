@@ -167,7 +167,8 @@ static void handle(struct session *s, const char *line, size_t len)
 {
 	struct request r;
 	const char *msg;
-	enum proto_err e = proto_parse(line, len, (size_t)cfg->max_key_len, &r, &msg);
+	enum proto_err e = proto_parse(line, len, (size_t)cfg->max_key_len,
+				       (uint32_t)cfg->max_permits, &r, &msg);
 
 	s->state = SS_BLOCKED;
 	s->lt.req_us = now_us();
@@ -203,7 +204,7 @@ static void handle(struct session *s, const char *line, size_t len)
 		lt_extend(&s->lt, r.key, r.klen, r.ttl_ms);
 		break;
 	case CMD_STATUS:
-		lt_status(&s->lt, r.key, r.klen);
+		lt_status(&s->lt, r.key, r.klen, r.permits);
 		break;
 	case CMD_HELD:
 		lt_held(&s->lt);

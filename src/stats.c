@@ -43,6 +43,8 @@ static const struct field counters[] = {
 	{"locks_held", "Locks held by sessions of this lockd", &stats.locks_held},
 	{"grants", "Locks granted", &stats.grants},
 	{"handoffs", "Locks handed directly to the next waiter", &stats.handoffs},
+	{"shared_grants", "Shared holds granted", &stats.shared_grants},
+	{"permit_grants", "Permits granted", &stats.permit_grants},
 	{"busy", "TRYLOCK answered BUSY", &stats.busy},
 	{"timeouts", "LOCK answered TIMEOUT", &stats.timeouts},
 	{"lost", "LOST events sent", &stats.lost},

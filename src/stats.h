@@ -14,6 +14,8 @@ struct stats {
 	uint64_t locks_held;     /* keys held by sessions of this lockd */
 	uint64_t grants;
 	uint64_t handoffs;       /* grants passed directly from holder to waiter */
+	uint64_t shared_grants;  /* of grants, shared holds */
+	uint64_t permit_grants;  /* of grants, permits */
 	uint64_t busy;
 	uint64_t timeouts;
 	uint64_t lost;

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!line)
 		return 0;
 	memcpy(line, data, size);
-	enum proto_err e = proto_parse(line, size, 16, &r, &msg);
+	enum proto_err e = proto_parse(line, size, 16, 1024, &r, &msg);
 	if (e != PE_NONE) {
 		if (!msg || !*msg)
 			abort(); /* every error has a message */

@@ -36,11 +36,14 @@ void rl_token_new(char *out)
 	snprintf(out, TOKEN_LEN + 1, "%0*u", TOKEN_LEN, ++token_seq);
 }
 
-struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int64_t lease_ms,
-			   const char *old_token, int will_wait, rl_done_fn *done,
-			   rl_done_fn *release_done, void *owner)
+struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			   const char *token, int64_t lease_ms, const char *old_token,
+			   enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
+			   void *owner)
 {
 	struct rl_call *c = add(FK_ACQUIRE, key, klen, done, owner);
+	c->hold = hold;
+	c->permit = permit;
 	memcpy(c->token, token, TOKEN_LEN + 1);
 	if (old_token)
 		memcpy(c->old, old_token, TOKEN_LEN + 1);
@@ -52,10 +55,12 @@ struct rl_call *rl_acquire(const char *key, size_t klen, const char *token, int6
 
 const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->grant; }
 
-struct rl_call *rl_release(const char *key, size_t klen, const char *token, int64_t wait_flag_ms,
-			   rl_done_fn *done, void *owner)
+struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
+			   const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner)
 {
 	struct rl_call *c = add(FK_RELEASE, key, klen, NULL, owner);
+	c->hold = hold;
+	c->permit = permit;
 	memcpy(c->token, token, TOKEN_LEN + 1);
 	c->wait_flag_ms = wait_flag_ms;
 	c->rel_done = done;
@@ -89,20 +94,27 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 {
 	struct rl_call *c = add(FK_RELEASE_MANY, NULL, 0, done, owner);
 	c->nitems = n;
+	c->rel_items = calloc((size_t)n, sizeof(*c->rel_items));
+	if (!c->rel_items)
+		abort();
+	for (int i = 0; i < n; i++) {
+		c->rel_items[i] = items[i];
+		c->rel_items[i].key = NULL; /* the caller frees them */
+		c->rel_items[i].token = NULL;
+	}
 	released_keys += n;
 	return c;
 }
 
-struct rl_call *rl_status(const char *key, size_t klen, rl_done_fn *done, void *owner)
+struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
+			  void *owner)
 {
-	return add(FK_STATUS, key, klen, done, owner);
+	struct rl_call *c = add(FK_STATUS, key, klen, done, owner);
+	c->status.npermits = permits;
+	return c;
 }
 
-void rl_status_of(const struct rl_call *c, int *held, int64_t *ttl_ms)
-{
-	*held = c->held;
-	*ttl_ms = c->ttl;
-}
+const struct rl_status *rl_status_of(const struct rl_call *c) { return &c->status; }
 
 const char *rl_key_of(const struct rl_call *c, size_t *klen)
 {
@@ -178,8 +190,24 @@ void fake_renew_done(struct rl_call *c, int ok, int64_t valid_ms)
 
 void fake_status_done(struct rl_call *c, int held, int64_t ttl_ms)
 {
-	c->held = held;
-	c->ttl = ttl_ms;
+	c->status.ok = 1;
+	c->status.held = held;
+	c->status.ttl_ms = ttl_ms;
+	decide(c);
+}
+
+void fake_status_shared(struct rl_call *c, int holders, int64_t ttl_ms)
+{
+	c->status.ok = 1;
+	c->status.holders = holders;
+	c->status.shared_ttl_ms = ttl_ms;
+	decide(c);
+}
+
+void fake_status_permits(struct rl_call *c, uint32_t held)
+{
+	c->status.ok = 1;
+	c->status.permits = held;
 	decide(c);
 }
 
@@ -189,6 +217,7 @@ void fake_reset(void)
 		struct rl_call *c = calls;
 		calls = c->next;
 		free(c->items);
+		free(c->rel_items);
 		free(c);
 	}
 	tail = &calls;

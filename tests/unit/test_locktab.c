@@ -97,7 +97,7 @@ static void req(struct tclient *t, const char *line)
 	struct request r;
 	const char *msg;
 	ck_assert_msg(!t->blocked, "%s: the previous request is not answered", line);
-	ck_assert_int_eq(proto_parse(line, strlen(line), 256, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse(line, strlen(line), 256, 1024, &r, &msg), PE_NONE);
 	t->blocked = 1;
 	t->lt.req_us = now_us();
 	switch (r.cmd) {
@@ -112,7 +112,7 @@ static void req(struct tclient *t, const char *line)
 		lt_extend(&t->lt, r.key, r.klen, r.ttl_ms);
 		break;
 	case CMD_STATUS:
-		lt_status(&t->lt, r.key, r.klen);
+		lt_status(&t->lt, r.key, r.klen, r.permits);
 		break;
 	case CMD_HELD:
 		lt_held(&t->lt);

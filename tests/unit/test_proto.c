@@ -16,7 +16,7 @@
 static enum proto_err parse_n(const char *line, size_t len, struct request *r, const char **msg)
 {
 	*msg = NULL;
-	return proto_parse(line, len, MAXKEY, r, msg);
+	return proto_parse(line, len, MAXKEY, 1024, r, msg);
 }
 
 static enum proto_err parse(const char *line, struct request *r, const char **msg)
@@ -148,6 +148,45 @@ START_TEST(trylock_plain_and_ttl)
 	ck_assert_int_eq(r.has_ttl, 1);
 	ck_assert_uint_eq(r.ttl_ms, 7);
 	ck_assert_int_eq(r.has_wait, 0);
+}
+END_TEST
+
+#define M_PERMITS "PERMITS must be 1 to limits.max_permits"
+#define M_BOTH "SHARED and PERMITS exclude each other"
+
+/* SHARED is a flag, PERMITS n an option; both in any order. */
+START_TEST(shared_and_permits)
+{
+	struct request r;
+	const char *msg;
+	parse_ok("LOCK k SHARED", &r);
+	ck_assert_int_eq(r.shared, 1);
+	ck_assert_uint_eq(r.permits, 0);
+	parse_ok("lock k wait 5 shared ttl 7", &r);
+	ck_assert_int_eq(r.shared, 1);
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 5);
+	ck_assert_uint_eq(r.ttl_ms, 7);
+	parse_ok("TRYLOCK k Shared", &r);
+	ck_assert_int_eq(r.cmd, CMD_TRYLOCK);
+	ck_assert_int_eq(r.shared, 1);
+	parse_ok("TRYLOCK k TTL 9 PERMITS 3", &r);
+	ck_assert_int_eq(r.shared, 0);
+	ck_assert_uint_eq(r.permits, 3);
+	ck_assert_uint_eq(r.ttl_ms, 9);
+	parse_ok("LOCK k PERMITS 1024 WAIT 0", &r);
+	ck_assert_uint_eq(r.permits, 1024);
+	ck_assert_int_eq(r.has_wait, 1);
+	parse_ok("STATUS k permits 1", &r);
+	ck_assert_int_eq(r.cmd, CMD_STATUS);
+	ck_assert_uint_eq(r.permits, 1);
+	parse_ok("LOCK k", &r);
+	ck_assert_int_eq(r.shared, 0);
+	ck_assert_uint_eq(r.permits, 0);
+	/* the limit is the configured one */
+	ck_assert_int_eq(proto_parse("LOCK k PERMITS 3", 16, 8, 3, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("LOCK k PERMITS 4", 16, 8, 3, &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, M_PERMITS);
 }
 END_TEST
 
@@ -490,14 +529,14 @@ START_TEST(key_length_limit_configured)
 {
 	struct request r;
 	const char *msg = NULL;
-	ck_assert_int_eq(proto_parse("UNLOCK abc", 10, 3, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("UNLOCK abc", 10, 3, 1024, &r, &msg), PE_NONE);
 	ck_assert_uint_eq(r.klen, 3);
-	ck_assert_int_eq(proto_parse("UNLOCK abcd", 11, 3, &r, &msg), PE_KEY);
-	ck_assert_int_eq(proto_parse("UNLOCK a", 8, 1, &r, &msg), PE_NONE);
-	ck_assert_int_eq(proto_parse("UNLOCK ab", 9, 1, &r, &msg), PE_KEY);
+	ck_assert_int_eq(proto_parse("UNLOCK abcd", 11, 3, 1024, &r, &msg), PE_KEY);
+	ck_assert_int_eq(proto_parse("UNLOCK a", 8, 1, 1024, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("UNLOCK ab", 9, 1, 1024, &r, &msg), PE_KEY);
 	/* max_key_len limits keys, not PING words or AUTH passwords. */
-	ck_assert_int_eq(proto_parse("PING abcd", 9, 1, &r, &msg), PE_NONE);
-	ck_assert_int_eq(proto_parse("AUTH abcd", 9, 1, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("PING abcd", 9, 1, 1024, &r, &msg), PE_NONE);
+	ck_assert_int_eq(proto_parse("AUTH abcd", 9, 1, 1024, &r, &msg), PE_NONE);
 }
 END_TEST
 
@@ -642,6 +681,30 @@ static const struct {
     {"LOCK k TTL x WAIT", PE_PROTOCOL, "missing option value"},
     {"LOCK k WAIT x TTL 1 TTL 2", PE_PROTOCOL, "option given twice"},
     {"TRYLOCK k TTL x WAIT 1", PE_PROTOCOL, "unknown option"},
+    /* SHARED and PERMITS (protocol 1.1) */
+    {"LOCK k SHARED PERMITS 2", PE_PROTOCOL, M_BOTH},
+    {"TRYLOCK k PERMITS 2 shared", PE_PROTOCOL, M_BOTH},
+    {"LOCK k PERMITS x SHARED", PE_PROTOCOL, M_BOTH},
+    {"LOCK \x01 SHARED PERMITS 1", PE_PROTOCOL, M_BOTH},
+    {"LOCK k SHARED SHARED", PE_PROTOCOL, "option given twice"},
+    {"LOCK k PERMITS 2 PERMITS 3", PE_PROTOCOL, "option given twice"},
+    {"LOCK k PERMITS", PE_PROTOCOL, "missing option value"},
+    {"LOCK k SHARED 5", PE_PROTOCOL, "unknown option"},
+    {"TRYLOCK k SHARED WAIT 1", PE_PROTOCOL, "unknown option"},
+    {"LOCK k PERMITS 0", PE_ARG, M_PERMITS},
+    {"LOCK k PERMITS 1025", PE_ARG, M_PERMITS},
+    {"LOCK k PERMITS -1", PE_ARG, M_PERMITS},
+    {"TRYLOCK k PERMITS 1.5", PE_ARG, M_PERMITS},
+    {"LOCK k PERMITS x WAIT y", PE_ARG, M_PERMITS},
+    {"LOCK k WAIT y PERMITS x", PE_ARG, M_WAIT},
+    {"LOCK k TTL 1 PERMITS 0 WAIT x", PE_ARG, M_PERMITS},
+    {"LOCK \x01 PERMITS 0", PE_KEY, M_KEYB},
+    {"STATUS k SHARED", PE_PROTOCOL, "extra argument"},
+    {"STATUS k PERMITS", PE_PROTOCOL, "missing option value"},
+    {"STATUS k PERMITS 2 x", PE_PROTOCOL, "extra argument"},
+    {"STATUS k PERMITS 0", PE_ARG, M_PERMITS},
+    {"UNLOCK k SHARED", PE_PROTOCOL, "extra argument"},
+    {"EXTEND k PERMITS 2", PE_PROTOCOL, "extra argument"},
 };
 
 START_TEST(parse_errors)
@@ -697,6 +760,7 @@ Suite *proto_suite(void)
 	tcase_add_test(tc, extend_ms);
 	tcase_add_test(tc, no_argument_commands);
 	tcase_add_test(tc, auth_word);
+	tcase_add_test(tc, shared_and_permits);
 	tcase_add_test(tc, command_names_case_insensitive);
 	tcase_add_test(tc, keys_are_case_sensitive);
 	tcase_add_test(tc, names);
