@@ -474,6 +474,366 @@ START_TEST(status_counts_waiters)
 }
 END_TEST
 
+/* --- shared holds and permits --- */
+
+/* The oldest acquire, checked to be for key as a lock of permit p (or
+ * shared, p < 0); answered by the test. */
+static struct rl_call *acq_for(const char *key, int p)
+{
+	struct rl_call *c = fake_oldest(FK_ACQUIRE);
+	ck_assert_msg(c != NULL, "no acquire for %s (permit %d)", key, p);
+	ck_assert_str_eq(c->key, key);
+	if (p < 0) {
+		ck_assert_int_eq(c->hold, RH_SHARED);
+	} else {
+		ck_assert_int_eq(c->hold, RH_LOCK);
+		ck_assert_int_eq(c->permit, p);
+	}
+	return c;
+}
+
+/* Shared waiters at the head are granted one after another, while the
+ * first still holds: none waits for another's release. */
+START_TEST(shared_granted_together)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3);
+	req(a, "LOCK k SHARED");
+	req(b, "LOCK k SHARED");
+	req(c, "LOCK k SHARED WAIT 1000");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 1); /* one in flight at a time */
+	fake_acquire_done(acq_for("k", -1), RL_OK, 5, 10000, 0);
+	want(a, "OK 5");
+	fake_acquire_done(acq_for("k", -1), RL_OK, 6, 10000, 0);
+	want(b, "OK 6");
+	fake_acquire_done(acq_for("k", -1), RL_OK, 7, 10000, 0);
+	want(c, "OK 7");
+	req(a, "UNLOCK k");
+	struct rl_call *r = fake_oldest(FK_RELEASE);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->hold, RH_SHARED);
+	fake_release_done(r, RL_OK);
+	want(a, "OK 0");
+	leave(a);
+	leave(b);
+	leave(c);
+}
+END_TEST
+
+/* An exclusive waiter holds back the shared requests behind it: it waits
+ * (asking nothing) until the shared holders here are gone, and TRYLOCK
+ * SHARED is BUSY meanwhile. Its release is no handoff to a shared waiter. */
+START_TEST(exclusive_holds_back_shared)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3), *d = client(4);
+	req(a, "LOCK k SHARED");
+	fake_acquire_done(acq_for("k", -1), RL_OK, 5, 10000, 0);
+	want(a, "OK 5");
+	req(b, "LOCK k");
+	req(c, "LOCK k SHARED");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	ck_assert(lt_waiting(&b->lt) && lt_waiting(&c->lt));
+	req(d, "TRYLOCK k SHARED");
+	want(d, "BUSY");
+	req(d, "LOCK k SHARED WAIT 0");
+	want(d, "TIMEOUT");
+	req(d, "TRYLOCK k");
+	want(d, "BUSY");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(a, "UNLOCK k");
+	struct rl_call *r = fake_oldest(FK_RELEASE);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->hold, RH_SHARED);
+	ck_assert_int_gt(r->wait_flag_ms, 0); /* ours wait: the flag goes up */
+	struct rl_call *x = acq_for("k", 0);
+	ck_assert_str_eq(x->old, ""); /* not a handoff: a shared hold is no lock */
+	fake_release_done(r, RL_OK);
+	want(a, "OK 0");
+	fake_acquire_done(x, RL_OK, 6, 10000, 0);
+	want(b, "OK 6");
+	ck_assert(c->blocked);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0); /* c waits for b here */
+	req(b, "UNLOCK k");
+	r = fake_oldest(FK_RELEASE);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->hold, RH_LOCK);
+	x = acq_for("k", -1);
+	ck_assert_str_eq(x->old, "");
+	fake_release_done(r, RL_OK);
+	want(b, "OK 0");
+	fake_acquire_done(x, RL_OK, 7, 10000, 0);
+	want(c, "OK 7");
+	leave(a);
+	leave(b);
+	leave(c);
+	leave(d);
+}
+END_TEST
+
+/* Shared after exclusive: the key's lock held here keeps shared requests
+ * here; TRYLOCK SHARED is BUSY without asking. */
+START_TEST(shared_waits_for_lock)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3);
+	grant(a, "LOCK k", 3);
+	req(c, "TRYLOCK k SHARED");
+	want(c, "BUSY");
+	req(b, "LOCK k SHARED");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(a, "UNLOCK k");
+	struct rl_call *x = acq_for("k", -1);
+	fake_acquire_done(x, RL_OK, 4, 10000, 0);
+	want(b, "OK 4");
+	fake_release_done(fake_oldest(FK_RELEASE), RL_OK);
+	want(a, "OK 0");
+	leave(a);
+	leave(b);
+	leave(c);
+}
+END_TEST
+
+/* Reentrancy keeps the kind; no upgrade from shared; HELD says the kind. */
+START_TEST(reentrant_kinds_and_upgrade)
+{
+	struct tclient *a = client(1), *b = client(2);
+	req(a, "LOCK k SHARED TTL 5000");
+	fake_acquire_done(acq_for("k", -1), RL_OK, 5, 10000, 0);
+	want(a, "OK 5");
+	req(a, "LOCK k SHARED");
+	want(a, "OK 5");
+	req(a, "LOCK k");
+	want(a, "ERR ARG cannot upgrade a shared hold");
+	req(a, "TRYLOCK k PERMITS 3");
+	want(a, "ERR ARG cannot upgrade a shared hold");
+	grant(b, "LOCK j", 9);
+	req(b, "LOCK j SHARED");
+	want(b, "OK 9");
+	req(b, "LOCK j PERMITS 4");
+	want(b, "OK 9");
+	grant(b, "LOCK p PERMITS 2", 11);
+	req(b, "LOCK p");
+	want(b, "OK 11");
+	req(b, "LOCK p SHARED");
+	want(b, "OK 11");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(a, "HELD");
+	long long ttl = 0;
+	ck_assert_int_eq(sscanf(a->out[a->nout - 2], "KEY k 5 2 %lld SHARED", &ttl), 1);
+	ck_assert_int_le(ttl, 5000);
+	want(a, "END");
+	req(b, "HELD");
+	ck_assert_msg(strncmp(b->out[b->nout - 3], "KEY j 9 3 ", 10) == 0 &&
+			  !strchr(b->out[b->nout - 3] + 10, ' '),
+		      "%s", b->out[b->nout - 3]);
+	ck_assert_msg(strncmp(b->out[b->nout - 2], "KEY p 11 3 ", 11) == 0 &&
+			  strstr(b->out[b->nout - 2], " PERMIT 0"),
+		      "%s", b->out[b->nout - 2]);
+	want(b, "END");
+	req(a, "UNLOCK k");
+	want(a, "OK 1");
+	leave(a);
+	leave(b);
+}
+END_TEST
+
+/* A permit request tries the permits free here, lowest first, the next
+ * one when the masters find one busy; all busy: it sleeps like a lock. */
+START_TEST(permit_tries_next_free)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3);
+	req(a, "LOCK p PERMITS 3");
+	fake_acquire_done(acq_for("p", 0), RL_BUSY, 0, 0, 900);
+	fake_acquire_done(acq_for("p", 1), RL_OK, 4, 10000, 0);
+	want(a, "OK 4");
+	req(b, "LOCK p PERMITS 3");
+	fake_acquire_done(acq_for("p", 0), RL_BUSY, 0, 0, 900);
+	fake_acquire_done(acq_for("p", 2), RL_OK, 5, 10000, 0); /* 1 is ours: not asked */
+	want(b, "OK 5");
+	req(c, "TRYLOCK p PERMITS 2");
+	fake_acquire_done(acq_for("p", 0), RL_BUSY, 0, 0, 900);
+	want(c, "BUSY"); /* 1 is held here */
+	req(c, "LOCK p PERMITS 3 WAIT 5000");
+	struct rl_call *x = acq_for("p", 0);
+	fake_acquire_done(x, RL_BUSY, 0, 0, 60);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	ck_assert(lt_waiting(&c->lt));
+	run(120); /* the shortest lease seen busy ended: a new round from 0 */
+	fake_acquire_done(acq_for("p", 0), RL_OK, 6, 10000, 0);
+	want(c, "OK 6");
+	req(a, "HELD");
+	ck_assert_msg(strstr(a->out[a->nout - 2], " PERMIT 1") != NULL, "%s", a->out[a->nout - 2]);
+	want(a, "END");
+	req(a, "LOCK p PERMITS 3");
+	want(a, "OK 4"); /* at most one permit of a key per session */
+	leave(a);
+	leave(b);
+	leave(c);
+}
+END_TEST
+
+/* All permits held here: TRYLOCK is BUSY without asking; a release
+ * hands the permit to the head waiter whose n covers it. */
+START_TEST(permit_handoff_to_covering_waiter)
+{
+	struct tclient *h[3], *c = client(10), *d = client(11), *e = client(12);
+	for (int i = 0; i < 3; i++) {
+		h[i] = client((uint64_t)i + 1);
+		req(h[i], "LOCK p PERMITS 3");
+		fake_acquire_done(acq_for("p", i), RL_OK, (uint64_t)i + 1, 10000, 0);
+	}
+	req(e, "TRYLOCK p PERMITS 3");
+	want(e, "BUSY");
+	req(c, "LOCK p PERMITS 2");
+	req(d, "LOCK p PERMITS 3");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(h[2], "UNLOCK p"); /* permit 2: c's n does not cover it, d's does */
+	struct rl_call *x = acq_for("p", 2);
+	ck_assert_str_ne(x->old, "");
+	fake_acquire_done(x, RL_OK, 20, 10000, 0);
+	want(d, "OK 20");
+	ck_assert(c->blocked);
+	fake_release_done(x, RL_OK);
+	want(h[2], "OK 0");
+	req(h[0], "UNLOCK p"); /* permit 0: c, the head */
+	x = acq_for("p", 0);
+	ck_assert_str_ne(x->old, "");
+	fake_acquire_done(x, RL_OK, 21, 10000, 0);
+	want(c, "OK 21");
+	fake_release_done(x, RL_OK);
+	want(h[0], "OK 0");
+	req(c, "HELD");
+	ck_assert_msg(strstr(c->out[c->nout - 2], " PERMIT 0") != NULL, "%s", c->out[c->nout - 2]);
+	want(c, "END");
+	for (int i = 0; i < 3; i++)
+		leave(h[i]);
+	leave(c);
+	leave(d);
+	leave(e);
+}
+END_TEST
+
+/* A permit waiter asleep (busy elsewhere) asks at once when a permit
+ * held here ends without a handoff (LOST). */
+START_TEST(permit_freed_here_wakes_waiter)
+{
+	struct tclient *a = client(1), *c = client(2);
+	req(a, "LOCK p PERMITS 2 TTL 5000");
+	fake_acquire_done(acq_for("p", 0), RL_OK, 4, 80, 0);
+	want(a, "OK 4");
+	req(c, "LOCK p PERMITS 2");
+	fake_acquire_done(acq_for("p", 1), RL_BUSY, 0, 0, 60000);
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	run(150); /* a's validity ends */
+	ck_assert_str_eq(last(a), "LOST p 4");
+	struct rl_call *r = fake_oldest(FK_RELEASE);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->permit, 0);
+	fake_acquire_done(acq_for("p", 0), RL_OK, 5, 10000, 0);
+	want(c, "OK 5");
+	leave(a);
+	leave(c);
+}
+END_TEST
+
+/* Live shared holders elsewhere kept an exclusive acquire out and it
+ * raised the exclusive-waiting flag: its next attempts say so. */
+START_TEST(exclusive_waiting_flag)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCK k WAIT 5000");
+	struct rl_call *x = acq_for("k", 0);
+	ck_assert_int_eq(x->will_wait, RW_YES);
+	x->grant.xwaiting = 1;
+	fake_acquire_done(x, RL_BUSY, 0, 0, 30);
+	run(80);
+	x = acq_for("k", 0);
+	ck_assert_int_eq(x->will_wait, RW_RAISED);
+	fake_acquire_done(x, RL_OK, 8, 10000, 0);
+	want(a, "OK 8");
+	req(a, "TRYLOCK j SHARED");
+	ck_assert_int_eq(acq_for("j", -1)->will_wait, RW_NO);
+	fake_acquire_done(acq_for("j", -1), RL_OK, 9, 10000, 0);
+	want(a, "OK 9");
+	leave(a);
+}
+END_TEST
+
+/* Renewal batches and a session's end take every kind of hold together. */
+START_TEST(batches_mix_kinds)
+{
+	struct tclient *a = client(1);
+	grant(a, "LOCK k", 1);
+	req(a, "LOCK s SHARED");
+	fake_acquire_done(acq_for("s", -1), RL_OK, 2, 10000, 0);
+	want(a, "OK 2");
+	req(a, "LOCK p PERMITS 4");
+	fake_acquire_done(acq_for("p", 0), RL_BUSY, 0, 0, 500);
+	fake_acquire_done(acq_for("p", 1), RL_OK, 3, 10000, 0);
+	want(a, "OK 3");
+	struct config n = cfg;
+	n.lease_ms = 4000;
+	locktab_set_cfg(&n); /* every hold is renewed now, in one batch */
+	run(10);
+	struct rl_call *c = fake_oldest(FK_RENEW);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->nitems, 3);
+	int kinds = 0;
+	for (int i = 0; i < 3; i++) {
+		const struct rl_renew_item *it = &c->items[i];
+		if (it->hold == RH_LOCK && it->permit == 0 && it->klen == 1 && it->key[0] == 'k')
+			kinds |= 1;
+		if (it->hold == RH_SHARED && it->key[0] == 's')
+			kinds |= 2;
+		if (it->hold == RH_LOCK && it->permit == 1 && it->key[0] == 'p')
+			kinds |= 4;
+	}
+	ck_assert_int_eq(kinds, 7);
+	fake_renew_done(c, 1, 3900);
+	locktab_set_cfg(&cfg);
+	lt_client_end(&a->lt);
+	run(10);
+	c = fake_oldest(FK_RELEASE_MANY);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->nitems, 3);
+	kinds = 0;
+	for (int i = 0; i < 3; i++)
+		kinds |= c->rel_items[i].hold == RH_SHARED      ? 2
+			 : c->rel_items[i].permit == 1 ? 4
+						       : 1;
+	ck_assert_int_eq(kinds, 7);
+	c->decided = 1;
+	c->done(c, c->owner);
+	run(10);
+	free(a);
+}
+END_TEST
+
+START_TEST(status_shared_and_permits)
+{
+	struct tclient *a = client(1), *b = client(2), *s = client(3);
+	req(a, "LOCK k SHARED");
+	fake_acquire_done(acq_for("k", -1), RL_OK, 5, 10000, 0);
+	want(a, "OK 5");
+	req(b, "LOCK k");
+	req(s, "STATUS k"); /* held shared: the masters count the holders */
+	struct rl_call *c = fake_oldest(FK_STATUS);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->status.npermits, 0);
+	fake_status_shared(c, 3, 2500);
+	want(s, "SHARED 3 2500 1");
+	req(s, "STATUS p PERMITS 3");
+	c = fake_oldest(FK_STATUS);
+	ck_assert_int_eq(c->status.npermits, 3);
+	fake_status_permits(c, 2);
+	want(s, "PERMITS 2 3 0");
+	req(s, "STATUS p");
+	fake_status_done(fake_oldest(FK_STATUS), 0, 0);
+	want(s, "FREE");
+	leave(b);
+	leave(a);
+	leave(s);
+}
+END_TEST
+
 Suite *locktab_suite(void)
 {
 	Suite *s = suite_create("locktab");
@@ -495,6 +855,16 @@ Suite *locktab_suite(void)
 	tcase_add_test(tc, client_end_batches_releases);
 	tcase_add_test(tc, reload_renews_with_new_lease);
 	tcase_add_test(tc, status_counts_waiters);
+	tcase_add_test(tc, shared_granted_together);
+	tcase_add_test(tc, exclusive_holds_back_shared);
+	tcase_add_test(tc, shared_waits_for_lock);
+	tcase_add_test(tc, reentrant_kinds_and_upgrade);
+	tcase_add_test(tc, permit_tries_next_free);
+	tcase_add_test(tc, permit_handoff_to_covering_waiter);
+	tcase_add_test(tc, permit_freed_here_wakes_waiter);
+	tcase_add_test(tc, exclusive_waiting_flag);
+	tcase_add_test(tc, batches_mix_kinds);
+	tcase_add_test(tc, status_shared_and_permits);
 	suite_add_tcase(s, tc);
 	return s;
 }
