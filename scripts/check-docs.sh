@@ -4,7 +4,7 @@
 # Fails when
 #  - a key printed by "lockd --config-keys" is not documented in
 #    man/lockd.conf.5.in (by its full dotted name, as the first word of a
-#    line, e.g. ".B redis.timeout_ms") or not present in conf/lockd.yml
+#    line, e.g. ".B redis.timeout_ms") or not present in conf/lockd.yml.in
 #    (as "key:" in its section, or commented out as "#key:");
 #  - a command printed by "lockd --commands" has no ".SS COMMAND" heading
 #    in man/lockd-protocol.7.in, or is not mentioned in man/lockd.8.in;
@@ -23,7 +23,8 @@
 #      the ".TP" terms ".B CODE" under ".SH ERRORS" in the page;
 #    - a string in src/*.[ch] that starts with "ERR CODE" uses a CODE that
 #      is not in $codes (a new error code must be documented first);
-#  - conf/lockd.yml or conf/demo.yml does not pass "lockd -t -c FILE";
+#  - conf/lockd.yml (as made from conf/lockd.yml.in) or conf/demo.yml does
+#    not pass "lockd -t -c FILE";
 #  - mandoc -T lint (or, without mandoc, groff -ww) reports a warning or
 #    worse on a generated page $top_builddir/man/*.[1-9] (mandoc's STYLE
 #    messages are not counted).
@@ -41,7 +42,8 @@ conf5=$srcdir/man/lockd.conf.5.in
 proto7=$srcdir/man/lockd-protocol.7.in
 protomd=$srcdir/doc/protocol.md
 lockd8=$srcdir/man/lockd.8.in
-yml=$srcdir/conf/lockd.yml
+yml=$srcdir/conf/lockd.yml.in
+ymlmade=$builddir/conf/lockd.yml
 demo=$srcdir/conf/demo.yml
 
 nfail=0
@@ -133,7 +135,7 @@ while IFS= read -r key; do
 	has_line "$key" "$tmp/conf5.terms" ||
 		fail "config key $key is not documented in man/lockd.conf.5.in (want a line \".B $key\")"
 	has_line "$key" "$tmp/ymlkeys" ||
-		fail "config key $key is not in conf/lockd.yml"
+		fail "config key $key is not in conf/lockd.yml.in"
 done <"$tmp/keys"
 
 while IFS= read -r cmd; do
@@ -239,7 +241,8 @@ done >"$tmp/diff"
 while IFS= read -r line; do fail "$line"; done <"$tmp/diff"
 
 # The shipped configurations must load.
-for f in "$yml" "$demo"; do
+[ -f "$ymlmade" ] || fail "$ymlmade was not made (run make)"
+for f in "$ymlmade" "$demo"; do
 	if ! "$LOCKD" -t -c "$f" >"$tmp/out" 2>&1; then
 		fail "\"lockd -t -c $f\" refuses it: $(cat "$tmp/out")"
 	fi
@@ -247,7 +250,7 @@ done
 
 # Lint the generated pages.
 for name in lockd.8 lockd.conf.5 lockd-protocol.7; do
-	[ -f "$builddir/man/$name" ] || fail "$builddir/man/$name was not generated (run configure)"
+	[ -f "$builddir/man/$name" ] || fail "$builddir/man/$name was not made (run make)"
 done
 if command -v mandoc >/dev/null 2>&1; then
 	linter="mandoc -T lint -W warning"

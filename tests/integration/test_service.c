@@ -1281,11 +1281,14 @@ START_TEST(config_test_flag)
 	ck_assert_str_eq(err, "");
 	free(out);
 	free(err);
-	/* the shipped configurations */
+	/* the shipped configurations (lockd.yml as make made it from lockd.yml.in) */
 	const char *shipped[] = {"conf/lockd.yml", "conf/demo.yml"};
 	for (int i = 0; i < 2; i++) {
 		char sp[PATH_MAX];
-		srcdir_path(shipped[i], sp, sizeof(sp));
+		if (i == 0)
+			builddir_path(shipped[i], sp, sizeof(sp));
+		else
+			srcdir_path(shipped[i], sp, sizeof(sp));
 		char abs[PATH_MAX];
 		ck_assert_msg(realpath(sp, abs) != NULL, "%s: %s", sp, strerror(errno));
 		rc = lockd_run(&out, &err, "-t", "-c", abs);
@@ -1702,7 +1705,7 @@ START_TEST(systemd_unit_verify)
 		return;
 	}
 	char src[PATH_MAX], unit[PATH_MAX];
-	srcdir_path("systemd/lockd.service", src, sizeof(src));
+	builddir_path("systemd/lockd.service", src, sizeof(src)); /* made from .in */
 	char *text = slurp(src);
 	ck_assert_msg(text != NULL, "%s: %s", src, strerror(errno));
 	/* ExecStart= points at /bin/true: verify checks that it exists */
