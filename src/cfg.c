@@ -641,7 +641,8 @@ static int listen_checks(struct loader *l)
 					    {"redis.password", "redis.password_file"}};
 	for (int i = 0; i < 2; i++) {
 		int p = lookup(pw[i][0]), f = lookup(pw[i][1]);
-		if (l->seen[p] && (*str_at(l->c, keys[p].off))[0] && (*str_at(l->c, keys[f].off))[0])
+		const char *pv = *str_at(l->c, keys[p].off), *fv = *str_at(l->c, keys[f].off);
+		if (l->seen[p] && pv[0] && fv[0])
 			return fail(l, l->marks[f], "%s and %s are both set; keep one", pw[i][0],
 				    pw[i][1]);
 	}

@@ -102,8 +102,9 @@ static void majority_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	no_majority_warned = 1;
 	if (up < maj)
-		log_warn("no majority of masters reachable: %d of %d up; LOCK will answer ERR QUORUM",
-			 up, n);
+		log_warn(
+		    "no majority of masters reachable: %d of %d up; LOCK will answer ERR QUORUM",
+		    up, n);
 	else
 		log_warn("no majority of masters counting: %d of %d up, %d counting (restarted, "
 			 "kept out for now); LOCK will answer ERR QUORUM",
@@ -398,7 +399,8 @@ int main(int argc, char **argv)
 	event_add(ev_status, &every);
 	/* membership judges the masters within max(4 timeouts, 500 ms) */
 	int64_t judge_ms = cfg.timeout_ms * 4 > 500 ? cfg.timeout_ms * 4 : 500;
-	struct timeval soon = {(time_t)((judge_ms + 500) / 1000), (suseconds_t)((judge_ms + 500) % 1000) * 1000};
+	int64_t soon_ms = judge_ms + 500;
+	struct timeval soon = {(time_t)(soon_ms / 1000), (suseconds_t)(soon_ms % 1000) * 1000};
 	ev_majority = evtimer_new(base, majority_cb, NULL);
 	evtimer_add(ev_majority, &soon);
 	notify_ready();

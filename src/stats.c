@@ -101,7 +101,8 @@ int stats_quorum_ok(void) { return masters_counting() >= quorum_majority(masters
  * "1.048576"; %g would round it). */
 static void le_seconds(char *buf, size_t len, int64_t us)
 {
-	int n = snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
+	int n = snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000),
+			 (long long)(us % 1000000));
 	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
 		buf[--n] = '\0';
 }
@@ -128,8 +129,8 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 			    counters[i].v == &stats.sessions_waiting;
 		size_t nl = strlen(name);
 		/* a counter ends in _total, once (clients_total) */
-		const char *sfx = gauge || (nl > 6 && strcmp(name + nl - 6, "_total") == 0) ? ""
-											   : "_total";
+		int has_total = nl > 6 && strcmp(name + nl - 6, "_total") == 0;
+		const char *sfx = gauge || has_total ? "" : "_total";
 		evbuffer_add_printf(out, "# HELP lockd_%s%s %s\n# TYPE lockd_%s%s %s\nlockd_%s%s %llu\n",
 				    name, sfx, counters[i].help, name, sfx,
 				    gauge ? "gauge" : "counter", name, sfx,
