@@ -40,6 +40,10 @@ struct config {
 	int64_t max_waiters;         /* sessions waiting in LOCK at once; 0: no limit */
 	int64_t max_waiters_per_key; /* sessions waiting for one key; 0: no limit */
 	int64_t max_permits;         /* the largest n of PERMITS n */
+	int64_t line_timeout_ms;     /* a line must be finished this long after it began */
+	int64_t idle_timeout_ms;     /* close a session idle this long; 0: never */
+	int64_t max_clients_per_ip;  /* connections from one address; 0: no limit */
+	int64_t max_auth_failures;   /* failed AUTHs before a session is closed; 0: never */
 
 	char *metrics_listen; /* "" when off */
 };

@@ -1,10 +1,19 @@
-/* server: the listeners (TCP and Unix sockets) and accepting clients. */
+/* server: the listeners (TCP and Unix sockets) and accepting clients.
+ *
+ * It owns the count of sessions per client IP address (for
+ * limits.max_clients_per_ip), and the pause in accepting when the process is out of file
+ * descriptors: accept() would fail at once again, and a level-triggered
+ * listener would spin on it, so every listener is disabled for
+ * ACCEPT_PAUSE_MS while the sessions already connected go on. Pauses less
+ * than ACCEPT_CALM_MS apart are one episode, logged once at its start and
+ * once at its end. */
 #include "config.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +25,16 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "keytab.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
 #include "stats.h"
 #include "util.h"
+#include "waitq.h"
+
+#define ACCEPT_PAUSE_MS 250  /* out of descriptors: try accepting again after this */
+#define ACCEPT_CALM_MS 2000  /* an episode of pauses ends after this long without one */
 
 struct listener {
 	struct evconnlistener *l;
@@ -28,50 +42,158 @@ struct listener {
 	int tcp;
 };
 
+struct server_peer {
+	struct kt_node node; /* key: the address bytes in ip */
+	uint32_t sessions;
+	unsigned char ip[16];
+};
+
 static struct listener listeners[CONFIG_MAX_LISTEN];
 static int nlisteners;
 static const struct config *cfg;
 static struct event_base *base;
+static struct keytab peers;
+static struct event *ev_resume; /* re-enables accepting after a pause */
+static struct event *ev_calm;   /* ends an episode of pauses */
+static uint64_t episode_pauses; /* pauses in the current episode; 0: none */
+static int64_t episode_us;      /* when it began */
+static struct event *ev_hup, *ev_reload;
 
 void server_set_cfg(const struct config *c) { cfg = c; }
+
+/* The session count of the address, made if new; NULL if out of memory. */
+static struct server_peer *peer_get(const void *ip, size_t len)
+{
+	if (!peers.slots && keytab_init(&peers, 64) != 0)
+		return NULL;
+	struct kt_node *n = keytab_find(&peers, ip, len);
+	if (n)
+		return wq_entry(n, struct server_peer, node);
+	struct server_peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	memcpy(p->ip, ip, len);
+	p->node.key = (const char *)p->ip;
+	p->node.klen = len;
+	keytab_insert(&peers, &p->node);
+	return p;
+}
+
+void server_peer_put(struct server_peer *p)
+{
+	if (!p || --p->sessions > 0)
+		return;
+	keytab_remove(&peers, &p->node);
+	free(p);
+}
+
+static void resume_accepting(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < nlisteners; i++)
+		evconnlistener_enable(listeners[i].l);
+}
+
+static void calm_cb(evutil_socket_t fd, short what, void *arg)
+{
+	log_info("accept: accepting again after %llu pause(s) in %lld ms",
+		 (unsigned long long)episode_pauses, (long long)(now_us() - episode_us) / 1000);
+	episode_pauses = 0;
+}
+
+/* accept() failed for another reason than a retriable one (most often
+ * EMFILE or ENFILE): stop accepting for a moment. */
+static void pause_accepting(int e)
+{
+	for (int i = 0; i < nlisteners; i++)
+		evconnlistener_disable(listeners[i].l);
+	stats.accept_pauses++;
+	if (episode_pauses++ == 0) {
+		episode_us = now_us();
+		log_warn("accept: %s: not accepting for %d ms at a time until it succeeds (%llu "
+			 "clients connected)",
+			 evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS,
+			 (unsigned long long)stats.clients);
+	}
+	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
+	evtimer_add(ev_resume, &tv);
+	struct timeval calm = {ACCEPT_CALM_MS / 1000, ACCEPT_CALM_MS % 1000 * 1000};
+	evtimer_add(ev_calm, &calm);
+}
+
+static void refuse(int fd, const char *msg, size_t len)
+{
+	ssize_t w = send(fd, msg, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)w;
+	evutil_closesocket(fd);
+}
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
 		      void *arg)
 {
 	struct listener *li = arg;
+	struct server_peer *ip = NULL;
 	char peer[64] = "unix";
 
 	if (stats.clients >= (uint64_t)cfg->max_clients) {
 		static const char msg[] = "ERR LIMIT too many clients\r\n";
-		ssize_t w = send(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		(void)w;
 		stats.rejected_clients++;
-		evutil_closesocket(fd);
+		refuse(fd, msg, sizeof(msg) - 1);
 		return;
 	}
 	if (li->tcp) {
 		int one = 1;
+		char addr[INET6_ADDRSTRLEN] = "?";
 		/* Replies are single short lines: send them at once. */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (sa->sa_family == AF_INET) {
 			struct sockaddr_in *in = (struct sockaddr_in *)sa;
-			char ip[INET_ADDRSTRLEN];
-			inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
-			snprintf(peer, sizeof(peer), "%s:%d", ip, ntohs(in->sin_port));
+			inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+			snprintf(peer, sizeof(peer), "%s:%d", addr, ntohs(in->sin_port));
+			ip = peer_get(&in->sin_addr, sizeof(in->sin_addr));
+		} else if (sa->sa_family == AF_INET6) {
+			struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+			inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+			snprintf(peer, sizeof(peer), "[%s]:%d", addr, ntohs(in6->sin6_port));
+			ip = peer_get(&in6->sin6_addr, sizeof(in6->sin6_addr));
 		}
+		if (!ip) {
+			log_warn("out of memory accepting a client");
+			evutil_closesocket(fd);
+			return;
+		}
+		int64_t per_ip = cfg->max_clients_per_ip;
+		if (per_ip > 0 && ip->sessions >= (uint64_t)per_ip) {
+			static const char msg[] =
+				"ERR LIMIT too many clients from this address\r\n";
+			stats.rejected_per_ip++;
+			log_debug("refused %s: limits.max_clients_per_ip (%lld) reached", peer,
+				  (long long)per_ip);
+			refuse(fd, msg, sizeof(msg) - 1);
+			return;
+		}
+		ip->sessions++;
 	}
-	if (!session_new(base, fd, peer)) {
+	if (!session_new(base, fd, peer, ip)) {
 		log_warn("out of memory accepting a client");
+		server_peer_put(ip);
 		evutil_closesocket(fd);
 	}
 }
 
 static void error_cb(struct evconnlistener *l, void *arg)
 {
-	int e = EVUTIL_SOCKET_ERROR();
-	/* EMFILE and friends: log and keep listening; clients retry. */
-	log_warn("accept: %s", evutil_socket_error_to_string(e));
+	pause_accepting(EVUTIL_SOCKET_ERROR());
 }
+
+/* SIGHUP: once main has reloaded the config (from the loop's next turn),
+ * let the sessions see new timeouts. */
+static void hup_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval now = {0, 0};
+	evtimer_add(ev_reload, &now);
+}
+
+static void reload_cb(evutil_socket_t fd, short what, void *arg) { sessions_rearm(); }
 
 /* A socket file nobody answers on is stale: remove it. One that answers
  * belongs to a running lockd: refuse to take it over. */
@@ -151,6 +273,15 @@ int server_listen(struct event_base *b, const struct config *c, char *err, size_
 {
 	base = b;
 	cfg = c;
+	ev_resume = evtimer_new(base, resume_accepting, NULL);
+	ev_calm = evtimer_new(base, calm_cb, NULL);
+	ev_reload = evtimer_new(base, reload_cb, NULL);
+	ev_hup = evsignal_new(base, SIGHUP, hup_cb, NULL);
+	if (!ev_resume || !ev_calm || !ev_reload || !ev_hup || evsignal_add(ev_hup, NULL) != 0) {
+		snprintf(err, errlen, "out of memory");
+		server_close();
+		return -1;
+	}
 	for (int i = 0; i < c->nlisten; i++)
 		if (listen_one(c->listen[i], err, errlen)) {
 			server_close();
@@ -167,4 +298,13 @@ void server_close(void)
 			unlink(listeners[i].path);
 	}
 	nlisteners = 0;
+	if (ev_resume)
+		event_free(ev_resume);
+	if (ev_calm)
+		event_free(ev_calm);
+	if (ev_reload)
+		event_free(ev_reload);
+	if (ev_hup)
+		event_free(ev_hup);
+	ev_resume = ev_calm = ev_reload = ev_hup = NULL;
 }

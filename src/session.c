@@ -4,7 +4,15 @@
  * key's queue or on a quorum call) the session is SS_BLOCKED and later
  * lines simply stay in the input buffer, which is the request queue. A
  * session handles at most limits.reqs_per_event requests per turn and
- * then yields, so that one pipelining client cannot starve the others. */
+ * then yields, so that one pipelining client cannot starve the others.
+ *
+ * Hostile and dead clients: a line must be finished within
+ * limits.line_timeout_ms of its first byte (the first line, of the
+ * connection); a client that reads none of its replies for as long is
+ * closed (the bufferevent's write timeout); a session that holds and waits
+ * for nothing is closed after limits.idle_timeout_ms. A first line that
+ * is HTTP or RESP closes the session unanswered, and so does the
+ * limits.max_auth_failures-th wrong AUTH, after its reply. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -18,6 +26,7 @@
 
 #include "log.h"
 #include "proto.h"
+#include "server.h"
 #include "session.h"
 #include "stats.h"
 #include "util.h"
@@ -32,6 +41,7 @@ static uint64_t next_id;
 
 static void process(struct session *s);
 static void session_close(struct session *s);
+static void session_arm(struct session *s);
 
 void sessions_set_cfg(const struct config *c)
 {
@@ -45,6 +55,8 @@ static void session_free(struct session *s)
 	waitq_remove(&all_sessions, &s->all);
 	bufferevent_free(s->bev);
 	event_free(s->resume);
+	event_free(s->timer);
+	server_peer_put(s->ip);
 	free(s->key);
 	free(s);
 }
@@ -54,6 +66,7 @@ static void vline(struct session *s, const char *fmt, va_list ap)
 	struct evbuffer *out = bufferevent_get_output(s->bev);
 	evbuffer_add_vprintf(out, fmt, ap);
 	evbuffer_add(out, "\r\n", 2);
+	s->replied = 1;
 }
 
 void session_line(struct session *s, const char *fmt, ...)
@@ -75,6 +88,7 @@ void session_reply(struct session *s, const char *fmt, ...)
 	vline(s, fmt, ap);
 	va_end(ap);
 	s->state = SS_READING;
+	s->active_us = now_us();
 	/* Go on from the loop, never from inside the caller's callback. */
 	event_active(s->resume, EV_TIMEOUT, 0);
 }
@@ -106,14 +120,19 @@ static void lt_reply(struct lt_client *c, const char *fmt, va_list ap)
 		return;
 	vline(s, fmt, ap);
 	s->state = SS_READING;
+	s->active_us = now_us();
 	event_active(s->resume, EV_TIMEOUT, 0);
 }
 
 static void lt_line(struct lt_client *c, const char *fmt, va_list ap)
 {
 	struct session *s = of_lt(c);
-	if (s->state != SS_CLOSING)
+	if (s->state != SS_CLOSING) {
 		vline(s, fmt, ap);
+		/* A LOST may leave it holding nothing (once locktab has
+		 * dropped the hold): look at its deadlines from the loop. */
+		event_active(s->resume, EV_TIMEOUT, 0);
+	}
 }
 
 static void lt_wake(struct lt_client *c) { session_poke(of_lt(c)); }
@@ -132,9 +151,200 @@ static void session_close(struct session *s)
 		  s->peer, s->lt.nlocks);
 	lt_client_end(&s->lt);
 	bufferevent_disable(s->bev, EV_READ);
+	evtimer_del(s->timer);
+	s->timer_us = 0;
 	struct timeval tv = {CLOSE_FLUSH_SECS, 0};
 	bufferevent_set_timeouts(s->bev, NULL, &tv);
 	event_active(s->resume, EV_TIMEOUT, 0);
+}
+
+/* --- deadlines --- */
+
+enum deadline {
+	DL_NONE, /* nothing to close it for */
+	DL_LINE, /* its unfinished line (or first line) is due */
+	DL_IDLE, /* it holds and waits for nothing, and sends nothing */
+};
+
+/* lockd does not read s (its replies are not read, or its input is full
+ * while a LOCK waits): the time of its unfinished line does not run. */
+static void note_pause(struct session *s)
+{
+	int p = evbuffer_get_length(bufferevent_get_output(s->bev)) > OUTPUT_HIGH_WATER ||
+		evbuffer_get_length(bufferevent_get_input(s->bev)) >=
+			READ_HIGH_WATER + (size_t)cfg->max_line;
+	if (p && !s->paused_us) {
+		s->paused_us = now_us();
+	} else if (!p && s->paused_us) {
+		if (s->line_us)
+			s->line_us += now_us() - s->paused_us;
+		s->paused_us = 0;
+	}
+}
+
+static int idle(struct session *s)
+{
+	return s->state == SS_READING && s->lt.nlocks == 0 && !s->lt.w.lk && !s->lt.call &&
+	       evbuffer_get_length(bufferevent_get_input(s->bev)) == 0;
+}
+
+/* When s is to be closed unless something changes, and why; 0: never. */
+static int64_t deadline(struct session *s, enum deadline *why)
+{
+	int64_t at = 0;
+	*why = DL_NONE;
+	if (s->state == SS_CLOSING)
+		return 0;
+	if (s->line_us && !s->paused_us) {
+		at = s->line_us + cfg->line_timeout_ms * 1000;
+		*why = DL_LINE;
+	}
+	if (cfg->idle_timeout_ms > 0 && idle(s)) {
+		int64_t i = s->active_us + cfg->idle_timeout_ms * 1000;
+		if (!at || i < at) {
+			at = i;
+			*why = DL_IDLE;
+		}
+	}
+	return at;
+}
+
+/* Make the timer fire by s's deadline. It is only ever moved earlier: a
+ * deadline that moved later is found when it fires, and set again. */
+static void session_arm(struct session *s)
+{
+	enum deadline why;
+	int64_t at = deadline(s, &why);
+	if (!at || (s->timer_us && s->timer_us <= at))
+		return;
+	int64_t d = at - now_us();
+	if (d < 0)
+		d = 0;
+	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
+	evtimer_add(s->timer, &tv);
+	s->timer_us = at;
+}
+
+static void timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	enum deadline why;
+
+	s->timer_us = 0;
+	int64_t at = deadline(s, &why);
+	if (!at)
+		return;
+	if (at > now_us()) {
+		session_arm(s);
+		return;
+	}
+	if (why == DL_LINE) {
+		stats.line_timeouts++;
+		log_info("session %llu (%s): no line finished within limits.line_timeout_ms "
+			 "(%lld ms): closing",
+			 (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
+	} else {
+		stats.idle_timeouts++;
+		log_info("session %llu (%s): idle for limits.idle_timeout_ms (%lld ms): closing",
+			 (unsigned long long)s->id, s->peer, (long long)cfg->idle_timeout_ms);
+	}
+	session_close(s);
+}
+
+/* Bytes arrived. A line end among the new bytes finishes the line that
+ * was open; bytes after the last line end begin a new one. */
+static void note_input(struct session *s)
+{
+	struct evbuffer *in = bufferevent_get_input(s->bev);
+	size_t len = evbuffer_get_length(in);
+	int64_t now = now_us();
+
+	s->active_us = now;
+	if (s->inlen > len)
+		s->inlen = 0;
+	if (len > s->inlen) {
+		struct evbuffer_ptr p;
+		unsigned char last = 0;
+		evbuffer_ptr_set(in, &p, len - 1, EVBUFFER_PTR_SET);
+		evbuffer_copyout_from(in, &p, &last, 1);
+		if (last == '\n') {
+			s->line_us = 0;
+		} else if (!s->line_us) {
+			s->line_us = now;
+		} else {
+			evbuffer_ptr_set(in, &p, s->inlen, EVBUFFER_PTR_SET);
+			if (evbuffer_search_range(in, "\n", 1, &p, NULL).pos >= 0)
+				s->line_us = now;
+		}
+	}
+	s->inlen = len;
+	note_pause(s);
+	session_arm(s);
+}
+
+void sessions_rearm(void)
+{
+	struct timeval wt = {(time_t)(cfg->line_timeout_ms / 1000),
+			     (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
+	for (struct wq_link *l = waitq_first(&all_sessions); l && l != &all_sessions.head;
+	     l = l->next) {
+		struct session *s = wq_entry(l, struct session, all);
+		if (s->state == SS_CLOSING)
+			continue;
+		bufferevent_set_timeouts(s->bev, NULL, &wt);
+		session_arm(s);
+	}
+}
+
+/* What a first line that is not lockd's protocol is, or NULL. Browsers
+ * (a page can make one POST anywhere) and Redis clients pointed at the
+ * wrong port are closed unanswered, as Redis closes HTTP. */
+static const char *foreign(const char *line, size_t len)
+{
+	static const struct {
+		const char *start, *what;
+	} kinds[] = {
+		{"GET ", "HTTP"},  {"POST ", "HTTP"}, {"HEAD ", "HTTP"},    {"PUT ", "HTTP"},
+		{"Host:", "HTTP"}, {"*", "RESP (Redis)"}, {"$", "RESP (Redis)"},
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		size_t n = strlen(kinds[i].start);
+		if (len >= n && memcmp(line, kinds[i].start, n) == 0)
+			return kinds[i].what;
+	}
+	return NULL;
+}
+
+static void close_foreign(struct session *s, const char *what, const char *line, size_t len)
+{
+	char shown[48];
+	size_t n = 0;
+	/* Printable bytes only: the line is the peer's, the log is ours. */
+	for (size_t i = 0; i < len && n < sizeof(shown) - 1; i++)
+		shown[n++] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+	shown[n] = '\0';
+	stats.foreign_protocol++;
+	log_warn("session %llu (%s): first line looks like %s, not lockd's protocol (\"%s%s\"): "
+		 "closing",
+		 (unsigned long long)s->id, s->peer, what, shown, len > n ? "..." : "");
+	session_close(s);
+}
+
+static void auth_failed(struct session *s)
+{
+	int64_t max = cfg->max_auth_failures;
+	int last = max > 0 && s->auth_failures + 1 >= max;
+
+	stats.auth_failures++;
+	s->auth_failures++;
+	log_warn("session %llu (%s): AUTH with a wrong password (%d in this session)%s",
+		 (unsigned long long)s->id, s->peer, s->auth_failures,
+		 last ? ": closing (limits.max_auth_failures)" : "");
+	session_reply(s, "ERR AUTH wrong password");
+	if (last) {
+		stats.auth_closes++;
+		session_close(s);
+	}
 }
 
 static void copy_key(struct session *s, const struct request *r)
@@ -167,6 +377,12 @@ static void handle(struct session *s, const char *line, size_t len)
 {
 	struct request r;
 	const char *msg;
+	const char *what = s->replied ? NULL : foreign(line, len);
+
+	if (what) {
+		close_foreign(s, what, line, len);
+		return;
+	}
 	enum proto_err e = proto_parse(line, len, (size_t)cfg->max_key_len,
 				       (uint32_t)cfg->max_permits, &r, &msg);
 
@@ -220,7 +436,7 @@ static void handle(struct session *s, const char *line, size_t len)
 			s->authed = 1;
 			session_reply(s, "OK");
 		} else {
-			session_reply(s, "ERR AUTH wrong password");
+			auth_failed(s);
 		}
 		break;
 	case CMD_QUIT:
@@ -240,7 +456,7 @@ static void too_long(struct session *s)
 	session_close(s);
 }
 
-static void process(struct session *s)
+static void process_lines(struct session *s)
 {
 	struct evbuffer *in = bufferevent_get_input(s->bev);
 	size_t max = (size_t)cfg->max_line;
@@ -299,9 +515,22 @@ static void process(struct session *s)
 		session_close(s); /* everything read has been answered */
 }
 
+static void process(struct session *s)
+{
+	process_lines(s);
+	if (s->state != SS_CLOSING) {
+		s->inlen = evbuffer_get_length(bufferevent_get_input(s->bev));
+		note_pause(s);
+		session_arm(s);
+	}
+}
+
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct session *s = arg;
+	if (s->state == SS_CLOSING)
+		return;
+	note_input(s);
 	if (s->state == SS_READING)
 		process(s);
 }
@@ -335,27 +564,48 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 			process(s);
 		return;
 	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		/* Nothing could be written for line_timeout_ms: it does not read. */
+		stats.write_timeouts++;
+		log_info("session %llu (%s): read none of its replies for limits.line_timeout_ms "
+			 "(%lld ms): closing",
+			 (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
+		session_close(s);
+		session_free(s); /* writing is off: nothing more would go out */
+		return;
+	}
 	int e = EVUTIL_SOCKET_ERROR();
 	log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id, s->peer,
 		 e ? evutil_socket_error_to_string(e) : "unknown");
 	session_close(s);
 }
 
-struct session *session_new(struct event_base *base, int fd, const char *peer)
+struct session *session_new(struct event_base *base, int fd, const char *peer,
+			    struct server_peer *ip)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	s->resume = event_new(base, -1, 0, resume_cb, s);
-	if (!s->bev || !s->resume) {
-		if (s->bev)
-			bufferevent_free(s->bev);
+	s->timer = evtimer_new(base, timer_cb, s);
+	if (!s->resume || !s->timer) {
 		if (s->resume)
 			event_free(s->resume);
+		if (s->timer)
+			event_free(s->timer);
 		free(s);
 		return NULL;
 	}
+	/* The bufferevent last: once made, it owns fd. */
+	s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!s->bev) {
+		event_free(s->resume);
+		event_free(s->timer);
+		free(s);
+		return NULL;
+	}
+	s->ip = ip;
+	s->line_us = s->active_us = now_us();
 	s->id = ++next_id;
 	s->authed = cfg->password[0] == '\0';
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
@@ -364,11 +614,15 @@ struct session *session_new(struct event_base *base, int fd, const char *peer)
 	lt_client_init(&s->lt);
 	bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
 	bufferevent_setwatermark(s->bev, EV_READ, 0, READ_HIGH_WATER + (size_t)cfg->max_line);
+	struct timeval wt = {(time_t)(cfg->line_timeout_ms / 1000),
+			     (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
+	bufferevent_set_timeouts(s->bev, NULL, &wt);
 	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 	waitq_push(&all_sessions, &s->all);
 	log_debug("session %llu (%s): connected", (unsigned long long)s->id, s->peer);
 	stats.clients++;
 	stats.clients_total++;
+	session_arm(s);
 	return s;
 }
 

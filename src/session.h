@@ -11,6 +11,7 @@
 
 struct bufferevent;
 struct event_base;
+struct server_peer;
 
 enum sess_state {
 	SS_READING,  /* answering requests as their lines arrive */
@@ -32,13 +33,27 @@ struct session {
 	struct event *resume;  /* go on reading after a reply or a yield */
 	struct wq_link all;    /* on the list of all sessions */
 	char peer[64];
+	struct server_peer *ip; /* its address's session count; NULL: Unix socket */
+	int replied;            /* a line was written to it: no more first-line checks */
+	int auth_failures;
+	/* Deadlines (limits.line_timeout_ms and idle_timeout_ms), one timer. */
+	struct event *timer;
+	int64_t timer_us;  /* when timer fires; 0: not pending */
+	int64_t line_us;   /* when its unfinished line began (at first, the
+			      connection); 0: every line read is finished */
+	int64_t active_us; /* its last request or reply: idle since */
+	int64_t paused_us; /* since when lockd does not read it; 0: it reads */
+	size_t inlen;      /* input bytes already looked at for a line end */
 };
 
 /* The callbacks locktab answers sessions with (for locktab_init). */
 extern const struct lt_ops session_lt_ops;
 
-/* Start a session on an accepted socket. */
-struct session *session_new(struct event_base *base, int fd, const char *peer);
+/* Start a session on an accepted socket. It takes fd and ip
+ * (server_peer_put when it ends); on failure (NULL) both stay the
+ * caller's. */
+struct session *session_new(struct event_base *base, int fd, const char *peer,
+			    struct server_peer *ip);
 /* Answer the current request (one line; "\r\n" is added) and go on. */
 void session_reply(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Write one line ("\r\n" is added) that does not end the request: an
@@ -49,5 +64,7 @@ void session_poke(struct session *s);
 /* Close every session (at exit). */
 void sessions_close_all(void);
 void sessions_set_cfg(const struct config *cfg);
+/* The timeouts may have changed (reload): look at every deadline again. */
+void sessions_rearm(void);
 
 #endif

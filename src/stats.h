@@ -27,6 +27,14 @@ struct stats {
 	uint64_t fence_writebacks;
 	uint64_t protocol_errors;
 	uint64_t rejected_clients;
+	uint64_t rejected_per_ip;  /* refused at limits.max_clients_per_ip */
+	uint64_t accept_pauses;    /* accepting paused for lack of file descriptors */
+	uint64_t line_timeouts;    /* sessions closed with a line unfinished too long */
+	uint64_t idle_timeouts;    /* sessions closed at limits.idle_timeout_ms */
+	uint64_t write_timeouts;   /* sessions closed for not reading their replies */
+	uint64_t foreign_protocol; /* sessions closed on an HTTP or RESP first line */
+	uint64_t auth_failures;    /* AUTH with a wrong password */
+	uint64_t auth_closes;      /* sessions closed at limits.max_auth_failures */
 };
 
 extern struct stats stats;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +37,7 @@ static char run_dir[256];
 static char redis_bin[PATH_MAX];
 static char lockd_bin[PATH_MAX];
 static pid_t main_pid;
+static int spawn_nofile; /* >0: the RLIMIT_NOFILE of the next spawn */
 
 static struct {
 	pid_t owner; /* the process that runs the test */
@@ -283,6 +285,10 @@ static pid_t spawn(char *const argv[], const char *logpath)
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
+		if (spawn_nofile > 0) {
+			struct rlimit rl = {(rlim_t)spawn_nofile, (rlim_t)spawn_nofile};
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		execv(argv[0], argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -1001,7 +1007,9 @@ int h_lockd_start(const struct h_opts *o)
 			fclose(lf);
 		}
 		char *argv[] = {lockd_bin, "-c", l->conf, NULL};
+		spawn_nofile = o->nofile;
 		l->pid = spawn(argv, l->log);
+		spawn_nofile = 0;
 		int up = 0;
 		for (int k = 0; k < READY_TRIES; k++) {
 			if (!h_lockd_alive(idx))

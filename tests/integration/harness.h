@@ -92,6 +92,7 @@ struct h_opts {
 	int nmasters;              /* masters listed: 0 = all started */
 	int no_quorum_wait;        /* do not wait until a lock can be granted */
 	int log_debug;             /* log_level: debug */
+	int nofile;                /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
 };
 struct h_lockd {
 	int port;
@@ -231,6 +232,7 @@ TCase *tc_faults(void);
 TCase *tc_soak(void);
 TCase *tc_safety(void);   /* test_safety.c */
 TCase *tc_restarts(void); /* test_restarts.c */
+TCase *tc_hostile(void);  /* test_hostile.c */
 TCase *tc_shared(void);   /* test_shared.c */
 TCase *tc_lockctl(void);  /* test_lockctl.c */
 

@@ -52,6 +52,10 @@ static void assert_defaults(const struct config *c)
 	ck_assert_int_eq(c->max_key_len, d.max_key_len);
 	ck_assert_int_eq(c->max_locks_per_session, d.max_locks_per_session);
 	ck_assert_int_eq(c->reqs_per_event, d.reqs_per_event);
+	ck_assert_int_eq(c->line_timeout_ms, d.line_timeout_ms);
+	ck_assert_int_eq(c->idle_timeout_ms, d.idle_timeout_ms);
+	ck_assert_int_eq(c->max_clients_per_ip, d.max_clients_per_ip);
+	ck_assert_int_eq(c->max_auth_failures, d.max_auth_failures);
 	ck_assert_str_eq(c->metrics_listen, d.metrics_listen);
 	cfg_free(&d);
 }
@@ -85,6 +89,10 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.max_key_len, 256);
 	ck_assert_int_eq(c.max_locks_per_session, 10000);
 	ck_assert_int_eq(c.reqs_per_event, 20);
+	ck_assert_int_eq(c.line_timeout_ms, 60000);
+	ck_assert_int_eq(c.idle_timeout_ms, 0);
+	ck_assert_int_eq(c.max_clients_per_ip, 0);
+	ck_assert_int_eq(c.max_auth_failures, 5);
 	ck_assert_str_eq(c.metrics_listen, "");
 	cfg_free(&c);
 }
@@ -242,6 +250,16 @@ static const struct {
     {"limits: {max_locks_per_session: 10000000}", offsetof(struct config, max_locks_per_session),
      10000000},
     {"limits: {reqs_per_event: 10000}", offsetof(struct config, reqs_per_event), 10000},
+    {"limits: {line_timeout_ms: 100}", offsetof(struct config, line_timeout_ms), 100},
+    {"limits: {line_timeout_ms: 2147483647}", offsetof(struct config, line_timeout_ms),
+     2147483647},
+    {"limits: {idle_timeout_ms: 0}", offsetof(struct config, idle_timeout_ms), 0},
+    {"limits: {idle_timeout_ms: 2147483647}", offsetof(struct config, idle_timeout_ms),
+     2147483647},
+    {"limits: {max_clients_per_ip: 1000000}", offsetof(struct config, max_clients_per_ip),
+     1000000},
+    {"limits: {max_auth_failures: 0}", offsetof(struct config, max_auth_failures), 0},
+    {"limits: {max_auth_failures: 1000000}", offsetof(struct config, max_auth_failures), 1000000},
     {"redis: {timeout_ms: +7}", offsetof(struct config, timeout_ms), 7},
     {"locks: {drift_factor: 0}", (size_t)-1, 0},
     {"locks: {drift_factor: 0.5}", (size_t)-1, 0},
@@ -399,6 +417,14 @@ static const struct {
      "t.yml:2:26: limits.max_locks_per_session: 0 is out of range (1 to 10000000)"},
     {"limits:\n  reqs_per_event: 10001\n",
      "t.yml:2:19: limits.reqs_per_event: 10001 is out of range (1 to 10000)"},
+    {"limits:\n  line_timeout_ms: 99\n",
+     "t.yml:2:20: limits.line_timeout_ms: 99 is out of range (100 to 2147483647)"},
+    {"limits:\n  idle_timeout_ms: -1\n",
+     "t.yml:2:20: limits.idle_timeout_ms: -1 is out of range (0 to 2147483647)"},
+    {"limits:\n  max_clients_per_ip: 1000001\n",
+     "t.yml:2:23: limits.max_clients_per_ip: 1000001 is out of range (0 to 1000000)"},
+    {"limits:\n  max_auth_failures: \"5\"\n",
+     "t.yml:2:22: limits.max_auth_failures: expected an integer, got \"5\""},
     {"locks:\n  drift_factor: 0.6\n",
      "t.yml:2:17: locks.drift_factor: 0.6 is out of range (0 to 0.5)"},
     {"locks:\n  drift_factor: -0.1\n",

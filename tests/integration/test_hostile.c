@@ -1,0 +1,513 @@
+/* Hostile and broken clients: slowloris connections, HTTP and RESP first
+ * lines, a client that pipelines and never reads, wrong passwords, too
+ * many connections from one address, idle sessions, running out of file
+ * descriptors. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+/* VmRSS of pid in KiB (-1: unknown). */
+static long rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kb = strtol(line + 6, NULL, 10);
+	fclose(f);
+	return kb;
+}
+
+/* CPU time (user + system) pid has used, in seconds. */
+static double cpu_s(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* fields after the ")" of the command name: state is field 3, utime 14, stime 15 */
+	const char *p = strrchr(buf, ')');
+	ck_assert(p != NULL);
+	unsigned long ut = 0, st = 0;
+	ck_assert(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) ==
+		  2);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long long stat_ll(struct cl *c, const char *name)
+{
+	char *v = cl_stat(c, name);
+	ck_assert_msg(v != NULL, "STATS has no %s", name);
+	long long x = strtoll(v, NULL, 10);
+	free(v);
+	return x;
+}
+
+/* A raw connection to lockd 0's TCP port (the fd is the caller's). */
+static int raw_open(void)
+{
+	struct cl *c = cl_open();
+	int fd = c->fd;
+	c->fd = -1;
+	cl_close(c);
+	return fd;
+}
+
+/* Lines of lockd 0's log that contain a (and b unless NULL). */
+static int log_lines(const char *a, const char *b)
+{
+	return h_file_count(h_lockd(0)->log, 0, a, b);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* ------------------------------------------------------------------ slowloris */
+
+#define SLOW_N 300
+#define SLOW_LINE_MS 3000
+
+/* 300 connections send one byte every 2 s and never finish a line (half
+ * of them after one finished line): each is closed line_timeout_ms after
+ * its line began, while another session's PINGs stay fast. */
+START_TEST(hostile_slowloris)
+{
+	struct h_opts o = {.limits = "  line_timeout_ms: 3000\n"};
+	h_std(&o);
+	struct cl *probe = cl_open();
+	cl_expect(probe, "PING", "PONG");
+
+	static int fd[SLOW_N], idx[SLOW_N];
+	static double t0[SLOW_N], next[SLOW_N], closed[SLOW_N];
+	static struct pollfd pf[SLOW_N];
+	static double rtt[20000];
+	int nrtt = 0, open = SLOW_N;
+	for (int i = 0; i < SLOW_N; i++) {
+		fd[i] = raw_open();
+		t0[i] = next[i] = h_now_ms();
+		closed[i] = 0;
+		if (i % 2)
+			ck_assert(send(fd[i], "PING\n", 5, MSG_NOSIGNAL) == 5);
+	}
+	double end = h_now_ms() + SLOW_LINE_MS + 4000;
+	while (open > 0 && h_now_ms() < end) {
+		double now = h_now_ms();
+		for (int i = 0; i < SLOW_N; i++)
+			if (!closed[i] && now >= next[i]) {
+				ssize_t w = send(fd[i], "L", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+				(void)w;
+				next[i] += 2000;
+			}
+		double a = h_now_ms();
+		const char *r = cl_cmd(probe, "PING", 1000);
+		ck_assert_msg(r && strcmp(r, "PONG") == 0, "probe PING: %s", r ? r : "no reply");
+		if (nrtt < (int)(sizeof(rtt) / sizeof(rtt[0])))
+			rtt[nrtt++] = h_now_ms() - a;
+		int n = 0;
+		for (int i = 0; i < SLOW_N; i++)
+			if (!closed[i]) {
+				pf[n].fd = fd[i];
+				pf[n].events = POLLIN;
+				pf[n].revents = 0;
+				idx[n++] = i;
+			}
+		if (poll(pf, (nfds_t)n, 2) <= 0)
+			continue;
+		for (int k = 0; k < n; k++) {
+			if (!pf[k].revents)
+				continue;
+			char b[256];
+			ssize_t got = recv(pf[k].fd, b, sizeof(b), MSG_DONTWAIT);
+			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+				closed[idx[k]] = h_now_ms();
+				open--;
+			}
+		}
+	}
+	double lo = 1e9, hi = 0;
+	for (int i = 0; i < SLOW_N; i++) {
+		ck_assert_msg(closed[i] > 0, "slow connection %d still open after %.0f ms", i,
+			      h_now_ms() - t0[i]);
+		double el = closed[i] - t0[i];
+		lo = el < lo ? el : lo;
+		hi = el > hi ? el : hi;
+		close(fd[i]);
+	}
+	qsort(rtt, (size_t)nrtt, sizeof(rtt[0]), cmp_double);
+	double p50 = rtt[nrtt / 2], p99 = rtt[(int)(nrtt * 0.99)], mx = rtt[nrtt - 1];
+	fprintf(stderr,
+		"hostile_slowloris: %d slow connections closed after %.0f-%.0f ms (line_timeout_ms "
+		"%d); %d PINGs meanwhile: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+		SLOW_N, lo, hi, SLOW_LINE_MS, nrtt, p50, p99, mx);
+	ck_assert_msg(lo >= SLOW_LINE_MS - 100, "a slow connection was closed after %.0f ms", lo);
+	ck_assert_msg(hi <= SLOW_LINE_MS + 1000, "a slow connection was closed after %.0f ms", hi);
+	ck_assert_msg(p99 < 10.0, "PING p99 %.3f ms during the slowloris", p99);
+	ck_assert_int_eq(stat_ll(probe, "line_timeouts"), SLOW_N);
+	cl_wait_stat(probe, "clients", "1", 2000);
+	ck_assert_int_eq(log_lines("no line finished within limits.line_timeout_ms", NULL), SLOW_N);
+	cl_close(probe);
+}
+END_TEST
+
+/* The default first-line deadline is long; a session that finished its
+ * lines is not closed by it. */
+START_TEST(hostile_line_timeout_finished_lines)
+{
+	struct h_opts o = {.limits = "  line_timeout_ms: 500\n"};
+	h_std(&o);
+	struct cl *a = cl_open();
+	for (int i = 0; i < 5; i++) {
+		cl_expect(a, "PING", "PONG");
+		h_sleep_ms(250);
+	}
+	/* a line sent in pieces within the timeout is fine */
+	cl_send(a, "PI");
+	h_sleep_ms(200);
+	cl_send(a, "NG x\n");
+	cl_want(a, "PONG x", H_TMO);
+	h_sleep_ms(800);
+	cl_expect(a, "PING", "PONG");
+	/* a line left unfinished is not */
+	double t = h_now_ms();
+	cl_send(a, "PI");
+	cl_want_eof(a, 2000);
+	double el = h_now_ms() - t;
+	ck_assert_msg(el >= 400 && el < 1500, "closed %.0f ms after the line began", el);
+	cl_close(a);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ other protocols */
+
+static void want_closed_unanswered(const char *first, size_t n)
+{
+	struct cl *c = cl_open();
+	double t = h_now_ms();
+	cl_sendn(c, first, n);
+	cl_want_eof(c, 1000);
+	double el = h_now_ms() - t;
+	ck_assert_msg(el < 500, "closed %.0f ms after the first line", el);
+	cl_close(c);
+}
+
+START_TEST(hostile_foreign_first_line)
+{
+	h_std(NULL);
+	/* a browser made to POST a lock request */
+	static const char post[] = "POST /lock HTTP/1.1\r\nHost: 127.0.0.1:7390\r\n"
+				   "Content-Type: text/plain\r\nContent-Length: 10\r\n\r\nTRYLOCK k\n";
+	want_closed_unanswered(post, sizeof(post) - 1);
+	static const char get[] = "GET / HTTP/1.0\r\n\r\n";
+	want_closed_unanswered(get, sizeof(get) - 1);
+	want_closed_unanswered("HEAD / HTTP/1.1\r\n", 17);
+	want_closed_unanswered("PUT /k HTTP/1.1\r\n", 17);
+	want_closed_unanswered("Host: example\r\n", 15);
+	/* a Redis client */
+	static const char resp[] = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+	want_closed_unanswered(resp, sizeof(resp) - 1);
+	want_closed_unanswered("$4\r\nPING\r\n", 10);
+	struct cl *b = cl_open();
+	cl_lock(b, "TRYLOCK k"); /* the POST took nothing */
+	ck_assert_int_eq(stat_ll(b, "foreign_protocol"), 7);
+	ck_assert_int_eq(stat_ll(b, "clients"), 1);
+	ck_assert_int_eq(log_lines("first line looks like HTTP", NULL), 5);
+	ck_assert_int_eq(log_lines("first line looks like RESP", NULL), 2);
+	ck_assert_int_eq(log_lines("first line looks like", "POST /lock HTTP/1.1"), 1);
+	/* only the first line, and only as the issue spells it */
+	cl_expect_prefix(b, "GET / HTTP/1.1", "ERR PROTOCOL");
+	cl_expect_prefix(b, "*1", "ERR PROTOCOL");
+	struct cl *c = cl_open();
+	cl_expect_prefix(c, "get / HTTP/1.1", "ERR PROTOCOL");
+	cl_expect(c, "PING", "PONG");
+	ck_assert_int_eq(stat_ll(c, "foreign_protocol"), 7);
+	cl_close(b);
+	cl_close(c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ a client that never reads */
+
+#define PIPE_N 200000
+
+START_TEST(hostile_pipeline_no_read)
+{
+	struct h_opts o = {.limits = "  line_timeout_ms: 3000\n"};
+	h_std(&o);
+	pid_t pid = h_lockd(0)->pid;
+	struct cl *probe = cl_open();
+	cl_expect(probe, "PING", "PONG");
+	long rss0 = rss_kb(pid), rss_max = rss0;
+	ck_assert(rss0 > 0);
+
+	/* 106-byte requests: 21 MB of replies, more than socket buffers hold */
+	char word[101];
+	memset(word, 'w', 100);
+	word[100] = '\0';
+	size_t one = 5 + 100 + 1, total = (size_t)PIPE_N * one, sent = 0;
+	char *buf = malloc(total + 1); /* + the last snprintf's NUL */
+	ck_assert(buf != NULL);
+	for (size_t i = 0; i < PIPE_N; i++)
+		snprintf(buf + i * one, one + 1, "PING %s\n", word);
+	struct cl *c = cl_open();
+	double start = h_now_ms(), end = start + 20000, closed_at = 0, sample = 0;
+	while (h_now_ms() < end) {
+		struct pollfd pf = {c->fd, POLLRDHUP | (sent < total ? POLLOUT : 0), 0};
+		poll(&pf, 1, 20);
+		if (pf.revents & (POLLERR | POLLHUP | POLLRDHUP)) {
+			closed_at = h_now_ms();
+			break;
+		}
+		if (pf.revents & POLLOUT) {
+			ssize_t w = send(c->fd, buf + sent, total - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w > 0) {
+				sent += (size_t)w;
+			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+				closed_at = h_now_ms();
+				break;
+			}
+		}
+		if (h_now_ms() >= sample) {
+			long r = rss_kb(pid);
+			rss_max = r > rss_max ? r : rss_max;
+			sample = h_now_ms() + 50;
+		}
+	}
+	free(buf);
+	long r = rss_kb(pid);
+	rss_max = r > rss_max ? r : rss_max;
+	fprintf(stderr,
+		"hostile_pipeline_no_read: sent %.1f of %.1f MB; closed after %.0f ms; lockd RSS %ld "
+		"KiB at start, %ld KiB at most (+%.1f MiB)\n",
+		(double)sent / 1e6, (double)total / 1e6, closed_at ? closed_at - start : -1.0, rss0,
+		rss_max, (double)(rss_max - rss0) / 1024);
+	ck_assert_msg(closed_at > 0, "the client that does not read is still connected after 20 s");
+	ck_assert_msg(rss_max - rss0 < 64 * 1024, "lockd's RSS grew by %ld KiB", rss_max - rss0);
+	cl_expect(probe, "PING", "PONG");
+	ck_assert_int_eq(stat_ll(probe, "write_timeouts"), 1);
+	cl_wait_stat(probe, "clients", "1", 2000);
+	ck_assert_int_eq(log_lines("read none of its replies", NULL), 1);
+	cl_close(c);
+	cl_close(probe);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ AUTH */
+
+START_TEST(hostile_auth_failures)
+{
+	struct h_opts o = {.password = "s3cret"};
+	h_std(&o);
+	struct cl *a = cl_open();
+	for (int i = 1; i < 5; i++) {
+		cl_expect(a, "AUTH guess", "ERR AUTH wrong password");
+		cl_expect(a, "PING", "PONG");
+	}
+	cl_expect(a, "AUTH guess", "ERR AUTH wrong password");
+	cl_want_eof(a, 1000);
+	cl_close(a);
+
+	/* failures are per session; a right AUTH still works */
+	struct cl *b = cl_open();
+	cl_expect(b, "AUTH no", "ERR AUTH wrong password");
+	cl_expect(b, "AUTH s3cret", "OK");
+	ck_assert_int_eq(stat_ll(b, "auth_failures"), 6);
+	ck_assert_int_eq(stat_ll(b, "auth_closes"), 1);
+	ck_assert_int_eq(log_lines("AUTH with a wrong password", "127.0.0.1:"), 6);
+	ck_assert_int_eq(log_lines("AUTH with a wrong password", "closing"), 1);
+	cl_close(b);
+}
+END_TEST
+
+START_TEST(hostile_auth_limit_configured)
+{
+	struct h_opts o = {.password = "pw", .limits = "  max_auth_failures: 2\n"};
+	h_std(&o);
+	struct cl *a = cl_open();
+	cl_expect(a, "AUTH x", "ERR AUTH wrong password");
+	cl_expect(a, "AUTH y", "ERR AUTH wrong password");
+	cl_want_eof(a, 1000);
+	cl_close(a);
+	/* reloaded to 0: never closed */
+	char cmd[800];
+	snprintf(cmd, sizeof(cmd), "sed -i 's/max_auth_failures: 2/max_auth_failures: 0/' %s",
+		 h_lockd(0)->conf);
+	ck_assert(system(cmd) == 0);
+	h_lockd_signal(0, SIGHUP);
+	double end = h_now_ms() + 3000;
+	while (log_lines("reloaded", NULL) < 1 && h_now_ms() < end)
+		h_sleep_ms(20);
+	struct cl *b = cl_open();
+	for (int i = 0; i < 10; i++)
+		cl_expect(b, "AUTH x", "ERR AUTH wrong password");
+	cl_expect(b, "AUTH pw", "OK");
+	cl_close(b);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ per address, idle */
+
+START_TEST(hostile_clients_per_ip)
+{
+	struct h_opts o = {.limits = "  max_clients_per_ip: 3\n"};
+	h_std(&o);
+	struct cl *c[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = cl_open();
+		cl_expect(c[i], "PING", "PONG");
+	}
+	struct cl *x = cl_open();
+	cl_want(x, "ERR LIMIT too many clients from this address", H_TMO);
+	cl_want_eof(x, 1000);
+	cl_close(x);
+	/* Unix clients have no address to count */
+	struct cl *u[3];
+	for (int i = 0; i < 3; i++) {
+		u[i] = cl_unix(h_lockd(0)->sock);
+		cl_expect(u[i], "PING", "PONG");
+	}
+	ck_assert_int_eq(stat_ll(u[0], "rejected_per_ip"), 1);
+	ck_assert_int_eq(stat_ll(u[0], "rejected_clients"), 0);
+	cl_close(c[0]);
+	cl_wait_stat(u[0], "clients", "5", 2000);
+	struct cl *y = cl_open();
+	cl_expect(y, "PING", "PONG");
+	cl_close(y);
+	for (int i = 1; i < 3; i++)
+		cl_close(c[i]);
+	for (int i = 0; i < 3; i++)
+		cl_close(u[i]);
+}
+END_TEST
+
+START_TEST(hostile_idle_timeout)
+{
+	struct h_opts o = {.limits = "  idle_timeout_ms: 1000\n"};
+	h_std(&o);
+	struct cl *idle = cl_open(), *holder = cl_open(), *waiter = cl_open(), *silent = cl_open();
+	double t = h_now_ms();
+	cl_expect(idle, "PING", "PONG");
+	cl_lock(holder, "LOCK k");
+	cl_send(waiter, "LOCK k\n");
+	cl_want_eof(silent, 2500);
+	cl_want_eof(idle, 2500);
+	double el = h_now_ms() - t;
+	ck_assert_msg(el >= 900 && el < 2500, "idle session closed after %.0f ms", el);
+	/* holding or waiting is not idle */
+	h_sleep_ms(1200);
+	cl_expect(holder, "PING", "PONG");
+	cl_expect(holder, "UNLOCK k", "OK 0");
+	cl_want_ok(waiter, H_TMO);
+	/* holding nothing now: closed after a second */
+	cl_want_eof(holder, 2500);
+	h_sleep_ms(300);
+	cl_expect(waiter, "UNLOCK k", "OK 0");
+	t = h_now_ms();
+	cl_want_eof(waiter, 2500);
+	el = h_now_ms() - t;
+	ck_assert_msg(el >= 900, "idle session closed after %.0f ms", el);
+	struct cl *last = cl_open();
+	ck_assert_int_eq(stat_ll(last, "idle_timeouts"), 4);
+	cl_close(last);
+	cl_close(idle);
+	cl_close(holder);
+	cl_close(waiter);
+	cl_close(silent);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ out of descriptors */
+
+START_TEST(hostile_emfile)
+{
+	h_masters_start(3);
+	struct h_opts o = {.nofile = 40};
+	h_lockd_start(&o);
+	pid_t pid = h_lockd(0)->pid;
+	struct cl *a = cl_open();
+	cl_expect(a, "PING", "PONG");
+	long log0 = h_file_size(h_lockd(0)->log);
+
+	enum { NCONN = 120 };
+	int fds[NCONN];
+	for (int i = 0; i < NCONN; i++)
+		fds[i] = raw_open(); /* the kernel completes them; lockd accepts what it can */
+	h_sleep_ms(300);
+	double cpu0 = cpu_s(pid), t0 = h_now_ms(), worst = 0;
+	int pings = 0;
+	while (h_now_ms() - t0 < 2000) {
+		double t = h_now_ms();
+		cl_expect(a, "PING", "PONG");
+		worst = h_now_ms() - t > worst ? h_now_ms() - t : worst;
+		pings++;
+		h_sleep_ms(20);
+	}
+	double cpu = cpu_s(pid) - cpu0, wall = (h_now_ms() - t0) / 1000;
+	long long pauses = stat_ll(a, "accept_pauses"), clients = stat_ll(a, "clients");
+	int lines = h_file_count(h_lockd(0)->log, log0, "accept", NULL);
+	fprintf(stderr,
+		"hostile_emfile: RLIMIT_NOFILE 40, %d connections: %lld sessions, %lld accept pauses; "
+		"lockd CPU %.0f %% over %.1f s; %d log lines about accept; %d PINGs, slowest %.1f ms\n",
+		NCONN, clients, pauses, 100 * cpu / wall, wall, lines, pings, worst);
+	ck_assert_msg(clients < NCONN, "all %lld connections were accepted: no EMFILE", clients);
+	ck_assert_msg(pauses >= 1, "no accept pause");
+	ck_assert_msg(cpu / wall < 0.2, "lockd used %.0f %% CPU while out of descriptors",
+		      100 * cpu / wall);
+	ck_assert_msg(lines == 1, "%d log lines about accept", lines);
+	ck_assert_msg(worst < 100, "slowest PING %.1f ms", worst);
+	/* the queued connections lockd accepts now are closed already; in
+	 * all, one episode: logged at its start and at its end */
+	for (int i = 0; i < NCONN; i++)
+		close(fds[i]);
+	cl_wait_stat(a, "clients", "1", 3000);
+	struct cl *b = cl_open();
+	cl_expect(b, "PING", "PONG");
+	double end = h_now_ms() + 5000;
+	while (h_file_count(h_lockd(0)->log, log0, "accepting again", NULL) < 1 && h_now_ms() < end)
+		h_sleep_ms(50);
+	ck_assert_int_eq(h_file_count(h_lockd(0)->log, log0, "accepting again", NULL), 1);
+	ck_assert_int_eq(h_file_count(h_lockd(0)->log, log0, "accept", NULL), 2);
+	cl_close(b);
+	cl_close(a);
+}
+END_TEST
+
+TCase *tc_hostile(void)
+{
+	TCase *tc = tcase_create("hostile");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 40);
+	H_ADD(tc, hostile_slowloris);
+	H_ADD(tc, hostile_line_timeout_finished_lines);
+	H_ADD(tc, hostile_foreign_first_line);
+	H_ADD(tc, hostile_pipeline_no_read);
+	H_ADD(tc, hostile_auth_failures);
+	H_ADD(tc, hostile_auth_limit_configured);
+	H_ADD(tc, hostile_clients_per_ip);
+	H_ADD(tc, hostile_idle_timeout);
+	H_ADD(tc, hostile_emfile);
+	return tc;
+}
