@@ -28,6 +28,7 @@ enum ctype {
 	CT_BOOL,    /* true or false */
 	CT_STR,     /* string, checked by a validator */
 	CT_LIST,    /* sequence of strings, each checked by a validator */
+	CT_LISTEN,  /* CT_LIST whose entries may also be {address, tls} mappings */
 };
 
 typedef const char *(*validator)(const char *s);
@@ -169,7 +170,7 @@ static const char *v_optaddr(const char *s)
 
 #define OFF(f) offsetof(struct config, f)
 static const struct ckey keys[] = {
-	{"listen", CT_LIST, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
+	{"listen", CT_LISTEN, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
 	{"unix_socket_mode", CT_STR, OFF(unix_socket_mode), 0, 1, 4, v_mode},
 	{"password", CT_STR, OFF(password), 0, 0, 256, v_password},
 	{"password_file", CT_STR, OFF(password_file), 0, 0, 4096, NULL},
@@ -254,12 +255,17 @@ void cfg_free(struct config *c)
 	for (size_t i = 0; i < NKEYS; i++) {
 		if (keys[i].type == CT_STR) {
 			free(*str_at(c, keys[i].off));
-		} else if (keys[i].type == CT_LIST) {
+		} else if (keys[i].type == CT_LIST || keys[i].type == CT_LISTEN) {
 			char **arr = str_at(c, keys[i].off);
 			int n = *(int *)((char *)c + keys[i].countoff);
 			for (int j = 0; j < n; j++)
 				free(arr[j]);
 		}
+	}
+	for (int j = 0; j < CONFIG_MAX_LISTEN; j++) {
+		free(c->listen_tls[j].cert);
+		free(c->listen_tls[j].key);
+		free(c->listen_tls[j].ca);
 	}
 	memset(c, 0, sizeof(*c));
 }
@@ -441,6 +447,149 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 	}
 }
 
+static void free_tls(struct cfg_tls *t)
+{
+	free(t->cert);
+	free(t->key);
+	free(t->ca);
+}
+
+/* The value of a scalar key of a listen entry, or NULL (failed). */
+static char *entry_str(struct loader *l, const char *what, yaml_event_t *ev)
+{
+	const char *v = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+
+	if (ev->type != YAML_SCALAR_EVENT) {
+		fail(l, ev->start_mark, "listen: %s: expected a string, got %s", what,
+		     type_name(ev->type));
+		return NULL;
+	}
+	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0)) {
+		fail(l, ev->start_mark, "listen: %s: expected a string, got null", what);
+		return NULL;
+	}
+	if (len == 0 || len > 4096 || memchr(v, '\0', len)) {
+		fail(l, ev->start_mark, "listen: %s: must be 1 to 4096 bytes, without NUL", what);
+		return NULL;
+	}
+	return strdup(v);
+}
+
+/* The tls mapping of a listen entry (its start consumed). */
+static int listen_tls(struct loader *l, struct cfg_tls *t, yaml_mark_t start)
+{
+	static const char *const names[] = {"cert", "key", "ca"};
+	char **slots[] = {&t->cert, &t->key, &t->ca};
+	yaml_event_t ev;
+
+	for (;;) {
+		if (next(l, &ev))
+			return -1;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		int i = -1;
+		for (int j = 0; ev.type == YAML_SCALAR_EVENT && j < 3; j++)
+			if (strcmp((const char *)ev.data.scalar.value, names[j]) == 0)
+				i = j;
+		if (i < 0 || *slots[i]) {
+			if (ev.type != YAML_SCALAR_EVENT)
+				fail(l, ev.start_mark, "listen: tls: expected a key, got %s",
+				     type_name(ev.type));
+			else
+				fail(l, ev.start_mark, i < 0 ? "listen: tls: unknown key \"%s\" "
+							       "(cert, key, ca)"
+							     : "listen: tls: duplicate key \"%s\"",
+				     (const char *)ev.data.scalar.value);
+			yaml_event_delete(&ev);
+			return -1;
+		}
+		yaml_event_delete(&ev);
+		if (next(l, &ev))
+			return -1;
+		char what[16];
+		snprintf(what, sizeof(what), "tls.%s", names[i]);
+		*slots[i] = entry_str(l, what, &ev);
+		yaml_event_delete(&ev);
+		if (!*slots[i])
+			return -1;
+	}
+	if (!t->cert || !t->key)
+		return fail(l, start, "listen: tls: needs both cert and key");
+	return 0;
+}
+
+/* A listen entry written as a mapping, {address: "HOST:PORT", tls: {cert:
+ * FILE, key: FILE, ca: FILE}} (its start consumed, its mark in *m). Fills
+ * t; returns the address (malloc'd, its mark in *m), or NULL (failed). */
+static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
+{
+	yaml_mark_t start = *m;
+	yaml_event_t ev;
+	char *address = NULL;
+	int has_tls = 0;
+
+	for (;;) {
+		if (next(l, &ev))
+			goto bad;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		const char *name = ev.type == YAML_SCALAR_EVENT ? (const char *)ev.data.scalar.value
+								: NULL;
+		int is_addr = name && strcmp(name, "address") == 0;
+		int is_tls = name && strcmp(name, "tls") == 0;
+		if (!is_addr && !is_tls) {
+			if (name)
+				fail(l, ev.start_mark,
+				     "listen: unknown key \"%s\" in an entry (address, tls)", name);
+			else
+				fail(l, ev.start_mark, "listen: expected a key, got %s",
+				     type_name(ev.type));
+			yaml_event_delete(&ev);
+			goto bad;
+		}
+		if ((is_addr && address) || (is_tls && has_tls)) {
+			fail(l, ev.start_mark, "listen: duplicate key \"%s\" in an entry", name);
+			yaml_event_delete(&ev);
+			goto bad;
+		}
+		yaml_event_delete(&ev);
+		if (next(l, &ev))
+			goto bad;
+		if (is_addr) {
+			*m = ev.start_mark;
+			address = entry_str(l, "address", &ev);
+			yaml_event_delete(&ev);
+			if (!address)
+				goto bad;
+		} else if (ev.type != YAML_MAPPING_START_EVENT) {
+			fail(l, ev.start_mark, "listen: tls: expected a mapping, got %s",
+			     type_name(ev.type));
+			yaml_event_delete(&ev);
+			goto bad;
+		} else {
+			yaml_mark_t tm = ev.start_mark;
+			yaml_event_delete(&ev);
+			has_tls = 1;
+			if (listen_tls(l, t, tm))
+				goto bad;
+		}
+	}
+	if (!address) {
+		fail(l, start, "listen: an entry needs an address");
+		goto bad;
+	}
+	return address;
+bad:
+	free(address);
+	return NULL;
+}
+
 static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 {
 	char **arr = str_at(l->c, k->off);
@@ -453,6 +602,11 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 		arr[j] = NULL;
 	}
 	*count = 0;
+	if (k->type == CT_LISTEN)
+		for (int j = 0; j < CONFIG_MAX_LISTEN; j++) {
+			free_tls(&l->c->listen_tls[j]);
+			memset(&l->c->listen_tls[j], 0, sizeof(l->c->listen_tls[j]));
+		}
 	for (;;) {
 		if (next(l, &ev))
 			return -1;
@@ -460,8 +614,10 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 			yaml_event_delete(&ev);
 			break;
 		}
-		if (ev.type != YAML_SCALAR_EVENT) {
-			fail(l, ev.start_mark, "%s: list items must be strings, got %s", k->name,
+		int entry = k->type == CT_LISTEN && ev.type == YAML_MAPPING_START_EVENT;
+		if (ev.type != YAML_SCALAR_EVENT && !entry) {
+			fail(l, ev.start_mark, "%s: list items must be %s, got %s", k->name,
+			     k->type == CT_LISTEN ? "strings or mappings" : "strings",
 			     type_name(ev.type));
 			yaml_event_delete(&ev);
 			return -1;
@@ -471,21 +627,30 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 			yaml_event_delete(&ev);
 			return -1;
 		}
-		const char *v = (const char *)ev.data.scalar.value;
-		if (check_str(l, k, v, ev.data.scalar.length, ev.start_mark) ||
-		    (v[0] == '\0' && fail(l, ev.start_mark, "%s: empty entry", k->name))) {
-			yaml_event_delete(&ev);
+		yaml_mark_t vm = ev.start_mark;
+		char *v = entry ? listen_entry(l, &l->c->listen_tls[n], &vm)
+				: strdup((const char *)ev.data.scalar.value);
+		size_t vlen = entry ? (v ? strlen(v) : 0) : ev.data.scalar.length;
+		yaml_event_delete(&ev);
+		if (!v || check_str(l, k, v, vlen, vm) ||
+		    (v[0] == '\0' && fail(l, vm, "%s: empty entry", k->name))) {
+			free(v);
 			return -1;
 		}
 		for (int j = 0; j < n; j++)
 			if (strcmp(arr[j], v) == 0) {
-				fail(l, ev.start_mark, "%s: \"%s\" is listed twice", k->name, v);
-				yaml_event_delete(&ev);
+				fail(l, vm, "%s: \"%s\" is listed twice", k->name, v);
+				free(v);
 				return -1;
 			}
-		arr[n++] = strdup(v);
+		if (k->type == CT_LISTEN && l->c->listen_tls[n].cert &&
+		    strncmp(v, "unix:", 5) == 0) {
+			fail(l, vm, "%s: \"%s\": tls is for TCP listeners only", k->name, v);
+			free(v);
+			return -1;
+		}
+		arr[n++] = v;
 		*count = n;
-		yaml_event_delete(&ev);
 	}
 	if (n < (int)k->min)
 		return fail(l, start, "%s: needs at least %.0f entry", k->name, k->min);
@@ -535,7 +700,7 @@ static int parse_mapping(struct loader *l, const char *prefix)
 					  type_name(ev.type));
 			else
 				rc = parse_mapping(l, name);
-		} else if (k->type == CT_LIST) {
+		} else if (k->type == CT_LIST || k->type == CT_LISTEN) {
 			if (ev.type != YAML_SEQUENCE_START_EVENT)
 				rc = fail(l, ev.start_mark, "%s: expected a list, got %s", name,
 					  type_name(ev.type));

@@ -8,9 +8,17 @@
 #define CONFIG_MAX_MASTERS 15
 #define CONFIG_MAX_LISTEN 16
 
+/* The TLS files of a listen entry; all NULL for plain TCP. */
+struct cfg_tls {
+	char *cert; /* PEM certificate chain */
+	char *key;  /* PEM private key */
+	char *ca;   /* PEM CA certificates; set: clients need a certificate */
+};
+
 struct config {
 	char *listen[CONFIG_MAX_LISTEN]; /* "HOST:PORT" or "unix:PATH" */
 	int nlisten;
+	struct cfg_tls listen_tls[CONFIG_MAX_LISTEN]; /* of listen[i] */
 	char *unix_socket_mode; /* octal string, e.g. "0660" */
 	char *password;         /* "" when AUTH is not required */
 	char *password_file;    /* "" or where password was read from */

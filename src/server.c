@@ -1,7 +1,8 @@
-/* server: the listeners (TCP and Unix sockets) and accepting clients.
+/* server: the listeners (TCP, TLS and Unix sockets) and accepting clients.
  *
  * It owns the count of sessions per client IP address (for
- * limits.max_clients_per_ip), and the pause in accepting when the process is out of file
+ * limits.max_clients_per_ip), the TLS contexts of the listeners (reloaded
+ * on SIGHUP), and the pause in accepting when the process is out of file
  * descriptors: accept() would fail at once again, and a level-triggered
  * listener would spin on it, so every listener is disabled for
  * ACCEPT_PAUSE_MS while the sessions already connected go on. Pauses less
@@ -30,6 +31,7 @@
 #include "server.h"
 #include "session.h"
 #include "stats.h"
+#include "tls.h"
 #include "util.h"
 #include "waitq.h"
 
@@ -40,6 +42,9 @@ struct listener {
 	struct evconnlistener *l;
 	char path[108]; /* unix socket to remove at exit, or "" */
 	int tcp;
+	char spec[300];            /* the listen entry, for log lines */
+	struct ssl_ctx_st *tls;    /* NULL: plain */
+	struct cfg_tls files;      /* the TLS files it was started with */
 };
 
 struct server_peer {
@@ -60,6 +65,16 @@ static int64_t episode_us;      /* when it began */
 static struct event *ev_hup, *ev_reload;
 
 void server_set_cfg(const struct config *c) { cfg = c; }
+
+static void free_files(struct cfg_tls *t)
+{
+	free(t->cert);
+	free(t->key);
+	free(t->ca);
+	memset(t, 0, sizeof(*t));
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
 /* The session count of the address, made if new; NULL if out of memory. */
 static struct server_peer *peer_get(const void *ip, size_t len)
@@ -173,7 +188,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		}
 		ip->sessions++;
 	}
-	if (!session_new(base, fd, peer, ip)) {
+	if (!session_new(base, fd, peer, li->tls, ip)) {
 		log_warn("out of memory accepting a client");
 		server_peer_put(ip);
 		evutil_closesocket(fd);
@@ -185,15 +200,50 @@ static void error_cb(struct evconnlistener *l, void *arg)
 	pause_accepting(EVUTIL_SOCKET_ERROR());
 }
 
-/* SIGHUP: once main has reloaded the config (from the loop's next turn),
- * let the sessions see new timeouts. */
+/* SIGHUP: reload the certificates once main has reloaded the config
+ * (from the loop's next turn), and let sessions see new timeouts. */
 static void hup_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct timeval now = {0, 0};
 	evtimer_add(ev_reload, &now);
 }
 
-static void reload_cb(evutil_socket_t fd, short what, void *arg) { sessions_rearm(); }
+static int same_file(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void reload_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sessions_rearm();
+	for (int i = 0; i < nlisteners; i++) {
+		struct listener *li = &listeners[i];
+		if (!li->tls)
+			continue;
+		/* The files of a listener cannot change while it runs (as
+		 * listen cannot): the same files are read again. */
+		for (int j = 0; j < cfg->nlisten; j++) {
+			const struct cfg_tls *t = &cfg->listen_tls[j];
+			const struct cfg_tls *f = &li->files;
+			if (strcmp(cfg->listen[j], li->spec) == 0 &&
+			    (!same_file(t->cert, f->cert) || !same_file(t->key, f->key) ||
+			     !same_file(t->ca, f->ca)))
+				log_warn("reload: listen %s: tls cannot change at runtime; "
+					 "reading the old files again",
+					 li->spec);
+		}
+		char err[512];
+		struct ssl_ctx_st *ctx = tls_ctx_new(&li->files, err, sizeof(err));
+		if (!ctx) {
+			log_error("reload: listen %s: %s; keeping the certificate in use", li->spec,
+				  err);
+			continue;
+		}
+		tls_ctx_free(li->tls); /* sessions accepted with it keep it */
+		li->tls = ctx;
+		log_info("reload: listen %s: certificates reloaded", li->spec);
+	}
+}
 
 /* A socket file nobody answers on is stale: remove it. One that answers
  * belongs to a running lockd: refuse to take it over. */
@@ -221,7 +271,7 @@ static int clear_stale(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static int listen_one(const char *spec, char *err, size_t errlen)
+static int listen_one(const char *spec, const struct cfg_tls *tls, char *err, size_t errlen)
 {
 	struct addr a;
 	struct listener *li = &listeners[nlisteners];
@@ -233,10 +283,22 @@ static int listen_one(const char *spec, char *err, size_t errlen)
 		return -1;
 	}
 	memset(li, 0, sizeof(*li));
+	snprintf(li->spec, sizeof(li->spec), "%s", spec);
+	if (tls->cert) {
+		char e[512];
+		li->tls = tls_ctx_new(tls, e, sizeof(e));
+		if (!li->tls) {
+			snprintf(err, errlen, "listen %s: %s", spec, e);
+			return -1;
+		}
+		li->files.cert = dup_or_null(tls->cert);
+		li->files.key = dup_or_null(tls->key);
+		li->files.ca = dup_or_null(tls->ca);
+	}
 	if (a.kind == ADDR_UNIX) {
 		struct sockaddr_un sun = {.sun_family = AF_UNIX};
 		if (clear_stale(a.path, err, errlen))
-			return -1;
+			goto fail;
 		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", a.path);
 		mode_t old = umask(0177); /* no window with wider permissions */
 		li->l = evconnlistener_new_bind(base, accept_cb, li, flags & ~LEV_OPT_REUSEABLE, 1024,
@@ -252,7 +314,7 @@ static int listen_one(const char *spec, char *err, size_t errlen)
 		snprintf(buf, sizeof(buf), strchr(a.host, ':') ? "[%s]:%d" : "%s:%d", a.host, a.port);
 		if (evutil_parse_sockaddr_port(buf, (struct sockaddr *)&ss, &sl) != 0) {
 			snprintf(err, errlen, "listen %s: host must be a numeric IP address", spec);
-			return -1;
+			goto fail;
 		}
 		li->tcp = 1;
 		li->l = evconnlistener_new_bind(base, accept_cb, li, flags, 1024,
@@ -261,11 +323,33 @@ static int listen_one(const char *spec, char *err, size_t errlen)
 	if (!li->l) {
 		snprintf(err, errlen, "listen %s: %s", spec, strerror(errno));
 		li->path[0] = '\0';
-		return -1;
+		goto fail;
 	}
 	evconnlistener_set_error_cb(li->l, error_cb);
 	nlisteners++;
-	log_info("listening on %s", spec);
+	log_info("listening on %s%s%s", spec, li->tls ? " (TLS" : "",
+		 li->tls ? (li->files.ca ? ", client certificates required)" : ")") : "");
+	return 0;
+fail:
+	tls_ctx_free(li->tls);
+	li->tls = NULL;
+	free_files(&li->files);
+	return -1;
+}
+
+int server_check_tls(const struct config *c, char *err, size_t errlen)
+{
+	for (int i = 0; i < c->nlisten; i++) {
+		char e[512];
+		struct ssl_ctx_st *ctx;
+		if (!c->listen_tls[i].cert)
+			continue;
+		if (!(ctx = tls_ctx_new(&c->listen_tls[i], e, sizeof(e)))) {
+			snprintf(err, errlen, "listen %s: %s", c->listen[i], e);
+			return -1;
+		}
+		tls_ctx_free(ctx);
+	}
 	return 0;
 }
 
@@ -283,7 +367,7 @@ int server_listen(struct event_base *b, const struct config *c, char *err, size_
 		return -1;
 	}
 	for (int i = 0; i < c->nlisten; i++)
-		if (listen_one(c->listen[i], err, errlen)) {
+		if (listen_one(c->listen[i], &c->listen_tls[i], err, errlen)) {
 			server_close();
 			return -1;
 		}
@@ -296,6 +380,9 @@ void server_close(void)
 		evconnlistener_free(listeners[i].l);
 		if (listeners[i].path[0])
 			unlink(listeners[i].path);
+		tls_ctx_free(listeners[i].tls);
+		listeners[i].tls = NULL;
+		free_files(&listeners[i].files);
 	}
 	nlisteners = 0;
 	if (ev_resume)

@@ -29,6 +29,7 @@
 #include "server.h"
 #include "session.h"
 #include "stats.h"
+#include "tls.h"
 #include "util.h"
 
 static struct waitq all_sessions;
@@ -59,6 +60,14 @@ static void session_free(struct session *s)
 	server_peer_put(s->ip);
 	free(s->key);
 	free(s);
+}
+
+/* Free a closing session whose replies have all been written. */
+static void session_done(struct session *s)
+{
+	if (s->tls)
+		tls_close_notify(s->bev);
+	session_free(s);
 }
 
 static void vline(struct session *s, const char *fmt, va_list ap)
@@ -98,7 +107,7 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	if (s->state == SS_CLOSING) {
 		if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0)
-			session_free(s);
+			session_done(s);
 		return;
 	}
 	if (s->lt.eof && s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
@@ -539,7 +548,7 @@ static void write_cb(struct bufferevent *bev, void *arg)
 {
 	struct session *s = arg;
 	if (s->state == SS_CLOSING)
-		session_free(s);
+		session_done(s);
 	else if (s->state == SS_READING)
 		process(s); /* output drained: go on if we had paused */
 }
@@ -550,6 +559,11 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (s->state == SS_CLOSING) {
 		session_free(s); /* write error or flush timeout */
+		return;
+	}
+	if (what & BEV_EVENT_CONNECTED) {
+		log_debug("session %llu (%s): TLS handshake done", (unsigned long long)s->id,
+			  s->peer);
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
@@ -574,14 +588,21 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		session_free(s); /* writing is off: nothing more would go out */
 		return;
 	}
-	int e = EVUTIL_SOCKET_ERROR();
-	log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id, s->peer,
-		 e ? evutil_socket_error_to_string(e) : "unknown");
+	char buf[256];
+	const char *why = s->tls ? tls_error(bev, buf, sizeof(buf)) : NULL;
+	if (why) {
+		stats.tls_failures++;
+		log_info("session %llu (%s): TLS: %s", (unsigned long long)s->id, s->peer, why);
+	} else {
+		int e = EVUTIL_SOCKET_ERROR();
+		log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id,
+			  s->peer, e ? evutil_socket_error_to_string(e) : "unknown");
+	}
 	session_close(s);
 }
 
 struct session *session_new(struct event_base *base, int fd, const char *peer,
-			    struct server_peer *ip)
+			    struct ssl_ctx_st *tls, struct server_peer *ip)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -597,13 +618,15 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 		return NULL;
 	}
 	/* The bufferevent last: once made, it owns fd. */
-	s->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	s->bev = tls ? tls_bufferevent(base, fd, tls)
+		     : bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!s->bev) {
 		event_free(s->resume);
 		event_free(s->timer);
 		free(s);
 		return NULL;
 	}
+	s->tls = tls != NULL;
 	s->ip = ip;
 	s->line_us = s->active_us = now_us();
 	s->id = ++next_id;

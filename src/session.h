@@ -12,6 +12,7 @@
 struct bufferevent;
 struct event_base;
 struct server_peer;
+struct ssl_ctx_st;
 
 enum sess_state {
 	SS_READING,  /* answering requests as their lines arrive */
@@ -34,6 +35,7 @@ struct session {
 	struct wq_link all;    /* on the list of all sessions */
 	char peer[64];
 	struct server_peer *ip; /* its address's session count; NULL: Unix socket */
+	int tls;                /* over TLS */
 	int replied;            /* a line was written to it: no more first-line checks */
 	int auth_failures;
 	/* Deadlines (limits.line_timeout_ms and idle_timeout_ms), one timer. */
@@ -49,11 +51,11 @@ struct session {
 /* The callbacks locktab answers sessions with (for locktab_init). */
 extern const struct lt_ops session_lt_ops;
 
-/* Start a session on an accepted socket. It takes fd and ip
- * (server_peer_put when it ends); on failure (NULL) both stay the
- * caller's. */
+/* Start a session on an accepted socket, over TLS with tls unless NULL.
+ * It takes fd and ip (server_peer_put when it ends); on failure (NULL)
+ * both stay the caller's. */
 struct session *session_new(struct event_base *base, int fd, const char *peer,
-			    struct server_peer *ip);
+			    struct ssl_ctx_st *tls, struct server_peer *ip);
 /* Answer the current request (one line; "\r\n" is added) and go on. */
 void session_reply(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Write one line ("\r\n" is added) that does not end the request: an

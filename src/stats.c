@@ -49,6 +49,7 @@ static const struct field counters[] = {
 	 &stats.foreign_protocol},
 	{"auth_failures", "AUTH attempts with a wrong password", &stats.auth_failures},
 	{"auth_closes", "Sessions closed at max_auth_failures", &stats.auth_closes},
+	{"tls_failures", "TLS handshakes or connections that failed", &stats.tls_failures},
 	{"sessions_waiting", "Sessions waiting in a LOCK", &stats.sessions_waiting},
 	{"locks_held", "Locks held by sessions of this lockd", &stats.locks_held},
 	{"grants", "Locks granted", &stats.grants},

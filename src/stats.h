@@ -35,6 +35,7 @@ struct stats {
 	uint64_t foreign_protocol; /* sessions closed on an HTTP or RESP first line */
 	uint64_t auth_failures;    /* AUTH with a wrong password */
 	uint64_t auth_closes;      /* sessions closed at limits.max_auth_failures */
+	uint64_t tls_failures;     /* TLS handshakes or connections that failed */
 };
 
 extern struct stats stats;

@@ -897,7 +897,10 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	FILE *f = fopen(l->conf, "w");
 	ck_assert_msg(f != NULL, "%s: %s", l->conf, strerror(errno));
 	fprintf(f, "# written by test_lockd\n");
-	fprintf(f, "listen: [\"127.0.0.1:%d\", \"unix:%s\"]\n", l->port, l->sock);
+	fprintf(f, "listen: [\"127.0.0.1:%d\", \"unix:%s\"", l->port, l->sock);
+	if (o->tls)
+		fprintf(f, ", {address: \"127.0.0.1:%d\", tls: {%s}}", l->tls_port, o->tls);
+	fprintf(f, "]\n");
 	fprintf(f, "log_level: %s\n", o->log_debug || getenv("LOCKD_TEST_DEBUG") ? "debug" : "info");
 	if (o->password)
 		fprintf(f, "password: \"%s\"\n", o->password);
@@ -999,6 +1002,7 @@ int h_lockd_start(const struct h_opts *o)
 	ck_assert_msg(strlen(l->sock) < 100, "socket path too long: %s", l->sock);
 	for (int t = 0; t < PORT_TRIES; t++) {
 		l->port = free_port();
+		l->tls_port = o->tls ? free_port() : 0;
 		unlink(l->sock);
 		write_config(o, l);
 		FILE *lf = fopen(l->log, "a");

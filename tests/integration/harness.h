@@ -92,6 +92,7 @@ struct h_opts {
 	int nmasters;              /* masters listed: 0 = all started */
 	int no_quorum_wait;        /* do not wait until a lock can be granted */
 	int log_debug;             /* log_level: debug */
+	const char *tls;           /* "cert: F, key: F[, ca: F]": one more listener, TLS */
 	int nofile;                /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
 };
 struct h_lockd {
@@ -100,6 +101,7 @@ struct h_lockd {
 	char sock[352];
 	char conf[352];
 	char log[352];
+	int tls_port; /* the TLS listener of h_opts.tls, or 0 */
 };
 int h_nlockds(void);
 struct h_lockd *h_lockd(int idx);

@@ -1,15 +1,18 @@
 /* Hostile and broken clients: slowloris connections, HTTP and RESP first
  * lines, a client that pipelines and never reads, wrong passwords, too
  * many connections from one address, idle sessions, running out of file
- * descriptors. */
+ * descriptors, and TLS with and without client certificates. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "config.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +498,146 @@ START_TEST(hostile_emfile)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ TLS */
+
+#ifdef HAVE_TLS
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int rc = system(cmd);
+	ck_assert_msg(rc == 0, "'%s' failed (%d)", cmd, rc);
+}
+
+/* A key and a certificate NAME.pem/NAME.key signed by ca, for cn. */
+static void make_cert(const char *name, const char *cn, int serial)
+{
+	sh("cd %s && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	   "-keyout %s.key -out %s.csr -subj /CN=%s >/dev/null 2>&1 && openssl x509 -req -in %s.csr "
+	   "-CA ca.pem -CAkey ca.key -set_serial %d -days 2 -out %s.pem >/dev/null 2>&1",
+	   h_dir(), name, name, cn, name, serial, name);
+}
+
+/* Run openssl s_client against port, send input, return what it printed
+ * (stdout and stderr; malloc'd). Bounded by timeout(1). */
+static char *s_client(int port, const char *args, const char *input)
+{
+	char in[400], out[400];
+	snprintf(in, sizeof(in), "%s/s_client.in", h_dir());
+	snprintf(out, sizeof(out), "%s/s_client.out", h_dir());
+	FILE *f = fopen(in, "w");
+	ck_assert(f != NULL);
+	fputs(input, f);
+	fclose(f);
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && timeout 10 openssl s_client -connect 127.0.0.1:%d -CAfile ca.pem "
+		 "-verify_return_error -ign_eof %s <%s >%s 2>&1",
+		 h_dir(), port, args, in, out);
+	int rc = system(cmd);
+	(void)rc; /* judged by what it printed */
+	f = fopen(out, "r");
+	ck_assert(f != NULL);
+	char *b = calloc(1, 65536);
+	ck_assert(b != NULL);
+	size_t n = fread(b, 1, 65535, f);
+	b[n] = '\0';
+	fclose(f);
+	return b;
+}
+#endif
+
+START_TEST(hostile_tls)
+{
+#ifndef HAVE_TLS
+	fprintf(stderr, "hostile_tls: lockd was built without TLS: skipped\n");
+#else
+	if (system("openssl version >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "hostile_tls: no openssl command: skipped\n");
+		return;
+	}
+	sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	   "-keyout ca.key -out ca.pem -days 2 -subj /CN=lockd-test-ca >/dev/null 2>&1",
+	   h_dir());
+	make_cert("server", "lockd-1", 2);
+	make_cert("client", "client-1", 3);
+	/* a client certificate of another CA */
+	sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	   "-keyout other.key -out other.pem -days 2 -subj /CN=other >/dev/null 2>&1",
+	   h_dir());
+
+	h_masters_start(3);
+	char tls_ca[1200], tls[1200];
+	snprintf(tls_ca, sizeof(tls_ca), "cert: %s/server.pem, key: %s/server.key, ca: %s/ca.pem",
+		 h_dir(), h_dir(), h_dir());
+	snprintf(tls, sizeof(tls), "cert: %s/server.pem, key: %s/server.key", h_dir(), h_dir());
+	struct h_opts o0 = {.tls = tls_ca}, o1 = {.tls = tls};
+	int l0 = h_lockd_start(&o0), l1 = h_lockd_start(&o1);
+	int p0 = h_lockd(l0)->tls_port, p1 = h_lockd(l1)->tls_port;
+
+	/* client certificate required: with one */
+	char *out = s_client(p0, "-quiet -cert client.pem -key client.key",
+			     "PING tls\nTRYLOCK t\nQUIT\n");
+	ck_assert_msg(strstr(out, "PONG tls\r\nOK ") && strstr(out, "\r\nOK\r\n"),
+		      "s_client with a client certificate got:\n%s", out);
+	free(out);
+	/* without one, or with one of another CA: no session */
+	out = s_client(p0, "-quiet", "PING tls\nQUIT\n");
+	ck_assert_msg(!strstr(out, "PONG"), "s_client without a client certificate got:\n%s", out);
+	free(out);
+	out = s_client(p0, "-quiet -cert other.pem -key other.key", "PING tls\nQUIT\n");
+	ck_assert_msg(!strstr(out, "PONG"), "s_client with another CA's certificate got:\n%s",
+		      out);
+	free(out);
+	struct cl *a = cl_tcp(h_lockd(l0)->port); /* the plain listener is still plain */
+	cl_expect(a, "PING", "PONG");
+	cl_wait_stat(a, "tls_failures", "2", 2000);
+	ck_assert_int_eq(h_file_count(h_lockd(l0)->log, 0, "TLS:", "peer did not return a certificate"),
+			 1);
+	/* plain text on the TLS port is no session either */
+	struct cl *p = cl_tcp(p0);
+	cl_send(p, "PING\n");
+	cl_want_eof(p, 2000);
+	cl_close(p);
+	cl_close(a);
+
+	/* no client certificate asked for */
+	out = s_client(p1, "-brief", "PING one\nQUIT\n");
+	ck_assert_msg(strstr(out, "PONG one") && strstr(out, "CN = lockd-1"),
+		      "s_client without ca got:\n%s", out);
+	free(out);
+	/* SIGHUP reads the certificate again */
+	make_cert("server", "lockd-2", 4);
+	h_lockd_signal(l1, SIGHUP);
+	double end = h_now_ms() + 3000;
+	while (h_file_count(h_lockd(l1)->log, 0, "certificates reloaded", NULL) < 1 &&
+	       h_now_ms() < end)
+		h_sleep_ms(20);
+	out = s_client(p1, "-brief", "PING two\nQUIT\n");
+	ck_assert_msg(strstr(out, "PONG two") && strstr(out, "CN = lockd-2"),
+		      "s_client after SIGHUP got:\n%s", out);
+	free(out);
+	/* a certificate that does not load on reload: the old one stays */
+	sh("echo garbage > %s/server.pem", h_dir());
+	h_lockd_signal(l1, SIGHUP);
+	end = h_now_ms() + 3000;
+	while (h_file_count(h_lockd(l1)->log, 0, "keeping the certificate in use", NULL) < 1 &&
+	       h_now_ms() < end)
+		h_sleep_ms(20);
+	ck_assert_int_eq(
+		h_file_count(h_lockd(l1)->log, 0, "keeping the certificate in use", NULL), 1);
+	out = s_client(p1, "-brief", "PING three\nQUIT\n");
+	ck_assert_msg(strstr(out, "PONG three") && strstr(out, "CN = lockd-2"),
+		      "s_client after a bad reload got:\n%s", out);
+	free(out);
+#endif
+}
+END_TEST
+
 TCase *tc_hostile(void)
 {
 	TCase *tc = tcase_create("hostile");
@@ -509,5 +652,6 @@ TCase *tc_hostile(void)
 	H_ADD(tc, hostile_clients_per_ip);
 	H_ADD(tc, hostile_idle_timeout);
 	H_ADD(tc, hostile_emfile);
+	H_ADD(tc, hostile_tls);
 	return tc;
 }

@@ -30,6 +30,11 @@ static void assert_defaults(const struct config *c)
 		ck_assert_str_eq(c->listen[i], d.listen[i]);
 	for (int i = d.nlisten; i < CONFIG_MAX_LISTEN; i++)
 		ck_assert_ptr_null(c->listen[i]);
+	for (int i = 0; i < CONFIG_MAX_LISTEN; i++) {
+		ck_assert_ptr_null(c->listen_tls[i].cert);
+		ck_assert_ptr_null(c->listen_tls[i].key);
+		ck_assert_ptr_null(c->listen_tls[i].ca);
+	}
 	ck_assert_str_eq(c->unix_socket_mode, d.unix_socket_mode);
 	ck_assert_str_eq(c->password, d.password);
 	ck_assert_str_eq(c->log_level, d.log_level);
@@ -93,6 +98,7 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.idle_timeout_ms, 0);
 	ck_assert_int_eq(c.max_clients_per_ip, 0);
 	ck_assert_int_eq(c.max_auth_failures, 5);
+	ck_assert_ptr_null(c.listen_tls[0].cert);
 	ck_assert_str_eq(c.metrics_listen, "");
 	cfg_free(&c);
 }
@@ -323,6 +329,54 @@ START_TEST(string_values)
 }
 END_TEST
 
+/* A listen entry may be a mapping with TLS files; strings stay plain. */
+START_TEST(listen_mappings)
+{
+	struct config c;
+	char err[ERRLEN];
+
+	cfg_defaults(&c);
+	ck_assert_msg(load(&c,
+	                   "password: pw\n"
+	                   "listen:\n"
+	                   "  - \"127.0.0.1:7390\"\n"
+	                   "  - address: \"0.0.0.0:7391\"\n"
+	                   "    tls:\n"
+	                   "      cert: /etc/lockd/cert.pem\n"
+	                   "      key: /etc/lockd/key.pem\n"
+	                   "  - {address: \"[::]:7392\", tls: {ca: ca.pem, key: k.pem, cert: c.pem}}\n"
+	                   "  - {address: \"unix:/run/l.sock\"}\n",
+	                   err) == 0,
+	              "%s", err);
+	ck_assert_int_eq(c.nlisten, 4);
+	ck_assert_str_eq(c.listen[0], "127.0.0.1:7390");
+	ck_assert_ptr_null(c.listen_tls[0].cert);
+	ck_assert_str_eq(c.listen[1], "0.0.0.0:7391");
+	ck_assert_str_eq(c.listen_tls[1].cert, "/etc/lockd/cert.pem");
+	ck_assert_str_eq(c.listen_tls[1].key, "/etc/lockd/key.pem");
+	ck_assert_ptr_null(c.listen_tls[1].ca);
+	ck_assert_str_eq(c.listen[2], "[::]:7392");
+	ck_assert_str_eq(c.listen_tls[2].cert, "c.pem");
+	ck_assert_str_eq(c.listen_tls[2].key, "k.pem");
+	ck_assert_str_eq(c.listen_tls[2].ca, "ca.pem");
+	ck_assert_str_eq(c.listen[3], "unix:/run/l.sock");
+	ck_assert_ptr_null(c.listen_tls[3].cert);
+	/* a second load replaces the entries and their files */
+	ck_assert_msg(load(&c, "listen: [\"127.0.0.9:1\"]\n", err) == 0, "%s", err);
+	ck_assert_int_eq(c.nlisten, 1);
+	for (int i = 0; i < CONFIG_MAX_LISTEN; i++)
+		ck_assert_ptr_null(c.listen_tls[i].cert);
+	/* an error inside an entry: defaults, and nothing leaks (ASan) */
+	ck_assert_int_eq(load(&c, "listen:\n  - {address: 127.0.0.1:1, tls: {cert: c, key: k}}\n"
+	                          "  - {address: 127.0.0.2:2, tls: {cert: c}}\n",
+	                      err),
+	                 -1);
+	ck_assert_str_eq(err, "t.yml:3:33: listen: tls: needs both cert and key");
+	assert_defaults(&c);
+	cfg_free(&c);
+}
+END_TEST
+
 /* --- errors: the exact message, and the config back to defaults --- */
 
 static const struct {
@@ -370,8 +424,8 @@ static const struct {
     {"log_level: *x\n", "t.yml:1:12: log_level: expected a string, got an alias"},
     {"listen: {a: b}\n", "t.yml:1:9: listen: expected a list, got a mapping"},
     {"listen: \"127.0.0.1:1\"\n", "t.yml:1:9: listen: expected a list, got a scalar"},
-    {"listen:\n  - [a]\n", "t.yml:2:5: listen: list items must be strings, got a list"},
-    {"listen:\n  - {a: 1}\n", "t.yml:2:5: listen: list items must be strings, got a mapping"},
+    {"listen:\n  - [a]\n", "t.yml:2:5: listen: list items must be strings or mappings, got a list"},
+    {"listen:\n  - {a: 1}\n", "t.yml:2:6: listen: unknown key \"a\" in an entry (address, tls)"},
     {"redis: 5\n", "t.yml:1:8: redis: expected a mapping, got a scalar"},
     {"redis: [a]\n", "t.yml:1:8: redis: expected a mapping, got a list"},
     {"redis:\n", "t.yml:1:7: redis: expected a mapping, got a scalar"},
@@ -442,6 +496,38 @@ static const struct {
     {"listen: []\n", "t.yml:1:9: listen: needs at least 1 entry"},
     {"listen: [\"127.0.0.1:1\", \"127.0.0.1:1\"]\n",
      "t.yml:1:25: listen: \"127.0.0.1:1\" is listed twice"},
+    /* listen entries written as mappings */
+    {"listen: [\"127.0.0.1:1\", {address: \"127.0.0.1:1\"}]\n",
+     "t.yml:1:35: listen: \"127.0.0.1:1\" is listed twice"},
+    {"listen:\n  - address: 127.0.0.2:2\n    tls: {cert: c.pem}\n",
+     "t.yml:3:10: listen: tls: needs both cert and key"},
+    {"listen:\n  - tls: {cert: c.pem, key: k.pem}\n",
+     "t.yml:2:5: listen: an entry needs an address"},
+    {"listen:\n  - {address: \"unix:/x\", tls: {cert: c, key: k}}\n",
+     "t.yml:2:15: listen: \"unix:/x\": tls is for TCP listeners only"},
+    {"listen:\n  - {address: \"127.0.0.2:0\"}\n",
+     "t.yml:2:15: listen: \"127.0.0.2:0\": port must be a number from 1 to 65535"},
+    {"listen:\n  - {address: 127.0.0.2:2, port: 3}\n",
+     "t.yml:2:28: listen: unknown key \"port\" in an entry (address, tls)"},
+    {"listen:\n  - {address: 127.0.0.2:2, address: 127.0.0.3:3}\n",
+     "t.yml:2:28: listen: duplicate key \"address\" in an entry"},
+    {"listen:\n  - {address: ~}\n", "t.yml:2:15: listen: address: expected a string, got null"},
+    {"listen:\n  - {address: [127.0.0.2:2]}\n",
+     "t.yml:2:15: listen: address: expected a string, got a list"},
+    {"listen:\n  - {address: 127.0.0.2:2, tls: yes}\n",
+     "t.yml:2:33: listen: tls: expected a mapping, got a scalar"},
+    {"listen:\n  - {address: 127.0.0.2:2, tls: {cert: c, key: k, crl: x}}\n",
+     "t.yml:2:51: listen: tls: unknown key \"crl\" (cert, key, ca)"},
+    {"listen:\n  - {address: 127.0.0.2:2, tls: {cert: c, key: k, cert: d}}\n",
+     "t.yml:2:51: listen: tls: duplicate key \"cert\""},
+    {"listen:\n  - {address: 127.0.0.2:2, tls: {cert: c, key: k, ca: \"\"}}\n",
+     "t.yml:2:55: listen: tls.ca: must be 1 to 4096 bytes, without NUL"},
+    {"listen:\n  - {address: 127.0.0.2:2, tls: {cert: c, key: {k: 1}}}\n",
+     "t.yml:2:48: listen: tls.key: expected a string, got a mapping"},
+    {"listen: [[\"127.0.0.1:1\"]]\n",
+     "t.yml:1:10: listen: list items must be strings or mappings, got a list"},
+    {"redis:\n  masters: [{address: \"127.0.0.1:1\"}]\n",
+     "t.yml:2:13: redis.masters: list items must be strings, got a mapping"},
     {"redis:\n  masters: [\"unix:/tmp/r.sock\"]\n",
      "t.yml:2:13: redis.masters: \"unix:/tmp/r.sock\": a unix socket is not allowed here"},
     {"redis:\n  masters: [\"h:0\"]\n",
@@ -991,6 +1077,7 @@ Suite *cfg_suite(void)
 	tcase_add_test(tc, length_respected);
 	tcase_add_loop_test(tc, good_values, 0, (int)(sizeof(good) / sizeof(good[0])));
 	tcase_add_test(tc, string_values);
+	tcase_add_test(tc, listen_mappings);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");
