@@ -61,9 +61,12 @@ enum scenario {
 	SC_CONTENDED,   /* sessions take turns on -k keys (default 1) */
 	SC_HANDOFF,     /* contended, plus release-to-grant gaps and fairness */
 	SC_HELD,        /* many watchdog locks held for -d: lockd's cost at rest */
+	SC_SHARED,      /* contended, readers (SHARED) and writers mixed (--read-ratio) */
+	SC_PERMITS,     /* contended, each LOCK takes one of --permits permits */
 	SC_COUNT
 };
-static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff", "held"};
+static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff",
+						     "held",        "shared",    "permits"};
 
 enum output {
 	OUT_HUMAN, /* a block of text per scenario */
@@ -88,6 +91,7 @@ static const char *const pct_cols[5] = {"p50", "p90", "p99", "p999", "max"};
 static struct opts {
 	const char *host, *sock, *password;
 	int port, sessions, keys, hold_ms, pipeline, wait_ms, ttl_ms, trylock, locks;
+	int read_ratio, permits; /* shared: % of sessions that read; permits: n */
 	long long cycles;
 	int64_t duration_ms;
 	int duration_set;
@@ -104,7 +108,8 @@ static void usage(void)
 	printf("Usage: " BM_PROG " [-h host] [-p port] [-s socket] [-a password] [-c sessions]\n"
 	       "       [-n cycles] [-d duration] [-k keys] [--scenario list] [--hold ms]\n"
 	       "       [--pipeline n] [--wait ms] [--ttl ms] [--trylock]\n"
-	       "       [--locks-per-session n] [--pid pid] [--masters host:port,...]\n"
+	       "       [--locks-per-session n] [--pid pid] [--read-ratio pct] [--permits n]\n"
+	       "       [--masters host:port,...]\n"
 	       "       [--csv | --json]\n"
 	       "Drive a running lockd with many sessions over its text protocol and report\n"
 	       "cycles/s, acquire latency percentiles and Redis commands per grant.\n"
@@ -119,9 +124,9 @@ static void usage(void)
 	       "                       (default 5 s; held: the hold time, default 30 s;\n"
 	       "                       with -n alone, a limit of 600 s)\n"
 	       "  -k keys              distinct keys (uncontended: default one per slot;\n"
-	       "                       contended, handoff: default 1)\n"
-	       "  --scenario list      comma-separated: uncontended, contended, handoff, held\n"
-	       "                       (default uncontended,contended,handoff)\n"
+	       "                       contended, handoff, shared, permits: default 1)\n"
+	       "  --scenario list      comma-separated: uncontended, contended, handoff, held,\n"
+	       "                       shared, permits (default uncontended,contended,handoff)\n"
 	       "  --hold ms            hold each lock this long before UNLOCK (default 0)\n"
 	       "  --pipeline n         uncontended: n keys per session, a LOCK/UNLOCK cycle in\n"
 	       "                       flight on each; held: LOCKs in flight (default 1)\n"
@@ -130,6 +135,9 @@ static void usage(void)
 	       "  --trylock            TRYLOCK instead of LOCK ... WAIT (not with held)\n"
 	       "  --locks-per-session n  held: locks per session (default 10)\n"
 	       "  --pid pid            held: lockd's pid for /proc (default: from STATS)\n"
+	       "  --read-ratio pct     shared: percent of the sessions that read (LOCK key\n"
+	       "                       SHARED); the others write (LOCK key) (default 90)\n"
+	       "  --permits n          permits: LOCK key PERMITS n (default 4)\n"
 	       "  --masters list       Redis masters host:port,... to read INFO commandstats\n"
 	       "                       from before and after each run\n"
 	       "  --csv                one CSV header, then one row per scenario\n"
@@ -241,7 +249,7 @@ static void parse_scenarios(const char *list)
 				break;
 		if (sc == SC_COUNT)
 			usage_error("--scenario: unknown scenario '%.*s' (expected uncontended, "
-			            "contended, handoff or held)",
+			            "contended, handoff, held, shared or permits)",
 			            (int)len, p);
 		for (int i = 0; i < O.nscen; i++)
 			if (O.scen[i] == (enum scenario)sc)
@@ -276,7 +284,9 @@ static void parse_args(int argc, char **argv)
 		O_PID,
 		O_WAIT,
 		O_TTL,
-		O_TRYLOCK
+		O_TRYLOCK,
+		O_READ_RATIO,
+		O_PERMITS
 	};
 	static const struct option longs[] = {
 	    {"hold", required_argument, NULL, O_HOLD},
@@ -292,9 +302,12 @@ static void parse_args(int argc, char **argv)
 	    {"wait", required_argument, NULL, O_WAIT},
 	    {"ttl", required_argument, NULL, O_TTL},
 	    {"trylock", no_argument, NULL, O_TRYLOCK},
+	    {"read-ratio", required_argument, NULL, O_READ_RATIO},
+	    {"permits", required_argument, NULL, O_PERMITS},
 	    {NULL, 0, NULL, 0},
 	};
-	int c, keys_set = 0, hold_set = 0, pipeline_set = 0, locks_set = 0;
+	int c, keys_set = 0, hold_set = 0, pipeline_set = 0, locks_set = 0, ratio_set = 0,
+	       permits_set = 0;
 
 	O.host = "127.0.0.1";
 	O.port = DEFAULT_PORT;
@@ -302,6 +315,8 @@ static void parse_args(int argc, char **argv)
 	O.pipeline = 1;
 	O.wait_ms = 10000;
 	O.locks = 10;
+	O.read_ratio = 90;
+	O.permits = 4;
 	O.scen[0] = SC_UNCONTENDED;
 	O.scen[1] = SC_CONTENDED;
 	O.scen[2] = SC_HANDOFF;
@@ -374,6 +389,12 @@ static void parse_args(int argc, char **argv)
 		case O_TRYLOCK:
 			O.trylock = 1;
 			break;
+		case O_READ_RATIO:
+			O.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100), ratio_set = 1;
+			break;
+		case O_PERMITS:
+			O.permits = (int)parse_int("--permits", optarg, 1, 65536), permits_set = 1;
+			break;
 		case ':':
 			usage_error("option %s needs a value", argv[optind - 1]);
 		default:
@@ -406,6 +427,10 @@ static void parse_args(int argc, char **argv)
 		usage_error("--locks-per-session applies only to the held scenario");
 	if (pipeline_set && !has_scenario(SC_UNCONTENDED) && !has_scenario(SC_HELD))
 		usage_error("--pipeline applies only to the uncontended and held scenarios");
+	if (ratio_set && !has_scenario(SC_SHARED))
+		usage_error("--read-ratio applies only to the shared scenario");
+	if (permits_set && !has_scenario(SC_PERMITS))
+		usage_error("--permits applies only to the permits scenario");
 }
 
 /* ------------------------------------------------------------------ target */
@@ -501,7 +526,9 @@ struct slot {
 	uint64_t fence;
 	uint32_t key;
 	uint8_t state;
-	uint8_t lost; /* LOST arrived for this grant: UNLOCK may answer ERR NOTHELD */
+	uint8_t lost;   /* LOST arrived for this grant: UNLOCK may answer ERR NOTHELD */
+	uint8_t writer; /* shared: this session writes (LOCK key), else it reads */
+	uint64_t floor; /* the highest fence answered before this LOCK went out */
 };
 
 struct session {
@@ -521,6 +548,7 @@ struct keystate {
 	int64_t t_rel;       /* when that OK 0 arrived */
 	int64_t t_early;     /* a grant that arrived before its predecessor's OK 0 */
 	int holders;         /* sessions between OK fence and sending UNLOCK */
+	int writers;         /* shared: of the holders, writers */
 	uint8_t early_in_window;
 };
 
@@ -533,6 +561,10 @@ static struct run {
 	uint32_t nkeys;
 	const char *prefix;
 	char lockfmt[96]; /* "LOCK %s%u WAIT 10000\r\n" and the like */
+	char writefmt[96]; /* shared: the writers' (without SHARED) */
+	int max_holders;   /* shared, permits: the most holders of a key at once */
+	long long writer_grants;
+	struct bm_hist wacq; /* shared: the writers' acquire latency */
 	enum phase phase;
 	int next_connect, connecting, nready, ndone, failed;
 	long long issued, grants, grants_window, timeouts, lost, overlaps, regressions;
@@ -585,16 +617,24 @@ static void send_lock(struct slot *sl)
 
 	sl->state = SL_LOCKING;
 	sl->t_req = now_ns();
+	sl->floor = R.ks[sl->key].last_grant;
 	s->busy++;
 	s->locking++;
 	R.issued++;
-	send_req(s, (int)(sl - s->slots), R.lockfmt, R.prefix, sl->key);
+	send_req(s, (int)(sl - s->slots), sl->writer ? R.writefmt : R.lockfmt, R.prefix, sl->key);
+}
+
+/* The slot no longer holds its key (UNLOCK sent, or LOST). */
+static void key_left(struct slot *sl)
+{
+	R.ks[sl->key].holders--;
+	R.ks[sl->key].writers -= sl->writer;
 }
 
 static void send_unlock(struct slot *sl)
 {
 	if (!sl->lost) /* a lost lock stopped being held when LOST came */
-		R.ks[sl->key].holders--;
+		key_left(sl);
 	sl->state = SL_UNLOCKING;
 	send_req(sl->s, (int)(sl - sl->s->slots), "UNLOCK %s%u\r\n", R.prefix, sl->key);
 }
@@ -710,14 +750,32 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 	struct session *s = sl->s;
 	struct keystate *ks = &R.ks[sl->key];
 	int in_window = R.phase == PH_RUN || R.phase == PH_ACQUIRE;
+	/* who may hold with it: readers with readers, n permit holders */
+	int clash = R.sc == SC_SHARED    ? (sl->writer ? ks->holders > 0 : ks->writers > 0)
+	            : R.sc == SC_PERMITS ? ks->holders >= O.permits
+	                                 : ks->holders > 0;
 
-	if (ks->holders > 0 && ++R.overlaps <= 5)
+	if (clash && ++R.overlaps <= 5)
 		fprintf(stderr,
-		        BM_PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while "
-		                "another session held it\n",
-		        R.prefix, sl->key, s->id, (unsigned long long)fence);
+		        BM_PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while %d "
+		                "session(s) held it (%d writing)\n",
+		        R.prefix, sl->key, s->id, (unsigned long long)fence, ks->holders,
+		        ks->writers);
 	ks->holders++;
-	if (fence <= ks->last_grant) {
+	ks->writers += sl->writer;
+	R.max_holders = ks->holders > R.max_holders ? ks->holders : R.max_holders;
+	if (R.sc == SC_SHARED || R.sc == SC_PERMITS) {
+		/* Holders together get fences in any order; a grant is above
+		 * every one answered before its request. */
+		if (fence <= sl->floor && ++R.regressions <= 5)
+			fprintf(stderr,
+			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu, %llu "
+			                "was granted before the request\n",
+			        R.prefix, sl->key, (unsigned long long)fence,
+			        (unsigned long long)sl->floor);
+		if (fence > ks->last_grant)
+			ks->last_grant = fence;
+	} else if (fence <= ks->last_grant) {
 		if (++R.regressions <= 5)
 			fprintf(stderr,
 			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu after "
@@ -744,6 +802,10 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 		bm_hist_add(&R.acq, t - sl->t_req);
 		s->grants++;
 		R.grants_window++;
+		if (sl->writer) {
+			bm_hist_add(&R.wacq, t - sl->t_req);
+			R.writer_grants++;
+		}
 	}
 	if (R.sc == SC_HELD) {
 		if (R.grants == (long long)R.nkeys)
@@ -797,7 +859,7 @@ static void on_lost(struct session *s, const char *line, int64_t t)
 			continue;
 		sl->lost = 1;
 		if (sl->state == SL_HELD)
-			R.ks[sl->key].holders--;
+			key_left(sl);
 		key_released(&R.ks[sl->key], sl->fence, t);
 		break;
 	}
@@ -986,6 +1048,7 @@ struct result {
 	double handoffs, early, jain;
 	double regressions, overlaps, timeouts, lost;
 	double cmds_per_grant, scripts_per_grant;
+	double read_ratio, permits, readers, writers, writer_grants, peak_holders, wacq[5];
 	long pid;
 	double rss_kb, rss_idle_kb, hwm_kb, cpu_pct, renew_cmds_s, renew_scripts_s;
 	double client_cpu_pct;
@@ -1024,6 +1087,19 @@ static void compute_result(struct result *r)
 		r->acq[i] = bm_hist_pct_ms(&R.acq, pct_ppm[i]);
 		r->gap[i] = R.sc == SC_HANDOFF ? bm_hist_pct_ms(&R.gap, pct_ppm[i]) : NAN;
 	}
+	r->read_ratio = r->readers = r->writers = r->writer_grants = r->permits = NAN;
+	r->peak_holders = R.sc == SC_SHARED || R.sc == SC_PERMITS ? R.max_holders : NAN;
+	for (int i = 0; i < 5; i++)
+		r->wacq[i] = R.sc == SC_SHARED ? bm_hist_pct_ms(&R.wacq, pct_ppm[i]) : NAN;
+	if (R.sc == SC_SHARED) {
+		r->read_ratio = O.read_ratio;
+		r->writers = r->readers = 0;
+		for (int i = 0; i < R.nsess; i++)
+			*(R.sess[i].slots[0].writer ? &r->writers : &r->readers) += 1;
+		r->writer_grants = (double)R.writer_grants;
+	}
+	if (R.sc == SC_PERMITS)
+		r->permits = O.permits;
 	r->handoffs = R.sc == SC_HANDOFF ? (double)R.handoffs : NAN;
 	r->early = R.sc == SC_HANDOFF ? (double)R.early : NAN;
 	/* Jain's index: 1 when every session got the same number of grants */
@@ -1094,9 +1170,12 @@ static void print_human(const struct result *r)
 		printf("  %d sessions x %d locks (LOCK key WAIT %d, no TTL), held %.3f s\n",
 		       r->sessions, r->locks, O.wait_ms, r->hold_s);
 	} else {
-		printf("  %d sessions, %u key%s, pipeline %d, hold %d ms: %s", r->sessions, r->keys,
-		       r->keys == 1 ? "" : "s", r->pipeline, r->hold_ms,
-		       O.trylock ? "TRYLOCK key" : "LOCK key");
+		printf("  %d sessions, %u key%s, pipeline %d, hold %d ms: %s%s", r->sessions,
+		       r->keys, r->keys == 1 ? "" : "s", r->pipeline, r->hold_ms,
+		       O.trylock ? "TRYLOCK key" : "LOCK key",
+		       r->sc == SC_SHARED ? " [SHARED]" : "");
+		if (r->sc == SC_PERMITS)
+			printf(" PERMITS %d", O.permits);
 		if (!O.trylock)
 			printf(" WAIT %d", O.wait_ms);
 		if (O.ttl_ms)
@@ -1111,6 +1190,15 @@ static void print_human(const struct result *r)
 	printf("  %.0f %s in %.3f s: %.2f cycles/s\n", r->cycles,
 	       r->sc == SC_HELD ? "grants" : "cycles", r->seconds, isnan(r->cps) ? 0 : r->cps);
 	print_pcts("acquire latency (ms):", r->acq);
+	if (r->sc == SC_SHARED) {
+		print_pcts("writers' latency (ms):", r->wacq);
+		printf("  %.0f readers, %.0f writers (--read-ratio %d): %.0f writer grants, at most "
+		       "%.0f holders at once\n",
+		       r->readers, r->writers, O.read_ratio, r->writer_grants, r->peak_holders);
+	}
+	if (r->sc == SC_PERMITS)
+		printf("  at most %.0f holders at once (of %d permits)\n", r->peak_holders,
+		       O.permits);
 	if (r->sc == SC_HANDOFF) {
 		print_pcts("handoff gap (ms):", r->gap);
 		fmt_num(a, sizeof(a), r->jain, 3, "-");
@@ -1151,7 +1239,7 @@ static void print_machine(const struct result *r, int header)
 		char name[32];
 		double v;
 		int decimals;
-	} col[48];
+	} col[64];
 	int n = 0;
 	char b[48], name[32];
 
@@ -1177,6 +1265,16 @@ static void print_machine(const struct result *r, int header)
 	COL("handoffs", r->handoffs, 0);
 	COL("handoffs_before_release", r->early, 0);
 	COL("jain", r->jain, 4);
+	COL("read_ratio", r->read_ratio, 0);
+	COL("readers", r->readers, 0);
+	COL("writers", r->writers, 0);
+	COL("writer_grants", r->writer_grants, 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "writer_acq_%s_ms", pct_cols[i]);
+		COL(name, r->wacq[i], 3);
+	}
+	COL("permits", r->permits, 0);
+	COL("peak_holders", r->peak_holders, 0);
 	COL("fence_regressions", r->regressions, 0);
 	COL("overlaps", r->overlaps, 0);
 	COL("timeouts", r->timeouts, 0);
@@ -1244,7 +1342,8 @@ static void free_run(void)
 static int run_scenario(struct event_base *base, enum scenario sc, struct result *res)
 {
 	static const char *const prefixes[SC_COUNT] = {
-	    KEY_PREFIX "u:", KEY_PREFIX "c:", KEY_PREFIX "h:", KEY_PREFIX "held:"};
+	    KEY_PREFIX "u:",    KEY_PREFIX "c:", KEY_PREFIX "h:",
+	    KEY_PREFIX "held:", KEY_PREFIX "s:", KEY_PREFIX "p:"};
 	int cycling = sc != SC_HELD;
 	int nslots = sc == SC_UNCONTENDED ? O.pipeline : sc == SC_HELD ? O.locks : 1;
 	struct timeval tv_deadline, tv_tick = {1, 0},
@@ -1269,13 +1368,21 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	else
 		R.limit_ms = !cycling ? HELD_DEFAULT_MS : O.cycles ? N_ONLY_LIMIT_MS : DEFAULT_MS;
 
-	if (!cycling || !O.trylock)
-		n = snprintf(R.lockfmt, sizeof(R.lockfmt), "LOCK %%s%%u WAIT %d", O.wait_ms);
-	else
-		n = snprintf(R.lockfmt, sizeof(R.lockfmt), "TRYLOCK %%s%%u");
-	if (cycling && O.ttl_ms)
-		n += snprintf(R.lockfmt + n, sizeof(R.lockfmt) - (size_t)n, " TTL %d", O.ttl_ms);
-	snprintf(R.lockfmt + n, sizeof(R.lockfmt) - (size_t)n, "\r\n");
+	for (int w = 0; w < 2; w++) { /* readers' (and everyone else's), writers' */
+		char *f = w ? R.writefmt : R.lockfmt, opt[32] = "";
+		size_t sz = sizeof(R.lockfmt);
+		if (sc == SC_SHARED && !w)
+			snprintf(opt, sizeof(opt), " SHARED");
+		else if (sc == SC_PERMITS)
+			snprintf(opt, sizeof(opt), " PERMITS %d", O.permits);
+		if (!cycling || !O.trylock)
+			n = snprintf(f, sz, "LOCK %%s%%u%s WAIT %d", opt, O.wait_ms);
+		else
+			n = snprintf(f, sz, "TRYLOCK %%s%%u%s", opt);
+		if (cycling && O.ttl_ms)
+			n += snprintf(f + n, sz - (size_t)n, " TTL %d", O.ttl_ms);
+		snprintf(f + n, sz - (size_t)n, "\r\n");
+	}
 
 	if (sc == SC_HELD) {
 		R.pid = O.pid;
@@ -1314,6 +1421,9 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 			struct slot *sl = &s->slots[j];
 
 			sl->s = s;
+			/* shared: spread the writers among the readers */
+			sl->writer = sc == SC_SHARED && (i + 1) * O.read_ratio / 100 ==
+			                                    i * O.read_ratio / 100;
 			/* uncontended: a session's slots have distinct keys (K >= pipeline) */
 			if (sc == SC_UNCONTENDED || sc == SC_HELD)
 				sl->key =
