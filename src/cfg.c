@@ -777,8 +777,8 @@ const char *cfg_open_listener(const struct config *c)
 	if (c->password[0] || c->password_file[0])
 		return NULL;
 	for (int i = 0; i < c->nlisten; i++)
-		/* (TLS that asks every client for a certificate would do too) */
-		if (listen_ip(c->listen[i], &ip) == 0 && !ip_loopback(&ip))
+		/* with a ca, TLS asks every client for a certificate */
+		if (listen_ip(c->listen[i], &ip) == 0 && !ip_loopback(&ip) && !c->listen_tls[i].ca)
 			return c->listen[i];
 	return NULL;
 }

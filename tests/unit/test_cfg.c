@@ -1061,6 +1061,16 @@ START_TEST(open_listener)
 	              "%s", err);
 	ck_assert_ptr_null(cfg_open_listener(&c));
 	ck_assert_int_eq(c.allow_unauthenticated, 0);
+	/* TLS with a ca asks every client for a certificate: authenticated */
+	ck_assert_msg(load(&c, "listen: [{address: \"0.0.0.0:7391\", tls: {cert: c, key: k, ca: a}}]\n",
+	                   err) == 0,
+	              "%s", err);
+	ck_assert_ptr_null(cfg_open_listener(&c));
+	ck_assert_int_eq(load(&c, "listen: [{address: \"0.0.0.0:7391\", tls: {cert: c, key: k}}]\n", err),
+	                 -1);
+	ck_assert_str_eq(err, "t.yml:1:1: listen: \"0.0.0.0:7391\" is not a loopback address and "
+	                      "clients need no password: set password or password_file, or "
+	                      "allow_unauthenticated: true");
 	cfg_free(&c);
 }
 END_TEST
