@@ -298,6 +298,14 @@ START_TEST(quorum_until_wait_ends)
 	ck_assert_int_ge((now_us() - t0) / 1000, 400); /* never before WAIT ends */
 	ck_assert_int_ge(tries, 2);
 	ck_assert_int_le(tries, 10); /* backed off (50-150 ms), not spinning */
+	/* An attempt may still be out when WAIT ended: its verdict frees the
+	 * entry, whatever it is. */
+	struct rl_call *late = fake_oldest(FK_ACQUIRE);
+	if (late) {
+		ck_assert_uint_eq(locktab_keys(), 1);
+		fake_acquire_done(late, RL_OK, 3, 10000, 0);
+		ck_assert_int_eq(fake_pending(FK_RELEASE), 1); /* given back */
+	}
 	ck_assert_uint_eq(locktab_keys(), 0);
 	leave(a);
 }
