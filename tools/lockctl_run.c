@@ -76,6 +76,8 @@ static struct {
 	int nolock_exit;   /* -E */
 	int64_t grace_us;  /* -k */
 	int verbose;
+	int shared;        /* --shared */
+	long long permits; /* --permits; 0: none */
 
 	enum run_state st;
 	int exit;
@@ -644,20 +646,26 @@ static int run_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "%s: run: ", lc_prog);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nusage: lockctl [options] run [-w ms | -n] [-t ttl_ms] [-E code] "
-	                "[-k grace_ms] [-v] KEY -- CMD [ARGS...]\n");
+	fprintf(stderr, "\nusage: lockctl [options] run [-w ms | -n] [-t ttl_ms] [--shared | "
+	                "--permits n] [-E code] [-k grace_ms] [-v] KEY -- CMD [ARGS...]\n");
 	return LC_EXIT_USAGE;
 }
 
 static int parse(int argc, char **argv)
 {
+	/* The kind of hold (protocol 1.1): LOCK KEY SHARED, LOCK KEY PERMITS n. */
+	static const struct option longs[] = {
+	    {"shared", no_argument, NULL, 'S'},
+	    {"permits", required_argument, NULL, 'P'},
+	    {NULL, 0, NULL, 0},
+	};
 	int opt;
 	R.wait_ms = -1;
 	R.nolock_exit = LC_EXIT_NOLOCK;
 	R.grace_us = (int64_t)DEFAULT_GRACE_MS * 1000;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt(argc, argv, "+:w:nt:E:k:v")) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:w:nt:E:k:v", longs, NULL)) != -1) {
 		long long v;
 		switch (opt) {
 		case 'w':
@@ -691,6 +699,14 @@ static int parse(int argc, char **argv)
 		case 'v':
 			R.verbose = 1;
 			break;
+		case 'S':
+			R.shared = 1;
+			break;
+		case 'P':
+			R.permits = lc_number(optarg, 1, 65536);
+			if (R.permits < 0)
+				return run_usage("--permits %s: want a number, 1 to 65536", optarg);
+			break;
 		case ':':
 			return run_usage("option -%c needs a value", (char[]){(char)optopt, 0});
 		default:
@@ -699,6 +715,8 @@ static int parse(int argc, char **argv)
 	}
 	if (R.nowait && R.wait_ms >= 0)
 		return run_usage("-n and -w exclude each other%s", "");
+	if (R.shared && R.permits)
+		return run_usage("--shared and --permits exclude each other%s", "");
 	if (optind >= argc)
 		return run_usage("no KEY%s", "");
 	R.key = argv[optind++];
@@ -759,9 +777,13 @@ int lc_run(const struct lc_conn *conn, int argc, char **argv)
 	}
 	lockd_set_callbacks(R.c, on_reply, on_event, NULL);
 
-	char ttl[40] = "";
+	char ttl[64] = "";
+	if (R.shared)
+		snprintf(ttl, sizeof(ttl), " SHARED");
+	else if (R.permits)
+		snprintf(ttl, sizeof(ttl), " PERMITS %lld", R.permits);
 	if (R.ttl_ms)
-		snprintf(ttl, sizeof(ttl), " TTL %lld", R.ttl_ms);
+		snprintf(ttl + strlen(ttl), sizeof(ttl) - strlen(ttl), " TTL %lld", R.ttl_ms);
 	R.t_lock = lc_now_us();
 	if (R.nowait) {
 		rc = lockd_sendf(R.c, REPLY_SLACK_MS, (void *)TAG_LOCK, "TRYLOCK %s%s", R.key, ttl);

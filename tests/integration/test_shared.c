@@ -19,10 +19,15 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -819,6 +824,105 @@ START_TEST(shared_two_lockds)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ lockctl run */
+
+/* Start "lockctl -p PORT run ARGS... KEY -- sh -c 'log start; sleep; log
+ * end'" with the log at log; returns its pid (it dies with the test). */
+static pid_t spawn_run(const char *opt, const char *optval, const char *key, const char *log)
+{
+	char bin[PATH_MAX], rel[PATH_MAX], port[16], script[2 * PATH_MAX + 64];
+	const char *bd = getenv("top_builddir");
+	snprintf(rel, sizeof(rel), "%s/lockctl", bd && *bd ? bd : ".");
+	if (!realpath(rel, bin))
+		snprintf(bin, sizeof(bin), "%s", rel);
+	ck_assert_msg(access(bin, X_OK) == 0, "%s is missing (build it first)", bin);
+	snprintf(port, sizeof(port), "%d", h_lockd(0)->port);
+	snprintf(script, sizeof(script), "echo start >> %s; sleep 0.3; echo end >> %s", log, log);
+	pid_t parent = getpid();
+	fflush(NULL);
+	pid_t pid = fork();
+	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		const char *argv[12];
+		int n = 0;
+		argv[n++] = bin;
+		argv[n++] = "-p";
+		argv[n++] = port;
+		argv[n++] = "run";
+		argv[n++] = opt;
+		if (optval)
+			argv[n++] = optval;
+		argv[n++] = key;
+		argv[n++] = "--";
+		argv[n++] = "sh";
+		argv[n++] = "-c";
+		argv[n++] = script;
+		argv[n] = NULL;
+		execv(bin, (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The most runs between "start" and "end" at once, from the log. */
+static int most_at_once(const char *log, int *lines)
+{
+	FILE *f = fopen(log, "r");
+	ck_assert_msg(f != NULL, "%s: %s", log, strerror(errno));
+	char l[64];
+	int in = 0, most = 0;
+	*lines = 0;
+	while (fgets(l, sizeof(l), f)) {
+		in += strncmp(l, "start", 5) == 0 ? 1 : -1;
+		most = in > most ? in : most;
+		(*lines)++;
+	}
+	fclose(f);
+	return most;
+}
+
+/* N runs of one kind at once; returns the most that ran together. */
+static int runs_together(const char *opt, const char *optval, const char *key, int n)
+{
+	char log[PATH_MAX];
+	pid_t pids[8];
+	snprintf(log, sizeof(log), "%s/%s.log", h_dir(), key);
+	for (int i = 0; i < n; i++)
+		pids[i] = spawn_run(opt, optval, key, log);
+	for (int i = 0; i < n; i++) {
+		int st = -1;
+		double end = h_now_ms() + 15000;
+		while (waitpid(pids[i], &st, WNOHANG) == 0 && h_now_ms() < end)
+			h_sleep_ms(5);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockctl run %s %s: status 0x%x",
+			      opt, key, st);
+	}
+	int lines, most = most_at_once(log, &lines);
+	ck_assert_int_eq(lines, 2 * n);
+	return most;
+}
+
+/* lockctl run --shared: the runs share the key; --permits 2: two at a time. */
+START_TEST(lockctl_run_kinds)
+{
+	h_std(NULL);
+	int shared = runs_together("--shared", NULL, "readers", 4);
+	int permits = runs_together("--permits", "2", "pool", 5);
+	printf("lockctl_run_kinds: --shared: %d of 4 runs at once; --permits 2: %d of 5\n", shared,
+	       permits);
+	fflush(stdout);
+	ck_assert_msg(shared >= 2, "--shared runs never ran together (at most %d)", shared);
+	ck_assert_msg(permits == 2, "--permits 2: %d runs at once", permits);
+	struct cl *c = cl_open();
+	cl_expect(c, "STATUS readers", "FREE");
+	cl_expect(c, "STATUS pool PERMITS 2", "PERMITS 0 2 0");
+	cl_close(c);
+}
+END_TEST
+
 TCase *tc_shared(void)
 {
 	TCase *tc = tcase_create("shared");
@@ -827,6 +931,7 @@ TCase *tc_shared(void)
 	H_ADD(tc, shared_replies);
 	H_ADD(tc, permits_replies);
 	H_ADD(tc, shared_two_lockds);
+	H_ADD(tc, lockctl_run_kinds);
 	H_ADD(tc, shared_soak);
 	H_ADD(tc, permits_soak);
 	H_ADD(tc, permits_three_masters);
