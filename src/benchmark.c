@@ -66,7 +66,7 @@ enum scenario {
 	SC_COUNT
 };
 static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff",
-						     "held",        "shared",    "permits"};
+                                                     "held",        "shared",    "permits"};
 
 enum output {
 	OUT_HUMAN, /* a block of text per scenario */
@@ -390,7 +390,8 @@ static void parse_args(int argc, char **argv)
 			O.trylock = 1;
 			break;
 		case O_READ_RATIO:
-			O.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100), ratio_set = 1;
+			O.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100),
+			ratio_set = 1;
 			break;
 		case O_PERMITS:
 			O.permits = (int)parse_int("--permits", optarg, 1, 65536), permits_set = 1;
@@ -560,7 +561,7 @@ static struct run {
 	struct keystate *ks;
 	uint32_t nkeys;
 	const char *prefix;
-	char lockfmt[96]; /* "LOCK %s%u WAIT 10000\r\n" and the like */
+	char lockfmt[96];  /* "LOCK %s%u WAIT 10000\r\n" and the like */
 	char writefmt[96]; /* shared: the writers' (without SHARED) */
 	int max_holders;   /* shared, permits: the most holders of a key at once */
 	long long writer_grants;
@@ -708,7 +709,7 @@ static void all_granted(void)
 	evtimer_add(R.ev_stop, &tv);
 	/* the hard deadline covers the hold itself, not the time setup took */
 	struct timeval dl = {(R.limit_ms + DEADLINE_SLACK_MS) / 1000,
-			     (R.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000};
+	                     (R.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000};
 	evtimer_add(R.ev_deadline, &dl);
 }
 
@@ -1192,9 +1193,10 @@ static void print_human(const struct result *r)
 	print_pcts("acquire latency (ms):", r->acq);
 	if (r->sc == SC_SHARED) {
 		print_pcts("writers' latency (ms):", r->wacq);
-		printf("  %.0f readers, %.0f writers (--read-ratio %d): %.0f writer grants, at most "
-		       "%.0f holders at once\n",
-		       r->readers, r->writers, O.read_ratio, r->writer_grants, r->peak_holders);
+		printf(
+		    "  %.0f readers, %.0f writers (--read-ratio %d): %.0f writer grants, at most "
+		    "%.0f holders at once\n",
+		    r->readers, r->writers, O.read_ratio, r->writer_grants, r->peak_holders);
 	}
 	if (r->sc == SC_PERMITS)
 		printf("  at most %.0f holders at once (of %d permits)\n", r->peak_holders,
@@ -1422,8 +1424,8 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 
 			sl->s = s;
 			/* shared: spread the writers among the readers */
-			sl->writer = sc == SC_SHARED && (i + 1) * O.read_ratio / 100 ==
-			                                    i * O.read_ratio / 100;
+			sl->writer = sc == SC_SHARED &&
+			             (i + 1) * O.read_ratio / 100 == i * O.read_ratio / 100;
 			/* uncontended: a session's slots have distinct keys (K >= pipeline) */
 			if (sc == SC_UNCONTENDED || sc == SC_HELD)
 				sl->key =

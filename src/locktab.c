@@ -81,6 +81,7 @@ struct hold {
 	int refs;                  /* renewal batches and an EXTEND that point here */
 	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
 	struct event *deadline;
+	struct hold *next_free; /* on hold_pool */
 	char token[TOKEN_LEN + 1];
 };
 
@@ -131,6 +132,13 @@ static int shutting_down;
 #define RELEASE_INFLIGHT 2
 
 #define NO_PERMIT UINT32_MAX
+
+/* Holds that ended come back here (with their deadline event), so a grant
+ * allocates nothing once the list is warm; it is bounded, so memory goes
+ * back after a burst. */
+#define HOLD_POOL_MAX 1024
+static struct hold *hold_pool;
+static int hold_pool_len;
 
 /* A release nobody waits for (its session ended), until its batch goes out. */
 struct relq {
@@ -349,11 +357,18 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g)
 {
 	struct lt_client *s = w->c;
-	struct hold *h = calloc(1, sizeof(*h));
+	struct hold *h = hold_pool;
+	struct event *deadline = NULL;
 
-	if (h)
-		h->deadline = evtimer_new(base, deadline_cb, h);
-	if (!h || !h->deadline) {
+	if (h) {
+		hold_pool = h->next_free;
+		hold_pool_len--;
+		deadline = h->deadline;
+		memset(h, 0, sizeof(*h));
+	} else if ((h = calloc(1, sizeof(*h)))) {
+		deadline = evtimer_new(base, deadline_cb, h);
+	}
+	if (!h || !deadline) {
 		free(h);
 		/* Give it back: it lapses on the masters otherwise. */
 		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
@@ -361,6 +376,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 		waiter_fail(w, MSG_OOM);
 		return;
 	}
+	h->deadline = deadline;
 	h->lk = lk;
 	h->holder = s;
 	h->kind = lk->acq_kind;
@@ -402,6 +418,12 @@ static void hold_put(struct hold *h)
 	if (h->holder || h->refs || h->ext_for)
 		return;
 	waitq_remove(&h->lk->ended, &h->key_link);
+	if (hold_pool_len < HOLD_POOL_MAX) {
+		h->next_free = hold_pool;
+		hold_pool = h;
+		hold_pool_len++;
+		return;
+	}
 	event_free(h->deadline);
 	free(h);
 }
@@ -1338,4 +1360,11 @@ void locktab_shutdown(void)
 		}
 	}
 	keytab_destroy(&table);
+	while (hold_pool) {
+		struct hold *h = hold_pool;
+		hold_pool = h->next_free;
+		event_free(h->deadline);
+		free(h);
+	}
+	hold_pool_len = 0;
 }

@@ -29,7 +29,7 @@ enum rl_wait {
 	RW_NO,     /* the caller does not wait: raise no flag */
 	RW_YES,    /* if busy, ask for the holder's release to be announced */
 	RW_RAISED, /* the same, and an earlier attempt of this waiter raised the
-		      exclusive-waiting flag (rl_grant.xwaiting): a grant clears it */
+	              exclusive-waiting flag (rl_grant.xwaiting): a grant clears it */
 };
 
 /* Per-key outcome of a renewal batch. */
@@ -39,7 +39,7 @@ struct rl_renew_item {
 	enum rl_hold hold;
 	uint32_t permit; /* RH_LOCK: 0 for the key's lock */
 	const char *token;
-	void *owner; /* caller's handle */
+	void *owner;         /* caller's handle */
 	int yes;             /* counting masters that hold it for us now */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
 	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */
@@ -54,13 +54,13 @@ struct rl_grant {
 	int64_t pttl_ms;     /* RL_BUSY: the longest lease left on a master, or -1 */
 	int remote_waiters;  /* RL_OK: a waiter on another lockd asked for the key */
 	int xwaiting;        /* RL_BUSY: live shared holders kept this exclusive
-				acquire out, and it raised the exclusive-waiting
-				flag (no new shared holders elsewhere for a while) */
+	                        acquire out, and it raised the exclusive-waiting
+	                        flag (no new shared holders elsewhere for a while) */
 };
 
 struct event_base;
 void redlock_init(struct event_base *base, const char *prefix, double drift_factor,
-		  int64_t timeout_ms, int64_t fence_idle_ms);
+                  int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_shutdown(void);
 /* A new lock token: this process's instance id, then random hex. Masters
@@ -77,9 +77,9 @@ void rl_token_new(char *out);
  * will_wait: if the key is busy, ask its holder's release to be announced
  * (the masters then publish it; otherwise releases stay silent). */
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, int64_t lease_ms, const char *old_token,
-			   enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
-			   void *owner);
+                           const char *token, int64_t lease_ms, const char *old_token,
+                           enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
+                           void *owner);
 const struct rl_grant *rl_grant_of(const struct rl_call *c);
 
 /* Compare-and-delete on every master. done (if set) runs once: RL_OK once
@@ -87,7 +87,7 @@ const struct rl_grant *rl_grant_of(const struct rl_call *c);
  * wait_flag_ms > 0: waiters of ours will ask again, so raise the waiting
  * flag for that long (a holder elsewhere then limits its handoffs). */
 struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner);
+                           const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner);
 enum rl_result rl_result_of(const struct rl_call *c);
 
 /* Renew (and write back where missing) items for lease_ms, one script
@@ -96,7 +96,7 @@ enum rl_result rl_result_of(const struct rl_call *c);
  * items[i].ok and .validity_us then hold the verdict. The call owns items
  * (malloc'ed by the caller) and frees them after done. */
 struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
-			 void *owner);
+                         void *owner);
 struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n);
 int64_t rl_start_us(const struct rl_call *c);
 /* The lease a renewal wrote (what its verdict must count, whatever the
@@ -116,21 +116,21 @@ struct rl_release_item {
  * nobody waits for the verdict). Keys and tokens are copied. done (if
  * set) runs once every master answered or the call expired. */
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
-				void *owner);
+                                void *owner);
 
 /* What holds key on every master: its lock, its shared holders, and with
  * permits > 1 its permits 1 .. permits-1 too; done after all answered. */
 struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
-			  void *owner);
+                          void *owner);
 /* A status verdict: what a majority of the counting masters see. */
 struct rl_status {
-	int ok;             /* a majority answered: the rest means something */
-	int held;           /* the key's lock is held (on a majority) */
-	int64_t ttl_ms;     /* held: its lease left there */
-	int holders;        /* shared holders that a majority holds at least */
+	int ok;                /* a majority answered: the rest means something */
+	int held;              /* the key's lock is held (on a majority) */
+	int64_t ttl_ms;        /* held: its lease left there */
+	int holders;           /* shared holders that a majority holds at least */
 	int64_t shared_ttl_ms; /* holders: the longest shared lease left */
-	uint32_t npermits;  /* the permits asked (rl_status) */
-	uint32_t permits;   /* of permits 0 .. npermits-1, how many are held */
+	uint32_t npermits;     /* the permits asked (rl_status) */
+	uint32_t permits;      /* of permits 0 .. npermits-1, how many are held */
 };
 const struct rl_status *rl_status_of(const struct rl_call *c);
 /* The key a call is about (without prefix; not for renewals). */
