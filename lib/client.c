@@ -3,8 +3,9 @@
  * A client owns one non-blocking socket, an output buffer, an input
  * buffer, and the queue of requests sent and not answered yet (each knows
  * whether its reply is one line or a list closed by END). Complete input
- * lines are taken one by one: a LOST line is an event wherever it comes;
- * any other line belongs to the request at the head of the queue. The
+ * lines are taken one by one (shown first to the line callback, which may
+ * take them): a LOST line is an event wherever it comes; any other line
+ * belongs to the request at the head of the queue. The
  * lines of the reply being read are copied into "acc"; a reply that a
  * lockd_call() waits for is handed over by swapping acc with "res", so it
  * outlives the step that read it without a copy. No allocation per
@@ -98,6 +99,8 @@ struct lockd_client {
 	lockd_reply_cb *on_reply;
 	lockd_event_cb *on_event;
 	void *arg;
+	lockd_line_cb *on_line;
+	void *line_arg;
 	int depth; /* > 0 while a callback runs */
 	int close_pending;
 };
@@ -451,7 +454,8 @@ static int handle_event(struct lockd_client *c, const char *line, size_t n)
 	char *w = c->evbuf + n + 1;
 	memcpy(c->evbuf, line, n + 1);
 	memcpy(w, line, n + 1);
-	struct lockd_event ev = {.line = c->evbuf, .name = w, .key = "", .fence = 0};
+	struct lockd_event ev = {
+	    .line = c->evbuf, .name = w, .key = "", .fence = 0, .in_list = c->in_list};
 	char *sp = strchr(w, ' ');
 	if (sp) {
 		*sp = '\0';
@@ -474,6 +478,13 @@ static int handle_event(struct lockd_client *c, const char *line, size_t n)
 static int handle_line(struct lockd_client *c, const char *line, size_t n)
 {
 	char e[128];
+	if (c->on_line) {
+		c->depth++;
+		int took = c->on_line(c, line, n, c->line_arg);
+		c->depth--;
+		if (took || c->close_pending)
+			return 0;
+	}
 	if (strncmp(line, "LOST", 4) == 0 && (line[4] == ' ' || line[4] == '\0'))
 		return handle_event(c, line, n);
 	if (c->qlen == 0) {
@@ -919,6 +930,14 @@ void lockd_set_callbacks(struct lockd_client *c, lockd_reply_cb *on_reply, lockd
 	c->on_reply = on_reply;
 	c->on_event = on_event;
 	c->arg = arg;
+}
+
+void lockd_set_line_callback(struct lockd_client *c, lockd_line_cb *on_line, void *arg)
+{
+	if (!c)
+		return;
+	c->on_line = on_line;
+	c->line_arg = arg;
 }
 
 /* One poll for the client's fd, bounded by timeout_ms and its deadlines. */

@@ -100,6 +100,8 @@ struct lockd_event {
 	const char *name; /* "LOST" */
 	const char *key;  /* "" when the line has none */
 	uint64_t fence;   /* 0 when the line has none */
+	int in_list;      /* 1: it came between the lines of a HELD or STATS reply,
+	                     where protocol version 1 never sends one */
 };
 
 struct lockd_client;
@@ -108,6 +110,9 @@ struct lockd_client;
 typedef void lockd_reply_cb(struct lockd_client *c, const struct lockd_reply *r, void *tag,
                             void *arg);
 typedef void lockd_event_cb(struct lockd_client *c, const struct lockd_event *ev, void *arg);
+/* line: one line lockd sent, without CR LF (len bytes, NUL-terminated).
+ * Returns 0 to let the library go on with it, 1 to take it. */
+typedef int lockd_line_cb(struct lockd_client *c, const char *line, size_t len, void *arg);
 
 /* ---- connecting ---- */
 
@@ -134,6 +139,14 @@ void lockd_close(struct lockd_client *c);
  * and lockd_step() from a callback return LOCKD_ESTATE. */
 void lockd_set_callbacks(struct lockd_client *c, lockd_reply_cb *on_reply, lockd_event_cb *on_event,
                          void *arg);
+/* Every line lockd sends goes to on_line first (NULL: none), in order,
+ * once its framing is checked (CR LF, no NUL byte, max_line), before it
+ * is read as a reply or an event. A line that on_line takes (returns 1)
+ * is no reply and no event: it answers no request. For traces, and for
+ * programs that write requests to lockd_fd() themselves and pair their
+ * replies on their own (tests of lockd with malformed input). on_line may
+ * do what the other callbacks may. */
+void lockd_set_line_callback(struct lockd_client *c, lockd_line_cb *on_line, void *arg);
 
 /* ---- blocking ---- */
 

@@ -25,6 +25,11 @@ struct seen {
 	char last_line[256];
 	char last_code[16];
 	int close_in_cb;
+	int nin_list;      /* events that came inside a list reply */
+	char lines[1024];  /* what the line callback saw: "<line>|" each */
+	int take;          /* the line callback takes lines (1) or passes them on (0) */
+	int close_at_line; /* > 0: the line callback closes the client at that line */
+	int nlines_seen;
 };
 
 static void log_add(struct seen *s, const char *fmt, const char *a, const char *b)
@@ -58,6 +63,18 @@ static void on_event(struct lockd_client *c, const struct lockd_event *ev, void 
 	log_add(s, "E:%s/%s", ev->key, f);
 	log_add(s, "%s%s", "", " ");
 	s->nevents++;
+	s->nin_list += ev->in_list;
+}
+
+static int on_line(struct lockd_client *c, const char *line, size_t len, void *arg)
+{
+	struct seen *s = arg;
+	ck_assert_uint_eq(strlen(line), len);
+	size_t o = strlen(s->lines);
+	snprintf(s->lines + o, sizeof(s->lines) - o, "%s|", line);
+	if (++s->nlines_seen == s->close_at_line)
+		lockd_close(c);
+	return s->take;
 }
 
 static double now_ms(void)
@@ -265,6 +282,79 @@ START_TEST(multi_line_replies)
 	                        "R2:STAT pid 12|STAT uptime 3|END R3:END "
 	                        "R4:ERR NOAUTH AUTH first R5:ERR PROTOCOL unknown command ");
 	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+/* A LOST between the lines of a list (protocol 1 never sends one there)
+ * is still an event, marked in_list; one after the END is not. */
+START_TEST(event_inside_list)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	ck_assert_int_eq(lockd_send(c, "HELD", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "STATS", -1, (void *)2), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "LOST y 3\r\nKEY a 11 1 500\r\nLOST a 11\r\nEND\r\nLOST b 2\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log, "E:y/3 E:a/11 R1:KEY a 11 1 500|END E:b/2 ");
+	ck_assert_int_eq(s.nevents, 3);
+	ck_assert_int_eq(s.nin_list, 1);
+	/* the first line of a list is not inside it yet */
+	peer_write(peer, "LOST c 4\r\nSTAT pid 1\r\nEND\r\n");
+	step_ok(c);
+	ck_assert_int_eq(s.nin_list, 1);
+	ck_assert_int_eq(s.nreplies, 2);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+/* The line callback sees every line in order before it is a reply or an
+ * event; lines it takes are neither, and answer no request. */
+START_TEST(line_callback)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	lockd_set_line_callback(c, on_line, &s);
+	ck_assert_int_eq(lockd_send(c, "HELD", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "PING", -1, (void *)2), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "KEY a 1 1 5\r\nEND\r\nLOST a 1\r\nPONG\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.lines, "KEY a 1 1 5|END|LOST a 1|PONG|");
+	ck_assert_str_eq(s.log, "R1:KEY a 1 1 5|END E:a/1 R2:PONG ");
+	/* taken: a line without a request is no fault, an event no event,
+	 * and a request stays unanswered */
+	s.take = 1;
+	s.lines[0] = '\0';
+	ck_assert_int_eq(lockd_send(c, "PING x", -1, (void *)3), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "ERR LIMIT too many clients\r\nLOST b 2\r\nPONG x\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.lines, "ERR LIMIT too many clients|LOST b 2|PONG x|");
+	ck_assert_int_eq(s.nreplies, 2);
+	ck_assert_int_eq(s.nevents, 1);
+	ck_assert_uint_eq(lockd_pending(c), 1);
+	/* framing is still checked before the callback */
+	peer_write(peer, "PONG y\n");
+	ck_assert_int_eq(lockd_step(c), LOCKD_EPROTO);
+	ck_assert_str_eq(s.lines, "ERR LIMIT too many clients|LOST b 2|PONG x|");
+	lockd_close(c);
+	close(peer);
+	/* closed from the line callback: no reply for that line, nor after */
+	c = pair(&peer, NULL, &s);
+	lockd_set_line_callback(c, on_line, &s);
+	s.close_at_line = 2;
+	ck_assert_int_eq(lockd_send(c, "PING 1", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "PING 2", -1, (void *)2), LOCKD_OK);
+	step_ok(c);
+	peer_write(peer, "PONG 1\r\nPONG 2\r\nPONG 3\r\n");
+	ck_assert_int_eq(lockd_step(c), LOCKD_ECLOSED);
+	ck_assert_str_eq(s.lines, "PONG 1|PONG 2|");
+	ck_assert_str_eq(s.log, "R1:PONG 1 ");
 	close(peer);
 }
 END_TEST
@@ -602,6 +692,8 @@ Suite *client_suite(void)
 	tcase_add_test(tc, events_between_replies);
 	tcase_add_test(tc, error_replies_parsed);
 	tcase_add_test(tc, multi_line_replies);
+	tcase_add_test(tc, event_inside_list);
+	tcase_add_test(tc, line_callback);
 	tcase_add_test(tc, big_list);
 	tcase_add_test(tc, blocking_call);
 	tcase_add_test(tc, reply_timeout);
