@@ -33,11 +33,12 @@
 #define READY_TRIES 200 /* x 25 ms */
 #define PORT_TRIES 5
 
+#define MAX_PROCS 64   /* processes of h_spawn() alive at once */
+#define MAX_BUILT 4    /* programs h_built() knows */
+
 static char run_dir[256];
 static char redis_bin[PATH_MAX];
-static char lockd_bin[PATH_MAX];
 static pid_t main_pid;
-static int spawn_nofile; /* >0: the RLIMIT_NOFILE of the next spawn */
 
 static struct {
 	pid_t owner; /* the process that runs the test */
@@ -49,6 +50,7 @@ static struct {
 	struct h_lockd l[H_MAX_LOCKDS];
 	int used_ports[64];
 	int nused;
+	pid_t procs[MAX_PROCS]; /* h_spawn()'s, not reaped yet (0: a free slot) */
 } H;
 
 /* ------------------------------------------------------------------ time */
@@ -137,14 +139,6 @@ int h_run_init(void)
 		rs = "redis-server";
 	if (find_in_path(rs, redis_bin, sizeof(redis_bin)) != 0)
 		redis_bin[0] = '\0';
-
-	const char *bd = getenv("top_builddir");
-	if (!bd || !*bd)
-		bd = ".";
-	char rel[PATH_MAX];
-	snprintf(rel, sizeof(rel), "%s/lockd", bd);
-	if (!realpath(rel, lockd_bin))
-		snprintf(lockd_bin, sizeof(lockd_bin), "%s", rel);
 
 	const char *tmp = getenv("TMPDIR");
 	if (!tmp || !*tmp)
@@ -259,10 +253,13 @@ static void close_fds_from(int lo)
 		close(fd);
 }
 
-/* fork/exec argv with stdout/stderr appended to logpath; the child dies
- * when the test process dies. */
-static pid_t spawn(char *const argv[], const char *logpath)
+/* fork/exec argv[0] as o says (see struct h_spawn); the child dies when
+ * the test process dies. */
+static pid_t spawn(char *const argv[], const struct h_spawn *o)
 {
+	int pin[2] = {-1, -1};
+	if (o->in)
+		ck_assert_msg(pipe2(pin, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
 	pid_t parent = getpid();
 	fflush(NULL);
 	pid_t pid = fork();
@@ -271,13 +268,28 @@ static pid_t spawn(char *const argv[], const char *logpath)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
 			_exit(127);
-		int in = open("/dev/null", O_RDONLY);
-		int out = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (in >= 0)
+		if (o->dir && chdir(o->dir) != 0)
+			_exit(127);
+		if (o->tty) {
+			setsid();
+			int t = open(o->tty, O_RDWR); /* our controlling terminal */
+			if (t < 0)
+				_exit(127);
+			dup2(t, 0);
+			dup2(t, 1);
+			dup2(t, 2);
+		} else {
+			int in = o->in ? pin[0] : open("/dev/null", O_RDONLY);
+			int out = open(o->out ? o->out : "/dev/null", O_WRONLY | O_CREAT | O_APPEND,
+				       0644);
+			int err = !o->err || strcmp(o->err, o->out ? o->out : "") == 0
+					  ? out
+					  : open(o->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			if (in < 0 || out < 0 || err < 0)
+				_exit(127);
 			dup2(in, 0);
-		if (out >= 0) {
 			dup2(out, 1);
-			dup2(out, 2);
+			dup2(err, 2);
 		}
 		close_fds_from(3);
 		sigset_t all;
@@ -285,13 +297,31 @@ static pid_t spawn(char *const argv[], const char *logpath)
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		signal(SIGPIPE, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
-		if (spawn_nofile > 0) {
-			struct rlimit rl = {(rlim_t)spawn_nofile, (rlim_t)spawn_nofile};
+		if (o->nofile > 0) {
+			struct rlimit rl = {(rlim_t)o->nofile, (rlim_t)o->nofile};
 			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+		for (int i = 0; o->env && o->env[i]; i++) {
+			char name[128];
+			const char *eq = strchr(o->env[i], '=');
+			if (!eq || (size_t)(eq - o->env[i]) >= sizeof(name))
+				_exit(127);
+			snprintf(name, sizeof(name), "%.*s", (int)(eq - o->env[i]), o->env[i]);
+			if (eq[1])
+				setenv(name, eq + 1, 1);
+			else
+				unsetenv(name);
 		}
 		execv(argv[0], argv);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
+	}
+	if (o->in) {
+		close(pin[0]);
+		size_t n = strlen(o->in);
+		ck_assert_msg(write(pin[1], o->in, n) == (ssize_t)n, "write to stdin: %s",
+			      strerror(errno));
+		close(pin[1]);
 	}
 	return pid;
 }
@@ -321,10 +351,126 @@ static void kill_reap(pid_t pid)
 	reap(pid, 5000);
 }
 
+static void forget(pid_t pid)
+{
+	for (int i = 0; i < MAX_PROCS; i++)
+		if (H.procs[i] == pid)
+			H.procs[i] = 0;
+}
+
+pid_t h_spawn(char *const argv[], const struct h_spawn *o)
+{
+	static const struct h_spawn none;
+	int slot = -1;
+	for (int i = 0; i < MAX_PROCS && slot < 0; i++)
+		if (H.procs[i] <= 0)
+			slot = i;
+	ck_assert_msg(slot >= 0, "more than %d processes of h_spawn() at once", MAX_PROCS);
+	pid_t pid = spawn(argv, o ? o : &none);
+	H.procs[slot] = pid;
+	return pid;
+}
+
+int h_reap(pid_t pid, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid) {
+			forget(pid);
+			return st;
+		}
+		ck_assert_msg(r == 0 || errno == EINTR, "waitpid %d: %s", (int)pid, strerror(errno));
+		if (h_now_ms() >= end)
+			return -1;
+		h_sleep_ms(2);
+	}
+}
+
+void h_kill(pid_t pid)
+{
+	kill_reap(pid);
+	forget(pid);
+}
+
+const char *h_status_str(int st)
+{
+	static char b[64];
+	if (st == -1)
+		snprintf(b, sizeof(b), "still running");
+	else if (WIFEXITED(st))
+		snprintf(b, sizeof(b), "exit %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(b, sizeof(b), "killed by signal %d", WTERMSIG(st));
+	else
+		snprintf(b, sizeof(b), "status 0x%x", st);
+	return b;
+}
+
+int h_run(char *const argv[], const struct h_spawn *o, int timeout_ms, char **out, char **err)
+{
+	static int n;
+	struct h_spawn so = o ? *o : (struct h_spawn){0};
+	char ob[PATH_MAX], eb[PATH_MAX];
+	n++;
+	snprintf(ob, sizeof(ob), "%s/run%d.out", h_dir(), n);
+	snprintf(eb, sizeof(eb), "%s/run%d.err", h_dir(), n);
+	so.out = ob;
+	so.err = eb;
+	so.tty = NULL;
+	pid_t pid = h_spawn(argv, &so);
+	int st = h_reap(pid, timeout_ms);
+	if (st == -1)
+		h_kill(pid);
+	char *o_text = h_slurp(ob), *e_text = h_slurp(eb);
+	ck_assert_msg(st != -1, "%s did not end within %d ms; stderr: %s", argv[0], timeout_ms,
+		      e_text ? e_text : "(none)");
+	ck_assert_msg(o_text && e_text, "%s: output files missing", argv[0]);
+	if (out)
+		*out = o_text;
+	else
+		free(o_text);
+	if (err)
+		*err = e_text;
+	else
+		free(e_text);
+	return st;
+}
+
+const char *h_built(const char *name)
+{
+	static struct {
+		char name[32];
+		char path[PATH_MAX];
+	} known[MAX_BUILT];
+	int i = 0;
+	for (; i < MAX_BUILT && known[i].name[0]; i++)
+		if (strcmp(known[i].name, name) == 0)
+			break;
+	ck_assert_msg(i < MAX_BUILT, "more than %d programs for h_built()", MAX_BUILT);
+	if (!known[i].name[0]) {
+		const char *bd = getenv("top_builddir");
+		char rel[PATH_MAX];
+		snprintf(rel, sizeof(rel), "%s/%s", bd && *bd ? bd : ".", name);
+		if (!realpath(rel, known[i].path))
+			snprintf(known[i].path, sizeof(known[i].path), "%s", rel);
+		snprintf(known[i].name, sizeof(known[i].name), "%s", name);
+	}
+	ck_assert_msg(access(known[i].path, X_OK) == 0, "%s is missing (build it first)",
+		      known[i].path);
+	return known[i].path;
+}
+
 static void cleanup(int remove_dir)
 {
 	if (!H.active || getpid() != H.owner)
 		return;
+	for (int i = 0; i < MAX_PROCS; i++)
+		if (H.procs[i] > 0) {
+			kill_reap(H.procs[i]);
+			H.procs[i] = 0;
+		}
 	for (int i = 0; i < H.nm; i++)
 		if (H.m[i].pid > 0 && H.m[i].stopped) {
 			kill(H.m[i].pid, SIGCONT);
@@ -393,7 +539,7 @@ const char *h_dir(void)
 	return H.dir;
 }
 
-static int free_port(void)
+int h_free_port(void)
 {
 	for (int tries = 0; tries < 50; tries++) {
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -449,7 +595,7 @@ struct rconn {
 	size_t len, cap;
 };
 
-static int connect_tcp(int port)
+int h_connect_tcp(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -517,7 +663,7 @@ static int send_all(int fd, const void *p, size_t n, double deadline)
 
 struct rconn *rc_open(int port, int timeout_ms)
 {
-	int fd = connect_tcp(port);
+	int fd = h_connect_tcp(port);
 	if (fd < 0)
 		return NULL;
 	struct rconn *r = calloc(1, sizeof(*r));
@@ -738,7 +884,7 @@ static int master_launch(int i, int port)
 			"--save",      "",             "--appendonly", "no",     "--dir",
 			(char *)H.dir, "--daemonize", "no",          "--logfile", "",
 			NULL};
-	pid_t pid = spawn(argv, logp);
+	pid_t pid = spawn(argv, &(struct h_spawn){.out = logp});
 	H.m[i].port = port;
 	H.m[i].pid = pid;
 	H.m[i].stopped = 0;
@@ -779,7 +925,7 @@ static int master_launch(int i, int port)
 static void master_start_new(int i)
 {
 	for (int t = 0; t < PORT_TRIES; t++)
-		if (master_launch(i, free_port()) == 0)
+		if (master_launch(i, h_free_port()) == 0)
 			return;
 	char logp[PATH_MAX + 32];
 	snprintf(logp, sizeof(logp), "%s/redis%d.log", h_dir(), i);
@@ -892,6 +1038,36 @@ int h_lockd_wait(int idx, int timeout_ms)
 	return st;
 }
 
+long h_lockd_reload(int idx, const char *text)
+{
+	struct h_lockd *l = h_lockd(idx);
+	h_put_file(l->conf, text);
+	long off = h_file_size(l->log);
+	h_lockd_signal(idx, SIGHUP);
+	return off;
+}
+
+int h_lockd_reloaded(int idx, long off)
+{
+	struct h_lockd *l = h_lockd(idx);
+	ck_assert_msg(h_file_count(l->log, off, "reload failed", NULL) == 0,
+		      "lockd %d refused the new configuration (see %s)", idx, l->log);
+	return h_file_count(l->log, off, "reloaded", NULL) > 0;
+}
+
+void h_lockd_wait_reloaded(int idx, long off, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (int t = 0; t < 1000; t++) {
+		if (h_lockd_reloaded(idx, off))
+			return;
+		if (h_now_ms() >= end)
+			break;
+		h_sleep_ms(10);
+	}
+	ck_abort_msg("lockd %d logged no 'reloaded' within %d ms of SIGHUP", idx, timeout_ms);
+}
+
 static void write_config(const struct h_opts *o, struct h_lockd *l)
 {
 	FILE *f = fopen(l->conf, "w");
@@ -992,8 +1168,7 @@ int h_lockd_start(const struct h_opts *o)
 	if (!o)
 		o = &defaults;
 	ck_assert(H.nl < H_MAX_LOCKDS);
-	ck_assert_msg(access(lockd_bin, X_OK) == 0, "lockd binary %s is missing (build it first)",
-		      lockd_bin);
+	const char *bin = h_built("lockd");
 	int idx = H.nl++;
 	struct h_lockd *l = &H.l[idx];
 	snprintf(l->sock, sizeof(l->sock), "%s/l%d.sock", h_dir(), idx);
@@ -1001,8 +1176,8 @@ int h_lockd_start(const struct h_opts *o)
 	snprintf(l->log, sizeof(l->log), "%s/lockd%d.log", h_dir(), idx);
 	ck_assert_msg(strlen(l->sock) < 100, "socket path too long: %s", l->sock);
 	for (int t = 0; t < PORT_TRIES; t++) {
-		l->port = free_port();
-		l->tls_port = o->tls ? free_port() : 0;
+		l->port = h_free_port();
+		l->tls_port = o->tls ? h_free_port() : 0;
 		unlink(l->sock);
 		write_config(o, l);
 		FILE *lf = fopen(l->log, "a");
@@ -1010,10 +1185,8 @@ int h_lockd_start(const struct h_opts *o)
 			fprintf(lf, "==== test_lockd: start %d on port %d\n", t + 1, l->port);
 			fclose(lf);
 		}
-		char *argv[] = {lockd_bin, "-c", l->conf, NULL};
-		spawn_nofile = o->nofile;
-		l->pid = spawn(argv, l->log);
-		spawn_nofile = 0;
+		char *argv[] = {(char *)bin, "-c", l->conf, NULL};
+		l->pid = spawn(argv, &(struct h_spawn){.out = l->log, .nofile = o->nofile});
 		int up = 0;
 		for (int k = 0; k < READY_TRIES; k++) {
 			if (!h_lockd_alive(idx))
@@ -1024,7 +1197,7 @@ int h_lockd_start(const struct h_opts *o)
 			}
 			h_sleep_ms(25);
 		}
-		if (up && answers_ping(connect_tcp(l->port)) && h_lockd_alive(idx)) {
+		if (up && answers_ping(h_connect_tcp(l->port)) && h_lockd_alive(idx)) {
 			if (!o->no_quorum_wait && wait_quorum(l, o) != 0) {
 				h_lockd_log_tail(idx, 30);
 				ck_abort_msg("lockd %d: no lock could be granted within 10 s", idx);
@@ -1061,7 +1234,7 @@ static struct cl *cl_new(int fd)
 
 struct cl *cl_tcp_at(const char *file, int line, int port)
 {
-	int fd = connect_tcp(port);
+	int fd = h_connect_tcp(port);
 	if (fd < 0)
 		h_fail_at(file, line, "connect 127.0.0.1:%d: %s", port, strerror(errno));
 	return cl_new(fd);
@@ -1424,7 +1597,7 @@ char *cl_held_keys_at(const char *file, int line, struct cl *c)
 	return out.p;
 }
 
-/* ------------------------------------------------------------------ many sessions at once */
+/* ------------------------------------------------------------------ files */
 
 long h_file_size(const char *path)
 {
@@ -1447,6 +1620,88 @@ int h_file_count(const char *path, long from, const char *a, const char *b)
 	fclose(f);
 	return n;
 }
+
+char *h_slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *b = malloc(cap);
+	ck_assert(b != NULL);
+	for (;;) {
+		if (cap - len < 2048) {
+			cap *= 2;
+			b = realloc(b, cap);
+			ck_assert(b != NULL);
+		}
+		size_t n = fread(b + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	fclose(f);
+	b[len] = '\0';
+	return b;
+}
+
+void h_put_file(const char *path, const char *text)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	FILE *f = fopen(tmp, "w");
+	ck_assert_msg(f != NULL, "%s: %s", tmp, strerror(errno));
+	ck_assert(fputs(text, f) >= 0);
+	ck_assert(fclose(f) == 0);
+	ck_assert_msg(rename(tmp, path) == 0, "rename %s: %s", tmp, strerror(errno));
+}
+
+char *h_replace1(const char *s, const char *old, const char *new)
+{
+	const char *p = strstr(s, old);
+	ck_assert_msg(p != NULL, "'%s' not found in:\n%s", old, s);
+	size_t a = (size_t)(p - s), ol = strlen(old), nl = strlen(new);
+	char *r = malloc(strlen(s) - ol + nl + 1);
+	ck_assert(r != NULL);
+	memcpy(r, s, a);
+	memcpy(r + a, new, nl);
+	strcpy(r + a + nl, p + ol);
+	return r;
+}
+
+char *h_log_find(const char *path, long from, const char *a, const char *b)
+{
+	char *all = h_slurp(path);
+	if (!all)
+		return NULL;
+	long len = (long)strlen(all);
+	char *found = NULL;
+	for (char *l = all + (from < len ? from : len); *l && !found;) {
+		char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		char save = l[n];
+		l[n] = '\0';
+		if (strstr(l, a) && (!b || strstr(l, b)))
+			found = strdup(l);
+		l[n] = save;
+		l += n + (e ? 1 : 0);
+	}
+	free(all);
+	return found;
+}
+
+char *h_log_wait(const char *path, long from, const char *a, const char *b, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		char *l = h_log_find(path, from, a, b);
+		if (l || h_now_ms() >= end)
+			return l;
+		h_sleep_ms(20);
+	}
+}
+
+/* ------------------------------------------------------------------ many sessions at once */
 
 int cl_fill(struct cl *c)
 {

@@ -1,11 +1,12 @@
 /* harness: real redis-server masters and a real lockd on 127.0.0.1 for the
- * end-to-end tests, plus a line client for the lockd protocol and a tiny RESP
- * client for the masters.
+ * end-to-end tests, plus a line client for the lockd protocol, a tiny RESP
+ * client for the masters, and the other processes and files a test uses.
  *
  * Every test runs in its own process (check's fork mode). The processes a
- * test starts die with it (PR_SET_PDEATHSIG), and the fixture teardown stops
- * them in order when the test passes. Each test gets its own directory under
- * the run directory that main() creates and removes. */
+ * test starts (masters, lockds, h_spawn()) die with it (PR_SET_PDEATHSIG),
+ * and the fixture teardown stops them in order when the test passes. Each
+ * test gets its own directory under the run directory that main() creates
+ * and removes. */
 #ifndef LOCKD_TEST_HARNESS_H
 #define LOCKD_TEST_HARNESS_H
 
@@ -44,6 +45,59 @@ void h_setup(void);
 void h_teardown(void);
 /* This test's directory (created on first use). */
 const char *h_dir(void);
+
+/* ---- processes the test starts itself ---- */
+struct h_spawn {
+	const char *dir;        /* run there (NULL: here) */
+	const char *out;        /* stdout appended to this file (NULL: /dev/null) */
+	const char *err;        /* stderr appended to this file (NULL: where stdout goes) */
+	const char *in;         /* these bytes on stdin, through a pipe (NULL: /dev/null) */
+	const char *tty;        /* a terminal: stdin, stdout and stderr, and the controlling
+	                           terminal of a session of its own (out, err, in unused) */
+	const char *const *env; /* "NAME=value" set, "NAME=" unset; NULL-terminated */
+	int nofile;             /* > 0: RLIMIT_NOFILE (soft and hard) */
+};
+/* fork and exec argv[0] with argv as o says (NULL: all defaults). It dies
+ * with the test process, and the teardown kills it unless h_reap() or
+ * h_kill() saw it end. */
+pid_t h_spawn(char *const argv[], const struct h_spawn *o);
+/* waitpid, bounded: the wait status, or -1 while it still runs after
+ * timeout_ms. Fails the test if pid is not a child. */
+int h_reap(pid_t pid, int timeout_ms);
+/* SIGKILL and reap. */
+void h_kill(pid_t pid);
+/* A wait status in words: "exit 3", "killed by signal 9", "still running" (-1). */
+const char *h_status_str(int st);
+/* Run argv to its end with o's dir, in and env (its output goes to files
+ * of the test's directory); fails the test if it runs longer than
+ * timeout_ms. Returns the wait status; *out and *err (malloc'd; either
+ * may be NULL) what it printed. */
+int h_run(char *const argv[], const struct h_spawn *o, int timeout_ms, char **out, char **err);
+/* The absolute path of program name as built in $top_builddir ("lockd",
+ * "lockctl"); fails the test if it is missing. */
+const char *h_built(const char *name);
+/* A TCP port of 127.0.0.1 free a moment ago, not handed out before in this test. */
+int h_free_port(void);
+/* A socket connected to 127.0.0.1:port, or -1 (errno set). */
+int h_connect_tcp(int port);
+
+/* ---- files ---- */
+/* Size of a file (0 when missing). */
+long h_file_size(const char *path);
+/* Lines of path, from byte offset from on, that contain a (and b unless
+ * NULL). */
+int h_file_count(const char *path, long from, const char *a, const char *b);
+/* The whole file as a string (malloc'd), NULL if it cannot be read. */
+char *h_slurp(const char *path);
+/* Replace the file at path in one step (write a sibling, rename). */
+void h_put_file(const char *path, const char *text);
+/* s with the first occurrence of old replaced by new (malloc'd); old must occur. */
+char *h_replace1(const char *s, const char *old, const char *new);
+/* The first line of path, from byte offset from on, that contains a (and
+ * b unless NULL), malloc'd; NULL when there is none. */
+char *h_log_find(const char *path, long from, const char *a, const char *b);
+/* The same, polled until such a line comes or timeout_ms passed. */
+char *h_log_wait(const char *path, long from, const char *a, const char *b, int timeout_ms);
 
 /* ---- redis masters ---- */
 struct h_master {
@@ -117,6 +171,14 @@ int h_lockd_wait(int idx, int timeout_ms);
 int h_lockd_alive(int idx);
 /* Print the tail of lockd idx's log to stderr. */
 void h_lockd_log_tail(int idx, int lines);
+/* Write text as lockd idx's configuration and send SIGHUP; returns the
+ * size of its log before the signal (off for the two below). */
+long h_lockd_reload(int idx, const char *text);
+/* Has lockd idx logged "reloaded" since log offset off? A "reload failed"
+ * fails the test. */
+int h_lockd_reloaded(int idx, long off);
+/* Wait (bounded) until it has. */
+void h_lockd_wait_reloaded(int idx, long off, int timeout_ms);
 
 /* ---- lockd protocol client ---- */
 struct cl {
@@ -211,11 +273,6 @@ char *cl_held_keys_at(const char *file, int line, struct cl *c);
 #define h_fail_at(file, line, ...) _ck_assert_failed((file), (line), "Failed", __VA_ARGS__)
 
 /* ---- many sessions in one poll loop (test_soak.c) ---- */
-/* Size of a file (0 when missing). */
-long h_file_size(const char *path);
-/* Lines of path, from byte offset from on, that contain a (and b unless
- * NULL). */
-int h_file_count(const char *path, long from, const char *a, const char *b);
 /* Read what c's socket has now, without waiting; returns the bytes read
  * (sets c->eof at EOF or on an error). */
 int cl_fill(struct cl *c);

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,30 +26,41 @@
 
 /* ------------------------------------------------------------ processes */
 
-static const char *lockctl_bin(void)
-{
-	static char path[PATH_MAX];
-	if (!path[0]) {
-		const char *bd = getenv("top_builddir");
-		char rel[PATH_MAX];
-		snprintf(rel, sizeof(rel), "%s/lockctl", bd && *bd ? bd : ".");
-		if (!realpath(rel, path))
-			snprintf(path, sizeof(path), "%s", rel);
-	}
-	ck_assert_msg(access(path, X_OK) == 0, "%s is missing (build it first)", path);
-	return path;
-}
-
 struct proc {
 	pid_t pid;
 	char out[PATH_MAX], err[PATH_MAX];
 	int status; /* exit status, 128 + signal; -1 while running */
 };
 
-/* Start lockctl with args (NULL-terminated) and the environment changes
- * in env ("NAME=VALUE", "NAME=" to unset; NULL-terminated, may be NULL).
- * stdin is /dev/null, or a pipe holding in; stdout and stderr go to
- * files of the test's directory. It dies with the test process. */
+/* lockctl's argv with args (NULL-terminated), and the environment changes
+ * of env ("NAME=VALUE", "NAME=" to unset; NULL-terminated, may be NULL)
+ * after unsetting every LOCKD_ variable it reads. */
+struct lc_args {
+	const char *argv[64];
+	const char *env[16];
+};
+
+static void lc_args(struct lc_args *a, const char *const *env, const char *const *args)
+{
+	int argc = 0, n = 0;
+	a->argv[argc++] = h_built("lockctl");
+	for (; args[argc - 1] && argc < 63; argc++)
+		a->argv[argc] = args[argc - 1];
+	a->argv[argc] = NULL;
+	static const char *const unset[] = {"LOCKD_HOST=", "LOCKD_PORT=", "LOCKD_SOCKET=",
+	                                    "LOCKD_PASSWORD="};
+	for (size_t i = 0; i < 4; i++)
+		a->env[n++] = unset[i];
+	for (int i = 0; env && env[i]; i++) {
+		ck_assert(n < 15);
+		a->env[n++] = env[i];
+	}
+	a->env[n] = NULL;
+}
+
+/* Start lockctl with args and env (as lc_args() takes them). stdin is
+ * /dev/null, or a pipe holding in; stdout and stderr go to files of the
+ * test's directory. It dies with the test process. */
 static void spawn_lc(struct proc *p, const char *in, const char *const *env,
                      const char *const *args)
 {
@@ -59,57 +69,10 @@ static void spawn_lc(struct proc *p, const char *in, const char *const *env,
 	snprintf(p->out, sizeof(p->out), "%s/lc%d.out", h_dir(), n);
 	snprintf(p->err, sizeof(p->err), "%s/lc%d.err", h_dir(), n);
 	p->status = -1;
-	int pin[2] = {-1, -1};
-	if (in)
-		ck_assert(pipe(pin) == 0);
-	const char *argv[64];
-	int argc = 0;
-	argv[argc++] = lockctl_bin();
-	for (; args[argc - 1] && argc < 63; argc++)
-		argv[argc] = args[argc - 1];
-	argv[argc] = NULL;
-	pid_t parent = getpid();
-	fflush(NULL);
-	pid_t pid = fork();
-	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		int i0 = in ? pin[0] : open("/dev/null", O_RDONLY);
-		int o = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e = open(p->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(i0, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		unsetenv("LOCKD_HOST");
-		unsetenv("LOCKD_PORT");
-		unsetenv("LOCKD_SOCKET");
-		unsetenv("LOCKD_PASSWORD");
-		for (int i = 0; env && env[i]; i++) {
-			char name[64];
-			const char *eq = strchr(env[i], '=');
-			snprintf(name, sizeof(name), "%.*s", (int)(eq - env[i]), env[i]);
-			if (eq[1])
-				setenv(name, eq + 1, 1);
-			else
-				unsetenv(name);
-		}
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	if (in) {
-		close(pin[0]);
-		ck_assert(write(pin[1], in, strlen(in)) == (ssize_t)strlen(in));
-		close(pin[1]);
-	}
-	p->pid = pid;
+	struct lc_args a;
+	lc_args(&a, env, args);
+	struct h_spawn o = {.out = p->out, .err = p->err, .in = in, .env = a.env};
+	p->pid = h_spawn((char *const *)a.argv, &o);
 }
 
 static int decode(int st)
@@ -120,35 +83,23 @@ static int decode(int st)
 /* Wait at most timeout_ms for p; its status, or -1 (then it is killed). */
 static int wait_lc(struct proc *p, int timeout_ms)
 {
-	double end = h_now_ms() + timeout_ms;
-	while (p->status < 0) {
-		int st;
-		pid_t r = waitpid(p->pid, &st, WNOHANG);
-		if (r == p->pid) {
-			p->status = decode(st);
-			break;
-		}
-		if (h_now_ms() >= end) {
-			kill(p->pid, SIGKILL);
-			waitpid(p->pid, &st, 0);
+	if (p->status < 0) {
+		int st = h_reap(p->pid, timeout_ms);
+		if (st == -1) {
+			h_kill(p->pid);
 			return -1;
 		}
-		h_sleep_ms(2);
+		p->status = decode(st);
 	}
 	return p->status;
 }
 
+/* The file (malloc'd); fails the test if it cannot be read. */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *buf = calloc(1, 65536);
-	ck_assert(buf != NULL);
-	if (f) {
-		size_t n = fread(buf, 1, 65535, f);
-		buf[n] = '\0';
-		fclose(f);
-	}
-	return buf;
+	char *s = h_slurp(path);
+	ck_assert_msg(s != NULL, "%s: %s", path, strerror(errno));
+	return s;
 }
 
 /* Run lockctl to its end; returns the status, *out and *err (malloc'd,
@@ -156,21 +107,10 @@ static char *slurp(const char *path)
 static int lc_sync(const char *in, const char *const *env, char **out, char **err,
                    const char *const *args)
 {
-	struct proc p;
-	spawn_lc(&p, in, env, args);
-	int st = wait_lc(&p, RUN_TMO);
-	char *o = slurp(p.out), *e = slurp(p.err);
-	ck_assert_msg(st >= 0, "lockctl %s did not end within %d ms; stderr: %s", args[0], RUN_TMO,
-	              e);
-	if (out)
-		*out = o;
-	else
-		free(o);
-	if (err)
-		*err = e;
-	else
-		free(e);
-	return st;
+	struct lc_args a;
+	lc_args(&a, env, args);
+	struct h_spawn o = {.in = in, .env = a.env};
+	return decode(h_run((char *const *)a.argv, &o, RUN_TMO, out, err));
 }
 
 static char portbuf[16];
@@ -282,12 +222,25 @@ static double wait_group_dead(pid_t pg, int timeout_ms)
 	}
 }
 
-/* A sh -c script that writes its process group id (its pid) to F, then
- * runs a sleep in the background and one in the foreground. */
-static const char *two_sleeps(char *buf, size_t n, const char *pgfile, const char *extra)
+/* Start "lockctl run [-k grace] job -- sh -c SCRIPT", SCRIPT being extra
+ * (when given), then: write its process group id (its pid) to a file, run
+ * a sleep in the background and one in the foreground. Returns that
+ * process group once both sleeps run. */
+static pid_t run_two_sleeps(struct proc *p, const char *grace, const char *extra)
 {
-	snprintf(buf, n, "%secho $$ > %s; sleep 100 & sleep 100", extra ? extra : "", pgfile);
-	return buf;
+	char pgf[PATH_MAX], cmd[PATH_MAX + 64];
+	snprintf(pgf, sizeof(pgf), "%s/pg", h_dir());
+	snprintf(cmd, sizeof(cmd), "%secho $$ > %s; sleep 100 & sleep 100", extra ? extra : "",
+	         pgf);
+	const char *with_k[] = {"-p", port(), "run", "-k", grace, "job", "--", "sh", "-c", cmd,
+	                        NULL};
+	const char *plain[] = {"-p", port(), "run", "job", "--", "sh", "-c", cmd, NULL};
+	spawn_lc(p, NULL, NULL, grace ? with_k : plain);
+	wait_file(pgf, 5000);
+	pid_t pg = (pid_t)read_long(pgf);
+	ck_assert(pg > 1 && group_exists(pg));
+	h_sleep_ms(100); /* both sleeps started */
+	return pg;
 }
 
 /* ------------------------------------------------------------ one-shot */
@@ -643,17 +596,8 @@ END_TEST
 START_TEST(lockctl_run_lost)
 {
 	h_std(NULL);
-	char pgf[PATH_MAX], cmd[PATH_MAX + 64];
-	snprintf(pgf, sizeof(pgf), "%s/pg", h_dir());
 	struct proc p;
-	const char *a[] = {"-p", port(), "run", "job",
-	                   "--", "sh",   "-c",  two_sleeps(cmd, sizeof(cmd), pgf, NULL),
-	                   NULL};
-	spawn_lc(&p, NULL, NULL, a);
-	wait_file(pgf, 5000);
-	pid_t pg = (pid_t)read_long(pgf);
-	ck_assert(pg > 1 && group_exists(pg));
-	h_sleep_ms(100); /* both sleeps started */
+	pid_t pg = run_two_sleeps(&p, NULL, NULL);
 	double t_stop = h_now_ms();
 	h_master_stop(0);
 	h_master_stop(1);
@@ -684,16 +628,8 @@ END_TEST
 START_TEST(lockctl_run_lockd_killed)
 {
 	h_std(NULL);
-	char pgf[PATH_MAX], cmd[PATH_MAX + 64];
-	snprintf(pgf, sizeof(pgf), "%s/pg", h_dir());
 	struct proc p;
-	const char *a[] = {"-p", port(), "run", "job",
-	                   "--", "sh",   "-c",  two_sleeps(cmd, sizeof(cmd), pgf, NULL),
-	                   NULL};
-	spawn_lc(&p, NULL, NULL, a);
-	wait_file(pgf, 5000);
-	pid_t pg = (pid_t)read_long(pgf);
-	h_sleep_ms(100);
+	pid_t pg = run_two_sleeps(&p, NULL, NULL);
 	double t0 = h_now_ms();
 	h_lockd_signal(0, SIGKILL);
 	double gone = wait_group_gone(pg, 3000);
@@ -714,17 +650,8 @@ END_TEST
 START_TEST(lockctl_run_lockd_silent)
 {
 	h_std(NULL);
-	char pgf[PATH_MAX], cmd[PATH_MAX + 64];
-	snprintf(pgf, sizeof(pgf), "%s/pg", h_dir());
 	struct proc p;
-	const char *a[] = {
-	    "-p",  port(), "run", "-k", "500",
-	    "job", "--",   "sh",  "-c", two_sleeps(cmd, sizeof(cmd), pgf, "trap '' TERM; "),
-	    NULL};
-	spawn_lc(&p, NULL, NULL, a);
-	wait_file(pgf, 5000);
-	pid_t pg = (pid_t)read_long(pgf);
-	h_sleep_ms(100);
+	pid_t pg = run_two_sleeps(&p, "500", "trap '' TERM; ");
 	double t0 = h_now_ms();
 	h_lockd_signal(0, SIGSTOP);
 	double gone = wait_group_gone(pg, LEASE + 2000);
@@ -750,17 +677,8 @@ END_TEST
 START_TEST(lockctl_run_killed)
 {
 	h_std(NULL);
-	char pgf[PATH_MAX], cmd[PATH_MAX + 64];
-	snprintf(pgf, sizeof(pgf), "%s/pg", h_dir());
 	struct proc p;
-	const char *a[] = {
-	    "-p",  port(), "run", "-k", "400",
-	    "job", "--",   "sh",  "-c", two_sleeps(cmd, sizeof(cmd), pgf, "trap '' TERM; "),
-	    NULL};
-	spawn_lc(&p, NULL, NULL, a);
-	wait_file(pgf, 5000);
-	pid_t pg = (pid_t)read_long(pgf);
-	h_sleep_ms(100);
+	pid_t pg = run_two_sleeps(&p, "400", "trap '' TERM; ");
 	struct cl *c = cl_open();
 	double t0 = h_now_ms();
 	kill(p.pid, SIGKILL);
@@ -802,31 +720,13 @@ static void pty_start(struct pty *t)
 	ck_assert(grantpt(t->fd) == 0 && unlockpt(t->fd) == 0);
 	char *name = ptsname(t->fd);
 	ck_assert(name != NULL);
-	char hist[PATH_MAX];
-	snprintf(hist, sizeof(hist), "%s/history", h_dir());
+	char hist[PATH_MAX + 32], p[16];
+	snprintf(hist, sizeof(hist), "LOCKCTL_HISTFILE=%s/history", h_dir());
+	snprintf(p, sizeof(p), "%d", h_lockd(0)->port);
 	t->len = t->pos = 0;
-	pid_t parent = getpid();
-	fflush(NULL);
-	t->pid = fork();
-	ck_assert(t->pid >= 0);
-	if (t->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		setsid();
-		int s = open(name, O_RDWR); /* our controlling terminal */
-		dup2(s, 0);
-		dup2(s, 1);
-		dup2(s, 2);
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		setenv("TERM", "xterm", 1);
-		setenv("LOCKCTL_HISTFILE", hist, 1);
-		char p[16];
-		snprintf(p, sizeof(p), "%d", h_lockd(0)->port);
-		execl(lockctl_bin(), "lockctl", "-p", p, (char *)NULL);
-		_exit(127);
-	}
+	const char *env[] = {"TERM=xterm", hist, NULL};
+	char *argv[] = {(char *)h_built("lockctl"), "-p", p, NULL};
+	t->pid = h_spawn(argv, &(struct h_spawn){.tty = name, .env = env});
 }
 
 /* Read from the pty until want appears (after what was seen so far). */

@@ -18,89 +18,21 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-/* The whole file as a NUL-terminated string (malloc'd). */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-	size_t cap = 4096, len = 0;
-	char *b = malloc(cap);
-	ck_assert(b != NULL);
-	for (;;) {
-		if (cap - len < 2048) {
-			cap *= 2;
-			b = realloc(b, cap);
-			ck_assert(b != NULL);
-		}
-		size_t n = fread(b + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	fclose(f);
-	b[len] = '\0';
-	return b;
-}
-
-/* Replace the file at path in one step (write a sibling, rename). */
-static void put_file(const char *path, const char *text)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	FILE *f = fopen(tmp, "w");
-	ck_assert_msg(f != NULL, "%s: %s", tmp, strerror(errno));
-	ck_assert(fputs(text, f) >= 0);
-	ck_assert(fclose(f) == 0);
-	ck_assert_msg(rename(tmp, path) == 0, "rename %s: %s", tmp, strerror(errno));
-}
-
 /* Rewrite lockd idx's config with locks.lease_ms changed from one value to
  * another, and send SIGHUP. Returns the log size before the signal (for
- * reloaded()). */
+ * h_lockd_reloaded()). */
 static long set_lease(int idx, int from, int to)
 {
-	struct h_lockd *l = h_lockd(idx);
 	char old[64], new[64];
 	snprintf(old, sizeof(old), "\n  lease_ms: %d\n", from);
 	snprintf(new, sizeof(new), "\n  lease_ms: %d\n", to);
-	char *conf = slurp(l->conf);
-	char *p = strstr(conf, old);
-	ck_assert_msg(p != NULL, "'lease_ms: %d' not in %s:\n%s", from, l->conf, conf);
-	size_t a = (size_t)(p - conf);
-	char *out = malloc(strlen(conf) + strlen(new) + 1);
-	ck_assert(out != NULL);
-	memcpy(out, conf, a);
-	strcpy(out + a, new);
-	strcat(out, p + strlen(old));
-	put_file(l->conf, out);
+	char *conf = h_slurp(h_lockd(idx)->conf);
+	ck_assert_msg(conf != NULL, "%s: %s", h_lockd(idx)->conf, strerror(errno));
+	char *out = h_replace1(conf, old, new);
+	long off = h_lockd_reload(idx, out);
 	free(conf);
 	free(out);
-	long off = h_file_size(l->log);
-	h_lockd_signal(idx, SIGHUP);
 	return off;
-}
-
-/* Has lockd idx logged the reload (from log offset off on)? A failed
- * reload fails the test. */
-static int reloaded(int idx, long off)
-{
-	struct h_lockd *l = h_lockd(idx);
-	ck_assert_msg(h_file_count(l->log, off, "reload failed", NULL) == 0,
-		      "lockd %d refused the new configuration (see %s)", idx, l->log);
-	return h_file_count(l->log, off, "reloaded", NULL) > 0;
-}
-
-static void wait_reloaded(int idx, long off, int timeout_ms)
-{
-	double end = h_now_ms() + timeout_ms;
-	for (int t = 0; t < 1000; t++) {
-		if (reloaded(idx, off))
-			return;
-		if (h_now_ms() >= end)
-			break;
-		h_sleep_ms(10);
-	}
-	ck_abort_msg("lockd %d logged no 'reloaded' within %d ms of SIGHUP", idx, timeout_ms);
 }
 
 /* HELD: the ttl_ms of key (-1 when it is not listed); every line is
@@ -351,7 +283,7 @@ START_TEST(reload_lease_no_lost)
 	/* raise 3000 -> 30000 */
 	double t0 = h_now_ms();
 	long off = set_lease(0, 3000, 30000);
-	wait_reloaded(0, off, 1000);
+	h_lockd_wait_reloaded(0, off, 1000);
 	/* the next renewal comes before the old lease's validity ends, and
 	 * writes the new lease */
 	long long t = -1;
@@ -382,7 +314,7 @@ START_TEST(reload_lease_no_lost)
 	/* lower 30000 -> 3000 */
 	t0 = h_now_ms();
 	off = set_lease(0, 30000, 3000);
-	wait_reloaded(0, off, 1000);
+	h_lockd_wait_reloaded(0, off, 1000);
 	for (int k = 0; k < 200; k++) {
 		t = held_ttl(a, "r1", &hf);
 		el = h_now_ms() - t0;
@@ -531,7 +463,7 @@ START_TEST(reload_during_inflight_renewal)
 			stopped = 0;
 		}
 		if (hup && !seen_reload)
-			seen_reload = reloaded(0, off);
+			seen_reload = h_lockd_reloaded(0, off);
 
 		/* what A believes, then what the masters have */
 		double th = h_now_ms();

@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -31,57 +30,6 @@
 #include "harness.h"
 
 /* ------------------------------------------------------------------ helpers */
-
-/* The whole file as a NUL-terminated string (malloc'd), NULL if unreadable. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 4096, len = 0;
-	char *b = malloc(cap);
-	ck_assert(b != NULL);
-	for (;;) {
-		if (cap - len < 2048) {
-			cap *= 2;
-			b = realloc(b, cap);
-			ck_assert(b != NULL);
-		}
-		size_t n = fread(b + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	fclose(f);
-	b[len] = '\0';
-	return b;
-}
-
-/* Replace the file at path in one step (write a sibling, rename). */
-static void put_file(const char *path, const char *text)
-{
-	char tmp[PATH_MAX];
-	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	FILE *f = fopen(tmp, "w");
-	ck_assert_msg(f != NULL, "%s: %s", tmp, strerror(errno));
-	ck_assert(fputs(text, f) >= 0);
-	ck_assert(fclose(f) == 0);
-	ck_assert_msg(rename(tmp, path) == 0, "rename %s: %s", tmp, strerror(errno));
-}
-
-/* s with the first occurrence of old replaced by new (malloc'd); old must occur. */
-static char *replace1(const char *s, const char *old, const char *new)
-{
-	const char *p = strstr(s, old);
-	ck_assert_msg(p != NULL, "'%s' not found in:\n%s", old, s);
-	size_t a = (size_t)(p - s), ol = strlen(old), nl = strlen(new);
-	char *r = malloc(strlen(s) - ol + nl + 1);
-	ck_assert(r != NULL);
-	memcpy(r, s, a);
-	memcpy(r + a, new, nl);
-	strcpy(r + a + nl, p + ol);
-	return r;
-}
 
 static char *cat2(const char *a, const char *b)
 {
@@ -100,94 +48,6 @@ static int count_lines(const char *s)
 	return n;
 }
 
-static long file_size(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 ? (long)st.st_size : 0;
-}
-
-/* A line of path, from byte offset from on, that contains a and b (b may be
- * NULL); returns it (malloc'd) or NULL. */
-static char *log_find(const char *path, long from, const char *a, const char *b)
-{
-	char *all = slurp(path);
-	if (!all)
-		return NULL;
-	long len = (long)strlen(all);
-	char *found = NULL;
-	for (char *l = all + (from < len ? from : len); *l && !found;) {
-		char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
-		char save = l[n];
-		l[n] = '\0';
-		if (strstr(l, a) && (!b || strstr(l, b)))
-			found = strdup(l);
-		l[n] = save;
-		l += n + (e ? 1 : 0);
-	}
-	free(all);
-	return found;
-}
-
-/* Poll the log (bounded) for such a line. */
-static char *log_wait(const char *path, long from, const char *a, const char *b, int timeout_ms)
-{
-	double end = h_now_ms() + timeout_ms;
-	for (;;) {
-		char *l = log_find(path, from, a, b);
-		if (l || h_now_ms() >= end)
-			return l;
-		h_sleep_ms(20);
-	}
-}
-
-/* A TCP port on 127.0.0.1 that was free a moment ago. */
-static int some_free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert(fd >= 0);
-	struct sockaddr_in a = {0};
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t l = sizeof(a);
-	ck_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	ck_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
-
-/* connect() to 127.0.0.1:port; the fd or -1 (errno set). */
-static int tcp_connect(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	ck_assert(fd >= 0);
-	struct sockaddr_in a = {0};
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	a.sin_port = htons((uint16_t)port);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-static const char *lockd_bin(void)
-{
-	static char path[PATH_MAX];
-	if (path[0])
-		return path;
-	const char *bd = getenv("top_builddir");
-	char rel[PATH_MAX];
-	snprintf(rel, sizeof(rel), "%s/lockd", bd && *bd ? bd : ".");
-	if (!realpath(rel, path))
-		snprintf(path, sizeof(path), "%s", rel);
-	ck_assert_msg(access(path, X_OK) == 0, "lockd binary %s is missing (build it first)", path);
-	return path;
-}
-
 static const char *srcdir_path(const char *rel, char *out, size_t n)
 {
 	const char *sd = getenv("top_srcdir");
@@ -202,164 +62,23 @@ static const char *builddir_path(const char *rel, char *out, size_t n)
 	return out;
 }
 
-/* waitpid, bounded; the status, or -1 on timeout. */
-static int reap_for(pid_t pid, int timeout_ms)
-{
-	double end = h_now_ms() + timeout_ms;
-	for (;;) {
-		int st;
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return st;
-		ck_assert_msg(r == 0 || errno == EINTR, "waitpid %d: %s", (int)pid,
-		              strerror(errno));
-		if (h_now_ms() >= end)
-			return -1;
-		h_sleep_ms(5);
-	}
-}
-
-static const char *status_str(int st)
-{
-	static char b[64];
-	if (st == -1)
-		snprintf(b, sizeof(b), "still running");
-	else if (WIFEXITED(st))
-		snprintf(b, sizeof(b), "exit %d", WEXITSTATUS(st));
-	else if (WIFSIGNALED(st))
-		snprintf(b, sizeof(b), "killed by signal %d", WTERMSIG(st));
-	else
-		snprintf(b, sizeof(b), "status 0x%x", st);
-	return b;
-}
-
-/* Processes this file starts itself (the harness knows nothing of them). */
-static pid_t own_pids[4];
-static pid_t own_owner;
-
-static void own_kill_all(void)
-{
-	if (own_owner != getpid())
-		return;
-	for (int i = 0; i < 4; i++)
-		if (own_pids[i] > 0) {
-			kill(own_pids[i], SIGKILL);
-			reap_for(own_pids[i], 3000);
-			own_pids[i] = 0;
-		}
-}
-
-static void own_forget(pid_t pid)
-{
-	for (int i = 0; i < 4; i++)
-		if (own_pids[i] == pid)
-			own_pids[i] = 0;
-}
-
-static void svc_setup(void)
-{
-	static pid_t registered;
-	h_setup();
-	memset(own_pids, 0, sizeof(own_pids));
-	own_owner = getpid();
-	if (registered != own_owner) {
-		atexit(own_kill_all); /* runs before the harness's (registered first) */
-		registered = own_owner;
-	}
-}
-
-static void svc_teardown(void)
-{
-	own_kill_all();
-	h_teardown();
-}
-
-/* fork/exec argv in dir (NULL: here) with stdout and stderr to the files
- * out and err (err may equal out), extra environment "NAME=value" (or
- * NULL); the child dies with the test. */
-static pid_t own_spawn(char *const argv[], const char *dir, const char *out, const char *err,
-                       const char *env)
-{
-	int slot = -1;
-	for (int i = 0; i < 4 && slot < 0; i++)
-		if (own_pids[i] <= 0)
-			slot = i;
-	ck_assert_msg(slot >= 0, "too many processes");
-	pid_t parent = getpid();
-	fflush(NULL);
-	pid_t pid = fork();
-	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		if (dir && chdir(dir) != 0)
-			_exit(127);
-		int in = open("/dev/null", O_RDONLY);
-		int o = open(out, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		int e = strcmp(out, err) == 0 ? o : open(err, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		if (in < 0 || o < 0 || e < 0)
-			_exit(127);
-		dup2(in, 0);
-		dup2(o, 1);
-		dup2(e, 2);
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGALRM, SIG_DFL);
-		if (env)
-			putenv((char *)env);
-		execv(argv[0], argv);
-		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	own_pids[slot] = pid;
-	return pid;
-}
-
-/* Run a command to completion (at most 10 s) in the test directory;
- * returns its wait status, *out and *err (malloc'd) what it printed. */
-static int run_cmd(char *const argv[], char **out, char **err, const char *env)
-{
-	static int n;
-	char o[PATH_MAX], e[PATH_MAX];
-	n++;
-	snprintf(o, sizeof(o), "%s/cmd%d.out", h_dir(), n);
-	snprintf(e, sizeof(e), "%s/cmd%d.err", h_dir(), n);
-	pid_t pid = own_spawn(argv, h_dir(), o, e, env);
-	int st = reap_for(pid, 10000);
-	if (st == -1) {
-		kill(pid, SIGKILL);
-		reap_for(pid, 3000);
-	}
-	own_forget(pid);
-	ck_assert_msg(st != -1, "%s did not finish within 10 s", argv[0]);
-	*out = slurp(o);
-	*err = slurp(e);
-	ck_assert(*out && *err);
-	return st;
-}
-
 /* ------------------------------------------------------------------ SIGHUP */
 
-/* Poll (bounded) on new connections until TRYLOCK key gets a reply that
- * begins with want; OK replies on the way are undone. */
-static void wait_trylock_reply(int port, const char *key, const char *want, int timeout_ms)
+/* Poll (bounded) on new sessions until req gets a reply that begins with
+ * want (exact: that is the whole reply); an OK to a TRYLOCK on the way is
+ * undone. */
+static void wait_reply(int port, const char *req, const char *want, int exact, int timeout_ms)
 {
 	double end = h_now_ms() + timeout_ms;
-	char req[400], last[400] = "";
-	snprintf(req, sizeof(req), "TRYLOCK %s", key);
+	char last[400];
 	for (;;) {
 		struct cl *c = cl_tcp(port);
 		const char *r = cl_cmd(c, req, H_TMO);
 		ck_assert_msg(r != NULL, "'%s': no reply", req);
 		snprintf(last, sizeof(last), "%s", r);
-		if (strncmp(r, "OK ", 3) == 0) {
+		if (strncmp(req, "TRYLOCK ", 8) == 0 && strncmp(r, "OK ", 3) == 0) {
 			char un[400];
-			snprintf(un, sizeof(un), "UNLOCK %s", key);
+			snprintf(un, sizeof(un), "UNLOCK %s", req + 8);
 			r = cl_cmd(c, un, H_TMO);
 			/* a reload between the two may have made the key too long
 			 * for UNLOCK (ERR KEY); closing the session releases it */
@@ -368,13 +87,20 @@ static void wait_trylock_reply(int port, const char *key, const char *want, int 
 			              "'%s': got '%s'", un, r ? r : "(nothing)");
 		}
 		cl_close(c);
-		if (strncmp(last, want, strlen(want)) == 0)
+		if (exact ? strcmp(last, want) == 0 : strncmp(last, want, strlen(want)) == 0)
 			return;
 		ck_assert_msg(h_now_ms() < end,
-		              "'%s' still answers '%s' %d ms after SIGHUP, expected '%s...'", req,
-		              last, timeout_ms, want);
+		              "'%s' still answers '%s' %d ms after SIGHUP, expected '%s%s'", req,
+		              last, timeout_ms, want, exact ? "" : "...");
 		h_sleep_ms(20);
 	}
+}
+
+static void wait_trylock_reply(int port, const char *key, const char *want, int timeout_ms)
+{
+	char req[400];
+	snprintf(req, sizeof(req), "TRYLOCK %s", key);
+	wait_reply(port, req, want, 0, timeout_ms);
 }
 
 /* Reset a fresh session (RST instead of FIN): lockd sees a connection error. */
@@ -391,7 +117,7 @@ START_TEST(sighup_good_config)
 {
 	h_std(NULL);
 	struct h_lockd *l = h_lockd(0);
-	char *orig = slurp(l->conf);
+	char *orig = h_slurp(l->conf);
 	ck_assert_ptr_nonnull(orig);
 
 	struct cl *holder = cl_open();
@@ -401,24 +127,20 @@ START_TEST(sighup_good_config)
 	/* at log_level info, a connection error is not logged */
 	reset_session(l->port);
 	h_sleep_ms(100);
-	ck_assert_msg(log_find(l->log, 0, "connection error", NULL) == NULL,
+	ck_assert_msg(h_log_find(l->log, 0, "connection error", NULL) == NULL,
 	              "debug line logged at log_level info");
 
-	char *a = replace1(orig, "log_level: info", "log_level: debug");
+	char *a = h_replace1(orig, "log_level: info", "log_level: debug");
 	ck_assert_msg(strstr(a, "limits:") == NULL, "unexpected limits section in %s", l->conf);
 	char *b = cat2(a, "limits:\n  max_key_len: 8\n");
-	put_file(l->conf, b);
-	long off = file_size(l->log);
-	h_lockd_signal(0, SIGHUP);
+	long off = h_lockd_reload(0, b);
 	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 3000);
-	char *ln = log_wait(l->log, off, "reloaded", NULL, 1000);
-	ck_assert_msg(ln != NULL, "no 'reloaded' log line after SIGHUP");
-	free(ln);
+	h_lockd_wait_reloaded(0, off, 1000);
 	/* 8 bytes is the new limit, still fine */
 	wait_trylock_reply(l->port, "abcdefgh", "OK ", 0);
 	/* log_level debug is in force */
 	reset_session(l->port);
-	ln = log_wait(l->log, off, "debug", "connection error", 2000);
+	char *ln = h_log_wait(l->log, off, "debug", "connection error", 2000);
 	ck_assert_msg(ln != NULL, "log_level: debug not in force after the reload");
 	free(ln);
 
@@ -452,22 +174,20 @@ START_TEST(sighup_bad_config)
 	o.limits = "  max_key_len: 8\n";
 	h_std(&o);
 	struct h_lockd *l = h_lockd(0);
-	char *orig = slurp(l->conf);
+	char *orig = h_slurp(l->conf);
 	ck_assert_ptr_nonnull(orig);
 	struct cl *holder = cl_open();
 	cl_lock(holder, "LOCK k1");
 	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 0);
 
 	/* 1. a YAML syntax error (a key indented by one space) after a new limit */
-	char *a = replace1(orig, "max_key_len: 8", "max_key_len: 100");
+	char *a = h_replace1(orig, "max_key_len: 8", "max_key_len: 100");
 	int line = count_lines(a) + 1;
 	char *bad = cat2(a, " max_line: 4096\n");
-	put_file(l->conf, bad);
-	long off = file_size(l->log);
-	h_lockd_signal(0, SIGHUP);
+	long off = h_lockd_reload(0, bad);
 	char where[PATH_MAX + 64];
 	snprintf(where, sizeof(where), "%s:%d:2: ", l->conf, line);
-	char *ln = log_wait(l->log, off, "reload failed", where, 3000);
+	char *ln = h_log_wait(l->log, off, "reload failed", where, 3000);
 	if (!ln)
 		h_lockd_log_tail(0, 10);
 	ck_assert_msg(ln != NULL, "no log line with 'reload failed' and '%s' within 3 s", where);
@@ -480,7 +200,7 @@ START_TEST(sighup_bad_config)
 	wait_trylock_reply(l->port, "abcdefgh", "OK ", 0);
 
 	/* 2. a value out of range: the line and column of the value */
-	char *r = replace1(orig, "max_key_len: 8", "max_key_len: 0");
+	char *r = h_replace1(orig, "max_key_len: 8", "max_key_len: 0");
 	const char *p = strstr(r, "max_key_len: 0");
 	int vline = 1, vcol = 1;
 	for (const char *q = r; q < p; q++)
@@ -488,11 +208,9 @@ START_TEST(sighup_bad_config)
 	for (const char *q = p; q > r && q[-1] != '\n'; q--)
 		vcol++;
 	vcol += (int)strlen("max_key_len: ");
-	put_file(l->conf, r);
-	off = file_size(l->log);
-	h_lockd_signal(0, SIGHUP);
+	off = h_lockd_reload(0, r);
 	snprintf(where, sizeof(where), "%s:%d:%d: ", l->conf, vline, vcol);
-	ln = log_wait(l->log, off, "reload failed", where, 3000);
+	ln = h_log_wait(l->log, off, "reload failed", where, 3000);
 	if (!ln)
 		h_lockd_log_tail(0, 10);
 	ck_assert_msg(ln != NULL, "no log line with 'reload failed' and '%s' within 3 s", where);
@@ -507,8 +225,7 @@ START_TEST(sighup_bad_config)
 	cl_expect_held(holder, "k1");
 
 	/* 3. a good file again: it takes effect */
-	put_file(l->conf, a);
-	h_lockd_signal(0, SIGHUP);
+	h_lockd_reload(0, a);
 	wait_trylock_reply(l->port, "abcdefghi", "OK ", 3000);
 	cl_expect_held(holder, "k1");
 	cl_close(holder);
@@ -523,26 +240,24 @@ START_TEST(sighup_fixed_keys)
 {
 	h_std(NULL);
 	struct h_lockd *l = h_lockd(0);
-	char *orig = slurp(l->conf);
+	char *orig = h_slurp(l->conf);
 	ck_assert_ptr_nonnull(orig);
 	struct cl *holder = cl_open();
 	cl_lock(holder, "LOCK k1");
 
 	/* a new TCP port, only the first two masters, a new key prefix, and
 	 * a limit that may change */
-	int newport = some_free_port();
+	int newport = h_free_port();
 	char oldl[64], newl[64], m2[64];
 	snprintf(oldl, sizeof(oldl), "\"127.0.0.1:%d\"", l->port);
 	snprintf(newl, sizeof(newl), "\"127.0.0.1:%d\"", newport);
 	snprintf(m2, sizeof(m2), ", \"127.0.0.1:%d\"]", h_master(2)->port);
-	char *a = replace1(orig, oldl, newl);
-	char *b = replace1(a, m2, "]");
-	char *c2 = replace1(b, "  timeout_ms: 50\n", "  timeout_ms: 50\n  key_prefix: \"zz:\"\n");
+	char *a = h_replace1(orig, oldl, newl);
+	char *b = h_replace1(a, m2, "]");
+	char *c2 = h_replace1(b, "  timeout_ms: 50\n", "  timeout_ms: 50\n  key_prefix: \"zz:\"\n");
 	ck_assert_msg(strstr(c2, "limits:") == NULL, "unexpected limits section in %s", l->conf);
 	char *d = cat2(c2, "limits:\n  max_key_len: 8\n");
-	put_file(l->conf, d);
-	long off = file_size(l->log);
-	h_lockd_signal(0, SIGHUP);
+	long off = h_lockd_reload(0, d);
 
 	/* the changeable part takes effect */
 	wait_trylock_reply(l->port, "abcdefghi", "ERR KEY", 3000);
@@ -551,7 +266,7 @@ START_TEST(sighup_fixed_keys)
 	for (int i = 0; i < 3; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s ", fixed[i]);
-		char *ln = log_wait(l->log, off, name, "cannot change", 2000);
+		char *ln = h_log_wait(l->log, off, name, "cannot change", 2000);
 		if (!ln)
 			h_lockd_log_tail(0, 10);
 		ck_assert_msg(ln != NULL, "no log line saying that %s cannot change at runtime",
@@ -561,7 +276,7 @@ START_TEST(sighup_fixed_keys)
 	/* the old listener still serves, the new port is not opened */
 	struct cl *c = cl_open();
 	cl_expect(c, "PING", "PONG");
-	ck_assert_msg(tcp_connect(newport) < 0, "lockd listens on the new port %d after SIGHUP",
+	ck_assert_msg(h_connect_tcp(newport) < 0, "lockd listens on the new port %d after SIGHUP",
 	              newport);
 	struct cl *u = cl_unix(l->sock);
 	cl_expect(u, "PING", "PONG");
@@ -624,7 +339,7 @@ START_TEST(sigterm_releases)
 		h_lockd_log_tail(0, 15);
 	ck_assert_msg(st != -1, "lockd still running %.0f ms after SIGTERM", took);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd after SIGTERM: %s",
-	              status_str(st));
+	              h_status_str(st));
 	/* every lock is gone from every master */
 	const char *keys[] = {"lockd:k1", "lockd:k2", "lockd:k3"};
 	for (int i = 0; i < 3; i++)
@@ -647,9 +362,9 @@ START_TEST(sigterm_releases)
 	cl_want_eof(b, 1000);
 	cl_want_eof(c, 1000);
 	/* nothing listens any more; the Unix socket file is removed */
-	ck_assert_msg(tcp_connect(l->port) < 0, "something still listens on port %d", l->port);
+	ck_assert_msg(h_connect_tcp(l->port) < 0, "something still listens on port %d", l->port);
 	ck_assert_msg(access(l->sock, F_OK) != 0, "unix socket %s left behind", l->sock);
-	char *ln = log_find(l->log, 0, "stopped", NULL);
+	char *ln = h_log_find(l->log, 0, "stopped", NULL);
 	ck_assert_msg(ln != NULL, "no 'stopped' log line");
 	free(ln);
 	cl_close(a);
@@ -752,22 +467,23 @@ START_TEST(sd_notify)
 	ck_assert_msg(bind(nt.fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind %s: %s", nsock,
 	              strerror(errno));
 
-	int port = some_free_port();
+	int port = h_free_port();
 	char text[1024];
 	snprintf(text, sizeof(text),
 	         "listen: [\"127.0.0.1:%d\"]\nlog_level: info\nredis:\n"
 	         "  masters: [\"127.0.0.1:%d\", \"127.0.0.1:%d\", \"127.0.0.1:%d\"]\n"
 	         "  timeout_ms: 50\nlocks:\n  lease_ms: 3000\n",
 	         port, h_master(0)->port, h_master(1)->port, h_master(2)->port);
-	put_file(conf, text);
-	char *argv[] = {(char *)lockd_bin(), "-c", conf, NULL};
-	pid_t pid = own_spawn(argv, NULL, logp, logp, env);
+	h_put_file(conf, text);
+	char *argv[] = {(char *)h_built("lockd"), "-c", conf, NULL};
+	const char *const envs[] = {env, NULL};
+	pid_t pid = h_spawn(argv, &(struct h_spawn){.out = logp, .env = envs});
 	char buf[4096];
 
 	/* READY=1, and by then the listener answers */
 	note_want(&nt, "READY", "1", 10000, buf, sizeof(buf));
 	double t_ready = h_now_ms();
-	int fd = tcp_connect(port);
+	int fd = h_connect_tcp(port);
 	ck_assert_msg(fd >= 0, "READY=1 sent, but 127.0.0.1:%d refuses: %s", port, strerror(errno));
 	close(fd);
 	struct cl *c = cl_tcp(port);
@@ -822,11 +538,9 @@ START_TEST(sd_notify)
 	/* SIGTERM: STOPPING=1, exit 0 */
 	ck_assert(kill(pid, SIGTERM) == 0);
 	note_want(&nt, "STOPPING", "1", 3000, buf, sizeof(buf));
-	int st = reap_for(pid, 5000);
-	if (st != -1)
-		own_forget(pid);
+	int st = h_reap(pid, 5000);
 	ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd after SIGTERM: %s",
-	              status_str(st));
+	              h_status_str(st));
 	/* nothing after STOPPING=1 but STATUS */
 	for (const char *m; (m = note_next(&nt, buf, sizeof(buf), 0));)
 		ck_assert_msg(strncmp(m, "STATUS=", 7) == 0, "'%s' after STOPPING=1", m);
@@ -843,7 +557,7 @@ END_TEST
  * status code, *hdrs and *body (malloc'd). */
 static int http_get(int port, const char *path, char **hdrs, char **body)
 {
-	int fd = tcp_connect(port);
+	int fd = h_connect_tcp(port);
 	ck_assert_msg(fd >= 0, "connect 127.0.0.1:%d: %s", port, strerror(errno));
 	char req[512];
 	int n =
@@ -1122,7 +836,7 @@ static void check_histogram(const struct exposition *x, const char *fam)
 
 START_TEST(metrics_endpoint)
 {
-	int mport = some_free_port();
+	int mport = h_free_port();
 	char top[128];
 	snprintf(top, sizeof(top), "metrics:\n  listen: \"127.0.0.1:%d\"\n", mport);
 	struct h_opts o = {0};
@@ -1242,10 +956,10 @@ END_TEST
  * signal), *out and *err what it printed. */
 static int lockd_run(char **out, char **err, const char *a1, const char *a2, const char *a3)
 {
-	char *argv[] = {(char *)lockd_bin(), (char *)a1, (char *)a2, (char *)a3, NULL};
-	int st = run_cmd(argv, out, err, NULL);
+	char *argv[] = {(char *)h_built("lockd"), (char *)a1, (char *)a2, (char *)a3, NULL};
+	int st = h_run(argv, &(struct h_spawn){.dir = h_dir()}, 10000, out, err);
 	ck_assert_msg(WIFEXITED(st), "lockd %s %s %s: %s", a1 ? a1 : "", a2 ? a2 : "", a3 ? a3 : "",
-	              status_str(st));
+	              h_status_str(st));
 	return WEXITSTATUS(st);
 }
 
@@ -1274,7 +988,7 @@ START_TEST(config_test_flag)
 	    "metrics:\n"
 	    "  listen: \"127.0.0.1:9390\"\n";
 	snprintf(path, sizeof(path), "%s/good.yml", h_dir());
-	put_file(path, good);
+	h_put_file(path, good);
 	int rc = lockd_run(&out, &err, "-t", "-c", "good.yml");
 	ck_assert_msg(rc == 0, "lockd -t -c good.yml: exit %d\n%s%s", rc, out, err);
 	ck_assert_str_eq(out, "good.yml: configuration OK\n");
@@ -1325,7 +1039,7 @@ START_TEST(config_test_flag)
 	};
 	snprintf(path, sizeof(path), "%s/bad.yml", h_dir());
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		put_file(path, bad[i].text);
+		h_put_file(path, bad[i].text);
 		rc = lockd_run(&out, &err, "-t", "-c", "bad.yml");
 		char want[64];
 		snprintf(want, sizeof(want), "bad.yml:%d:%d: ", bad[i].line, bad[i].col);
@@ -1346,7 +1060,7 @@ START_TEST(config_test_flag)
 	free(out);
 	free(err);
 	/* the same errors stop a real start, before it listens */
-	put_file(path, bad[0].text);
+	h_put_file(path, bad[0].text);
 	rc = lockd_run(&out, &err, "-c", "bad.yml", NULL);
 	ck_assert_msg(rc == 1 && strncmp(err, "bad.yml:4:3: ", 13) == 0,
 	              "lockd -c bad.yml: exit %d, '%s'", rc, err);
@@ -1411,10 +1125,10 @@ START_TEST(config_test_matches_start)
 	char path[PATH_MAX], empty[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/bad.yml", h_dir());
 	snprintf(empty, sizeof(empty), "%s/empty", h_dir());
-	put_file(empty, "");
+	h_put_file(empty, "");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char *out, *err, *out2, *err2;
-		put_file(path, cases[i].text);
+		h_put_file(path, cases[i].text);
 		int rc = lockd_run(&out, &err, "-t", "-c", "bad.yml");
 		ck_assert_msg(rc == 1, "%s: lockd -t exit %d (stderr '%s')", cases[i].what, rc, err);
 		ck_assert_msg(strncmp(err, cases[i].msg, strlen(cases[i].msg)) == 0 &&
@@ -1438,7 +1152,7 @@ END_TEST
 START_TEST(allow_unauthenticated)
 {
 	h_masters_start(1);
-	int port = some_free_port();
+	int port = h_free_port();
 	char conf[PATH_MAX], logp[PATH_MAX], text[512];
 	snprintf(conf, sizeof(conf), "%s/open.yml", h_dir());
 	snprintf(logp, sizeof(logp), "%s/open.log", h_dir());
@@ -1446,7 +1160,7 @@ START_TEST(allow_unauthenticated)
 	         "listen: [\"0.0.0.0:%d\"]\nallow_unauthenticated: true\n"
 	         "redis:\n  masters: [\"127.0.0.1:%d\"]\n",
 	         port, h_master(0)->port);
-	put_file(conf, text);
+	h_put_file(conf, text);
 	char *out, *err;
 	int rc = lockd_run(&out, &err, "-t", "-c", "open.yml");
 	ck_assert_msg(rc == 0, "lockd -t: exit %d, '%s'", rc, err);
@@ -1459,23 +1173,22 @@ START_TEST(allow_unauthenticated)
 	free(out);
 	free(err);
 
-	char *argv[] = {(char *)lockd_bin(), "-c", conf, NULL};
-	pid_t pid = own_spawn(argv, NULL, logp, logp, NULL);
-	char *l = log_wait(logp, 0, "clients need no password (allow_unauthenticated)", NULL, 5000);
+	char *argv[] = {(char *)h_built("lockd"), "-c", conf, NULL};
+	pid_t pid = h_spawn(argv, &(struct h_spawn){.out = logp});
+	char *l =
+	    h_log_wait(logp, 0, "clients need no password (allow_unauthenticated)", NULL, 5000);
 	ck_assert_msg(l != NULL, "no warning at start in %s", logp);
 	free(l);
-	l = log_wait(logp, 0, "ready", NULL, 5000);
+	l = h_log_wait(logp, 0, "ready", NULL, 5000);
 	ck_assert_msg(l != NULL, "lockd did not start");
 	free(l);
 	struct cl *c = cl_tcp(port);
 	cl_expect(c, "PING", "PONG");
 	cl_close(c);
 	ck_assert(kill(pid, SIGTERM) == 0);
-	int st = reap_for(pid, 5000);
-	if (st != -1)
-		own_forget(pid);
+	int st = h_reap(pid, 5000);
 	ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd: %s",
-	              status_str(st));
+	              h_status_str(st));
 }
 END_TEST
 
@@ -1498,23 +1211,11 @@ static char *stats_text(struct cl *c)
 	}
 }
 
-/* Poll (bounded) until AUTH pw on a new session answers want. */
 static void wait_auth(int port, const char *pw, const char *want, int timeout_ms)
 {
-	double end = h_now_ms() + timeout_ms;
-	char req[128], last[256] = "";
+	char req[128];
 	snprintf(req, sizeof(req), "AUTH %s", pw);
-	for (;;) {
-		struct cl *c = cl_tcp(port);
-		const char *r = cl_cmd(c, req, H_TMO);
-		snprintf(last, sizeof(last), "%s", r ? r : "(nothing)");
-		cl_close(c);
-		if (strcmp(last, want) == 0)
-			return;
-		ck_assert_msg(h_now_ms() < end, "'%s' answers '%s' after %d ms, expected '%s'", req,
-		              last, timeout_ms, want);
-		h_sleep_ms(50);
-	}
+	wait_reply(port, req, want, 1, timeout_ms);
 }
 
 /* password_file and redis.password_file: read at start and at each
@@ -1532,8 +1233,8 @@ START_TEST(password_files)
 	char pw[PATH_MAX], rpw[PATH_MAX];
 	snprintf(pw, sizeof(pw), "%s/lockd-password", h_dir());
 	snprintf(rpw, sizeof(rpw), "%s/lockd-redis-password", h_dir());
-	put_file(pw, "first-s3cret\n");
-	put_file(rpw, "r3dis-secret\n");
+	h_put_file(pw, "first-s3cret\n");
+	h_put_file(rpw, "r3dis-secret\n");
 	ck_assert(chmod(pw, 0600) == 0 && chmod(rpw, 0600) == 0);
 	struct h_opts o = {0};
 	o.top_extra = "password_file: lockd-password\n";
@@ -1563,27 +1264,25 @@ START_TEST(password_files)
 	free(st);
 
 	/* a new password at the next reload */
-	put_file(pw, "second-s3cret\n");
-	long from = file_size(h_lockd(0)->log);
+	h_put_file(pw, "second-s3cret\n");
+	long from = h_file_size(h_lockd(0)->log);
 	h_lockd_signal(0, SIGHUP);
-	char *l = log_wait(h_lockd(0)->log, from, "reloaded", NULL, 5000);
-	ck_assert_msg(l != NULL, "no 'reloaded' after SIGHUP");
-	free(l);
+	h_lockd_wait_reloaded(0, from, 5000);
 	wait_auth(port, "second-s3cret", "OK", 3000);
 	wait_auth(port, "first-s3cret", "ERR AUTH wrong password", 3000);
 	cl_expect(a, "UNLOCK k", "OK 0"); /* the session stays authenticated */
 
 	/* a reload that cannot read the file keeps the running config */
 	ck_assert(unlink(pw) == 0);
-	from = file_size(h_lockd(0)->log);
+	from = h_file_size(h_lockd(0)->log);
 	h_lockd_signal(0, SIGHUP);
-	l = log_wait(h_lockd(0)->log, from, "reload failed", "password_file", 5000);
+	char *l = h_log_wait(h_lockd(0)->log, from, "reload failed", "password_file", 5000);
 	ck_assert_msg(l != NULL, "no 'reload failed' naming password_file after SIGHUP");
 	free(l);
 	wait_auth(port, "second-s3cret", "OK", 3000);
 	cl_close(a);
 
-	char *log = slurp(h_lockd(0)->log);
+	char *log = h_slurp(h_lockd(0)->log);
 	ck_assert(log != NULL);
 	ck_assert_msg(!strstr(log, "s3cret") && !strstr(log, "r3dis-secret"),
 	              "a password in the log %s", h_lockd(0)->log);
@@ -1604,7 +1303,7 @@ START_TEST(no_majority_at_start)
 	h_lockd_start(&o);
 	const char *logp = h_lockd(0)->log;
 	double t0 = h_now_ms();
-	char *l = log_wait(logp, 0,
+	char *l = h_log_wait(logp, 0,
 	                   "no majority of masters reachable: 1 of 3 up; LOCK will answer ERR QUORUM",
 	                   NULL, 5000);
 	ck_assert_msg(l != NULL, "no warning within 5 s of start");
@@ -1622,7 +1321,7 @@ START_TEST(no_majority_at_start)
 	h_master_restart(1);
 	h_master_restart(2);
 	cl_wait_stat(c, "quorum_ok", "1", 15000);
-	l = log_wait(logp, 0, "a majority of masters counts now", NULL, 5000);
+	l = h_log_wait(logp, 0, "a majority of masters counts now", NULL, 5000);
 	ck_assert_msg(l != NULL, "no log line when the majority came back");
 	free(l);
 	cl_close(c);
@@ -1659,15 +1358,16 @@ START_TEST(sd_notify_no_majority)
 	strcpy(sa.sun_path, nsock);
 	ck_assert_msg(bind(nt.fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s",
 	              strerror(errno));
-	int port = some_free_port();
+	int port = h_free_port();
 	char text[1024];
 	snprintf(text, sizeof(text),
 	         "listen: [\"127.0.0.1:%d\"]\nredis:\n"
 	         "  masters: [\"127.0.0.1:%d\", \"127.0.0.1:%d\", \"127.0.0.1:%d\"]\n",
 	         port, h_master(0)->port, h_master(1)->port, h_master(2)->port);
-	put_file(conf, text);
-	char *argv[] = {(char *)lockd_bin(), "-c", conf, NULL};
-	pid_t pid = own_spawn(argv, NULL, logp, logp, env);
+	h_put_file(conf, text);
+	char *argv[] = {(char *)h_built("lockd"), "-c", conf, NULL};
+	const char *const envs[] = {env, NULL};
+	pid_t pid = h_spawn(argv, &(struct h_spawn){.out = logp, .env = envs});
 	char buf[4096], v[512];
 	note_want(&nt, "READY", "1", 10000, buf, sizeof(buf));
 	double t0 = h_now_ms();
@@ -1681,11 +1381,9 @@ START_TEST(sd_notify_no_majority)
 	}
 	ck_assert_msg(strncmp(v, "masters up 1/3, counting ", 25) == 0, "STATUS=%s", v);
 	ck_assert(kill(pid, SIGTERM) == 0);
-	int st = reap_for(pid, 5000);
-	if (st != -1)
-		own_forget(pid);
+	int st = h_reap(pid, 5000);
 	ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd: %s",
-	              status_str(st));
+	              h_status_str(st));
 	close(nt.fd);
 }
 END_TEST
@@ -1706,7 +1404,7 @@ START_TEST(systemd_unit_verify)
 	}
 	char src[PATH_MAX], unit[PATH_MAX];
 	builddir_path("systemd/lockd.service", src, sizeof(src)); /* made from .in */
-	char *text = slurp(src);
+	char *text = h_slurp(src);
 	ck_assert_msg(text != NULL, "%s: %s", src, strerror(errno));
 	/* ExecStart= points at /bin/true: verify checks that it exists */
 	const char *p = strstr(text, "\nExecStart=");
@@ -1719,7 +1417,7 @@ START_TEST(systemd_unit_verify)
 	sprintf(copy, "%.*sExecStart=/bin/true%s", (int)a, text, e);
 	ck_assert_msg(strstr(e, "\nExecStart=") == NULL, "%s: more than one ExecStart=", src);
 	snprintf(unit, sizeof(unit), "%s/lockd.service", h_dir());
-	put_file(unit, copy);
+	h_put_file(unit, copy);
 
 	/* Documentation=man:... must resolve: a MANPATH with the built pages */
 	static const char *const pages[][2] = {{"man/lockd.8", "man8"},
@@ -1731,21 +1429,22 @@ START_TEST(systemd_unit_verify)
 	for (size_t i = 0; i < 3; i++) {
 		char from[PATH_MAX], sect[PATH_MAX + 16], to[PATH_MAX + 64];
 		builddir_path(pages[i][0], from, sizeof(from));
-		char *page = slurp(from);
+		char *page = h_slurp(from);
 		ck_assert_msg(page != NULL, "%s is missing (build it first)", from);
 		snprintf(sect, sizeof(sect), "%s/%s", mandir, pages[i][1]);
 		mkdir(sect, 0755);
 		snprintf(to, sizeof(to), "%s/%s", sect, strrchr(pages[i][0], '/') + 1);
-		put_file(to, page);
+		h_put_file(to, page);
 		free(page);
 	}
 	char env[PATH_MAX + 16];
 	snprintf(env, sizeof(env), "MANPATH=%s", mandir);
 	char *argv[] = {(char *)sa, "verify", unit, NULL};
 	char *out, *err;
-	int st = run_cmd(argv, &out, &err, env);
+	const char *const envs[] = {env, NULL};
+	int st = h_run(argv, &(struct h_spawn){.dir = h_dir(), .env = envs}, 10000, &out, &err);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "systemd-analyze verify: %s\n%s%s",
-	              status_str(st), out, err);
+	              h_status_str(st), out, err);
 	/* warnings do not change the exit status: none may name the unit */
 	ck_assert_msg(strstr(out, "lockd.service") == NULL && strstr(err, "lockd.service") == NULL,
 	              "systemd-analyze verify warns about the unit:\n%s%s", out, err);
@@ -1761,7 +1460,7 @@ TCase *tc_service(void); /* registered in test_main.c */
 TCase *tc_service(void)
 {
 	TCase *tc = tcase_create("service");
-	tcase_add_checked_fixture(tc, svc_setup, svc_teardown);
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
 	tcase_set_timeout(tc, 30);
 	H_ADD(tc, sighup_good_config);
 	H_ADD(tc, sighup_bad_config);
