@@ -1086,7 +1086,7 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	int n = o->nmasters > 0 ? o->nmasters : H.nm;
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s\"127.0.0.1:%d\"", i ? ", " : "", H.m[i].port);
-	fprintf(f, "]\n  timeout_ms: %d\n", o->timeout_ms > 0 ? o->timeout_ms : 50);
+	fprintf(f, "]\n  timeout_ms: %d\n", o->timeout_ms > 0 ? o->timeout_ms : H_REDIS_TMO);
 	if (o->redis_extra)
 		fputs(o->redis_extra, f);
 	fprintf(f, "locks:\n  lease_ms: %d\n", o->lease_ms > 0 ? o->lease_ms : 3000);
@@ -1426,6 +1426,19 @@ unsigned long long cl_want_ok_at(const char *file, int line, struct cl *c, int t
 		h_fail_at(file, line, "no reply within %d ms (%s), expected 'OK <fence>'", timeout_ms,
 			  c->eof ? "EOF" : "timeout");
 	return h_fence_at(file, line, r);
+}
+
+char *cl_timed_at(const char *file, int line, struct cl *c, const char *req, double *ms)
+{
+	double t0 = h_now_ms();
+	const char *r = cl_cmd_at(file, line, c, req, 5000);
+	*ms = h_now_ms() - t0;
+	if (!r)
+		h_fail_at(file, line, "'%s': no reply after %.0f ms (%s)", ESC(req), *ms,
+			  c->eof ? "connection closed" : "timeout");
+	char *copy = strdup(r);
+	ck_assert(copy != NULL);
+	return copy;
 }
 
 void cl_silence_at(const char *file, int line, struct cl *c, int ms)

@@ -19,6 +19,10 @@
 #define H_TMO 2000 /* default reply timeout, ms */
 /* allowance for scheduling noise on top of the service levels of doc/protocol.md */
 #define H_JITTER 150
+#define H_REDIS_TMO 50 /* redis.timeout_ms unless h_opts.timeout_ms says otherwise */
+/* the bound on any reply with healthy or failed masters (doc/protocol.md,
+ * "Service levels": redis.timeout_ms + 500 ms), at H_REDIS_TMO */
+#define H_SLOW_LIMIT (H_REDIS_TMO + 500 + H_JITTER)
 
 /* ---- time ---- */
 double h_now_ms(void); /* monotonic clock, ms */
@@ -137,7 +141,7 @@ void rc_close(struct rconn *r);
 /* ---- lockd ---- */
 struct h_opts {
 	int lease_ms;              /* 0: 3000 */
-	int timeout_ms;            /* 0: 50 (redis.timeout_ms) */
+	int timeout_ms;            /* 0: H_REDIS_TMO (redis.timeout_ms) */
 	const char *password;      /* NULL: none */
 	const char *redis_extra;   /* lines added to the redis: section ("  key: v\n") */
 	const char *locks_extra;   /* lines added to the locks: section */
@@ -235,6 +239,10 @@ unsigned long long cl_lock_at(const char *file, int line, struct cl *c, const ch
 /* Next reply must be "OK fence"; returns it. */
 unsigned long long cl_want_ok_at(const char *file, int line, struct cl *c, int timeout_ms);
 #define cl_want_ok(c, t) cl_want_ok_at(__FILE__, __LINE__, (c), (t))
+/* Send req; returns its reply (malloc'd) and in *ms how long it took.
+ * Fails the test without a reply within 5 s. */
+char *cl_timed_at(const char *file, int line, struct cl *c, const char *req, double *ms);
+#define cl_timed(c, req, ms) cl_timed_at(__FILE__, __LINE__, (c), (req), (ms))
 /* Assert that no line arrives for ms (events are recorded, other lines fail). */
 void cl_silence_at(const char *file, int line, struct cl *c, int ms);
 #define cl_silence(c, ms) cl_silence_at(__FILE__, __LINE__, (c), (ms))

@@ -132,20 +132,6 @@ TCase *tc_harness(void)
 
 /* ------------------------------------------------------------------ faults */
 
-/* Time one request: returns the reply (copied) and the elapsed ms. */
-static char *timed(struct cl *c, const char *req, double *ms)
-{
-	double t0 = h_now_ms();
-	const char *r = cl_cmd(c, req, 5000);
-	*ms = h_now_ms() - t0;
-	ck_assert_msg(r != NULL, "'%s': no reply after %.0f ms (%s)", req, *ms,
-		      c->eof ? "connection closed" : "timeout");
-	return strdup(r);
-}
-
-#define SLOW_LIMIT (50 + 500 + H_JITTER) /* redis.timeout_ms 50 + 500 ms */
-
-
 /* lockd's marker on master i: the keys without expiry under the prefix
  * whose next byte is one that no lock key has (so not a per-key item such
  * as a fence counter). Sorted, one per line. */
@@ -270,18 +256,18 @@ START_TEST(one_master_down)
 	struct cl *a = cl_open(), *b = cl_open();
 	h_master_kill(2);
 	double ms;
-	char *r = timed(a, "TRYLOCK k", &ms);
+	char *r = cl_timed(a, "TRYLOCK k", &ms);
 	h_fence(r);
-	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK took %.0f ms with one master down", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "TRYLOCK took %.0f ms with one master down", ms);
 	free(r);
 	ck_assert_int_eq(h_masters_with_pttl(2, "lockd:k", NULL, NULL), 2);
 	cl_expect(b, "TRYLOCK k", "BUSY");
 	ck_assert_int_eq(cl_status(b, "k", NULL, NULL), 1);
 	cl_send(b, "LOCK k WAIT 3000\n");
 	cl_silence(b, 100);
-	r = timed(a, "UNLOCK k", &ms);
+	r = cl_timed(a, "UNLOCK k", &ms);
 	ck_assert_str_eq(r, "OK 0");
-	ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK took %.0f ms with one master down", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "UNLOCK took %.0f ms with one master down", ms);
 	free(r);
 	cl_want_ok(b, 1000);
 	cl_close(a);
@@ -296,20 +282,20 @@ START_TEST(two_masters_down)
 	h_master_kill(1);
 	h_master_kill(2);
 	double ms;
-	char *r = timed(a, "TRYLOCK k", &ms);
+	char *r = cl_timed(a, "TRYLOCK k", &ms);
 	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0, "TRYLOCK without a majority: '%s'", r);
-	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK took %.0f ms", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "TRYLOCK took %.0f ms", ms);
 	free(r);
-	r = timed(a, "LOCK k WAIT 300", &ms);
+	r = cl_timed(a, "LOCK k WAIT 300", &ms);
 	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0, "LOCK WAIT 300 without a majority: '%s'",
 		      r);
-	ck_assert_msg(ms >= 300 && ms < 300 + SLOW_LIMIT, "LOCK k WAIT 300 answered after %.0f ms",
+	ck_assert_msg(ms >= 300 && ms < 300 + H_SLOW_LIMIT, "LOCK k WAIT 300 answered after %.0f ms",
 		      ms);
 	free(r);
-	r = timed(a, "STATUS k", &ms);
-	ck_assert_msg(ms < SLOW_LIMIT, "STATUS took %.0f ms ('%s')", ms, r);
+	r = cl_timed(a, "STATUS k", &ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "STATUS took %.0f ms ('%s')", ms, r);
 	free(r);
-	r = timed(a, "PING", &ms);
+	r = cl_timed(a, "PING", &ms);
 	ck_assert_str_eq(r, "PONG");
 	free(r);
 	cl_close(a);
@@ -324,33 +310,34 @@ START_TEST(stopped_masters)
 	cl_lock(a, "LOCK held");
 	h_master_stop(0);
 	double ms;
-	char *r = timed(a, "TRYLOCK k", &ms);
+	char *r = cl_timed(a, "TRYLOCK k", &ms);
 	h_fence(r);
-	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK took %.0f ms with one master stopped", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "TRYLOCK took %.0f ms with one master stopped", ms);
 	free(r);
-	r = timed(b, "TRYLOCK k", &ms);
+	r = cl_timed(b, "TRYLOCK k", &ms);
 	ck_assert_str_eq(r, "BUSY");
-	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK took %.0f ms with one master stopped", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "TRYLOCK took %.0f ms with one master stopped", ms);
 	free(r);
-	r = timed(a, "UNLOCK k", &ms);
+	r = cl_timed(a, "UNLOCK k", &ms);
 	ck_assert_str_eq(r, "OK 0");
-	ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK took %.0f ms with one master stopped", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "UNLOCK took %.0f ms with one master stopped", ms);
 	free(r);
 	h_master_stop(1);
-	r = timed(b, "TRYLOCK k2", &ms);
+	r = cl_timed(b, "TRYLOCK k2", &ms);
 	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0, "TRYLOCK with 2 of 3 stopped: '%s'", r);
-	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK took %.0f ms with two masters stopped", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "TRYLOCK took %.0f ms with two masters stopped", ms);
 	free(r);
-	r = timed(b, "STATUS held", &ms);
-	ck_assert_msg(ms < SLOW_LIMIT, "STATUS took %.0f ms with two masters stopped ('%s')", ms, r);
+	r = cl_timed(b, "STATUS held", &ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "STATUS took %.0f ms with two masters stopped ('%s')", ms,
+		      r);
 	free(r);
-	r = timed(a, "UNLOCK held", &ms);
+	r = cl_timed(a, "UNLOCK held", &ms);
 	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0, "UNLOCK with 2 of 3 stopped: '%s'", r);
-	ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK took %.0f ms with two masters stopped", ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "UNLOCK took %.0f ms with two masters stopped", ms);
 	free(r);
 	/* either way the session no longer holds it */
 	cl_expect(a, "HELD", "END");
-	r = timed(b, "PING", &ms);
+	r = cl_timed(b, "PING", &ms);
 	ck_assert_str_eq(r, "PONG");
 	free(r);
 	h_master_cont(0);
@@ -406,7 +393,7 @@ START_TEST(startup_all_masters_count)
 		struct cl *a = cl_open();
 		h_master_stop(m);
 		double ms;
-		char *r = timed(a, "TRYLOCK k", &ms);
+		char *r = cl_timed(a, "TRYLOCK k", &ms);
 		ck_assert_msg(strncmp(r, "OK ", 3) == 0, "TRYLOCK with master %d stopped: '%s'", m, r);
 		free(r);
 		cl_expect(a, "UNLOCK k", "OK 0");

@@ -31,9 +31,6 @@
 #define LEASE     3000
 #define EXCL      1000 /* redis.restart_exclusion_ms of these tests */
 #define EXCL_CONF "  restart_exclusion_ms: 1000\n"
-/* the contract's bound on any reply: redis.timeout_ms (50) + 500 ms (the
- * same as SLOW_LIMIT in test_faults.c, which is static there) */
-#define SLOW_LIMIT (50 + 500 + H_JITTER)
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -67,7 +64,7 @@ static int masters_with_lock(int n, const char *rkey)
  * tk: just before the first master was killed (no restarted master can
  * count before tk + EXCL); t0: when the last master was back. Every reply
  * before the grant must be ERR QUORUM, and every reply must come within
- * SLOW_LIMIT. The grant must come at or after tk + EXCL (a majority needs a
+ * H_SLOW_LIMIT. The grant must come at or after tk + EXCL (a majority needs a
  * restarted master) and within EXCL + 2000 ms of t0. Returns the fence. */
 static unsigned long long first_grant(struct cl *c, const char *key, double tk, double t0,
                                       const char *what)
@@ -82,7 +79,7 @@ static unsigned long long first_grant(struct cl *c, const char *key, double tk, 
 		double tr = h_now_ms();
 		ck_assert_msg(r != NULL, "%s: '%s' %.0f ms after the last restart: no reply (%s)",
 		              what, req, ts - t0, c->eof ? "EOF" : "timeout");
-		ck_assert_msg(tr - ts <= SLOW_LIMIT,
+		ck_assert_msg(tr - ts <= H_SLOW_LIMIT,
 		              "%s: '%s' %.0f ms after the last restart took %.0f ms ('%s')", what,
 		              req, ts - t0, tr - ts, r);
 		if (strncmp(r, "OK ", 3) == 0) {
@@ -214,7 +211,7 @@ START_TEST(majority_restart_twice)
 		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
 		double tr = h_now_ms();
 		ck_assert_msg(r != NULL, "TRYLOCK m %.0f ms after the kills: no reply", ts - tk);
-		ck_assert_msg(tr - ts <= SLOW_LIMIT, "TRYLOCK m took %.0f ms", tr - ts);
+		ck_assert_msg(tr - ts <= H_SLOW_LIMIT, "TRYLOCK m took %.0f ms", tr - ts);
 		ck_assert_msg(
 		    strncmp(r, "ERR QUORUM", 10) == 0,
 		    "TRYLOCK m %.0f ms after 2 of 3 masters restarted (window %d ms): got "
@@ -287,7 +284,7 @@ START_TEST(restart_during_catchup)
 		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
 		double tr = h_now_ms();
 		ck_assert_msg(r != NULL, "TRYLOCK m %.0f ms after the kills: no reply", ts - tk);
-		ck_assert_msg(tr - ts <= SLOW_LIMIT, "TRYLOCK m took %.0f ms", tr - ts);
+		ck_assert_msg(tr - ts <= H_SLOW_LIMIT, "TRYLOCK m took %.0f ms", tr - ts);
 		if (strncmp(r, "OK ", 3) == 0) {
 			unsigned long long g = h_fence(r);
 			ck_assert_msg(tr - tk >= EXCL,
@@ -343,7 +340,7 @@ START_TEST(waiter_through_restarts)
 	/* the holder's TTL lapses meanwhile: LOST, nothing else */
 	char lost[64];
 	snprintf(lost, sizeof(lost), "LOST w %llu", fa);
-	double rem = ta + 1000 + SLOW_LIMIT - h_now_ms();
+	double rem = ta + 1000 + H_SLOW_LIMIT - h_now_ms();
 	const char *l = cl_line(a, rem > 0 ? (int)rem : 0);
 	ck_assert_msg(l && strcmp(l, lost) == 0,
 	              "holder: got '%s' %.0f ms after its TTL 1000 grant, "
@@ -927,7 +924,7 @@ START_TEST(lock_volume_observer)
 	ck_assert_msg(o.nquorum == 0, "the observer got %d ERR QUORUM", o.nquorum);
 	ck_assert_msg(o.nother == 0 && !o.other[0], "the observer: %d unexpected replies (%s)",
 	              o.nother, o.other);
-	ck_assert_msg(o.slowest <= SLOW_LIMIT, "the observer's slowest reply took %.0f ms ('%s')",
+	ck_assert_msg(o.slowest <= H_SLOW_LIMIT, "the observer's slowest reply took %.0f ms ('%s')",
 	              o.slowest, o.slowest_req);
 	ck_assert_msg(t_gone >= 0,
 	              "%ld lock keys still on the masters %.0f ms after the "

@@ -561,19 +561,6 @@ static void run_check(struct run *r)
 
 /* ------------------------------------------------------------------ master health */
 
-#define TMO_MS     50 /* redis.timeout_ms of these tests (the harness default) */
-#define SLOW_LIMIT (TMO_MS + 500 + H_JITTER)
-
-static char *timed_cmd(struct cl *c, const char *req, double *ms)
-{
-	double t0 = h_now_ms();
-	const char *r = cl_cmd(c, req, 5000);
-	*ms = h_now_ms() - t0;
-	ck_assert_msg(r != NULL, "'%s': no reply after %.0f ms (%s)", req, *ms,
-	              c->eof ? "connection closed" : "timeout");
-	return strdup(r);
-}
-
 /* SIGSTOP one master: replies stay fast, STATS shows it not up; SIGCONT:
  * it is up again within the capped reconnect backoff. */
 START_TEST(sigstop_recovers)
@@ -594,11 +581,11 @@ START_TEST(sigstop_recovers)
 		char req[64];
 		double ms;
 		snprintf(req, sizeof(req), "TRYLOCK stop%d", i);
-		char *r = timed_cmd(a, req, &ms);
+		char *r = cl_timed(a, req, &ms);
 		h_fence(r);
-		ck_assert_msg(ms <= TMO_MS + H_JITTER,
+		ck_assert_msg(ms <= H_REDIS_TMO + H_JITTER,
 		              "TRYLOCK %d took %.0f ms with master 1 stopped (timeout_ms %d)", i,
-		              ms, TMO_MS);
+		              ms, H_REDIS_TMO);
 		worst = ms > worst ? ms : worst;
 		free(r);
 	}
@@ -606,9 +593,9 @@ START_TEST(sigstop_recovers)
 		char req[64];
 		double ms;
 		snprintf(req, sizeof(req), "UNLOCK stop%d", i);
-		char *r = timed_cmd(a, req, &ms);
+		char *r = cl_timed(a, req, &ms);
 		ck_assert_msg(strcmp(r, "OK 0") == 0, "'%s': '%s' with master 1 stopped", req, r);
-		ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK took %.0f ms with master 1 stopped", ms);
+		ck_assert_msg(ms < H_SLOW_LIMIT, "UNLOCK took %.0f ms with master 1 stopped", ms);
 		free(r);
 	}
 	/* marked down (bounded) */
@@ -687,16 +674,16 @@ END_TEST
 static void grant_once(struct cl *a, unsigned long long *last, const char *when)
 {
 	double ms;
-	char *r = timed_cmd(a, "TRYLOCK k", &ms);
+	char *r = cl_timed(a, "TRYLOCK k", &ms);
 	ck_assert_msg(strncmp(r, "OK ", 3) == 0, "TRYLOCK k %s: '%s'", when, r);
 	unsigned long long f = h_fence(r);
 	ck_assert_msg(f > *last, "TRYLOCK k %s: fence %llu after %llu", when, f, *last);
-	ck_assert_msg(ms < SLOW_LIMIT, "TRYLOCK k %s took %.0f ms", when, ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "TRYLOCK k %s took %.0f ms", when, ms);
 	*last = f;
 	free(r);
-	r = timed_cmd(a, "UNLOCK k", &ms);
+	r = cl_timed(a, "UNLOCK k", &ms);
 	ck_assert_msg(strcmp(r, "OK 0") == 0, "UNLOCK k %s: '%s'", when, r);
-	ck_assert_msg(ms < SLOW_LIMIT, "UNLOCK k %s took %.0f ms", when, ms);
+	ck_assert_msg(ms < H_SLOW_LIMIT, "UNLOCK k %s took %.0f ms", when, ms);
 	free(r);
 }
 
