@@ -101,7 +101,7 @@ static struct opts {
 	int nmasters;
 	enum scenario scen[SC_COUNT];
 	int nscen;
-} O;
+} options;
 
 static void usage(void)
 {
@@ -210,14 +210,14 @@ static void parse_masters(const char *list)
 
 		if (len == 0 || len >= sizeof(item))
 			usage_error("--masters: expected host:port,host:port,..., got '%s'", list);
-		if (O.nmasters == BM_MAX_MASTERS)
+		if (options.nmasters == BM_MAX_MASTERS)
 			usage_error("--masters: at most %d masters", BM_MAX_MASTERS);
 		memcpy(item, p, len);
 		item[len] = '\0';
 		colon = strrchr(item, ':');
 		if (!colon || colon == item || colon[1] == '\0')
 			usage_error("--masters: '%s' is not host:port", item);
-		m = &O.masters[O.nmasters++];
+		m = &options.masters[options.nmasters++];
 		m->port = (int)parse_int("--masters port", colon + 1, 1, 65535);
 		len = (size_t)(colon - item);
 		if (len >= 2 && item[0] == '[' && item[len - 1] == ']') { /* [::1]:6379 */
@@ -237,7 +237,7 @@ static void parse_scenarios(const char *list)
 {
 	const char *p = list;
 
-	O.nscen = 0;
+	options.nscen = 0;
 	while (1) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -251,10 +251,10 @@ static void parse_scenarios(const char *list)
 			usage_error("--scenario: unknown scenario '%.*s' (expected uncontended, "
 			            "contended, handoff, held, shared or permits)",
 			            (int)len, p);
-		for (int i = 0; i < O.nscen; i++)
-			if (O.scen[i] == (enum scenario)sc)
+		for (int i = 0; i < options.nscen; i++)
+			if (options.scen[i] == (enum scenario)sc)
 				usage_error("--scenario: '%s' is listed twice", scenario_names[sc]);
-		O.scen[O.nscen++] = (enum scenario)sc;
+		options.scen[options.nscen++] = (enum scenario)sc;
 		if (!end)
 			break;
 		p = end + 1;
@@ -263,8 +263,8 @@ static void parse_scenarios(const char *list)
 
 static int has_scenario(enum scenario sc)
 {
-	for (int i = 0; i < O.nscen; i++)
-		if (O.scen[i] == sc)
+	for (int i = 0; i < options.nscen; i++)
+		if (options.scen[i] == sc)
 			return 1;
 	return 0;
 }
@@ -309,57 +309,59 @@ static void parse_args(int argc, char **argv)
 	int c, keys_set = 0, hold_set = 0, pipeline_set = 0, locks_set = 0, ratio_set = 0,
 	       permits_set = 0;
 
-	O.host = "127.0.0.1";
-	O.port = DEFAULT_PORT;
-	O.sessions = DEFAULT_SESSIONS;
-	O.pipeline = 1;
-	O.wait_ms = 10000;
-	O.locks = 10;
-	O.read_ratio = 90;
-	O.permits = 4;
-	O.scen[0] = SC_UNCONTENDED;
-	O.scen[1] = SC_CONTENDED;
-	O.scen[2] = SC_HANDOFF;
-	O.nscen = 3;
+	options.host = "127.0.0.1";
+	options.port = DEFAULT_PORT;
+	options.sessions = DEFAULT_SESSIONS;
+	options.pipeline = 1;
+	options.wait_ms = 10000;
+	options.locks = 10;
+	options.read_ratio = 90;
+	options.permits = 4;
+	options.scen[0] = SC_UNCONTENDED;
+	options.scen[1] = SC_CONTENDED;
+	options.scen[2] = SC_HANDOFF;
+	options.nscen = 3;
 	opterr = 0; /* our own messages, with exit status 2 */
 	while ((c = getopt_long(argc, argv, ":h:p:s:a:c:n:d:k:", longs, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			O.host = optarg;
+			options.host = optarg;
 			break;
 		case 'p':
-			O.port = (int)parse_int("-p", optarg, 1, 65535);
+			options.port = (int)parse_int("-p", optarg, 1, 65535);
 			break;
 		case 's':
-			O.sock = optarg;
+			options.sock = optarg;
 			break;
 		case 'a':
-			O.password = optarg;
+			options.password = optarg;
 			break;
 		case 'c':
-			O.sessions = (int)parse_int("-c", optarg, 1, 100000);
+			options.sessions = (int)parse_int("-c", optarg, 1, 100000);
 			break;
 		case 'n':
-			O.cycles = parse_int("-n", optarg, 1, 1000000000000LL);
+			options.cycles = parse_int("-n", optarg, 1, 1000000000000LL);
 			break;
 		case 'd':
-			O.duration_ms = parse_duration("-d", optarg), O.duration_set = 1;
+			options.duration_ms = parse_duration("-d", optarg),
+			options.duration_set = 1;
 			break;
 		case 'k':
-			O.keys = (int)parse_int("-k", optarg, 1, 10000000), keys_set = 1;
+			options.keys = (int)parse_int("-k", optarg, 1, 10000000), keys_set = 1;
 			break;
 		case O_HOLD:
-			O.hold_ms = (int)parse_int("--hold", optarg, 0, 3600000), hold_set = 1;
+			options.hold_ms = (int)parse_int("--hold", optarg, 0, 3600000),
+			hold_set = 1;
 			break;
 		case O_PIPELINE:
-			O.pipeline = (int)parse_int("--pipeline", optarg, 1, 1000),
+			options.pipeline = (int)parse_int("--pipeline", optarg, 1, 1000),
 			pipeline_set = 1;
 			break;
 		case O_CSV:
-			O.out = OUT_CSV;
+			options.out = OUT_CSV;
 			break;
 		case O_JSON:
-			O.out = OUT_JSON;
+			options.out = OUT_JSON;
 			break;
 		case O_MASTERS:
 			parse_masters(optarg);
@@ -374,27 +376,28 @@ static void parse_args(int argc, char **argv)
 			printf(BM_PROG " %s\n", PACKAGE_VERSION);
 			exit(0);
 		case O_LOCKS:
-			O.locks = (int)parse_int("--locks-per-session", optarg, 1, 10000),
+			options.locks = (int)parse_int("--locks-per-session", optarg, 1, 10000),
 			locks_set = 1;
 			break;
 		case O_PID:
-			O.pid = (long)parse_int("--pid", optarg, 1, 4194304);
+			options.pid = (long)parse_int("--pid", optarg, 1, 4194304);
 			break;
 		case O_WAIT:
-			O.wait_ms = (int)parse_int("--wait", optarg, 0, 2147483647);
+			options.wait_ms = (int)parse_int("--wait", optarg, 0, 2147483647);
 			break;
 		case O_TTL:
-			O.ttl_ms = (int)parse_int("--ttl", optarg, 1, 2147483647);
+			options.ttl_ms = (int)parse_int("--ttl", optarg, 1, 2147483647);
 			break;
 		case O_TRYLOCK:
-			O.trylock = 1;
+			options.trylock = 1;
 			break;
 		case O_READ_RATIO:
-			O.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100),
+			options.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100),
 			ratio_set = 1;
 			break;
 		case O_PERMITS:
-			O.permits = (int)parse_int("--permits", optarg, 1, 65536), permits_set = 1;
+			options.permits = (int)parse_int("--permits", optarg, 1, 65536),
+			permits_set = 1;
 			break;
 		case ':':
 			usage_error("option %s needs a value", argv[optind - 1]);
@@ -406,24 +409,24 @@ static void parse_args(int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
-	if (O.sock && strlen(O.sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+	if (options.sock && strlen(options.sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		usage_error("-s: socket path is longer than %zu bytes",
 		            sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 	/* A session must never lock a key it holds (that would be a reentrant
 	 * hold, same fence): its pipeline slots need distinct keys. */
-	if (keys_set && has_scenario(SC_UNCONTENDED) && O.keys < O.pipeline)
+	if (keys_set && has_scenario(SC_UNCONTENDED) && options.keys < options.pipeline)
 		usage_error("-k %d is less than --pipeline %d: an uncontended session needs a key "
 		            "per pipeline slot",
-		            O.keys, O.pipeline);
-	if (has_scenario(SC_HELD) && (O.ttl_ms || O.trylock))
+		            options.keys, options.pipeline);
+	if (has_scenario(SC_HELD) && (options.ttl_ms || options.trylock))
 		usage_error("--%s does not apply to the held scenario (its locks have no TTL)",
-		            O.ttl_ms ? "ttl" : "trylock");
-	if (has_scenario(SC_HELD) && O.nscen == 1 && (O.cycles || keys_set || hold_set))
+		            options.ttl_ms ? "ttl" : "trylock");
+	if (has_scenario(SC_HELD) && options.nscen == 1 && (options.cycles || keys_set || hold_set))
 		usage_error("%s does not apply to the held scenario (use -c, "
 		            "--locks-per-session and -d)",
-		            O.cycles   ? "-n"
-		            : keys_set ? "-k"
-		                       : "--hold");
+		            options.cycles ? "-n"
+		            : keys_set     ? "-k"
+		                           : "--hold");
 	if (locks_set && !has_scenario(SC_HELD))
 		usage_error("--locks-per-session applies only to the held scenario");
 	if (pipeline_set && !has_scenario(SC_UNCONTENDED) && !has_scenario(SC_HELD))
@@ -441,7 +444,7 @@ static struct target {
 	socklen_t len;
 	int tcp;
 	char name[300];
-} T;
+} target;
 
 static void resolve_target(void)
 {
@@ -449,26 +452,26 @@ static void resolve_target(void)
 	char port[16];
 	int rc;
 
-	if (O.sock) {
-		struct sockaddr_un *un = (struct sockaddr_un *)&T.addr;
+	if (options.sock) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&target.addr;
 
 		un->sun_family = AF_UNIX;
-		strcpy(un->sun_path, O.sock); /* length checked in parse_args */
-		T.len = sizeof(*un);
-		snprintf(T.name, sizeof(T.name), "%s", O.sock);
+		strcpy(un->sun_path, options.sock); /* length checked in parse_args */
+		target.len = sizeof(*un);
+		snprintf(target.name, sizeof(target.name), "%s", options.sock);
 		return;
 	}
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", O.port);
-	rc = getaddrinfo(O.host, port, &hints, &res);
+	snprintf(port, sizeof(port), "%d", options.port);
+	rc = getaddrinfo(options.host, port, &hints, &res);
 	if (rc != 0)
-		usage_error("-h: cannot resolve '%s': %s", O.host, gai_strerror(rc));
-	memcpy(&T.addr, res->ai_addr, res->ai_addrlen);
-	T.len = res->ai_addrlen;
-	T.tcp = 1;
+		usage_error("-h: cannot resolve '%s': %s", options.host, gai_strerror(rc));
+	memcpy(&target.addr, res->ai_addr, res->ai_addrlen);
+	target.len = res->ai_addrlen;
+	target.tcp = 1;
 	freeaddrinfo(res);
-	snprintf(T.name, sizeof(T.name), "%s:%d", O.host, O.port);
+	snprintf(target.name, sizeof(target.name), "%s:%d", options.host, options.port);
 }
 
 /* 10,000 sessions need more descriptors than the usual soft limit of 1024. */
@@ -486,7 +489,7 @@ static int raise_nofile(long need)
 			        BM_PROG
 			        ": %ld sessions need about %ld file descriptors, but the hard "
 			        "limit is %ld (raise it: ulimit -Hn, limits.conf)\n",
-			        (long)O.sessions, need, (long)rl.rlim_max);
+			        (long)options.sessions, need, (long)rl.rlim_max);
 			return -1;
 		}
 	}
@@ -579,7 +582,7 @@ static struct run {
 	struct bm_cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
 	struct bm_procsnap p0, p1, p2; /* before connecting; all granted; hold ended */
 	struct rusage ru0;
-} R;
+} run;
 
 static const char *const phase_names[] = {"connect", "run",     "drain", "acquire",
                                           "hold",    "release", "done"};
@@ -589,14 +592,14 @@ static void fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (R.failed++)
+	if (run.failed++)
 		return; /* the first error is the one that matters */
 	fprintf(stderr, BM_PROG ": ");
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	event_base_loopbreak(R.base);
+	event_base_loopbreak(run.base);
 }
 
 static void send_req(struct session *s, int slot, const char *fmt, ...)
@@ -609,7 +612,7 @@ static void send_req(struct session *s, int slot, const char *fmt, ...)
 	evbuffer_add_vprintf(bufferevent_get_output(s->bev), fmt, ap);
 	va_end(ap);
 	s->fifo[(s->fifo_head + s->fifo_len++) % s->fifo_cap] = slot;
-	R.outstanding++;
+	run.outstanding++;
 }
 
 static void send_lock(struct slot *sl)
@@ -618,18 +621,19 @@ static void send_lock(struct slot *sl)
 
 	sl->state = SL_LOCKING;
 	sl->t_req = now_ns();
-	sl->floor = R.ks[sl->key].last_grant;
+	sl->floor = run.ks[sl->key].last_grant;
 	s->busy++;
 	s->locking++;
-	R.issued++;
-	send_req(s, (int)(sl - s->slots), sl->writer ? R.writefmt : R.lockfmt, R.prefix, sl->key);
+	run.issued++;
+	send_req(s, (int)(sl - s->slots), sl->writer ? run.writefmt : run.lockfmt, run.prefix,
+	         sl->key);
 }
 
 /* The slot no longer holds its key (UNLOCK sent, or LOST). */
 static void key_left(struct slot *sl)
 {
-	R.ks[sl->key].holders--;
-	R.ks[sl->key].writers -= sl->writer;
+	run.ks[sl->key].holders--;
+	run.ks[sl->key].writers -= sl->writer;
 }
 
 static void send_unlock(struct slot *sl)
@@ -637,32 +641,32 @@ static void send_unlock(struct slot *sl)
 	if (!sl->lost) /* a lost lock stopped being held when LOST came */
 		key_left(sl);
 	sl->state = SL_UNLOCKING;
-	send_req(sl->s, (int)(sl - sl->s->slots), "UNLOCK %s%u\r\n", R.prefix, sl->key);
+	send_req(sl->s, (int)(sl - sl->s->slots), "UNLOCK %s%u\r\n", run.prefix, sl->key);
 }
 
 static void finish(void)
 {
-	R.t_end = now_ns();
-	R.phase = PH_DONE;
-	event_base_loopbreak(R.base);
+	run.t_end = now_ns();
+	run.phase = PH_DONE;
+	event_base_loopbreak(run.base);
 }
 
 /* Issue what the phase allows, and notice when the session has finished. */
 static void pump(struct session *s)
 {
-	if (R.phase == PH_RUN || R.phase == PH_ACQUIRE) {
-		for (int i = 0; i < s->nslots && s->locking < R.depth; i++) {
+	if (run.phase == PH_RUN || run.phase == PH_ACQUIRE) {
+		for (int i = 0; i < s->nslots && s->locking < run.depth; i++) {
 			if (s->slots[i].state != SL_IDLE)
 				continue;
-			if (R.phase == PH_RUN && O.cycles && R.issued >= O.cycles)
+			if (run.phase == PH_RUN && options.cycles && run.issued >= options.cycles)
 				break;
 			send_lock(&s->slots[i]);
 		}
 	}
 	if (!s->done && s->fifo_len == 0 && s->busy == 0 &&
-	    (R.phase == PH_DRAIN || R.phase == PH_RELEASE)) {
+	    (run.phase == PH_DRAIN || run.phase == PH_RELEASE)) {
 		s->done = 1;
-		if (++R.ndone == R.nsess)
+		if (++run.ndone == run.nsess)
 			finish();
 	}
 }
@@ -671,56 +675,56 @@ static void pump(struct session *s)
  * granted locks are released at once, so the drain is short. */
 static void stop_run(void)
 {
-	if (R.phase != PH_RUN)
+	if (run.phase != PH_RUN)
 		return;
-	R.phase = PH_DRAIN;
-	R.t_stop = now_ns();
-	event_del(R.ev_stop);
-	for (int i = 0; i < R.nsess; i++)
-		pump(&R.sess[i]);
+	run.phase = PH_DRAIN;
+	run.t_stop = now_ns();
+	event_del(run.ev_stop);
+	for (int i = 0; i < run.nsess; i++)
+		pump(&run.sess[i]);
 }
 
 static void start_run(void)
 {
-	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
+	struct timeval tv = {run.limit_ms / 1000, (run.limit_ms % 1000) * 1000};
 
-	bm_masters_snapshot(&R.c0);
-	getrusage(RUSAGE_SELF, &R.ru0);
+	bm_masters_snapshot(&run.c0);
+	getrusage(RUSAGE_SELF, &run.ru0);
 	/* the stop timer counts from now, not from the start of this loop pass */
-	event_base_update_cache_time(R.base);
-	R.t0 = R.last_line = now_ns();
-	R.phase = R.sc == SC_HELD ? PH_ACQUIRE : PH_RUN;
-	if (R.sc != SC_HELD)
-		evtimer_add(R.ev_stop, &tv);
-	for (int i = 0; i < R.nsess && !R.failed; i++)
-		pump(&R.sess[i]);
+	event_base_update_cache_time(run.base);
+	run.t0 = run.last_line = now_ns();
+	run.phase = run.sc == SC_HELD ? PH_ACQUIRE : PH_RUN;
+	if (run.sc != SC_HELD)
+		evtimer_add(run.ev_stop, &tv);
+	for (int i = 0; i < run.nsess && !run.failed; i++)
+		pump(&run.sess[i]);
 }
 
 /* held: every lock is granted; now hold them all for the duration. */
 static void all_granted(void)
 {
-	struct timeval tv = {R.limit_ms / 1000, (R.limit_ms % 1000) * 1000};
+	struct timeval tv = {run.limit_ms / 1000, (run.limit_ms % 1000) * 1000};
 
-	R.t_granted = now_ns();
-	bm_proc_snapshot(R.pid, &R.p1);
-	bm_masters_snapshot(&R.c1);
-	R.phase = PH_HOLD;
-	event_base_update_cache_time(R.base);
-	evtimer_add(R.ev_stop, &tv);
+	run.t_granted = now_ns();
+	bm_proc_snapshot(run.pid, &run.p1);
+	bm_masters_snapshot(&run.c1);
+	run.phase = PH_HOLD;
+	event_base_update_cache_time(run.base);
+	evtimer_add(run.ev_stop, &tv);
 	/* the hard deadline covers the hold itself, not the time setup took */
-	struct timeval dl = {(R.limit_ms + DEADLINE_SLACK_MS) / 1000,
-	                     (R.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000};
-	evtimer_add(R.ev_deadline, &dl);
+	struct timeval dl = {(run.limit_ms + DEADLINE_SLACK_MS) / 1000,
+	                     (run.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000};
+	evtimer_add(run.ev_deadline, &dl);
 }
 
 static void end_hold(void)
 {
-	R.t_hold_end = now_ns();
-	bm_proc_snapshot(R.pid, &R.p2);
-	bm_masters_snapshot(&R.c2);
-	R.phase = PH_RELEASE;
-	for (int i = 0; i < R.nsess; i++) {
-		struct session *s = &R.sess[i];
+	run.t_hold_end = now_ns();
+	bm_proc_snapshot(run.pid, &run.p2);
+	bm_masters_snapshot(&run.c2);
+	run.phase = PH_RELEASE;
+	for (int i = 0; i < run.nsess; i++) {
+		struct session *s = &run.sess[i];
 
 		for (int j = 0; j < s->nslots; j++)
 			if (s->slots[j].state == SL_HELD)
@@ -736,9 +740,9 @@ static void key_released(struct keystate *ks, uint64_t fence, int64_t t)
 		/* The next grant came before this OK 0 (a direct handoff can
 		 * reach the waiter's socket first): the gap is 0, not negative. */
 		if (ks->early_in_window) {
-			bm_hist_add(&R.gap, 0);
-			R.handoffs++;
-			R.early++;
+			bm_hist_add(&run.gap, 0);
+			run.handoffs++;
+			run.early++;
 		}
 		ks->t_early = 0;
 	}
@@ -749,45 +753,45 @@ static void key_released(struct keystate *ks, uint64_t fence, int64_t t)
 static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 {
 	struct session *s = sl->s;
-	struct keystate *ks = &R.ks[sl->key];
-	int in_window = R.phase == PH_RUN || R.phase == PH_ACQUIRE;
+	struct keystate *ks = &run.ks[sl->key];
+	int in_window = run.phase == PH_RUN || run.phase == PH_ACQUIRE;
 	/* who may hold with it: readers with readers, n permit holders */
-	int clash = R.sc == SC_SHARED    ? (sl->writer ? ks->holders > 0 : ks->writers > 0)
-	            : R.sc == SC_PERMITS ? ks->holders >= O.permits
-	                                 : ks->holders > 0;
+	int clash = run.sc == SC_SHARED    ? (sl->writer ? ks->holders > 0 : ks->writers > 0)
+	            : run.sc == SC_PERMITS ? ks->holders >= options.permits
+	                                   : ks->holders > 0;
 
-	if (clash && ++R.overlaps <= 5)
+	if (clash && ++run.overlaps <= 5)
 		fprintf(stderr,
 		        BM_PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while %d "
 		                "session(s) held it (%d writing)\n",
-		        R.prefix, sl->key, s->id, (unsigned long long)fence, ks->holders,
+		        run.prefix, sl->key, s->id, (unsigned long long)fence, ks->holders,
 		        ks->writers);
 	ks->holders++;
 	ks->writers += sl->writer;
-	R.max_holders = ks->holders > R.max_holders ? ks->holders : R.max_holders;
-	if (R.sc == SC_SHARED || R.sc == SC_PERMITS) {
+	run.max_holders = ks->holders > run.max_holders ? ks->holders : run.max_holders;
+	if (run.sc == SC_SHARED || run.sc == SC_PERMITS) {
 		/* Holders together get fences in any order; a grant is above
 		 * every one answered before its request. */
-		if (fence <= sl->floor && ++R.regressions <= 5)
+		if (fence <= sl->floor && ++run.regressions <= 5)
 			fprintf(stderr,
 			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu, %llu "
 			                "was granted before the request\n",
-			        R.prefix, sl->key, (unsigned long long)fence,
+			        run.prefix, sl->key, (unsigned long long)fence,
 			        (unsigned long long)sl->floor);
 		if (fence > ks->last_grant)
 			ks->last_grant = fence;
 	} else if (fence <= ks->last_grant) {
-		if (++R.regressions <= 5)
+		if (++run.regressions <= 5)
 			fprintf(stderr,
 			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu after "
 			                "%llu\n",
-			        R.prefix, sl->key, (unsigned long long)fence,
+			        run.prefix, sl->key, (unsigned long long)fence,
 			        (unsigned long long)ks->last_grant);
 	} else {
 		if (ks->last_grant && ks->rel_fence == ks->last_grant) {
 			if (in_window) {
-				bm_hist_add(&R.gap, t - ks->t_rel);
-				R.handoffs++;
+				bm_hist_add(&run.gap, t - ks->t_rel);
+				run.handoffs++;
 			}
 		} else if (ks->last_grant) {
 			ks->t_early = t;
@@ -798,27 +802,27 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 	sl->fence = fence;
 	sl->state = SL_HELD;
 	sl->lost = 0;
-	R.grants++;
+	run.grants++;
 	if (in_window) {
-		bm_hist_add(&R.acq, t - sl->t_req);
+		bm_hist_add(&run.acq, t - sl->t_req);
 		s->grants++;
-		R.grants_window++;
+		run.grants_window++;
 		if (sl->writer) {
-			bm_hist_add(&R.wacq, t - sl->t_req);
-			R.writer_grants++;
+			bm_hist_add(&run.wacq, t - sl->t_req);
+			run.writer_grants++;
 		}
 	}
-	if (R.sc == SC_HELD) {
-		if (R.grants == (long long)R.nkeys)
+	if (run.sc == SC_HELD) {
+		if (run.grants == (long long)run.nkeys)
 			all_granted();
 		else
 			pump(s);
 		return;
 	}
-	if (R.phase == PH_RUN && O.cycles && R.grants_window >= O.cycles)
+	if (run.phase == PH_RUN && options.cycles && run.grants_window >= options.cycles)
 		stop_run();
-	if (R.phase == PH_RUN && sl->timer)
-		evtimer_add(sl->timer, R.tv_hold);
+	if (run.phase == PH_RUN && sl->timer)
+		evtimer_add(sl->timer, run.tv_hold);
 	else
 		send_unlock(sl);
 }
@@ -833,9 +837,9 @@ static void connect_more(void);
 static void session_ready(struct session *s)
 {
 	s->ready = 1;
-	R.connecting--;
-	R.nready++;
-	if (R.nready == R.nsess)
+	run.connecting--;
+	run.nready++;
+	if (run.nready == run.nsess)
 		start_run();
 	else
 		connect_more();
@@ -848,20 +852,20 @@ static void on_lost(struct session *s, const char *line, int64_t t)
 	unsigned long long fence = 0;
 	int n = sscanf(line, "LOST %299s %llu", key, &fence);
 
-	R.lost++;
+	run.lost++;
 	for (int i = 0; n >= 1 && i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		char name[300];
 
 		if ((sl->state != SL_HELD && sl->state != SL_UNLOCKING) || sl->lost)
 			continue;
-		snprintf(name, sizeof(name), "%s%u", R.prefix, sl->key);
+		snprintf(name, sizeof(name), "%s%u", run.prefix, sl->key);
 		if (strcmp(name, key) != 0 || (n == 2 && fence != sl->fence))
 			continue;
 		sl->lost = 1;
 		if (sl->state == SL_HELD)
 			key_left(sl);
-		key_released(&R.ks[sl->key], sl->fence, t);
+		key_released(&run.ks[sl->key], sl->fence, t);
 		break;
 	}
 }
@@ -871,7 +875,7 @@ static void on_line(struct session *s, const char *line, int64_t t)
 	struct slot *sl;
 	int idx;
 
-	R.last_line = t;
+	run.last_line = t;
 	if (strncmp(line, "LOST", 4) == 0 && (line[4] == ' ' || line[4] == '\0')) {
 		on_lost(s, line, t);
 		return;
@@ -883,7 +887,7 @@ static void on_line(struct session *s, const char *line, int64_t t)
 	idx = s->fifo[s->fifo_head];
 	s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
 	s->fifo_len--;
-	R.outstanding--;
+	run.outstanding--;
 	if (idx == RQ_AUTH) {
 		if (strcmp(line, "OK") != 0)
 			fail("session %d: unexpected reply to AUTH: \"%s\"", s->id, line);
@@ -911,25 +915,25 @@ static void on_line(struct session *s, const char *line, int64_t t)
 			}
 		} else if (strcmp(line, "TIMEOUT") == 0 || strcmp(line, "BUSY") == 0) {
 			/* not granted: try again (the window allowing) */
-			R.timeouts++;
-			R.issued--;
+			run.timeouts++;
+			run.issued--;
 			sl->state = SL_IDLE;
 			s->busy--;
 			pump(s);
 			return;
 		}
 		fail("session %d: unexpected reply to %s %s%u: \"%s\"", s->id,
-		     R.lockfmt[0] == 'T' ? "TRYLOCK" : "LOCK", R.prefix, sl->key, line);
+		     run.lockfmt[0] == 'T' ? "TRYLOCK" : "LOCK", run.prefix, sl->key, line);
 		return;
 	}
 	/* SL_UNLOCKING. After LOST, lockd has dropped the lock: NOTHELD is due. */
 	if (strcmp(line, "OK 0") != 0 && !(sl->lost && strncmp(line, "ERR NOTHELD", 11) == 0)) {
-		fail("session %d: unexpected reply to UNLOCK %s%u: \"%s\"", s->id, R.prefix,
+		fail("session %d: unexpected reply to UNLOCK %s%u: \"%s\"", s->id, run.prefix,
 		     sl->key, line);
 		return;
 	}
 	if (!sl->lost)
-		key_released(&R.ks[sl->key], sl->fence, t);
+		key_released(&run.ks[sl->key], sl->fence, t);
 	sl->state = SL_IDLE;
 	sl->lost = 0;
 	s->busy--;
@@ -943,7 +947,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 	int64_t t = now_ns(); /* arrival time of every line read now */
 	char line[512];
 
-	while (!R.failed) {
+	while (!run.failed) {
 		size_t eol_len, n;
 		struct evbuffer_ptr p = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_CRLF);
 
@@ -970,7 +974,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		int one = 1;
 
 		/* requests are small and latency is what we measure */
-		if (T.tcp)
+		if (target.tcp)
 			setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
 			           sizeof(one));
 		return;
@@ -978,43 +982,43 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_EOF)
 		fail("session %d: lockd closed the connection (phase %s, %d requests "
 		     "unanswered)",
-		     s->id, phase_names[R.phase], s->fifo_len);
+		     s->id, phase_names[run.phase], s->fifo_len);
 	else if (what & BEV_EVENT_ERROR)
 		fail("session %d: %s %s: %s", s->id,
-		     s->ready ? "connection error with" : "cannot connect to", T.name,
+		     s->ready ? "connection error with" : "cannot connect to", target.name,
 		     evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
 /* Connect sessions while fewer than CONNECT_BURST are in progress. */
 static void connect_more(void)
 {
-	while (!R.failed && R.connecting < CONNECT_BURST && R.next_connect < R.nsess) {
-		struct session *s = &R.sess[R.next_connect++];
+	while (!run.failed && run.connecting < CONNECT_BURST && run.next_connect < run.nsess) {
+		struct session *s = &run.sess[run.next_connect++];
 
-		s->bev = bufferevent_socket_new(R.base, -1, BEV_OPT_CLOSE_ON_FREE);
+		s->bev = bufferevent_socket_new(run.base, -1, BEV_OPT_CLOSE_ON_FREE);
 		if (!s->bev) {
 			fail("out of memory");
 			return;
 		}
 		bufferevent_setcb(s->bev, on_read, NULL, on_event, s);
 		bufferevent_enable(s->bev, EV_READ | EV_WRITE);
-		R.connecting++;
-		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&T.addr, (int)T.len) <
-		    0) {
-			fail("session %d: cannot connect to %s: %s", s->id, T.name,
+		run.connecting++;
+		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&target.addr,
+		                               (int)target.len) < 0) {
+			fail("session %d: cannot connect to %s: %s", s->id, target.name,
 			     strerror(errno));
 			return;
 		}
 		/* queued until the connection is up; PONG means ready */
-		if (O.password)
-			send_req(s, RQ_AUTH, "AUTH %s\r\n", O.password);
+		if (options.password)
+			send_req(s, RQ_AUTH, "AUTH %s\r\n", options.password);
 		send_req(s, RQ_PING, "PING\r\n");
 	}
 }
 
 static void on_stop_timer(evutil_socket_t fd, short what, void *arg)
 {
-	if (R.sc == SC_HELD)
+	if (run.sc == SC_HELD)
 		end_hold();
 	else
 		stop_run();
@@ -1024,18 +1028,18 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	fail("lockd stopped answering: hard deadline of %lld s reached (phase %s, %ld requests "
 	     "unanswered, %d of %d sessions ready)",
-	     (long long)((R.limit_ms + DEADLINE_SLACK_MS) / 1000), phase_names[R.phase],
-	     R.outstanding, R.nready, R.nsess);
+	     (long long)((run.limit_ms + DEADLINE_SLACK_MS) / 1000), phase_names[run.phase],
+	     run.outstanding, run.nready, run.nsess);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	int64_t quiet_ms = (now_ns() - R.last_line) / 1000000;
+	int64_t quiet_ms = (now_ns() - run.last_line) / 1000000;
 
-	if (R.outstanding > 0 && quiet_ms > STALL_MS + (int64_t)O.wait_ms)
+	if (run.outstanding > 0 && quiet_ms > STALL_MS + (int64_t)options.wait_ms)
 		fail("lockd stopped answering: no reply for %lld s with %ld requests unanswered "
 		     "(phase %s)",
-		     (long long)quiet_ms / 1000, R.outstanding, phase_names[R.phase]);
+		     (long long)quiet_ms / 1000, run.outstanding, phase_names[run.phase]);
 }
 
 /* ------------------------------------------------------------------ results */
@@ -1070,75 +1074,75 @@ static void compute_result(struct result *r)
 	struct rusage ru;
 	struct bm_cmdcount c3;
 	double sum = 0, sq = 0, wall;
-	int cycling = R.sc != SC_HELD;
+	int cycling = run.sc != SC_HELD;
 
 	bm_masters_snapshot(&c3);
 	getrusage(RUSAGE_SELF, &ru);
 	memset(r, 0, sizeof(*r));
-	r->sc = R.sc;
-	r->sessions = R.nsess;
-	r->pipeline = R.depth;
-	r->hold_ms = cycling ? O.hold_ms : 0;
-	r->locks = cycling ? 0 : R.sess[0].nslots;
-	r->keys = R.nkeys;
-	r->seconds = (double)((cycling ? R.t_stop : R.t_granted) - R.t0) / 1e9;
-	r->cycles = (double)R.grants_window;
+	r->sc = run.sc;
+	r->sessions = run.nsess;
+	r->pipeline = run.depth;
+	r->hold_ms = cycling ? options.hold_ms : 0;
+	r->locks = cycling ? 0 : run.sess[0].nslots;
+	r->keys = run.nkeys;
+	r->seconds = (double)((cycling ? run.t_stop : run.t_granted) - run.t0) / 1e9;
+	r->cycles = (double)run.grants_window;
 	r->cps = ratio(r->cycles, r->seconds);
 	for (int i = 0; i < 5; i++) {
-		r->acq[i] = bm_hist_pct_ms(&R.acq, pct_ppm[i]);
-		r->gap[i] = R.sc == SC_HANDOFF ? bm_hist_pct_ms(&R.gap, pct_ppm[i]) : NAN;
+		r->acq[i] = bm_hist_pct_ms(&run.acq, pct_ppm[i]);
+		r->gap[i] = run.sc == SC_HANDOFF ? bm_hist_pct_ms(&run.gap, pct_ppm[i]) : NAN;
 	}
 	r->read_ratio = r->readers = r->writers = r->writer_grants = r->permits = NAN;
-	r->peak_holders = R.sc == SC_SHARED || R.sc == SC_PERMITS ? R.max_holders : NAN;
+	r->peak_holders = run.sc == SC_SHARED || run.sc == SC_PERMITS ? run.max_holders : NAN;
 	for (int i = 0; i < 5; i++)
-		r->wacq[i] = R.sc == SC_SHARED ? bm_hist_pct_ms(&R.wacq, pct_ppm[i]) : NAN;
-	if (R.sc == SC_SHARED) {
-		r->read_ratio = O.read_ratio;
+		r->wacq[i] = run.sc == SC_SHARED ? bm_hist_pct_ms(&run.wacq, pct_ppm[i]) : NAN;
+	if (run.sc == SC_SHARED) {
+		r->read_ratio = options.read_ratio;
 		r->writers = r->readers = 0;
-		for (int i = 0; i < R.nsess; i++)
-			*(R.sess[i].slots[0].writer ? &r->writers : &r->readers) += 1;
-		r->writer_grants = (double)R.writer_grants;
+		for (int i = 0; i < run.nsess; i++)
+			*(run.sess[i].slots[0].writer ? &r->writers : &r->readers) += 1;
+		r->writer_grants = (double)run.writer_grants;
 	}
-	if (R.sc == SC_PERMITS)
-		r->permits = O.permits;
-	r->handoffs = R.sc == SC_HANDOFF ? (double)R.handoffs : NAN;
-	r->early = R.sc == SC_HANDOFF ? (double)R.early : NAN;
+	if (run.sc == SC_PERMITS)
+		r->permits = options.permits;
+	r->handoffs = run.sc == SC_HANDOFF ? (double)run.handoffs : NAN;
+	r->early = run.sc == SC_HANDOFF ? (double)run.early : NAN;
 	/* Jain's index: 1 when every session got the same number of grants */
-	for (int i = 0; i < R.nsess; i++) {
-		sum += (double)R.sess[i].grants;
-		sq += (double)R.sess[i].grants * (double)R.sess[i].grants;
+	for (int i = 0; i < run.nsess; i++) {
+		sum += (double)run.sess[i].grants;
+		sq += (double)run.sess[i].grants * (double)run.sess[i].grants;
 	}
-	r->jain = R.sc == SC_HANDOFF ? ratio(sum * sum, R.nsess * sq) : NAN;
-	r->regressions = (double)R.regressions;
-	r->overlaps = (double)R.overlaps;
-	r->timeouts = (double)R.timeouts;
-	r->lost = (double)R.lost;
+	r->jain = run.sc == SC_HANDOFF ? ratio(sum * sum, run.nsess * sq) : NAN;
+	r->regressions = (double)run.regressions;
+	r->overlaps = (double)run.overlaps;
+	r->timeouts = (double)run.timeouts;
+	r->lost = (double)run.lost;
 	r->cmds_per_grant = r->scripts_per_grant = NAN;
-	if (R.c0.ok && c3.ok) {
-		r->cmds_per_grant = ratio(c3.all - R.c0.all, (double)R.grants);
-		r->scripts_per_grant = ratio(c3.scripts - R.c0.scripts, (double)R.grants);
+	if (run.c0.ok && c3.ok) {
+		r->cmds_per_grant = ratio(c3.all - run.c0.all, (double)run.grants);
+		r->scripts_per_grant = ratio(c3.scripts - run.c0.scripts, (double)run.grants);
 	}
-	r->pid = R.pid;
+	r->pid = run.pid;
 	r->rss_kb = r->rss_idle_kb = r->hwm_kb = r->cpu_pct = NAN;
 	r->renew_cmds_s = r->renew_scripts_s = NAN;
 	if (!cycling) {
-		double hold_s = r->hold_s = (double)(R.t_hold_end - R.t_granted) / 1e9;
+		double hold_s = r->hold_s = (double)(run.t_hold_end - run.t_granted) / 1e9;
 
-		if (R.p0.ok && R.p2.ok) {
-			r->rss_kb = R.p2.rss_kb;
-			r->rss_idle_kb = R.p0.rss_kb;
-			r->hwm_kb = R.p2.hwm_kb;
+		if (run.p0.ok && run.p2.ok) {
+			r->rss_kb = run.p2.rss_kb;
+			r->rss_idle_kb = run.p0.rss_kb;
+			r->hwm_kb = run.p2.hwm_kb;
 		}
-		if (R.p1.ok && R.p2.ok)
-			r->cpu_pct = ratio(100 * (R.p2.cpu_s - R.p1.cpu_s), hold_s);
-		if (R.c1.ok && R.c2.ok) {
-			r->renew_cmds_s = ratio(R.c2.all - R.c1.all, hold_s);
-			r->renew_scripts_s = ratio(R.c2.scripts - R.c1.scripts, hold_s);
+		if (run.p1.ok && run.p2.ok)
+			r->cpu_pct = ratio(100 * (run.p2.cpu_s - run.p1.cpu_s), hold_s);
+		if (run.c1.ok && run.c2.ok) {
+			r->renew_cmds_s = ratio(run.c2.all - run.c1.all, hold_s);
+			r->renew_scripts_s = ratio(run.c2.scripts - run.c1.scripts, hold_s);
 		}
 	}
-	wall = (double)(R.t_end - R.t0) / 1e9;
+	wall = (double)(run.t_end - run.t0) / 1e9;
 	r->client_cpu_pct = ratio(100 * (tv_s(ru.ru_utime) + tv_s(ru.ru_stime) -
-	                                 tv_s(R.ru0.ru_utime) - tv_s(R.ru0.ru_stime)),
+	                                 tv_s(run.ru0.ru_utime) - tv_s(run.ru0.ru_stime)),
 	                          wall);
 }
 
@@ -1169,25 +1173,25 @@ static void print_human(const struct result *r)
 	printf("====== %s ======\n", scenario_names[r->sc]);
 	if (r->sc == SC_HELD) {
 		printf("  %d sessions x %d locks (LOCK key WAIT %d, no TTL), held %.3f s\n",
-		       r->sessions, r->locks, O.wait_ms, r->hold_s);
+		       r->sessions, r->locks, options.wait_ms, r->hold_s);
 	} else {
 		printf("  %d sessions, %u key%s, pipeline %d, hold %d ms: %s%s", r->sessions,
 		       r->keys, r->keys == 1 ? "" : "s", r->pipeline, r->hold_ms,
-		       O.trylock ? "TRYLOCK key" : "LOCK key",
+		       options.trylock ? "TRYLOCK key" : "LOCK key",
 		       r->sc == SC_SHARED ? " [SHARED]" : "");
 		if (r->sc == SC_PERMITS)
-			printf(" PERMITS %d", O.permits);
-		if (!O.trylock)
-			printf(" WAIT %d", O.wait_ms);
-		if (O.ttl_ms)
-			printf(" TTL %d", O.ttl_ms);
+			printf(" PERMITS %d", options.permits);
+		if (!options.trylock)
+			printf(" WAIT %d", options.wait_ms);
+		if (options.ttl_ms)
+			printf(" TTL %d", options.ttl_ms);
 		printf(" / UNLOCK key\n");
 	}
-	if (O.nmasters)
-		printf("  lockd %s, Redis INFO from %d master%s\n", T.name, O.nmasters,
-		       O.nmasters == 1 ? "" : "s");
+	if (options.nmasters)
+		printf("  lockd %s, Redis INFO from %d master%s\n", target.name, options.nmasters,
+		       options.nmasters == 1 ? "" : "s");
 	else
-		printf("  lockd %s (no --masters: no Redis figures)\n", T.name);
+		printf("  lockd %s (no --masters: no Redis figures)\n", target.name);
 	printf("  %.0f %s in %.3f s: %.2f cycles/s\n", r->cycles,
 	       r->sc == SC_HELD ? "grants" : "cycles", r->seconds, isnan(r->cps) ? 0 : r->cps);
 	print_pcts("acquire latency (ms):", r->acq);
@@ -1196,11 +1200,11 @@ static void print_human(const struct result *r)
 		printf(
 		    "  %.0f readers, %.0f writers (--read-ratio %d): %.0f writer grants, at most "
 		    "%.0f holders at once\n",
-		    r->readers, r->writers, O.read_ratio, r->writer_grants, r->peak_holders);
+		    r->readers, r->writers, options.read_ratio, r->writer_grants, r->peak_holders);
 	}
 	if (r->sc == SC_PERMITS)
 		printf("  at most %.0f holders at once (of %d permits)\n", r->peak_holders,
-		       O.permits);
+		       options.permits);
 	if (r->sc == SC_HANDOFF) {
 		print_pcts("handoff gap (ms):", r->gap);
 		fmt_num(a, sizeof(a), r->jain, 3, "-");
@@ -1291,7 +1295,7 @@ static void print_machine(const struct result *r, int header)
 	COL("client_cpu_pct", r->client_cpu_pct, 1);
 #undef COL
 
-	if (O.out == OUT_CSV) {
+	if (options.out == OUT_CSV) {
 		if (header) {
 			printf("scenario");
 			for (int i = 0; i < n; i++)
@@ -1318,8 +1322,8 @@ static void print_machine(const struct result *r, int header)
 
 static void free_run(void)
 {
-	for (int i = 0; R.sess && i < R.nsess; i++) {
-		struct session *s = &R.sess[i];
+	for (int i = 0; run.sess && i < run.nsess; i++) {
+		struct session *s = &run.sess[i];
 
 		if (s->bev)
 			bufferevent_free(s->bev);
@@ -1329,16 +1333,16 @@ static void free_run(void)
 		free(s->slots);
 		free(s->fifo);
 	}
-	free(R.sess);
-	free(R.ks);
-	if (R.ev_stop)
-		event_free(R.ev_stop);
-	if (R.ev_deadline)
-		event_free(R.ev_deadline);
-	if (R.ev_tick)
-		event_free(R.ev_tick);
+	free(run.sess);
+	free(run.ks);
+	if (run.ev_stop)
+		event_free(run.ev_stop);
+	if (run.ev_deadline)
+		event_free(run.ev_deadline);
+	if (run.ev_tick)
+		event_free(run.ev_tick);
 	/* bufferevents are finalized (and their sockets closed) by the loop */
-	event_base_loop(R.base, EVLOOP_NONBLOCK);
+	event_base_loop(run.base, EVLOOP_NONBLOCK);
 }
 
 static int run_scenario(struct event_base *base, enum scenario sc, struct result *res)
@@ -1347,52 +1351,56 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	    KEY_PREFIX "u:",    KEY_PREFIX "c:", KEY_PREFIX "h:",
 	    KEY_PREFIX "held:", KEY_PREFIX "s:", KEY_PREFIX "p:"};
 	int cycling = sc != SC_HELD;
-	int nslots = sc == SC_UNCONTENDED ? O.pipeline : sc == SC_HELD ? O.locks : 1;
-	struct timeval tv_deadline, tv_tick = {1, 0},
-	                            tv_hold = {O.hold_ms / 1000, (O.hold_ms % 1000) * 1000};
+	int nslots = sc == SC_UNCONTENDED ? options.pipeline : sc == SC_HELD ? options.locks : 1;
+	struct timeval tv_deadline,
+	    tv_tick = {1, 0}, tv_hold = {options.hold_ms / 1000, (options.hold_ms % 1000) * 1000};
 	int n;
 
-	memset(&R, 0, sizeof(R));
-	R.sc = sc;
-	R.base = base;
-	R.nsess = O.sessions;
-	R.prefix = prefixes[sc];
+	memset(&run, 0, sizeof(run));
+	run.sc = sc;
+	run.base = base;
+	run.nsess = options.sessions;
+	run.prefix = prefixes[sc];
 	/* contended sessions have one key: nothing to pipeline */
-	R.depth = sc == SC_UNCONTENDED || sc == SC_HELD ? O.pipeline : 1;
+	run.depth = sc == SC_UNCONTENDED || sc == SC_HELD ? options.pipeline : 1;
 	if (sc == SC_UNCONTENDED)
-		R.nkeys = O.keys ? (uint32_t)O.keys : (uint32_t)(O.sessions * O.pipeline);
+		run.nkeys = options.keys ? (uint32_t)options.keys
+		                         : (uint32_t)(options.sessions * options.pipeline);
 	else if (sc == SC_HELD)
-		R.nkeys = (uint32_t)(O.sessions * O.locks);
+		run.nkeys = (uint32_t)(options.sessions * options.locks);
 	else
-		R.nkeys = O.keys ? (uint32_t)O.keys : 1;
-	if (O.duration_set)
-		R.limit_ms = O.duration_ms;
+		run.nkeys = options.keys ? (uint32_t)options.keys : 1;
+	if (options.duration_set)
+		run.limit_ms = options.duration_ms;
 	else
-		R.limit_ms = !cycling ? HELD_DEFAULT_MS : O.cycles ? N_ONLY_LIMIT_MS : DEFAULT_MS;
+		run.limit_ms = !cycling         ? HELD_DEFAULT_MS
+		               : options.cycles ? N_ONLY_LIMIT_MS
+		                                : DEFAULT_MS;
 
 	for (int w = 0; w < 2; w++) { /* readers' (and everyone else's), writers' */
-		char *f = w ? R.writefmt : R.lockfmt, opt[32] = "";
-		size_t sz = sizeof(R.lockfmt);
+		char *f = w ? run.writefmt : run.lockfmt, opt[32] = "";
+		size_t sz = sizeof(run.lockfmt);
 		if (sc == SC_SHARED && !w)
 			snprintf(opt, sizeof(opt), " SHARED");
 		else if (sc == SC_PERMITS)
-			snprintf(opt, sizeof(opt), " PERMITS %d", O.permits);
-		if (!cycling || !O.trylock)
-			n = snprintf(f, sz, "LOCK %%s%%u%s WAIT %d", opt, O.wait_ms);
+			snprintf(opt, sizeof(opt), " PERMITS %d", options.permits);
+		if (!cycling || !options.trylock)
+			n = snprintf(f, sz, "LOCK %%s%%u%s WAIT %d", opt, options.wait_ms);
 		else
 			n = snprintf(f, sz, "TRYLOCK %%s%%u%s", opt);
-		if (cycling && O.ttl_ms)
-			n += snprintf(f + n, sz - (size_t)n, " TTL %d", O.ttl_ms);
+		if (cycling && options.ttl_ms)
+			n += snprintf(f + n, sz - (size_t)n, " TTL %d", options.ttl_ms);
 		snprintf(f + n, sz - (size_t)n, "\r\n");
 	}
 
 	if (sc == SC_HELD) {
-		R.pid = O.pid;
-		if (!R.pid) {
-			long pid = bm_stats_pid((struct sockaddr *)&T.addr, T.len, O.password);
+		run.pid = options.pid;
+		if (!run.pid) {
+			long pid = bm_stats_pid((struct sockaddr *)&target.addr, target.len,
+			                        options.password);
 
 			if (pid > 0 && bm_is_local_lockd(pid))
-				R.pid = pid;
+				run.pid = pid;
 			else
 				fprintf(stderr,
 				        BM_PROG
@@ -1403,14 +1411,14 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 		}
 	}
 
-	R.sess = calloc((size_t)R.nsess, sizeof(*R.sess));
-	R.ks = calloc(R.nkeys, sizeof(*R.ks));
-	if (!R.sess || !R.ks)
+	run.sess = calloc((size_t)run.nsess, sizeof(*run.sess));
+	run.ks = calloc(run.nkeys, sizeof(*run.ks));
+	if (!run.sess || !run.ks)
 		goto oom;
-	if (cycling && O.hold_ms > 0)
-		R.tv_hold = event_base_init_common_timeout(base, &tv_hold);
-	for (int i = 0; i < R.nsess; i++) {
-		struct session *s = &R.sess[i];
+	if (cycling && options.hold_ms > 0)
+		run.tv_hold = event_base_init_common_timeout(base, &tv_hold);
+	for (int i = 0; i < run.nsess; i++) {
+		struct session *s = &run.sess[i];
 
 		s->id = i;
 		s->nslots = nslots;
@@ -1424,44 +1432,44 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 
 			sl->s = s;
 			/* shared: spread the writers among the readers */
-			sl->writer = sc == SC_SHARED &&
-			             (i + 1) * O.read_ratio / 100 == i * O.read_ratio / 100;
+			sl->writer = sc == SC_SHARED && (i + 1) * options.read_ratio / 100 ==
+			                                    i * options.read_ratio / 100;
 			/* uncontended: a session's slots have distinct keys (K >= pipeline) */
 			if (sc == SC_UNCONTENDED || sc == SC_HELD)
 				sl->key =
 				    (uint32_t)(((uint64_t)i * (uint64_t)nslots + (uint64_t)j) %
-				               R.nkeys);
+				               run.nkeys);
 			else
-				sl->key = (uint32_t)i % R.nkeys;
-			if (R.tv_hold && !(sl->timer = evtimer_new(base, on_hold_timer, sl)))
+				sl->key = (uint32_t)i % run.nkeys;
+			if (run.tv_hold && !(sl->timer = evtimer_new(base, on_hold_timer, sl)))
 				goto oom;
 		}
 	}
-	R.ev_stop = evtimer_new(base, on_stop_timer, NULL);
-	R.ev_deadline = evtimer_new(base, on_deadline, NULL);
-	R.ev_tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
-	if (!R.ev_stop || !R.ev_deadline || !R.ev_tick)
+	run.ev_stop = evtimer_new(base, on_stop_timer, NULL);
+	run.ev_deadline = evtimer_new(base, on_deadline, NULL);
+	run.ev_tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+	if (!run.ev_stop || !run.ev_deadline || !run.ev_tick)
 		goto oom;
-	tv_deadline.tv_sec = (R.limit_ms + DEADLINE_SLACK_MS) / 1000;
-	tv_deadline.tv_usec = (R.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000;
-	evtimer_add(R.ev_deadline, &tv_deadline);
-	event_add(R.ev_tick, &tv_tick);
-	R.t_begin = R.last_line = now_ns();
-	bm_proc_snapshot(R.pid, &R.p0); /* lockd before our sessions exist */
+	tv_deadline.tv_sec = (run.limit_ms + DEADLINE_SLACK_MS) / 1000;
+	tv_deadline.tv_usec = (run.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000;
+	evtimer_add(run.ev_deadline, &tv_deadline);
+	event_add(run.ev_tick, &tv_tick);
+	run.t_begin = run.last_line = now_ns();
+	bm_proc_snapshot(run.pid, &run.p0); /* lockd before our sessions exist */
 
 	connect_more();
 	/* a loopbreak before the loop runs would be forgotten: check first */
-	if (!R.failed)
+	if (!run.failed)
 		event_base_dispatch(base);
-	if (!R.failed && R.phase != PH_DONE)
-		fail("event loop ended early (phase %s)", phase_names[R.phase]);
-	if (!R.failed)
+	if (!run.failed && run.phase != PH_DONE)
+		fail("event loop ended early (phase %s)", phase_names[run.phase]);
+	if (!run.failed)
 		compute_result(res);
 	free_run();
-	return R.failed ? -1 : 0;
+	return run.failed ? -1 : 0;
 oom:
-	fprintf(stderr, BM_PROG ": out of memory for %d sessions\n", R.nsess);
-	R.failed = 1;
+	fprintf(stderr, BM_PROG ": out of memory for %d sessions\n", run.nsess);
+	run.failed = 1;
 	free_run();
 	return -1;
 }
@@ -1477,9 +1485,9 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	resolve_target();
 	/* sessions, masters, the STATS probe, stdio and libevent's own */
-	if (raise_nofile((long)O.sessions + O.nmasters + 32) < 0)
+	if (raise_nofile((long)options.sessions + options.nmasters + 32) < 0)
 		return 1;
-	if (bm_masters_connect(O.masters, O.nmasters) < 0) {
+	if (bm_masters_connect(options.masters, options.nmasters) < 0) {
 		rc = 1;
 		goto out;
 	}
@@ -1495,16 +1503,16 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	for (int i = 0; i < O.nscen; i++) {
+	for (int i = 0; i < options.nscen; i++) {
 		struct result r;
 
-		if (run_scenario(base, O.scen[i], &r) < 0) {
+		if (run_scenario(base, options.scen[i], &r) < 0) {
 			fprintf(stderr, BM_PROG ": scenario %s failed\n",
-			        scenario_names[O.scen[i]]);
+			        scenario_names[options.scen[i]]);
 			rc = 1;
 			break;
 		}
-		if (O.out == OUT_HUMAN)
+		if (options.out == OUT_HUMAN)
 			print_human(&r);
 		else
 			print_machine(&r, i == 0);
