@@ -2,12 +2,14 @@
  * lockd-benchmark: a load generator for lockd, in the spirit of
  * redis-benchmark. See lockd-benchmark(1).
  *
- * One libevent loop drives every session (one connection each). A session
- * is a small state machine over "slots": a slot is one key that the session
- * takes through LOCK -> hold -> UNLOCK. lockd answers requests in order, so
- * a session keeps a FIFO of the slots whose request is outstanding and
- * matches each reply line to its head. "LOST" lines are events, never
- * replies: they are counted and marked on the slot they concern.
+ * One libevent loop drives every session. A session is one liblockd
+ * client (lockd/client.h): the loop watches its socket as lockd_want() and
+ * lockd_timeout_ms() ask and calls lockd_step(); requests go out with
+ * lockd_send(), tagged with the slot they are for, and liblockd gives each
+ * reply back with its tag, and each LOST event apart. The benchmark reads
+ * no protocol of its own. A session is a small state machine over "slots":
+ * a slot is one key that the session takes through LOCK -> hold -> UNLOCK.
+ * LOST events are counted and marked on the slot they concern.
  *
  * All timestamps are CLOCK_MONOTONIC nanoseconds taken in this one process,
  * so release-to-grant gaps between two sessions are directly comparable.
@@ -21,8 +23,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,11 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "benchmark_probe.h"
+#include "lockd/client.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -47,13 +47,14 @@
 
 #define DEFAULT_PORT      7390
 #define DEFAULT_SESSIONS  16
-#define DEFAULT_MS        5000   /* run time without -d and -n */
-#define HELD_DEFAULT_MS   30000  /* held: one default lease, so every lock is renewed */
-#define N_ONLY_LIMIT_MS   600000 /* time limit of a -n run without -d */
-#define DEADLINE_SLACK_MS 30000  /* hard deadline = time limit + this */
-#define STALL_MS          30000  /* no reply for this long (plus WAIT) = lockd hangs */
-#define CONNECT_BURST     256    /* connects in progress at once (listen backlog) */
-#define MAX_REPLY         65536  /* longer reply line: give up */
+#define DEFAULT_MS        5000     /* run time without -d and -n */
+#define HELD_DEFAULT_MS   30000    /* held: one default lease, so every lock is renewed */
+#define N_ONLY_LIMIT_MS   600000   /* time limit of a -n run without -d */
+#define DEADLINE_SLACK_MS 30000    /* hard deadline = time limit + this */
+#define STALL_MS          30000    /* no reply for this long (plus WAIT) = lockd hangs */
+#define CONNECT_MS        STALL_MS /* a session's connect and AUTH */
+#define CONNECT_BURST     256      /* connects in progress at once (listen backlog) */
+#define MAX_REPLY         65536    /* longer reply line: give up */
 #define KEY_PREFIX        BM_PROG ":"
 
 enum scenario {
@@ -409,6 +410,8 @@ static void parse_args(int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	if (options.password && (!options.password[0] || strpbrk(options.password, " \t\r\n")))
+		usage_error("-a: the password must be one word (no blanks)");
 	if (options.sock && strlen(options.sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		usage_error("-s: socket path is longer than %zu bytes",
 		            sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
@@ -439,11 +442,13 @@ static void parse_args(int argc, char **argv)
 
 /* ------------------------------------------------------------------ target */
 
+/* How the sessions connect, as liblockd takes it. A host name is resolved
+ * here, once, to its first address: not once per session, and every
+ * session goes to the same address. */
 static struct target {
-	struct sockaddr_storage addr;
-	socklen_t len;
-	int tcp;
-	char name[300];
+	struct lockd_opts lo;
+	char host[NI_MAXHOST]; /* the numeric address */
+	char name[300];        /* as given, for messages */
 } target;
 
 static void resolve_target(void)
@@ -452,12 +457,11 @@ static void resolve_target(void)
 	char port[16];
 	int rc;
 
+	target.lo.password = options.password;
+	target.lo.connect_timeout_ms = CONNECT_MS;
+	target.lo.max_line = MAX_REPLY;
 	if (options.sock) {
-		struct sockaddr_un *un = (struct sockaddr_un *)&target.addr;
-
-		un->sun_family = AF_UNIX;
-		strcpy(un->sun_path, options.sock); /* length checked in parse_args */
-		target.len = sizeof(*un);
+		target.lo.unix_path = options.sock; /* length checked in parse_args */
 		snprintf(target.name, sizeof(target.name), "%s", options.sock);
 		return;
 	}
@@ -467,10 +471,13 @@ static void resolve_target(void)
 	rc = getaddrinfo(options.host, port, &hints, &res);
 	if (rc != 0)
 		usage_error("-h: cannot resolve '%s': %s", options.host, gai_strerror(rc));
-	memcpy(&target.addr, res->ai_addr, res->ai_addrlen);
-	target.len = res->ai_addrlen;
-	target.tcp = 1;
+	rc = getnameinfo(res->ai_addr, res->ai_addrlen, target.host, sizeof(target.host), NULL, 0,
+	                 NI_NUMERICHOST);
 	freeaddrinfo(res);
+	if (rc != 0)
+		usage_error("-h: cannot resolve '%s': %s", options.host, gai_strerror(rc));
+	target.lo.host = target.host;
+	target.lo.port = options.port;
 	snprintf(target.name, sizeof(target.name), "%s:%d", options.host, options.port);
 }
 
@@ -515,11 +522,9 @@ enum slot_state {
 	SL_UNLOCKING /* UNLOCK sent */
 };
 
-/* FIFO entries that are not a slot index */
-enum {
-	RQ_PING = -1, /* the PING that tells a session is ready */
-	RQ_AUTH = -2  /* AUTH, with -a */
-};
+/* The tag of the PING that tells a session is ready; a LOCK's or an
+ * UNLOCK's tag is its slot. (AUTH, with -a, is liblockd's.) */
+static char ping_tag;
 
 struct session;
 
@@ -537,12 +542,15 @@ struct slot {
 
 struct session {
 	int id, ready, done;
-	struct bufferevent *bev;
+	struct lockd_client *c;
+	struct event *ev; /* the socket as liblockd wants it watched */
+	int fd;           /* what ev watches */
+	short ev_flags;   /* and how; 0: ev not added */
+	uint8_t timed;    /* ev was added with lockd_timeout_ms() */
+	uint8_t dirty;    /* requests queued this turn: in run.dirty */
 	struct slot *slots;
 	int nslots, busy, locking; /* slots not idle; slots in LOCK */
-	int *fifo;                 /* slot index per outstanding request */
-	int fifo_cap, fifo_head, fifo_len;
-	uint64_t grants; /* in the window, for fairness */
+	uint64_t grants;           /* in the window, for fairness */
 };
 
 /* What this process knows of one key, to check lockd's guarantees. */
@@ -564,9 +572,10 @@ static struct run {
 	struct keystate *ks;
 	uint32_t nkeys;
 	const char *prefix;
-	char lockfmt[96];  /* "LOCK %s%u WAIT 10000\r\n" and the like */
-	char writefmt[96]; /* shared: the writers' (without SHARED) */
-	int max_holders;   /* shared, permits: the most holders of a key at once */
+	const char *lock_word; /* "LOCK" or "TRYLOCK" */
+	char lock_tail[64];    /* after the key: " WAIT 10000" and the like */
+	char write_tail[64];   /* shared: the writers' (without SHARED) */
+	int max_holders;       /* shared, permits: the most holders of a key at once */
 	long long writer_grants;
 	struct bm_hist wacq; /* shared: the writers' acquire latency */
 	enum phase phase;
@@ -574,9 +583,12 @@ static struct run {
 	long long issued, grants, grants_window, timeouts, lost, overlaps, regressions;
 	long long handoffs, early;
 	long outstanding;
+	struct session **dirty; /* sessions with requests to write out this turn */
+	int ndirty;
+	int64_t t_read; /* arrival of the lines lockd_step() reads now; 0: not taken */
 	int64_t limit_ms, t_begin, t0, t_stop, t_granted, t_hold_end, t_end, last_line;
 	struct bm_hist acq, gap;
-	struct event *ev_stop, *ev_deadline, *ev_tick;
+	struct event *ev_stop, *ev_deadline, *ev_tick, *ev_flush;
 	const struct timeval *tv_hold;
 	long pid;
 	struct bm_cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
@@ -602,17 +614,33 @@ static void fail(const char *fmt, ...)
 	event_base_loopbreak(run.base);
 }
 
-static void send_req(struct session *s, int slot, const char *fmt, ...)
+/* Queue a request; its reply comes to on_reply() with tag. It is written
+ * out, with whatever else the session queued, by on_flush() at the end of
+ * this turn of the loop. */
+static void send_req(struct session *s, void *tag, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void send_req(struct session *s, int slot, const char *fmt, ...)
+static void send_req(struct session *s, void *tag, const char *fmt, ...)
 {
+	char req[512];
 	va_list ap;
+	int rc;
 
 	va_start(ap, fmt);
-	evbuffer_add_vprintf(bufferevent_get_output(s->bev), fmt, ap);
+	vsnprintf(req, sizeof(req), fmt, ap);
 	va_end(ap);
-	s->fifo[(s->fifo_head + s->fifo_len++) % s->fifo_cap] = slot;
+	rc = lockd_send(s->c, req, -1, tag);
+	if (rc != LOCKD_OK) {
+		fail("session %d: %s", s->id,
+		     lockd_status(s->c) != LOCKD_OK ? lockd_error(s->c) : lockd_strerror(rc));
+		return;
+	}
 	run.outstanding++;
+	if (!s->dirty) {
+		s->dirty = 1;
+		if (run.ndirty == 0)
+			event_active(run.ev_flush, EV_TIMEOUT, 0);
+		run.dirty[run.ndirty++] = s;
+	}
 }
 
 static void send_lock(struct slot *sl)
@@ -625,8 +653,8 @@ static void send_lock(struct slot *sl)
 	s->busy++;
 	s->locking++;
 	run.issued++;
-	send_req(s, (int)(sl - s->slots), sl->writer ? run.writefmt : run.lockfmt, run.prefix,
-	         sl->key);
+	send_req(s, sl, "%s %s%u%s", run.lock_word, run.prefix, sl->key,
+	         sl->writer ? run.write_tail : run.lock_tail);
 }
 
 /* The slot no longer holds its key (UNLOCK sent, or LOST). */
@@ -641,7 +669,7 @@ static void send_unlock(struct slot *sl)
 	if (!sl->lost) /* a lost lock stopped being held when LOST came */
 		key_left(sl);
 	sl->state = SL_UNLOCKING;
-	send_req(sl->s, (int)(sl - sl->s->slots), "UNLOCK %s%u\r\n", run.prefix, sl->key);
+	send_req(sl->s, sl, "UNLOCK %s%u", run.prefix, sl->key);
 }
 
 static void finish(void)
@@ -663,7 +691,7 @@ static void pump(struct session *s)
 			send_lock(&s->slots[i]);
 		}
 	}
-	if (!s->done && s->fifo_len == 0 && s->busy == 0 &&
+	if (!s->done && lockd_pending(s->c) == 0 && s->busy == 0 &&
 	    (run.phase == PH_DRAIN || run.phase == PH_RELEASE)) {
 		s->done = 1;
 		if (++run.ndone == run.nsess)
@@ -846,21 +874,17 @@ static void session_ready(struct session *s)
 }
 
 /* "LOST key fence": mark the slot, which no longer holds the key. */
-static void on_lost(struct session *s, const char *line, int64_t t)
+static void on_lost(struct session *s, const struct lockd_event *ev, int64_t t)
 {
-	char key[300];
-	unsigned long long fence = 0;
-	int n = sscanf(line, "LOST %299s %llu", key, &fence);
-
 	run.lost++;
-	for (int i = 0; n >= 1 && i < s->nslots; i++) {
+	for (int i = 0; ev->key[0] && i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		char name[300];
 
 		if ((sl->state != SL_HELD && sl->state != SL_UNLOCKING) || sl->lost)
 			continue;
 		snprintf(name, sizeof(name), "%s%u", run.prefix, sl->key);
-		if (strcmp(name, key) != 0 || (n == 2 && fence != sl->fence))
+		if (strcmp(name, ev->key) != 0 || (ev->fence && ev->fence != sl->fence))
 			continue;
 		sl->lost = 1;
 		if (sl->state == SL_HELD)
@@ -870,50 +894,49 @@ static void on_lost(struct session *s, const char *line, int64_t t)
 	}
 }
 
-static void on_line(struct session *s, const char *line, int64_t t)
+/* The lines one lockd_step() reads arrived together: they share the time
+ * taken at the first of them. */
+static int64_t arrival_ns(void)
 {
-	struct slot *sl;
-	int idx;
+	if (!run.t_read)
+		run.t_read = now_ns();
+	return run.t_read;
+}
 
+static void on_event(struct lockd_client *c, const struct lockd_event *ev, void *arg)
+{
+	int64_t t = arrival_ns();
+
+	if (run.failed)
+		return;
 	run.last_line = t;
-	if (strncmp(line, "LOST", 4) == 0 && (line[4] == ' ' || line[4] == '\0')) {
-		on_lost(s, line, t);
+	on_lost(arg, ev, t);
+}
+
+static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag, void *arg)
+{
+	struct session *s = arg;
+	struct slot *sl = tag;
+	int64_t t = arrival_ns();
+
+	if (run.failed)
 		return;
-	}
-	if (s->fifo_len == 0) {
-		fail("session %d: reply without a request: \"%s\"", s->id, line);
-		return;
-	}
-	idx = s->fifo[s->fifo_head];
-	s->fifo_head = (s->fifo_head + 1) % s->fifo_cap;
-	s->fifo_len--;
+	run.last_line = t;
 	run.outstanding--;
-	if (idx == RQ_AUTH) {
-		if (strcmp(line, "OK") != 0)
-			fail("session %d: unexpected reply to AUTH: \"%s\"", s->id, line);
-		return;
-	}
-	if (idx == RQ_PING) {
-		if (strncmp(line, "PONG", 4) != 0)
-			fail("session %d: unexpected reply to PING: \"%s\"", s->id, line);
+	if (tag == &ping_tag) {
+		if (r->kind != LOCKD_R_PONG)
+			fail("session %d: unexpected reply to PING: \"%.300s\"", s->id, r->line);
 		else
 			session_ready(s);
 		return;
 	}
-	sl = &s->slots[idx];
 	if (sl->state == SL_LOCKING) {
-		char *end;
-		unsigned long long fence;
-
 		s->locking--;
-		if (strncmp(line, "OK ", 3) == 0 && isdigit((unsigned char)line[3])) {
-			errno = 0;
-			fence = strtoull(line + 3, &end, 10);
-			if (*end == '\0' && fence > 0 && errno == 0) {
-				on_grant(sl, fence, t);
-				return;
-			}
-		} else if (strcmp(line, "TIMEOUT") == 0 || strcmp(line, "BUSY") == 0) {
+		if (r->kind == LOCKD_R_OK && r->has_num && r->num > 0) {
+			on_grant(sl, r->num, t);
+			return;
+		}
+		if (r->kind == LOCKD_R_TIMEOUT || r->kind == LOCKD_R_BUSY) {
 			/* not granted: try again (the window allowing) */
 			run.timeouts++;
 			run.issued--;
@@ -922,14 +945,15 @@ static void on_line(struct session *s, const char *line, int64_t t)
 			pump(s);
 			return;
 		}
-		fail("session %d: unexpected reply to %s %s%u: \"%s\"", s->id,
-		     run.lockfmt[0] == 'T' ? "TRYLOCK" : "LOCK", run.prefix, sl->key, line);
+		fail("session %d: unexpected reply to %s %s%u: \"%.300s\"", s->id, run.lock_word,
+		     run.prefix, sl->key, r->line);
 		return;
 	}
 	/* SL_UNLOCKING. After LOST, lockd has dropped the lock: NOTHELD is due. */
-	if (strcmp(line, "OK 0") != 0 && !(sl->lost && strncmp(line, "ERR NOTHELD", 11) == 0)) {
-		fail("session %d: unexpected reply to UNLOCK %s%u: \"%s\"", s->id, run.prefix,
-		     sl->key, line);
+	if (!(r->kind == LOCKD_R_OK && r->has_num && r->num == 0) &&
+	    !(sl->lost && r->kind == LOCKD_R_ERR && strcmp(r->code, "NOTHELD") == 0)) {
+		fail("session %d: unexpected reply to UNLOCK %s%u: \"%.300s\"", s->id, run.prefix,
+		     sl->key, r->line);
 		return;
 	}
 	if (!sl->lost)
@@ -940,53 +964,74 @@ static void on_line(struct session *s, const char *line, int64_t t)
 	pump(s);
 }
 
-static void on_read(struct bufferevent *bev, void *arg)
+/* The connection failed (liblockd says how): the benchmark stops. */
+static void session_failed(struct session *s)
 {
-	struct session *s = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	int64_t t = now_ns(); /* arrival time of every line read now */
-	char line[512];
-
-	while (!run.failed) {
-		size_t eol_len, n;
-		struct evbuffer_ptr p = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_CRLF);
-
-		if (p.pos < 0) {
-			if (evbuffer_get_length(in) > MAX_REPLY)
-				fail("session %d: reply line longer than %d bytes", s->id,
-				     MAX_REPLY);
-			return;
-		}
-		/* our replies are short; a longer line is kept truncated for messages */
-		n = (size_t)p.pos < sizeof(line) - 1 ? (size_t)p.pos : sizeof(line) - 1;
-		evbuffer_copyout(in, line, n);
-		line[n] = '\0';
-		evbuffer_drain(in, (size_t)p.pos + eol_len);
-		on_line(s, line, t);
-	}
+	fail("session %d: %s (phase %s)", s->id, lockd_error(s->c), phase_names[run.phase]);
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg)
+static void on_io(evutil_socket_t fd, short what, void *arg);
+
+/* Have the loop watch the session's socket as liblockd asks: readable,
+ * writable while output waits (and while connecting), with a timer while
+ * a deadline runs (connect and AUTH). The event is left alone while none
+ * of that changes, as it does not from one cycle to the next. */
+static void watch(struct session *s)
+{
+	short want = lockd_want(s->c);
+	short flags = EV_READ | EV_PERSIST | (want & POLLOUT ? EV_WRITE : 0);
+	int fd = lockd_fd(s->c), ms = lockd_timeout_ms(s->c);
+	struct timeval tv = {ms / 1000, ms % 1000 * 1000};
+
+	if (!want) { /* failed */
+		session_failed(s);
+		return;
+	}
+	if (flags == s->ev_flags && fd == s->fd && ms < 0 && !s->timed)
+		return;
+	if (s->ev_flags)
+		event_del(s->ev);
+	if (flags != s->ev_flags || fd != s->fd)
+		event_assign(s->ev, run.base, fd, flags, on_io, s);
+	s->ev_flags = flags;
+	s->fd = fd;
+	s->timed = ms >= 0;
+	if (event_add(s->ev, ms >= 0 ? &tv : NULL) != 0)
+		fail("session %d: cannot watch its socket", s->id);
+}
+
+/* Write out the requests queued in this turn of the loop: one send()
+ * per session, however many requests it queued. Activated by the first
+ * send_req() of the turn, it runs after the sockets and timers that were
+ * ready with it, so that the replies that came together are all read (and
+ * timed) before any request goes out. */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < run.ndirty; i++) {
+		struct session *s = run.dirty[i];
+
+		s->dirty = 0;
+		if (run.failed)
+			continue;
+		if (lockd_flush(s->c) != LOCKD_OK)
+			session_failed(s);
+		else
+			watch(s);
+	}
+	run.ndirty = 0;
+}
+
+/* The socket is ready or a deadline passed: liblockd connects, writes,
+ * reads and calls on_reply() and on_event() for each line. */
+static void on_io(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 
-	if (what & BEV_EVENT_CONNECTED) {
-		int one = 1;
-
-		/* requests are small and latency is what we measure */
-		if (target.tcp)
-			setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
-			           sizeof(one));
-		return;
-	}
-	if (what & BEV_EVENT_EOF)
-		fail("session %d: lockd closed the connection (phase %s, %d requests "
-		     "unanswered)",
-		     s->id, phase_names[run.phase], s->fifo_len);
-	else if (what & BEV_EVENT_ERROR)
-		fail("session %d: %s %s: %s", s->id,
-		     s->ready ? "connection error with" : "cannot connect to", target.name,
-		     evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	run.t_read = 0;
+	if (lockd_step(s->c) != LOCKD_OK)
+		session_failed(s);
+	else if (!s->dirty) /* else on_flush() watches it */
+		watch(s);
 }
 
 /* Connect sessions while fewer than CONNECT_BURST are in progress. */
@@ -995,24 +1040,18 @@ static void connect_more(void)
 	while (!run.failed && run.connecting < CONNECT_BURST && run.next_connect < run.nsess) {
 		struct session *s = &run.sess[run.next_connect++];
 
-		s->bev = bufferevent_socket_new(run.base, -1, BEV_OPT_CLOSE_ON_FREE);
-		if (!s->bev) {
+		run.connecting++;
+		if (lockd_connect_start(&target.lo, &s->c) != LOCKD_OK) {
+			fail("session %d: %s", s->id, s->c ? lockd_error(s->c) : "out of memory");
+			return;
+		}
+		if (!(s->ev = event_new(run.base, -1, 0, on_io, s))) {
 			fail("out of memory");
 			return;
 		}
-		bufferevent_setcb(s->bev, on_read, NULL, on_event, s);
-		bufferevent_enable(s->bev, EV_READ | EV_WRITE);
-		run.connecting++;
-		if (bufferevent_socket_connect(s->bev, (struct sockaddr *)&target.addr,
-		                               (int)target.len) < 0) {
-			fail("session %d: cannot connect to %s: %s", s->id, target.name,
-			     strerror(errno));
-			return;
-		}
-		/* queued until the connection is up; PONG means ready */
-		if (options.password)
-			send_req(s, RQ_AUTH, "AUTH %s\r\n", options.password);
-		send_req(s, RQ_PING, "PING\r\n");
+		lockd_set_callbacks(s->c, on_reply, on_event, s);
+		/* sent once connected (after AUTH, with -a); PONG means ready */
+		send_req(s, &ping_tag, "PING");
 	}
 }
 
@@ -1325,15 +1364,16 @@ static void free_run(void)
 	for (int i = 0; run.sess && i < run.nsess; i++) {
 		struct session *s = &run.sess[i];
 
-		if (s->bev)
-			bufferevent_free(s->bev);
+		if (s->ev)
+			event_free(s->ev);
+		lockd_close(s->c); /* the session ends: lockd releases what it held */
 		for (int j = 0; s->slots && j < s->nslots; j++)
 			if (s->slots[j].timer)
 				event_free(s->slots[j].timer);
 		free(s->slots);
-		free(s->fifo);
 	}
 	free(run.sess);
+	free(run.dirty);
 	free(run.ks);
 	if (run.ev_stop)
 		event_free(run.ev_stop);
@@ -1341,8 +1381,8 @@ static void free_run(void)
 		event_free(run.ev_deadline);
 	if (run.ev_tick)
 		event_free(run.ev_tick);
-	/* bufferevents are finalized (and their sockets closed) by the loop */
-	event_base_loop(run.base, EVLOOP_NONBLOCK);
+	if (run.ev_flush)
+		event_free(run.ev_flush);
 }
 
 static int run_scenario(struct event_base *base, enum scenario sc, struct result *res)
@@ -1354,7 +1394,6 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	int nslots = sc == SC_UNCONTENDED ? options.pipeline : sc == SC_HELD ? options.locks : 1;
 	struct timeval tv_deadline,
 	    tv_tick = {1, 0}, tv_hold = {options.hold_ms / 1000, (options.hold_ms % 1000) * 1000};
-	int n;
 
 	memset(&run, 0, sizeof(run));
 	run.sc = sc;
@@ -1377,27 +1416,25 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 		               : options.cycles ? N_ONLY_LIMIT_MS
 		                                : DEFAULT_MS;
 
+	run.lock_word = cycling && options.trylock ? "TRYLOCK" : "LOCK";
 	for (int w = 0; w < 2; w++) { /* readers' (and everyone else's), writers' */
-		char *f = w ? run.writefmt : run.lockfmt, opt[32] = "";
-		size_t sz = sizeof(run.lockfmt);
+		char *f = w ? run.write_tail : run.lock_tail;
+		size_t sz = sizeof(run.lock_tail), n = 0;
+
 		if (sc == SC_SHARED && !w)
-			snprintf(opt, sizeof(opt), " SHARED");
+			n += (size_t)snprintf(f + n, sz - n, " SHARED");
 		else if (sc == SC_PERMITS)
-			snprintf(opt, sizeof(opt), " PERMITS %d", options.permits);
+			n += (size_t)snprintf(f + n, sz - n, " PERMITS %d", options.permits);
 		if (!cycling || !options.trylock)
-			n = snprintf(f, sz, "LOCK %%s%%u%s WAIT %d", opt, options.wait_ms);
-		else
-			n = snprintf(f, sz, "TRYLOCK %%s%%u%s", opt);
+			n += (size_t)snprintf(f + n, sz - n, " WAIT %d", options.wait_ms);
 		if (cycling && options.ttl_ms)
-			n += snprintf(f + n, sz - (size_t)n, " TTL %d", options.ttl_ms);
-		snprintf(f + n, sz - (size_t)n, "\r\n");
+			snprintf(f + n, sz - n, " TTL %d", options.ttl_ms);
 	}
 
 	if (sc == SC_HELD) {
 		run.pid = options.pid;
 		if (!run.pid) {
-			long pid = bm_stats_pid((struct sockaddr *)&target.addr, target.len,
-			                        options.password);
+			long pid = bm_stats_pid(&target.lo);
 
 			if (pid > 0 && bm_is_local_lockd(pid))
 				run.pid = pid;
@@ -1412,8 +1449,9 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	}
 
 	run.sess = calloc((size_t)run.nsess, sizeof(*run.sess));
+	run.dirty = calloc((size_t)run.nsess, sizeof(*run.dirty));
 	run.ks = calloc(run.nkeys, sizeof(*run.ks));
-	if (!run.sess || !run.ks)
+	if (!run.sess || !run.dirty || !run.ks)
 		goto oom;
 	if (cycling && options.hold_ms > 0)
 		run.tv_hold = event_base_init_common_timeout(base, &tv_hold);
@@ -1422,10 +1460,9 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 
 		s->id = i;
 		s->nslots = nslots;
-		s->fifo_cap = nslots + 2; /* a request per slot, AUTH, PING */
+		s->fd = -1;
 		s->slots = calloc((size_t)nslots, sizeof(*s->slots));
-		s->fifo = calloc((size_t)s->fifo_cap, sizeof(*s->fifo));
-		if (!s->slots || !s->fifo)
+		if (!s->slots)
 			goto oom;
 		for (int j = 0; j < nslots; j++) {
 			struct slot *sl = &s->slots[j];
@@ -1448,7 +1485,8 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	run.ev_stop = evtimer_new(base, on_stop_timer, NULL);
 	run.ev_deadline = evtimer_new(base, on_deadline, NULL);
 	run.ev_tick = event_new(base, -1, EV_PERSIST, on_tick, NULL);
-	if (!run.ev_stop || !run.ev_deadline || !run.ev_tick)
+	run.ev_flush = event_new(base, -1, 0, on_flush, NULL);
+	if (!run.ev_stop || !run.ev_deadline || !run.ev_tick || !run.ev_flush)
 		goto oom;
 	tv_deadline.tv_sec = (run.limit_ms + DEADLINE_SLACK_MS) / 1000;
 	tv_deadline.tv_usec = (run.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000;

@@ -16,6 +16,7 @@
 #include <hiredis/hiredis.h>
 
 #include "benchmark_probe.h"
+#include "lockd/client.h"
 
 /* ------------------------------------------------------------------ histogram */
 
@@ -207,39 +208,20 @@ void bm_proc_snapshot(long pid, struct bm_procsnap *ps)
 	ps->ok = 1;
 }
 
-long bm_stats_pid(const struct sockaddr *addr, socklen_t len, const char *password)
+long bm_stats_pid(const struct lockd_opts *target)
 {
-	struct timeval tv = {5, 0};
-	char buf[65536], req[600], *p;
-	size_t got = 0;
+	struct lockd_opts o = *target;
+	struct lockd_client *c = NULL;
+	const struct lockd_reply *r;
 	long pid = -1;
-	int fd;
 
-	if ((fd = socket(addr->sa_family, SOCK_STREAM, 0)) < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); /* bounds connect too */
-	if (password)
-		snprintf(req, sizeof(req), "AUTH %s\r\nSTATS\r\n", password);
-	else
-		snprintf(req, sizeof(req), "STATS\r\n");
-	if (connect(fd, addr, len) != 0 || write(fd, req, strlen(req)) != (ssize_t)strlen(req))
-		goto out;
-	while (got < sizeof(buf) - 1) {
-		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-		buf[got] = '\0';
-		if (strstr(buf, "\nEND\r\n") || strncmp(buf, "END\r\n", 5) == 0)
-			break;
-	}
-	buf[got] = '\0';
-	if ((p = strstr(buf, "STAT pid ")) && (p == buf || p[-1] == '\n'))
-		pid = strtol(p + 9, NULL, 10);
-out:
-	close(fd);
+	o.connect_timeout_ms = 5000;
+	if (lockd_connect(&o, &c) == LOCKD_OK && lockd_call(c, "STATS", 5000, &r) == LOCKD_OK &&
+	    r->kind == LOCKD_R_LIST)
+		for (size_t i = 0; i < r->nlines; i++)
+			if (strncmp(r->lines[i], "STAT pid ", 9) == 0)
+				pid = strtol(r->lines[i] + 9, NULL, 10);
+	lockd_close(c);
 	return pid;
 }
 

@@ -7,7 +7,6 @@
 #define LOCKD_BENCHMARK_PROBE_H
 
 #include <stdint.h>
-#include <sys/socket.h>
 
 #define BM_PROG        "lockd-benchmark"
 #define BM_MAX_MASTERS 16
@@ -55,8 +54,10 @@ struct bm_procsnap {
 };
 
 void bm_proc_snapshot(long pid, struct bm_procsnap *ps);
-/* lockd's pid from its STATS reply, or -1 (blocking, 5 s at most per step). */
-long bm_stats_pid(const struct sockaddr *addr, socklen_t len, const char *password);
+/* lockd's pid from its STATS reply, or -1 (a session of its own, blocking,
+ * 5 s at most for the connection and 5 s for the reply). */
+struct lockd_opts;
+long bm_stats_pid(const struct lockd_opts *target);
 /* Whether pid is a local process named lockd. */
 int bm_is_local_lockd(long pid);
 
