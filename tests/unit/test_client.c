@@ -660,6 +660,46 @@ START_TEST(connect_failures)
 }
 END_TEST
 
+/* A reply callback that queues the next request, as a program with many
+ * clients on one loop does (lockd-benchmark): UNLOCK after the grant. */
+static void unlock_on_grant(struct lockd_client *c, const struct lockd_reply *r, void *tag,
+                            void *arg)
+{
+	int *n = arg;
+	(*n)++;
+	if ((intptr_t)tag == 1)
+		ck_assert_int_eq(lockd_send(c, "UNLOCK a", -1, (void *)2), LOCKD_OK);
+}
+
+/* lockd_step() writes before it reads: what its callbacks queue waits,
+ * lockd_want() asks for POLLOUT, and lockd_flush() writes it (liblockd(3)). */
+START_TEST(send_from_callback)
+{
+	int peer, n = 0;
+	struct lockd_client *c = pair(&peer, NULL, NULL);
+	lockd_set_callbacks(c, unlock_on_grant, NULL, &n);
+	ck_assert_int_eq(lockd_send(c, "LOCK a", -1, (void *)1), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "LOCK a\n", 1000);
+	peer_write(peer, "OK 7\r\n");
+	step_ok(c);
+	ck_assert_int_eq(n, 1);
+	ck_assert_uint_eq(lockd_pending(c), 1);
+	ck_assert_int_eq(lockd_want(c), POLLIN | POLLOUT);
+	struct pollfd pf = {peer, POLLIN, 0};
+	ck_assert_int_eq(poll(&pf, 1, 20), 0);
+	ck_assert_int_eq(lockd_flush(c), LOCKD_OK);
+	ck_assert_int_eq(lockd_want(c), POLLIN);
+	peer_expect(peer, "UNLOCK a\n", 1000);
+	peer_write(peer, "OK 0\r\n");
+	step_ok(c);
+	ck_assert_int_eq(n, 2);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
 /* A listening socket that never accepts: connect succeeds (backlog), AUTH
  * gets no answer, and the connect timeout covers it. */
 START_TEST(auth_timeout)
@@ -704,6 +744,7 @@ Suite *client_suite(void)
 	tcase_add_test(tc, close_from_callback);
 	tcase_add_test(tc, connect_failures);
 	tcase_add_test(tc, auth_timeout);
+	tcase_add_test(tc, send_from_callback);
 	suite_add_tcase(s, tc);
 	return s;
 }
