@@ -481,7 +481,11 @@ static void resolve_target(void)
 	snprintf(target.name, sizeof(target.name), "%s:%d", options.host, options.port);
 }
 
-/* 10,000 sessions need more descriptors than the usual soft limit of 1024. */
+/* 10,000 sessions need more descriptors than the usual soft limit of 1024.
+ * lockd raises its own limit too (main.c), but warns and goes on: here a
+ * run short of descriptors would measure fewer sessions than asked, so it
+ * stops. liblockd, the one library the tools share, is a protocol client
+ * and sets no process limits. */
 static int raise_nofile(long need)
 {
 	struct rlimit rl;
