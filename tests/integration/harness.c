@@ -1,4 +1,4 @@
-/* harness: see harness.h. */
+/* harness: see harness.h; the lockd line client is in harness_client.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "lockd/client.h"
 
 #define READY_TRIES 200 /* x 25 ms */
 #define PORT_TRIES 5
@@ -69,9 +70,9 @@ void h_sleep_ms(int ms)
 		;
 }
 
-/* Printable form of bytes for failure messages (rotating static buffers). */
-static const char *esc(const char *s, size_t n)
+const char *h_esc(const void *p, size_t n)
 {
+	const char *s = p;
 	static char bufs[4][512];
 	static int k;
 	char *b = bufs[k++ & 3];
@@ -96,7 +97,7 @@ static const char *esc(const char *s, size_t n)
 	b[o] = '\0';
 	return b;
 }
-#define ESC(s) esc((s), strlen(s))
+#define ESC(s) h_esc((s), strlen(s))
 
 /* ------------------------------------------------------------------ run */
 
@@ -615,7 +616,7 @@ int h_connect_tcp(int port)
 	return fd;
 }
 
-static int connect_unix(const char *path)
+int h_connect_unix(const char *path)
 {
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -637,9 +638,9 @@ static int connect_unix(const char *path)
 	return fd;
 }
 
-/* Send all bytes within deadline; 0 or -1 (errno set). */
-static int send_all(int fd, const void *p, size_t n, double deadline)
+int h_send_all(int fd, const void *p, size_t n, int timeout_ms)
 {
+	double deadline = h_now_ms() + timeout_ms;
 	const char *b = p;
 	while (n > 0) {
 		ssize_t w = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -744,7 +745,7 @@ char *rc_cmdv(struct rconn *r, int argc, const char **argv)
 		sb_add(&req, "\r\n", 2);
 	}
 	double deadline = h_now_ms() + r->timeout_ms;
-	int rc = send_all(r->fd, req.p, req.len, deadline);
+	int rc = h_send_all(r->fd, req.p, req.len, r->timeout_ms);
 	free(req.p);
 	if (rc != 0)
 		return NULL;
@@ -1097,33 +1098,15 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	fclose(f);
 }
 
-/* A connection that answers any line to "PING". */
-static int answers_ping(int fd)
+/* lockd answers PING at o's address (any reply will do). */
+static int answers_ping(const struct lockd_opts *o)
 {
-	if (fd < 0)
-		return 0;
-	int ok = send_all(fd, "PING\n", 5, h_now_ms() + 200) == 0;
-	if (ok) {
-		/* read one line, no assertions */
-		char buf[512];
-		size_t len = 0;
-		double end = h_now_ms() + 300;
-		ok = 0;
-		while (h_now_ms() < end && len < sizeof(buf)) {
-			struct pollfd pf = {fd, POLLIN, 0};
-			if (poll(&pf, 1, 50) <= 0)
-				continue;
-			ssize_t k = recv(fd, buf + len, sizeof(buf) - len, MSG_DONTWAIT);
-			if (k <= 0)
-				break;
-			len += (size_t)k;
-			if (memchr(buf, '\n', len)) {
-				ok = 1;
-				break;
-			}
-		}
-	}
-	close(fd);
+	struct lockd_opts oo = *o;
+	oo.connect_timeout_ms = 200;
+	struct lockd_client *lc = NULL;
+	const struct lockd_reply *r;
+	int ok = lockd_connect(&oo, &lc) == LOCKD_OK && lockd_call(lc, "PING", 300, &r) == LOCKD_OK;
+	lockd_close(lc);
 	return ok;
 }
 
@@ -1131,30 +1114,17 @@ static int answers_ping(int fd)
 static int wait_quorum(struct h_lockd *l, const struct h_opts *o)
 {
 	for (int t = 0; t < 400; t++) {
-		int fd = connect_unix(l->sock);
-		if (fd >= 0) {
-			struct cl *c = calloc(1, sizeof(*c));
-			c->fd = fd;
-			char req[400];
-			snprintf(req, sizeof(req), "%s%s%sTRYLOCK ~\n",
-				 o->password ? "AUTH " : "", o->password ? o->password : "",
-				 o->password ? "\n" : "");
-			int ok = 0;
-			if (send_all(fd, req, strlen(req), h_now_ms() + 500) == 0) {
-				const char *r = NULL;
-				if (o->password)
-					r = cl_line(c, 500);
-				r = cl_line(c, 1000);
-				if (r && strncmp(r, "OK ", 3) == 0) {
-					ok = 1;
-					cl_send(c, "UNLOCK ~\n");
-					r = cl_line(c, 1000);
-				}
-			}
-			cl_close(c);
-			if (ok)
-				return 0;
-		}
+		struct lockd_opts lo = {
+		    .unix_path = l->sock, .password = o->password, .connect_timeout_ms = 500};
+		struct lockd_client *lc = NULL;
+		const struct lockd_reply *r;
+		int ok = lockd_connect(&lo, &lc) == LOCKD_OK &&
+			 lockd_call(lc, "TRYLOCK ~", 1000, &r) == LOCKD_OK && r->kind == LOCKD_R_OK;
+		if (ok)
+			lockd_call(lc, "UNLOCK ~", 1000, &r);
+		lockd_close(lc);
+		if (ok)
+			return 0;
 		if (!h_lockd_alive((int)(l - H.l)))
 			return -1;
 		h_sleep_ms(25);
@@ -1191,13 +1161,14 @@ int h_lockd_start(const struct h_opts *o)
 		for (int k = 0; k < READY_TRIES; k++) {
 			if (!h_lockd_alive(idx))
 				break;
-			if (answers_ping(connect_unix(l->sock))) {
+			if (answers_ping(&(struct lockd_opts){.unix_path = l->sock})) {
 				up = 1;
 				break;
 			}
 			h_sleep_ms(25);
 		}
-		if (up && answers_ping(h_connect_tcp(l->port)) && h_lockd_alive(idx)) {
+		if (up && answers_ping(&(struct lockd_opts){.host = "127.0.0.1", .port = l->port}) &&
+		    h_lockd_alive(idx)) {
 			if (!o->no_quorum_wait && wait_quorum(l, o) != 0) {
 				h_lockd_log_tail(idx, 30);
 				ck_abort_msg("lockd %d: no lock could be granted within 10 s", idx);
@@ -1220,394 +1191,6 @@ void h_std(const struct h_opts *o)
 {
 	h_masters_start(3);
 	h_lockd_start(o);
-}
-
-/* ------------------------------------------------------------------ client */
-
-static struct cl *cl_new(int fd)
-{
-	struct cl *c = calloc(1, sizeof(*c));
-	ck_assert(c != NULL);
-	c->fd = fd;
-	return c;
-}
-
-struct cl *cl_tcp_at(const char *file, int line, int port)
-{
-	int fd = h_connect_tcp(port);
-	if (fd < 0)
-		h_fail_at(file, line, "connect 127.0.0.1:%d: %s", port, strerror(errno));
-	return cl_new(fd);
-}
-
-struct cl *cl_unix_at(const char *file, int line, const char *path)
-{
-	int fd = connect_unix(path);
-	if (fd < 0)
-		h_fail_at(file, line, "connect unix:%s: %s", path, strerror(errno));
-	return cl_new(fd);
-}
-
-void cl_close(struct cl *c)
-{
-	if (!c)
-		return;
-	if (c->fd >= 0)
-		close(c->fd);
-	free(c->buf);
-	free(c->line);
-	free(c);
-}
-
-void cl_shutdown_wr(struct cl *c)
-{
-	shutdown(c->fd, SHUT_WR);
-}
-
-void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t n)
-{
-	if (send_all(c->fd, p, n, h_now_ms() + 5000) != 0)
-		h_fail_at(file, line, "send '%s': %s", esc(p, n), strerror(errno));
-}
-
-const char *cl_line_at(const char *file, int line, struct cl *c, int timeout_ms)
-{
-	double deadline = h_now_ms() + timeout_ms;
-	for (;;) {
-		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
-		if (nl) {
-			size_t n = (size_t)(nl - c->buf);
-			if (n == 0 || c->buf[n - 1] != '\r')
-				h_fail_at(file, line, "reply line not ended by \\r\\n: '%s'",
-					  esc(c->buf, n + 1));
-			free(c->line);
-			c->line = malloc(n);
-			ck_assert(c->line != NULL);
-			memcpy(c->line, c->buf, n - 1);
-			c->line[n - 1] = '\0';
-			if (memchr(c->line, '\0', n - 1))
-				h_fail_at(file, line, "NUL byte in reply line '%s'",
-					  esc(c->buf, n - 1));
-			memmove(c->buf, nl + 1, c->len - n - 1);
-			c->len -= n + 1;
-			return c->line;
-		}
-		if (c->eof)
-			return NULL;
-		if (c->len > (4u << 20))
-			h_fail_at(file, line, "reply line longer than 4 MB");
-		double rem = deadline - h_now_ms();
-		int last = rem <= 0;
-		struct pollfd pf = {c->fd, POLLIN, 0};
-		int pr = poll(&pf, 1, last ? 0 : (int)rem + 1);
-		if (pr <= 0) {
-			if (last)
-				return NULL;
-			continue;
-		}
-		if (c->cap - c->len < 4096) {
-			c->cap = c->cap ? c->cap * 2 : 16384;
-			c->buf = realloc(c->buf, c->cap);
-			ck_assert(c->buf != NULL);
-		}
-		ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
-		if (k > 0)
-			c->len += (size_t)k;
-		else if (k == 0)
-			c->eof = 1;
-		else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			c->eof = 1;
-			c->err = errno;
-		}
-	}
-}
-
-static int is_event(const char *l)
-{
-	return strncmp(l, "LOST", 4) == 0 && (l[4] == ' ' || l[4] == '\0');
-}
-
-const char *cl_reply_at(const char *file, int line, struct cl *c, int timeout_ms)
-{
-	double deadline = h_now_ms() + timeout_ms;
-	for (;;) {
-		double rem = deadline - h_now_ms();
-		const char *l = cl_line_at(file, line, c, rem > 0 ? (int)rem : 0);
-		if (!l || !is_event(l))
-			return l;
-		if (c->nlost < 32)
-			snprintf(c->lost[c->nlost], sizeof(c->lost[0]), "%s", l);
-		c->nlost++;
-	}
-}
-
-const char *cl_cmd_at(const char *file, int line, struct cl *c, const char *req, int timeout_ms)
-{
-	size_t n = strlen(req);
-	char *b = malloc(n + 2);
-	ck_assert(b != NULL);
-	memcpy(b, req, n);
-	b[n] = '\n';
-	cl_sendn_at(file, line, c, b, n + 1);
-	free(b);
-	return cl_reply_at(file, line, c, timeout_ms);
-}
-
-void cl_expect_at(const char *file, int line, struct cl *c, const char *req, const char *exp)
-{
-	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
-	if (!r)
-		h_fail_at(file, line, "'%s': no reply within %d ms (%s), expected '%s'", ESC(req),
-			  H_TMO, c->eof ? "EOF" : "timeout", ESC(exp));
-	if (strcmp(r, exp) != 0)
-		h_fail_at(file, line, "'%s': got '%s', expected '%s'", ESC(req), ESC(r), ESC(exp));
-}
-
-void cl_expect_prefix_at(const char *file, int line, struct cl *c, const char *req,
-			 const char *prefix)
-{
-	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
-	if (!r)
-		h_fail_at(file, line, "'%s': no reply within %d ms (%s), expected '%s...'", ESC(req),
-			  H_TMO, c->eof ? "EOF" : "timeout", ESC(prefix));
-	if (strncmp(r, prefix, strlen(prefix)) != 0)
-		h_fail_at(file, line, "'%s': got '%s', expected '%s...'", ESC(req), ESC(r),
-			  ESC(prefix));
-}
-
-void cl_want_at(const char *file, int line, struct cl *c, const char *exp, int timeout_ms)
-{
-	const char *r = cl_reply_at(file, line, c, timeout_ms);
-	if (!r)
-		h_fail_at(file, line, "no reply within %d ms (%s), expected '%s'", timeout_ms,
-			  c->eof ? "EOF" : "timeout", ESC(exp));
-	if (strcmp(r, exp) != 0)
-		h_fail_at(file, line, "got '%s', expected '%s'", ESC(r), ESC(exp));
-}
-
-void cl_want_prefix_at(const char *file, int line, struct cl *c, const char *prefix, int timeout_ms)
-{
-	const char *r = cl_reply_at(file, line, c, timeout_ms);
-	if (!r)
-		h_fail_at(file, line, "no reply within %d ms (%s), expected '%s...'", timeout_ms,
-			  c->eof ? "EOF" : "timeout", ESC(prefix));
-	if (strncmp(r, prefix, strlen(prefix)) != 0)
-		h_fail_at(file, line, "got '%s', expected '%s...'", ESC(r), ESC(prefix));
-}
-
-unsigned long long h_fence_at(const char *file, int line, const char *reply)
-{
-	if (!reply)
-		h_fail_at(file, line, "no reply, expected 'OK <fence>'");
-	const char *p = reply + 3;
-	int good = strncmp(reply, "OK ", 3) == 0 && *p >= '1' && *p <= '9' &&
-		   strspn(p, "0123456789") == strlen(p) && strlen(p) <= 19;
-	if (!good)
-		h_fail_at(file, line, "got '%s', expected 'OK <fence>' (a positive integer)",
-			  ESC(reply));
-	return strtoull(p, NULL, 10);
-}
-
-unsigned long long cl_lock_at(const char *file, int line, struct cl *c, const char *req)
-{
-	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
-	if (!r)
-		h_fail_at(file, line, "'%s': no reply within %d ms (%s)", ESC(req), H_TMO,
-			  c->eof ? "EOF" : "timeout");
-	if (strncmp(r, "OK ", 3) != 0)
-		h_fail_at(file, line, "'%s': got '%s', expected 'OK <fence>'", ESC(req), ESC(r));
-	return h_fence_at(file, line, r);
-}
-
-unsigned long long cl_want_ok_at(const char *file, int line, struct cl *c, int timeout_ms)
-{
-	const char *r = cl_reply_at(file, line, c, timeout_ms);
-	if (!r)
-		h_fail_at(file, line, "no reply within %d ms (%s), expected 'OK <fence>'", timeout_ms,
-			  c->eof ? "EOF" : "timeout");
-	return h_fence_at(file, line, r);
-}
-
-char *cl_timed_at(const char *file, int line, struct cl *c, const char *req, double *ms)
-{
-	double t0 = h_now_ms();
-	const char *r = cl_cmd_at(file, line, c, req, 5000);
-	*ms = h_now_ms() - t0;
-	if (!r)
-		h_fail_at(file, line, "'%s': no reply after %.0f ms (%s)", ESC(req), *ms,
-			  c->eof ? "connection closed" : "timeout");
-	char *copy = strdup(r);
-	ck_assert(copy != NULL);
-	return copy;
-}
-
-void cl_silence_at(const char *file, int line, struct cl *c, int ms)
-{
-	double end = h_now_ms() + ms;
-	for (;;) {
-		double rem = end - h_now_ms();
-		if (rem <= 0)
-			return;
-		const char *l = cl_reply_at(file, line, c, (int)rem);
-		if (l)
-			h_fail_at(file, line, "unexpected line '%s' (expected nothing for %d ms)",
-				  ESC(l), ms);
-		if (c->eof)
-			h_fail_at(file, line, "connection closed (expected nothing for %d ms)", ms);
-	}
-}
-
-void cl_want_eof_at(const char *file, int line, struct cl *c, int timeout_ms)
-{
-	const char *l = cl_line_at(file, line, c, timeout_ms);
-	if (l)
-		h_fail_at(file, line, "got '%s', expected the connection to close", ESC(l));
-	if (!c->eof)
-		h_fail_at(file, line, "connection still open after %d ms, expected it to close",
-			  timeout_ms);
-	if (c->len)
-		h_fail_at(file, line, "unterminated bytes before close: '%s'", esc(c->buf, c->len));
-}
-
-static int parse_ll(const char *s, long long *v)
-{
-	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 18)
-		return -1;
-	*v = strtoll(s, NULL, 10);
-	return 0;
-}
-
-int cl_status_at(const char *file, int line, struct cl *c, const char *key, long long *ttl,
-		 long long *waiters)
-{
-	char req[1024];
-	snprintf(req, sizeof(req), "STATUS %s", key);
-	const char *r = cl_cmd_at(file, line, c, req, H_TMO);
-	if (!r)
-		h_fail_at(file, line, "'%s': no reply", ESC(req));
-	if (strcmp(r, "FREE") == 0)
-		return 0;
-	char a[64], b[64], extra;
-	if (strncmp(r, "HELD ", 5) == 0 && sscanf(r + 5, "%63s %63s%c", a, b, &extra) == 2) {
-		long long t, w;
-		char back[200];
-		snprintf(back, sizeof(back), "HELD %s %s", a, b);
-		if (strcmp(back, r) == 0 && parse_ll(a, &t) == 0 && parse_ll(b, &w) == 0) {
-			if (ttl)
-				*ttl = t;
-			if (waiters)
-				*waiters = w;
-			return 1;
-		}
-	}
-	h_fail_at(file, line, "'%s': got '%s', expected 'FREE' or 'HELD ttl waiters'", ESC(req),
-		  ESC(r));
-}
-
-void cl_wait_waiters_at(const char *file, int line, struct cl *c, const char *key, long long n,
-			int timeout_ms)
-{
-	double end = h_now_ms() + timeout_ms;
-	long long w = -1;
-	int held = 0;
-	for (int t = 0; t < 10000; t++) {
-		long long ttl;
-		held = cl_status_at(file, line, c, key, &ttl, &w);
-		if (held && w == n)
-			return;
-		if (h_now_ms() >= end)
-			break;
-		h_sleep_ms(5);
-	}
-	h_fail_at(file, line, "STATUS %s: waiters never became %lld within %d ms (last: %s %lld)",
-		  key, n, timeout_ms, held ? "HELD" : "FREE", w);
-}
-
-char *cl_stat_at(const char *file, int line, struct cl *c, const char *name)
-{
-	cl_sendn_at(file, line, c, "STATS\n", 6);
-	char *val = NULL;
-	const char *l = cl_reply_at(file, line, c, H_TMO);
-	for (int n = 0;; n++) {
-		if (!l)
-			h_fail_at(file, line, "STATS: reply ended (%s) before END",
-				  c->eof ? "EOF" : "timeout");
-		if (strcmp(l, "END") == 0)
-			break;
-		if (n > 10000)
-			h_fail_at(file, line, "STATS: more than 10000 lines");
-		const char *sp = strncmp(l, "STAT ", 5) == 0 ? strchr(l + 5, ' ') : NULL;
-		if (!sp || sp == l + 5 || !sp[1])
-			h_fail_at(file, line, "STATS: bad line '%s' (expected 'STAT name value')",
-				  ESC(l));
-		if ((size_t)(sp - (l + 5)) == strlen(name) && strncmp(l + 5, name, strlen(name)) == 0) {
-			free(val);
-			val = strdup(sp + 1);
-		}
-		l = cl_line_at(file, line, c, H_TMO); /* no event inside a multi-line reply */
-	}
-	return val;
-}
-
-void cl_wait_stat_at(const char *file, int line, struct cl *c, const char *name, const char *value,
-		     int timeout_ms)
-{
-	double end = h_now_ms() + timeout_ms;
-	char *v = NULL;
-	for (int t = 0; t < 10000; t++) {
-		free(v);
-		v = cl_stat_at(file, line, c, name);
-		if (v && strcmp(v, value) == 0) {
-			free(v);
-			return;
-		}
-		if (h_now_ms() >= end)
-			break;
-		h_sleep_ms(10);
-	}
-	h_fail_at(file, line, "STAT %s is %s after %d ms, expected %s", name, v ? v : "(missing)",
-		  timeout_ms, value);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-char *cl_held_keys_at(const char *file, int line, struct cl *c)
-{
-	cl_sendn_at(file, line, c, "HELD\n", 5);
-	char *keys[1024];
-	int n = 0;
-	const char *l = cl_reply_at(file, line, c, H_TMO);
-	for (;;) {
-		if (!l)
-			h_fail_at(file, line, "HELD: reply ended (%s) before END",
-				  c->eof ? "EOF" : "timeout");
-		if (strcmp(l, "END") == 0)
-			break;
-		char k[1024], back[1200], tail;
-		unsigned long long f;
-		long long h, t;
-		if (n >= 1024 || strlen(l) > 1100 ||
-		    sscanf(l, "KEY %1023s %llu %lld %lld%c", k, &f, &h, &t, &tail) != 4)
-			h_fail_at(file, line, "HELD: bad line '%s'", ESC(l));
-		snprintf(back, sizeof(back), "KEY %s %llu %lld %lld", k, f, h, t);
-		if (strcmp(back, l) != 0 || f == 0 || h < 1 || t < 0)
-			h_fail_at(file, line, "HELD: bad line '%s'", ESC(l));
-		keys[n++] = strdup(k);
-		l = cl_line_at(file, line, c, H_TMO);
-	}
-	qsort(keys, (size_t)n, sizeof(keys[0]), cmp_str);
-	struct sb out = {0};
-	sb_add(&out, "", 0);
-	for (int i = 0; i < n; i++) {
-		if (i)
-			sb_add(&out, " ", 1);
-		sb_add(&out, keys[i], strlen(keys[i]));
-		free(keys[i]);
-	}
-	return out.p;
 }
 
 /* ------------------------------------------------------------------ files */
@@ -1712,42 +1295,4 @@ char *h_log_wait(const char *path, long from, const char *a, const char *b, int 
 			return l;
 		h_sleep_ms(20);
 	}
-}
-
-/* ------------------------------------------------------------------ many sessions at once */
-
-int cl_fill(struct cl *c)
-{
-	int total = 0;
-	while (!c->eof) {
-		if (c->cap - c->len < 4096) {
-			c->cap = c->cap ? c->cap * 2 : 16384;
-			c->buf = realloc(c->buf, c->cap);
-			ck_assert(c->buf != NULL);
-		}
-		ssize_t k = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
-		if (k > 0) {
-			c->len += (size_t)k;
-			total += (int)k;
-		} else if (k == 0) {
-			c->eof = 1;
-		} else if (errno == EINTR) {
-			continue;
-		} else {
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				c->eof = 1;
-				c->err = errno;
-			}
-			break;
-		}
-	}
-	return total;
-}
-
-const char *cl_take_line_at(const char *file, int line, struct cl *c)
-{
-	if (!c->len || !memchr(c->buf, '\n', c->len))
-		return NULL;
-	/* a complete line is buffered: cl_line_at returns it without I/O */
-	return cl_line_at(file, line, c, 0);
 }

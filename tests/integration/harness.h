@@ -84,6 +84,8 @@ const char *h_built(const char *name);
 int h_free_port(void);
 /* A socket connected to 127.0.0.1:port, or -1 (errno set). */
 int h_connect_tcp(int port);
+/* A socket connected to the Unix socket path, or -1 (errno set). */
+int h_connect_unix(const char *path);
 
 /* ---- files ---- */
 /* Size of a file (0 when missing). */
@@ -184,16 +186,32 @@ int h_lockd_reloaded(int idx, long off);
 /* Wait (bounded) until it has. */
 void h_lockd_wait_reloaded(int idx, long off, int timeout_ms);
 
-/* ---- lockd protocol client ---- */
+/* ---- lockd protocol client (harness_client.c) ----
+ * A session is a liblockd client (lockd/client.h): requests go out through
+ * lockd_send(), replies and events come back through its callbacks into a
+ * queue of lines in the order lockd sent them (a HELD or STATS reply as
+ * its lines, END last). liblockd checks every line: CR LF at its end, no
+ * NUL byte, a reply only to a request, no event inside a multi-line
+ * reply; a fault fails the test. Bytes that are not requests as liblockd
+ * sends them (malformed ones, unfinished lines, bytes written to fd), and
+ * lines wanted with no request out, make the session raw: its lines are
+ * then queued as they come (checked all the same) for the test to pair
+ * with what it sent. */
+struct cl_qline;
+struct lockd_client;
 struct cl {
-	int fd;
-	char *buf;
-	size_t len, cap;
-	char *line;
-	int eof;
-	int err; /* errno of a failed recv (ECONNRESET) */
-	int nlost;
+	int fd;    /* the socket: for poll() and socket options, not to read */
+	int eof;   /* lockd closed the connection or reset it */
+	int nlost; /* LOST events cl_reply() passed over; the first 32: */
 	char lost[32][320];
+	/* the harness's own */
+	struct lockd_client *lc;
+	int raw;             /* lines are queued as they come */
+	int cut;             /* lockd closed in the middle of a line */
+	struct cl_qline *q;  /* lines read, not taken yet */
+	size_t qhead, qlen, qcap;
+	char *line;          /* the line taken last */
+	char fault[400];     /* what a callback found wrong */
 };
 struct cl *cl_tcp_at(const char *file, int line, int port);
 struct cl *cl_unix_at(const char *file, int line, const char *path);
@@ -202,14 +220,21 @@ struct cl *cl_unix_at(const char *file, int line, const char *path);
 /* Connect to lockd 0 over TCP. */
 #define cl_open() cl_tcp(h_lockd(0)->port)
 void cl_close(struct cl *c);
+/* Close c but keep its socket: returns it, blocking again (the caller's). */
+int cl_take_fd(struct cl *c);
 void cl_shutdown_wr(struct cl *c);
-/* Send raw bytes (all of them, bounded in time). */
+/* Why c ended (liblockd's words), "" while it is open. */
+const char *cl_error(const struct cl *c);
+/* Lines read and not taken yet. */
+size_t cl_queued(const struct cl *c);
+/* Send bytes (all of them, bounded in time): requests through liblockd
+ * when they are whole lines it would send as they are, else raw. */
 void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t n);
 #define cl_sendn(c, p, n) cl_sendn_at(__FILE__, __LINE__, (c), (p), (n))
 #define cl_send(c, s) cl_sendn_at(__FILE__, __LINE__, (c), (s), strlen(s))
-/* Next line without its "\r\n" (fails the test if it lacks the "\r");
- * NULL on timeout or EOF (then c->eof is set). The pointer stays valid
- * until the next read on c. */
+/* Next line without its "\r\n" (a line without it fails the test); NULL
+ * on timeout or EOF (then c->eof is set). The pointer stays valid until
+ * the next read on c. */
 const char *cl_line_at(const char *file, int line, struct cl *c, int timeout_ms);
 #define cl_line(c, t) cl_line_at(__FILE__, __LINE__, (c), (t))
 /* Next line that is not a LOST event (events are recorded in c->lost). */
@@ -279,13 +304,18 @@ char *cl_held_keys_at(const char *file, int line, struct cl *c);
 
 /* Fail the test at a caller's location. */
 #define h_fail_at(file, line, ...) _ck_assert_failed((file), (line), "Failed", __VA_ARGS__)
+/* Bytes in printable form, for failure messages ("\\r", "\\xNN"; four
+ * rotating static buffers). */
+const char *h_esc(const void *p, size_t n);
+/* Send all n bytes within timeout_ms; 0, or -1 (errno set). */
+int h_send_all(int fd, const void *p, size_t n, int timeout_ms);
 
 /* ---- many sessions in one poll loop (test_soak.c) ---- */
-/* Read what c's socket has now, without waiting; returns the bytes read
- * (sets c->eof at EOF or on an error). */
-int cl_fill(struct cl *c);
-/* The next complete line already read into c's buffer, without its
- * "\r\n" (checked as cl_line does), or NULL: no I/O. */
+/* Read what c's socket has now, without waiting; returns the lines read
+ * (sets c->eof at EOF or a reset). */
+int cl_fill_at(const char *file, int line, struct cl *c);
+#define cl_fill(c) cl_fill_at(__FILE__, __LINE__, (c))
+/* The next line already read (as cl_line() gives it), or NULL: no I/O. */
 const char *cl_take_line_at(const char *file, int line, struct cl *c);
 #define cl_take_line(c) cl_take_line_at(__FILE__, __LINE__, (c))
 

@@ -856,7 +856,7 @@ static void one_mb(struct cl *c)
 		}
 	}
 	ck_assert_msg(got, "no 'ERR PROTOCOL line too long' (sent %zu bytes, %s)", sent,
-		      c->eof ? (c->err ? strerror(c->err) : "EOF") : "timeout");
+		      c->eof ? cl_error(c) : "timeout");
 	const char *l = cl_line(c, 2000);
 	ck_assert_msg(l == NULL && c->eof, "connection not closed after a too long line");
 }
@@ -882,10 +882,7 @@ START_TEST(err_many_connections)
 	int fds[100];
 	for (int round = 0; round < 20; round++) {
 		for (int i = 0; i < 100; i++) {
-			struct cl *c = cl_open();
-			fds[i] = c->fd;
-			c->fd = -1;
-			cl_close(c);
+			fds[i] = cl_take_fd(cl_open());
 			if (i % 3 == 1)
 				send(fds[i], "PING\n", 5, MSG_NOSIGNAL);
 			else if (i % 3 == 2)

@@ -70,11 +70,7 @@ static long long stat_ll(struct cl *c, const char *name)
 /* A raw connection to lockd 0's TCP port (the fd is the caller's). */
 static int raw_open(void)
 {
-	struct cl *c = cl_open();
-	int fd = c->fd;
-	c->fd = -1;
-	cl_close(c);
-	return fd;
+	return cl_take_fd(cl_open());
 }
 
 /* Lines of lockd 0's log that contain a (and b unless NULL). */

@@ -686,7 +686,7 @@ START_TEST(lock_volume_observer)
 	int stop[2], res[2];
 	ck_assert_int_eq(pipe(stop), 0);
 	ck_assert_int_eq(pipe(res), 0);
-	struct cl *ob = cl_open();
+	int ob = cl_take_fd(cl_open());
 	pid_t me = getpid();
 	fflush(NULL);
 	pid_t kid = fork();
@@ -697,13 +697,11 @@ START_TEST(lock_volume_observer)
 			_exit(1);
 		close(stop[1]);
 		close(res[0]);
-		observer(ob->fd, stop[0], res[1]);
+		observer(ob, stop[0], res[1]);
 	}
 	close(stop[0]);
 	close(res[1]);
-	close(ob->fd);
-	ob->fd = -1;
-	cl_close(ob);
+	close(ob);
 
 	long rss_before = proc_kb(lpid, "VmRSS");
 	struct bulk bs[VOL_SESSIONS];

@@ -47,9 +47,8 @@ static void stats_get(struct cl *c, int n, const char *const *names, char **vals
 	cl_send(c, "STATS\n");
 	const char *l = cl_reply(c, H_TMO);
 	for (int k = 0;; k++) {
-		ck_assert_msg(l != NULL, "STATS: reply ended (%s%s%s) before END",
-		              c->eof ? "EOF" : "timeout", c->err ? ": " : "",
-		              c->err ? strerror(c->err) : "");
+		ck_assert_msg(l != NULL, "STATS: reply ended (%s) before END",
+		              c->eof ? cl_error(c) : "timeout");
 		if (strcmp(l, "END") == 0)
 			break;
 		ck_assert_msg(k < 10000 && strncmp(l, "STAT ", 5) == 0, "STATS: bad line '%s'", l);
@@ -464,7 +463,7 @@ static void run_round(struct run *r, int max_ms)
 			free(s->lines[j]);
 		}
 		s->nlines = 0;
-		if (s->c->eof && !(s->c->len && memchr(s->c->buf, '\n', s->c->len))) {
+		if (s->c->eof && !cl_queued(s->c)) {
 			run_bad(r, idx[k], "connection closed by lockd", NULL);
 			cl_close(s->c);
 			s->c = NULL;
