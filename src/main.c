@@ -333,6 +333,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (test_only) {
+		/* What start would refuse beyond the config itself: the TLS
+		 * certificates and keys must load. */
+		if (server_check_tls(&cfg, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s: %s\n", cfg_path ? cfg_path : "(built-in defaults)", err);
+			cfg_free(&cfg);
+			return 1;
+		}
 		warn_open(&cfg, stderr);
 		printf("%s: configuration OK\n", cfg_path ? cfg_path : "(built-in defaults)");
 		cfg_free(&cfg);

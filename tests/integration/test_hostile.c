@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -634,6 +635,54 @@ START_TEST(hostile_tls)
 }
 END_TEST
 
+/* lockd -t loads the TLS files as start would: a key that does not load
+ * fails -t, with the listener named. */
+START_TEST(hostile_tls_config_test)
+{
+#ifndef HAVE_TLS
+	fprintf(stderr, "hostile_tls_config_test: lockd was built without TLS: skipped\n");
+#else
+	if (system("openssl version >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "hostile_tls_config_test: no openssl command: skipped\n");
+		return;
+	}
+	sh("cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+	   "-keyout ca.key -out ca.pem -days 2 -subj /CN=lockd-test-ca >/dev/null 2>&1",
+	   h_dir());
+	make_cert("server", "127.0.0.1", 11);
+	sh("cd %s && printf 'not a key\\n' > bad.key", h_dir());
+	const char *bd = getenv("top_builddir");
+	char lockd[PATH_MAX], cmd[2 * PATH_MAX];
+	ck_assert(realpath(bd && *bd ? bd : ".", lockd) != NULL);
+	for (int bad = 1; bad >= 0; bad--) {
+		sh("cd %s && printf 'listen:\\n  - {address: \"127.0.0.1:1\", tls: {cert: %s/server.pem, "
+		   "key: %s/%s}}\\nredis:\\n  masters: [\"127.0.0.1:1\"]\\n' > t.yml",
+		   h_dir(), h_dir(), h_dir(), bad ? "bad.key" : "server.key");
+		snprintf(cmd, sizeof(cmd), "cd %s && %s/lockd -t -c t.yml > t.out 2>&1", h_dir(),
+			 lockd);
+		int rc = system(cmd);
+		char path[PATH_MAX], out[2048] = "";
+		snprintf(path, sizeof(path), "%s/t.out", h_dir());
+		FILE *f = fopen(path, "r");
+		ck_assert(f != NULL);
+		size_t n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		fclose(f);
+		if (bad) {
+			ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 1,
+				      "lockd -t with a bad TLS key: status %d, said: %s", rc, out);
+			ck_assert_msg(strstr(out, "listen 127.0.0.1:1") != NULL,
+				      "lockd -t does not name the listener: %s", out);
+		} else {
+			ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
+				      "lockd -t with good TLS files: status %d, said: %s", rc, out);
+			ck_assert_msg(strstr(out, "configuration OK") != NULL, "%s", out);
+		}
+	}
+#endif
+}
+END_TEST
+
 TCase *tc_hostile(void)
 {
 	TCase *tc = tcase_create("hostile");
@@ -649,5 +698,6 @@ TCase *tc_hostile(void)
 	H_ADD(tc, hostile_idle_timeout);
 	H_ADD(tc, hostile_emfile);
 	H_ADD(tc, hostile_tls);
+	H_ADD(tc, hostile_tls_config_test);
 	return tc;
 }
