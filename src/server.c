@@ -102,6 +102,9 @@ void server_peer_put(struct server_peer *p)
 	free(p);
 }
 
+/* A session of that address ended (session_new's on_free). */
+static void peer_put_cb(void *arg) { server_peer_put(arg); }
+
 static void resume_accepting(evutil_socket_t fd, short what, void *arg)
 {
 	for (int i = 0; i < nlisteners; i++)
@@ -188,7 +191,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		}
 		ip->sessions++;
 	}
-	if (!session_new(base, fd, peer, li->tls, ip)) {
+	if (!session_new(base, fd, peer, li->tls, ip ? peer_put_cb : NULL, ip)) {
 		log_warn("out of memory accepting a client");
 		server_peer_put(ip);
 		evutil_closesocket(fd);

@@ -26,7 +26,6 @@
 
 #include "log.h"
 #include "proto.h"
-#include "server.h"
 #include "session.h"
 #include "stats.h"
 #include "tls.h"
@@ -57,7 +56,8 @@ static void session_free(struct session *s)
 	bufferevent_free(s->bev);
 	event_free(s->resume);
 	event_free(s->timer);
-	server_peer_put(s->ip);
+	if (s->on_free)
+		s->on_free(s->on_free_arg);
 	free(s->key);
 	free(s);
 }
@@ -602,7 +602,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 struct session *session_new(struct event_base *base, int fd, const char *peer,
-			    struct ssl_ctx_st *tls, struct server_peer *ip)
+			    struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -627,7 +627,8 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 		return NULL;
 	}
 	s->tls = tls != NULL;
-	s->ip = ip;
+	s->on_free = on_free;
+	s->on_free_arg = on_free_arg;
 	s->line_us = s->active_us = now_us();
 	s->id = ++next_id;
 	s->authed = cfg->password[0] == '\0';

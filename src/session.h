@@ -11,7 +11,6 @@
 
 struct bufferevent;
 struct event_base;
-struct server_peer;
 struct ssl_ctx_st;
 
 enum sess_state {
@@ -34,7 +33,9 @@ struct session {
 	struct event *resume;  /* go on reading after a reply or a yield */
 	struct wq_link all;    /* on the list of all sessions */
 	char peer[64];
-	struct server_peer *ip; /* its address's session count; NULL: Unix socket */
+	void (*on_free)(void *arg); /* its listener's accounting (the sessions of its
+				       address), told when it is freed; or NULL */
+	void *on_free_arg;
 	int tls;                /* over TLS */
 	int replied;            /* a line was written to it: no more first-line checks */
 	int auth_failures;
@@ -52,10 +53,10 @@ struct session {
 extern const struct lt_ops session_lt_ops;
 
 /* Start a session on an accepted socket, over TLS with tls unless NULL.
- * It takes fd and ip (server_peer_put when it ends); on failure (NULL)
- * both stay the caller's. */
+ * It takes fd, and calls on_free(on_free_arg) (if set) when it is freed;
+ * on failure (NULL) fd stays the caller's and on_free is not called. */
 struct session *session_new(struct event_base *base, int fd, const char *peer,
-			    struct ssl_ctx_st *tls, struct server_peer *ip);
+			    struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg);
 /* Answer the current request (one line; "\r\n" is added) and go on. */
 void session_reply(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Write one line ("\r\n" is added) that does not end the request: an
