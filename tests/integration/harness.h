@@ -191,12 +191,12 @@ void h_lockd_wait_reloaded(int idx, long off, int timeout_ms);
  * lockd_send(), replies and events come back through its callbacks into a
  * queue of lines in the order lockd sent them (a HELD or STATS reply as
  * its lines, END last). liblockd checks every line: CR LF at its end, no
- * NUL byte, a reply only to a request, no event inside a multi-line
- * reply; a fault fails the test. Bytes that are not requests as liblockd
- * sends them (malformed ones, unfinished lines, bytes written to fd), and
- * lines wanted with no request out, make the session raw: its lines are
- * then queued as they come (checked all the same) for the test to pair
- * with what it sent. */
+ * NUL byte, no event inside a multi-line reply; a fault fails the test.
+ * A line that answers no request out (a greeting, the reply to bytes
+ * written to fd) is queued as it comes. Bytes that are not requests as
+ * liblockd sends them (malformed ones, unfinished lines) go out as they
+ * are and make the session raw: all its lines are then queued as they
+ * come (checked all the same), for the test to pair with what it sent. */
 struct cl_qline;
 struct lockd_client;
 struct cl {
@@ -206,7 +206,7 @@ struct cl {
 	char lost[32][320];
 	/* the harness's own */
 	struct lockd_client *lc;
-	int raw;             /* lines are queued as they come */
+	int raw;             /* all lines are queued as they come */
 	int cut;             /* lockd closed in the middle of a line */
 	struct cl_qline *q;  /* lines read, not taken yet */
 	size_t qhead, qlen, qcap;

@@ -4,17 +4,17 @@
  * events come through liblockd's callbacks into one queue of lines, in
  * the order lockd sent them; the tests read the queue (cl_reply() skips
  * and records LOST events, cl_line() does not). liblockd checks every
- * line: ended by CR LF, no NUL byte, at most 4 MB, a reply only where a
- * request is out, no event inside a multi-line reply; a line that breaks
- * one of these fails the test at the caller's line.
+ * line: ended by CR LF, no NUL byte, at most 4 MB, no event inside a
+ * multi-line reply; a line that breaks one of these fails the test at the
+ * caller's line.
  *
- * Raw sessions: bytes that are not requests as lockd_send() sends them (a
- * CR, a NUL byte, an empty or unfinished line), and lines wanted while no
- * request is out through liblockd (a greeting, an event read as a line,
- * bytes the test wrote to c->fd), cannot be paired with requests. From
- * then on the session is raw: liblockd still reads and checks each line,
- * but its line callback takes them all into the queue as they come, and
- * the test pairs them with what it sent. */
+ * Lines that answer no request liblockd has out (a greeting such as ERR
+ * LIMIT, the reply to bytes a test wrote to c->fd itself) are queued as
+ * they come, through liblockd's line callback. Bytes that are not requests
+ * as lockd_send() sends them (a CR, a NUL byte, an empty or unfinished
+ * line) go out as they are, and make the session raw: from then on every
+ * line is queued as it comes (still checked by liblockd), for the test to
+ * pair with what it sent. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -97,10 +97,14 @@ static void on_event(struct lockd_client *lc, const struct lockd_event *ev, void
 	q_push(c, ev->line, strlen(ev->line), 1);
 }
 
-/* Raw sessions: every line, as it comes. */
+/* Every line before liblockd reads it as a reply or an event: a raw
+ * session's lines, and lines that answer no request out, are queued here
+ * as they come. */
 static int on_line(struct lockd_client *lc, const char *line, size_t len, void *arg)
 {
 	struct cl *c = arg;
+	if (!c->raw && (lockd_pending(lc) > 0 || is_event(line)))
+		return 0;
 	q_push(c, line, len, is_event(line));
 	return 1;
 }
@@ -129,23 +133,12 @@ static void check(const char *file, int line, struct cl *c, int rc)
  * could be half read: then the test must read them first. */
 static void go_raw(const char *file, int line, struct cl *c)
 {
-	if (c->raw)
-		return;
-	if (lockd_status(c->lc) == LOCKD_OK && lockd_pending(c->lc) > 0)
+	if (!c->raw && lockd_status(c->lc) == LOCKD_OK && lockd_pending(c->lc) > 0)
 		h_fail_at(file, line,
 		          "harness: raw bytes while %zu requests sent through liblockd are "
 		          "unanswered; read their replies first",
 		          lockd_pending(c->lc));
-	lockd_set_line_callback(c->lc, on_line, c);
 	c->raw = 1;
-}
-
-/* A line is wanted and none is queued: with no request out through
- * liblockd, whatever comes answers none of its requests. */
-static void want_line(const char *file, int line, struct cl *c)
-{
-	if (!c->qlen && !c->raw && lockd_status(c->lc) == LOCKD_OK && lockd_pending(c->lc) == 0)
-		go_raw(file, line, c);
 }
 
 /* Wait until a line is queued, or deadline passed (then one last look
@@ -181,6 +174,7 @@ static struct cl *cl_new(const char *file, int line, int fd, const char *where)
 		h_fail_at(file, line, "%s", c->lc ? lockd_error(c->lc) : "out of memory");
 	c->fd = fd;
 	lockd_set_callbacks(c->lc, on_reply, on_event, c);
+	lockd_set_line_callback(c->lc, on_line, c);
 	return c;
 }
 
@@ -286,7 +280,6 @@ void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t
 const char *cl_line_at(const char *file, int line, struct cl *c, int timeout_ms)
 {
 	double deadline = h_now_ms() + timeout_ms;
-	want_line(file, line, c);
 	if (!wait_line(file, line, c, deadline))
 		return NULL;
 	int ev;
@@ -297,7 +290,6 @@ const char *cl_reply_at(const char *file, int line, struct cl *c, int timeout_ms
 {
 	double deadline = h_now_ms() + timeout_ms;
 	for (;;) {
-		want_line(file, line, c);
 		if (!wait_line(file, line, c, deadline))
 			return NULL;
 		int ev;
@@ -337,8 +329,6 @@ void cl_want_eof_at(const char *file, int line, struct cl *c, int timeout_ms)
 int cl_fill_at(const char *file, int line, struct cl *c)
 {
 	size_t before = c->qlen;
-	if (!c->raw && lockd_status(c->lc) == LOCKD_OK && lockd_pending(c->lc) == 0)
-		go_raw(file, line, c);
 	if (!c->eof)
 		check(file, line, c, lockd_step(c->lc));
 	return (int)(c->qlen - before);
