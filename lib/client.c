@@ -9,7 +9,14 @@
  * lines of the reply being read are copied into "acc"; a reply that a
  * lockd_call() waits for is handed over by swapping acc with "res", so it
  * outlives the step that read it without a copy. No allocation per
- * request once the buffers have grown to the traffic. */
+ * request once the buffers have grown to the traffic.
+ *
+ * TLS (when built with OpenSSL): the same buffers and loops, with
+ * SSL_read/SSL_write in place of recv/send, over a BIO of our own that
+ * uses recv and send(MSG_NOSIGNAL) on the client's fd. The handshake is
+ * a state of connecting (CS_HANDSHAKE); what OpenSSL wants (to read or
+ * to write) is what lockd_want() asks for, and bytes it has decrypted
+ * and not handed over make lockd_timeout_ms() 0. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -28,7 +35,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "lockd/client.h"
+
+#ifdef HAVE_TLS
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#endif
 
 #define MAX_ADDRS     8
 #define READ_MIN      512
@@ -36,6 +51,7 @@
 
 enum conn_state {
 	CS_CONNECTING, /* non-blocking connect in progress (addr[ai]) */
+	CS_HANDSHAKE,  /* connected; the TLS handshake is under way */
 	CS_OPEN,       /* connected; requests flow */
 	CS_FAILED,     /* status and err say why; only lockd_close() is left */
 };
@@ -103,6 +119,14 @@ struct lockd_client {
 	void *line_arg;
 	int depth; /* > 0 while a callback runs */
 	int close_pending;
+#ifdef HAVE_TLS
+	SSL_CTX *ctx;
+	SSL *ssl; /* NULL: plain */
+	BIO_METHOD *biom;
+	int tls_ww;       /* OpenSSL wants to write before it can go on */
+	int tls_has_cert; /* a client certificate was given */
+	int bio_eof;      /* recv() returned 0 */
+#endif
 };
 
 static int64_t mono_us(void)
@@ -546,13 +570,255 @@ static int dispatch(struct lockd_client *c)
 	return c->st == CS_FAILED ? c->status : 0;
 }
 
+/* ------------------------------------------------------------ TLS */
+
+#ifdef HAVE_TLS
+static int nbio_write(BIO *b, const char *p, int n)
+{
+	struct lockd_client *c = BIO_get_data(b);
+	ssize_t w;
+	BIO_clear_retry_flags(b);
+	do
+		w = send(c->fd, p, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
+	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		BIO_set_retry_write(b);
+	return (int)w;
+}
+
+static int nbio_read(BIO *b, char *p, int n)
+{
+	struct lockd_client *c = BIO_get_data(b);
+	ssize_t k;
+	BIO_clear_retry_flags(b);
+	do
+		k = recv(c->fd, p, (size_t)n, MSG_DONTWAIT);
+	while (k < 0 && errno == EINTR);
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		BIO_set_retry_read(b);
+	if (k == 0)
+		c->bio_eof = 1;
+	return (int)k;
+}
+
+static long nbio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+	struct lockd_client *c = BIO_get_data(b);
+	if (cmd == BIO_CTRL_FLUSH)
+		return 1;
+	if (cmd == BIO_CTRL_EOF)
+		return c && c->bio_eof;
+	return 0;
+}
+
+static int nbio_create(BIO *b)
+{
+	BIO_set_init(b, 1);
+	return 1;
+}
+
+/* Fail with LOCKD_ETLS: what, then OpenSSL's reason (or the certificate
+ * verification's). */
+static int tls_fail(struct lockd_client *c, const char *what)
+{
+	char reason[256] = "";
+	unsigned long e = ERR_peek_last_error();
+	long v = c->ssl ? SSL_get_verify_result(c->ssl) : X509_V_OK;
+	if (v != X509_V_OK)
+		snprintf(reason, sizeof(reason), "lockd's certificate did not verify: %s",
+		         X509_verify_cert_error_string(v));
+	else if (e)
+		snprintf(reason, sizeof(reason), "%s", ERR_reason_error_string(e));
+	else
+		snprintf(reason, sizeof(reason), "%s", errno ? strerror(errno) : "failed");
+	ERR_clear_error();
+	const char *hint = "";
+	if (!c->tls_has_cert && strstr(reason, "alert") && strstr(reason, "certificate"))
+		hint = " (lockd asks for a client certificate: tls_cert)";
+	return fail(c, LOCKD_ETLS, "%s: %s%s", what, reason, hint);
+}
+
+/* Make the context and the SSL of the client; name: what lockd's
+ * certificate must carry (NULL: only the chain is verified). */
+static int tls_setup(struct lockd_client *c, const struct lockd_opts *o, const char *name)
+{
+	char what[512];
+	ERR_clear_error();
+	if (o->tls_key && !o->tls_cert)
+		return fail(c, LOCKD_EARG, "TLS: a key (tls_key) without a certificate (tls_cert)");
+	c->ctx = SSL_CTX_new(TLS_client_method());
+	if (!c->ctx)
+		return tls_fail(c, "TLS: no context");
+	SSL_CTX_set_min_proto_version(c->ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(c->ctx,
+	                 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+#ifdef SSL_OP_IGNORE_UNEXPECTED_EOF
+	SSL_CTX_set_options(c->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+#endif
+	if (!o->tls_no_verify) {
+		SSL_CTX_set_verify(c->ctx, SSL_VERIFY_PEER, NULL);
+		int ok = o->tls_ca ? SSL_CTX_load_verify_locations(c->ctx, o->tls_ca, NULL)
+		                   : SSL_CTX_set_default_verify_paths(c->ctx);
+		if (ok != 1) {
+			snprintf(what, sizeof(what), "TLS: CA file %s",
+			         o->tls_ca ? o->tls_ca : "(the system's)");
+			return tls_fail(c, what);
+		}
+	}
+	if (o->tls_cert) {
+		const char *key = o->tls_key ? o->tls_key : o->tls_cert;
+		if (SSL_CTX_use_certificate_chain_file(c->ctx, o->tls_cert) != 1) {
+			snprintf(what, sizeof(what), "TLS: certificate %s", o->tls_cert);
+			return tls_fail(c, what);
+		}
+		if (SSL_CTX_use_PrivateKey_file(c->ctx, key, SSL_FILETYPE_PEM) != 1 ||
+		    SSL_CTX_check_private_key(c->ctx) != 1) {
+			snprintf(what, sizeof(what), "TLS: key %s", key);
+			return tls_fail(c, what);
+		}
+		c->tls_has_cert = 1;
+	}
+	c->ssl = SSL_new(c->ctx);
+	c->biom = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "lockd socket");
+	BIO *b = NULL;
+	if (c->ssl && c->biom && BIO_meth_set_write(c->biom, nbio_write) == 1 &&
+	    BIO_meth_set_read(c->biom, nbio_read) == 1 &&
+	    BIO_meth_set_ctrl(c->biom, nbio_ctrl) == 1 &&
+	    BIO_meth_set_create(c->biom, nbio_create) == 1)
+		b = BIO_new(c->biom);
+	if (!b) {
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+		return tls_fail(c, "TLS: no memory for the connection");
+	}
+	BIO_set_data(b, c);
+	SSL_set_bio(c->ssl, b, b);
+	if (name && *name) {
+		unsigned char ip[16];
+		int is_ip = inet_pton(AF_INET, name, ip) == 1 || inet_pton(AF_INET6, name, ip) == 1;
+		if (!is_ip)
+			SSL_set_tlsext_host_name(c->ssl, name);
+		if (!o->tls_no_verify &&
+		    (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), name)
+		           : SSL_set1_host(c->ssl, name)) != 1) {
+			snprintf(what, sizeof(what), "TLS: server name \"%s\"", name);
+			return tls_fail(c, what);
+		}
+	}
+	SSL_set_connect_state(c->ssl);
+	return 0;
+}
+
+/* Go on with the handshake; CS_OPEN once it is done. */
+static int tls_handshake(struct lockd_client *c)
+{
+	ERR_clear_error();
+	errno = 0;
+	int r = SSL_do_handshake(c->ssl);
+	if (r == 1) {
+		c->tls_ww = 0;
+		c->st = CS_OPEN;
+		return 0;
+	}
+	int e = SSL_get_error(c->ssl, r);
+	c->tls_ww = e == SSL_ERROR_WANT_WRITE;
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+		return 0;
+	char what[400];
+	snprintf(what, sizeof(what), "TLS handshake with %s", c->peer);
+	if (e == SSL_ERROR_SYSCALL && (errno == 0 || errno == ECONNRESET || errno == EPIPE) &&
+	    ERR_peek_last_error() == 0) {
+		errno = 0;
+		return fail(c, LOCKD_ETLS, "%s: lockd closed the connection (not a TLS listener?)",
+		            what);
+	}
+	return tls_fail(c, what);
+}
+
+/* As recv() and send() (-1 with errno EAGAIN: OpenSSL waits for the
+ * socket); a TLS error fails the client (-1, errno EPROTO). */
+static ssize_t tls_io(struct lockd_client *c, char *p, size_t n, int writing)
+{
+	int len = n > 0x40000000 ? 0x40000000 : (int)n;
+	ERR_clear_error();
+	errno = 0;
+	int r = writing ? SSL_write(c->ssl, p, len) : SSL_read(c->ssl, p, len);
+	if (r > 0) {
+		c->tls_ww = 0;
+		return r;
+	}
+	int e = SSL_get_error(c->ssl, r);
+	c->tls_ww = e == SSL_ERROR_WANT_WRITE;
+	switch (e) {
+	case SSL_ERROR_WANT_READ:
+	case SSL_ERROR_WANT_WRITE:
+		errno = EAGAIN;
+		return -1;
+	case SSL_ERROR_ZERO_RETURN:
+		if (writing) {
+			errno = EPIPE;
+			return -1;
+		}
+		return 0;
+	case SSL_ERROR_SYSCALL:
+		if (ERR_peek_last_error() == 0) {
+			if (errno == 0 && !writing)
+				return 0; /* EOF */
+			if (errno == 0)
+				errno = EPIPE;
+			return -1;
+		}
+		/* fall through */
+	default: {
+		char what[400];
+		snprintf(what, sizeof(what), "TLS with %s", c->peer);
+		tls_fail(c, what);
+		errno = EPROTO;
+		return -1;
+	}
+	}
+}
+#endif
+
+/* The TCP (or Unix) connection is up: TLS handshake, or open. */
+static int connected(struct lockd_client *c)
+{
+#ifdef HAVE_TLS
+	if (c->ssl) {
+		c->st = CS_HANDSHAKE;
+		return tls_handshake(c);
+	}
+#endif
+	c->st = CS_OPEN;
+	return 0;
+}
+
+static ssize_t io_send(struct lockd_client *c, const char *p, size_t n)
+{
+#ifdef HAVE_TLS
+	if (c->ssl)
+		return tls_io(c, (char *)p, n, 1);
+#endif
+	return send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static ssize_t io_recv(struct lockd_client *c, char *p, size_t n)
+{
+#ifdef HAVE_TLS
+	if (c->ssl)
+		return tls_io(c, p, n, 0);
+#endif
+	return recv(c->fd, p, n, MSG_DONTWAIT);
+}
+
 /* ------------------------------------------------------------ I/O */
 
 static int do_flush(struct lockd_client *c)
 {
 	while (c->st == CS_OPEN && c->out.off < c->out.len && !c->send_errno) {
-		ssize_t w = send(c->fd, c->out.p + c->out.off, c->out.len - c->out.off,
-		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = io_send(c, c->out.p + c->out.off, c->out.len - c->out.off);
+		if (c->st == CS_FAILED)
+			break;
 		if (w > 0) {
 			c->out.off += (size_t)w;
 			continue;
@@ -578,7 +844,9 @@ static int do_read(struct lockd_client *c)
 		if (c->in.cap - c->in.len < READ_MIN &&
 		    buf_reserve(&c->in, c->in.cap > READ_MIN ? c->in.cap / 2 : READ_MIN) != 0)
 			return fail(c, LOCKD_ENOMEM, "out of memory");
-		ssize_t k = recv(c->fd, c->in.p + c->in.len, c->in.cap - c->in.len, MSG_DONTWAIT);
+		ssize_t k = io_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
+		if (c->st == CS_FAILED)
+			return c->status;
 		if (k > 0) {
 			c->in.len += (size_t)k;
 			total += (size_t)k;
@@ -652,10 +920,8 @@ static int connect_next(struct lockd_client *c)
 		do
 			r = connect(c->fd, sa, c->alen[c->ai]);
 		while (r != 0 && errno == EINTR);
-		if (r == 0) {
-			c->st = CS_OPEN;
-			return 0;
-		}
+		if (r == 0)
+			return connected(c);
 		if (errno == EINPROGRESS) {
 			c->st = CS_CONNECTING;
 			return 0;
@@ -676,10 +942,8 @@ static int connect_check(struct lockd_client *c)
 	socklen_t l = sizeof(err);
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) != 0)
 		err = errno;
-	if (err == 0) {
-		c->st = CS_OPEN;
-		return 0;
-	}
+	if (err == 0)
+		return connected(c);
 	c->connect_errno = err;
 	c->ai++;
 	return connect_next(c);
@@ -690,11 +954,12 @@ static int check_deadlines(struct lockd_client *c)
 	if (c->st == CS_FAILED)
 		return c->status;
 	int64_t now = mono_us();
-	if (c->connect_deadline_us && (c->st == CS_CONNECTING || !c->authed) &&
+	if (c->connect_deadline_us && (c->st != CS_OPEN || !c->authed) &&
 	    now >= c->connect_deadline_us)
 		return fail(c, LOCKD_ETIMEDOUT,
-		            c->st == CS_CONNECTING ? "connect %s: no connection within %d ms"
-		                                   : "AUTH to %s: no reply within %d ms",
+		            c->st == CS_CONNECTING  ? "connect %s: no connection within %d ms"
+		            : c->st == CS_HANDSHAKE ? "TLS handshake with %s: not done within %d ms"
+		                                    : "AUTH to %s: no reply within %d ms",
 		            c->peer, c->connect_timeout_ms);
 	for (size_t i = 0; i < c->qlen; i++) {
 		struct pend *p = q_at(c, i);
@@ -792,6 +1057,38 @@ static int resolve(struct lockd_client *c, const struct lockd_opts *o)
 	return 0;
 }
 
+/* The name lockd's certificate must carry: tls_server_name, else host
+ * (without the brackets of an IPv6 literal), else none (Unix sockets). */
+static const char *server_name(const struct lockd_opts *o, int open_fd, char *buf, size_t n)
+{
+	if (o->tls_server_name && *o->tls_server_name)
+		return o->tls_server_name;
+	if (o->unix_path || (open_fd && !(o->host && *o->host)))
+		return NULL;
+	const char *host = o->host && *o->host ? o->host : LOCKD_DEFAULT_HOST;
+	size_t hl = strlen(host);
+	if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+		host++;
+		hl -= 2;
+	}
+	if (hl >= n)
+		return NULL;
+	memcpy(buf, host, hl);
+	buf[hl] = '\0';
+	return buf;
+}
+
+static int start_tls(struct lockd_client *c, const struct lockd_opts *o, const char *name)
+{
+#ifdef HAVE_TLS
+	return tls_setup(c, o, name);
+#else
+	(void)o;
+	(void)name;
+	return fail(c, LOCKD_ETLS, "TLS to %s: liblockd was built without TLS", c->peer);
+#endif
+}
+
 int lockd_connect_start(const struct lockd_opts *o, struct lockd_client **out)
 {
 	static const struct lockd_opts defaults;
@@ -808,6 +1105,10 @@ int lockd_connect_start(const struct lockd_opts *o, struct lockd_client **out)
 	int rc = resolve(c, o);
 	if (rc == 0)
 		rc = start_auth(c, o->password);
+	if (rc == 0 && o->tls) {
+		char name[256];
+		rc = start_tls(c, o, server_name(o, 0, name, sizeof(name)));
+	}
 	if (rc == 0)
 		rc = connect_next(c);
 	return rc;
@@ -831,7 +1132,16 @@ int lockd_open_fd(int fd, const struct lockd_opts *o, struct lockd_client **out)
 	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
 		return fail(c, LOCKD_EARG, "fd %d: %s", fd, strerror(errno));
-	return start_auth(c, o ? o->password : NULL);
+	int rc = start_auth(c, o ? o->password : NULL);
+	if (rc == 0 && o && o->tls) {
+		char name[256];
+		if (c->connect_timeout_ms > 0)
+			c->connect_deadline_us = mono_us() + (int64_t)c->connect_timeout_ms * 1000;
+		rc = start_tls(c, o, server_name(o, 1, name, sizeof(name)));
+		if (rc == 0)
+			rc = connected(c);
+	}
+	return rc;
 }
 
 int lockd_step(struct lockd_client *c)
@@ -842,6 +1152,10 @@ int lockd_step(struct lockd_client *c)
 		return LOCKD_ESTATE;
 	if (c->st == CS_CONNECTING)
 		connect_check(c);
+#ifdef HAVE_TLS
+	if (c->st == CS_HANDSHAKE)
+		tls_handshake(c);
+#endif
 	do_flush(c);
 	do_read(c);
 	if (c->close_pending && c->depth == 0) {
@@ -873,6 +1187,10 @@ short lockd_want(const struct lockd_client *c)
 		return 0;
 	if (c->st == CS_CONNECTING || c->out.off < c->out.len)
 		return POLLIN | POLLOUT;
+#ifdef HAVE_TLS
+	if (c->tls_ww)
+		return POLLIN | POLLOUT;
+#endif
 	return POLLIN;
 }
 
@@ -881,7 +1199,11 @@ int lockd_timeout_ms(const struct lockd_client *c)
 	if (!c || c->st == CS_FAILED)
 		return -1;
 	int64_t d = 0;
-	if (c->connect_deadline_us && (c->st == CS_CONNECTING || !c->authed))
+#ifdef HAVE_TLS
+	if (c->ssl && c->st == CS_OPEN && SSL_has_pending(c->ssl))
+		return 0; /* decrypted bytes wait in OpenSSL, not in the socket */
+#endif
+	if (c->connect_deadline_us && (c->st != CS_OPEN || !c->authed))
 		d = c->connect_deadline_us;
 	for (size_t i = 0; i < c->qlen; i++) {
 		const struct pend *p = &c->q[(c->qhead + i) % c->qcap];
@@ -1069,6 +1391,17 @@ void lockd_close(struct lockd_client *c)
 		c->close_pending = 1;
 		return;
 	}
+#ifdef HAVE_TLS
+	if (c->ssl) {
+		ERR_clear_error();
+		if (c->fd >= 0 && c->st == CS_OPEN && SSL_is_init_finished(c->ssl))
+			SSL_shutdown(c->ssl); /* close_notify, as far as the socket takes it */
+		SSL_free(c->ssl);
+		ERR_clear_error();
+	}
+	SSL_CTX_free(c->ctx);
+	BIO_meth_free(c->biom);
+#endif
 	if (c->fd >= 0)
 		close(c->fd);
 	if (c->out.p)
@@ -1096,7 +1429,17 @@ static const struct {
     {LOCKD_EPROTO, "LOCKD_EPROTO", "lockd broke the protocol"},
     {LOCKD_EAUTH, "LOCKD_EAUTH", "lockd refused the password"},
     {LOCKD_ESTATE, "LOCKD_ESTATE", "not allowed in this state"},
+    {LOCKD_ETLS, "LOCKD_ETLS", "TLS failed (certificate, handshake, or no TLS built in)"},
 };
+
+int lockd_tls_available(void)
+{
+#ifdef HAVE_TLS
+	return 1;
+#else
+	return 0;
+#endif
+}
 
 const char *lockd_status_name(int status)
 {

@@ -53,6 +53,10 @@ enum lockd_status {
 	LOCKD_EAUTH = -8,     /* lockd refused the password (or asks for one) */
 	LOCKD_ESTATE = -9,    /* not allowed now: lockd_call() from a callback or
 	                         with requests of lockd_send() unanswered */
+	LOCKD_ETLS = -10,     /* TLS failed: lockd's certificate did not verify, lockd
+	                         refused ours (or asked for one), a file of tls_ca,
+	                         tls_cert or tls_key did not load, or liblockd was
+	                         built without TLS (lockd_tls_available()) */
 };
 
 /* Where and how to connect. Zeroed fields take the defaults. */
@@ -64,6 +68,20 @@ struct lockd_opts {
 	const char *password;   /* set: AUTH with it first (one token, no blanks) */
 	int connect_timeout_ms; /* 0: LOCKD_CONNECT_TIMEOUT_MS; < 0: none. Covers AUTH. */
 	size_t max_line;        /* 0: LOCKD_MAX_LINE; longest reply line accepted */
+	/* TLS (appended: version 1 of the interface, libtool 1:0:1). The
+	 * handshake is part of connecting: connect_timeout_ms covers it. */
+	int tls;                     /* 1: speak TLS (a lockd listener with tls:) */
+	const char *tls_ca;          /* PEM file of the CAs that sign lockd's certificate;
+	                                NULL: the system's default CAs */
+	const char *tls_cert;        /* PEM client certificate (chain), for a listener
+	                                with a ca; NULL: none */
+	const char *tls_key;         /* its private key (PEM); NULL: in tls_cert */
+	const char *tls_server_name; /* the name lockd's certificate must carry (and the
+	                                SNI); NULL: host (a name, or an IP address to be
+	                                found in its subjectAltName). With unix_path or
+	                                lockd_open_fd() and no name, only the chain is
+	                                verified */
+	int tls_no_verify;           /* 1: do not verify lockd's certificate (tests) */
 };
 
 enum lockd_kind {
@@ -124,7 +142,10 @@ int lockd_connect(const struct lockd_opts *o, struct lockd_client **out);
  * be queued at once. Same return and *out rules as lockd_connect(). */
 int lockd_connect_start(const struct lockd_opts *o, struct lockd_client **out);
 /* Use a connected stream socket (made non-blocking; closed by
- * lockd_close()). o may be NULL; only password and max_line are used. */
+ * lockd_close()). o may be NULL; only password, max_line, the tls_
+ * fields and host (the name to verify when tls_server_name is NULL) are
+ * used; with tls the handshake starts at once and lockd_step() goes on
+ * with it. */
 int lockd_open_fd(int fd, const struct lockd_opts *o, struct lockd_client **out);
 /* Close the connection (the session ends, its locks are released) and
  * free the client. From inside a callback, the client is freed when
@@ -201,6 +222,9 @@ const char *lockd_error(const struct lockd_client *c);
 /* The name of a status ("LOCKD_ETIMEDOUT") and a short description. */
 const char *lockd_status_name(int status);
 const char *lockd_strerror(int status);
+/* 1 when liblockd was built with TLS (OpenSSL), else 0: then connecting
+ * with lockd_opts.tls fails with LOCKD_ETLS. */
+int lockd_tls_available(void);
 /* "127.0.0.1:7390", "[::1]:7390" or "unix:PATH": the peer, for messages. */
 const char *lockd_peer(const struct lockd_client *c);
 
