@@ -35,6 +35,8 @@
 #define DEFAULT_REPLY_MS 10000 /* one-shot reply timeout, on top of a WAIT */
 #define PASSWORD_MAX     256
 
+enum { OPT_TLS = 256, OPT_CACERT, OPT_CERT, OPT_KEY }; /* long options without a letter */
+
 const char *lc_prog = "lockctl";
 
 void lc_err(const char *fmt, ...)
@@ -62,7 +64,9 @@ long long lc_number(const char *s, long long min, long long max)
 
 int lc_conn_exit(int status)
 {
-	return status == LOCKD_EPROTO ? LC_EXIT_PROTOCOL : LC_EXIT_UNAVAILABLE;
+	return status == LOCKD_EPROTO ? LC_EXIT_PROTOCOL
+	       : status == LOCKD_ETLS ? LC_EXIT_TLS
+	                              : LC_EXIT_UNAVAILABLE;
 }
 
 int64_t lc_now_us(void)
@@ -90,12 +94,18 @@ static void usage(FILE *f)
 	    "               Given as an argument, it is briefly visible to ps: prefer the others\n"
 	    "  -T ms        how long to wait for a reply (default %d, plus WAIT; LOCK without\n"
 	    "               WAIT: no limit)\n"
+	    "  --tls        speak TLS (LOCKD_TLS=1); lockd's certificate is verified\n"
+	    "  --cacert F   the CAs of lockd's certificate, PEM (LOCKD_CACERT; default: the\n"
+	    "               system's)\n"
+	    "  --cert F     a client certificate, PEM (LOCKD_CERT), for a listener with a ca\n"
+	    "  --key F      its key, PEM (LOCKD_TLS_KEY; default: in --cert's file)\n"
+	    "               (--cacert, --cert and --key imply --tls)\n"
 	    "  --help, --version\n"
 	    "\n"
 	    "COMMAND is a lockd request (PING, LOCK, TRYLOCK, UNLOCK, EXTEND, STATUS, HELD,\n"
 	    "STATS, ...); it runs in a session of its own, which ends when lockctl exits.\n"
 	    "Exit status: 0 OK/PONG/FREE/HELD/lists, 1 BUSY/TIMEOUT/ERR, 2 usage,\n"
-	    "69 lockd cannot be reached. See lockctl(1) for run.\n",
+	    "69 lockd cannot be reached, 77 TLS failed. See lockctl(1) for run.\n",
 	    LOCKD_DEFAULT_HOST, LOCKD_DEFAULT_PORT, DEFAULT_REPLY_MS);
 }
 
@@ -573,8 +583,14 @@ int main(int argc, char **argv)
 	static const struct option longs[] = {
 	    {"help", no_argument, NULL, 'H'},
 	    {"version", no_argument, NULL, 'V'},
+	    {"tls", no_argument, NULL, OPT_TLS},
+	    {"cacert", required_argument, NULL, OPT_CACERT},
+	    {"cert", required_argument, NULL, OPT_CERT},
+	    {"key", required_argument, NULL, OPT_KEY},
 	    {NULL, 0, NULL, 0},
 	};
+	const char *cacert = NULL, *cert = NULL, *key = NULL;
+	int tls = 0;
 	struct lc_conn conn = {0};
 	const char *host = NULL, *port = NULL, *sock = NULL;
 	char *password = NULL;
@@ -606,6 +622,18 @@ int main(int argc, char **argv)
 				return usage_error("-T %s: want milliseconds, 1 to 2147483647",
 				                   optarg);
 			break;
+		case OPT_TLS:
+			tls = 1;
+			break;
+		case OPT_CACERT:
+			cacert = optarg;
+			break;
+		case OPT_CERT:
+			cert = optarg;
+			break;
+		case OPT_KEY:
+			key = optarg;
+			break;
 		case 'H':
 			usage(stdout);
 			return LC_EXIT_OK;
@@ -613,6 +641,8 @@ int main(int argc, char **argv)
 			printf("lockctl %s (lockd protocol 1)\n", PACKAGE_VERSION);
 			return LC_EXIT_OK;
 		case ':':
+			if (optopt >= OPT_TLS)
+				return usage_error("option %s needs a value", argv[optind - 1]);
 			return usage_error("option -%c needs a value", optopt);
 		default:
 			if (optopt)
@@ -657,6 +687,36 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	conn.o.password = password;
+	/* TLS: options over LOCKD_TLS, LOCKD_CACERT, LOCKD_CERT, LOCKD_TLS_KEY */
+	if (!tls) {
+		const char *e = getenv("LOCKD_TLS");
+		if (e && *e && strcmp(e, "0") != 0) {
+			if (strcmp(e, "1") != 0) {
+				ex = usage_error("LOCKD_TLS=%s: want 1 (TLS) or 0", e);
+				goto out;
+			}
+			tls = 1;
+		}
+	}
+	if (!cacert)
+		cacert = getenv("LOCKD_CACERT");
+	if (!cert)
+		cert = getenv("LOCKD_CERT");
+	if (!key)
+		key = getenv("LOCKD_TLS_KEY"); /* LOCKD_KEY is the lock's key, for run's CMD */
+	conn.o.tls_ca = cacert && *cacert ? cacert : NULL;
+	conn.o.tls_cert = cert && *cert ? cert : NULL;
+	conn.o.tls_key = key && *key ? key : NULL;
+	conn.o.tls = tls || conn.o.tls_ca || conn.o.tls_cert || conn.o.tls_key;
+	if (conn.o.tls_key && !conn.o.tls_cert) {
+		ex = usage_error("--key (LOCKD_TLS_KEY) without --cert (LOCKD_CERT)");
+		goto out;
+	}
+	if (conn.o.tls && !lockd_tls_available()) {
+		lc_err("TLS: lockctl was built without TLS (configure --with-tls)");
+		ex = LC_EXIT_TLS;
+		goto out;
+	}
 
 	argc -= optind;
 	argv += optind;

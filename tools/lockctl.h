@@ -19,6 +19,7 @@ enum lc_exit {
 	LC_EXIT_OSERR = 71,        /* run: fork, signals or pipes failed */
 	LC_EXIT_NOLOCK = 75,       /* run: the lock could not be had (the default of -E) */
 	LC_EXIT_PROTOCOL = 76,     /* lockd sent what protocol version 1 does not allow */
+	LC_EXIT_TLS = 77,          /* TLS failed: a certificate refused (lockd's or ours) */
 	LC_EXIT_CANNOT_EXEC = 126, /* run: CMD is not executable */
 	LC_EXIT_NOT_FOUND = 127,   /* run: CMD was not found */
 };
@@ -34,7 +35,7 @@ extern const char *lc_prog;
 void lc_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Parse a decimal number in [min, max]; -1 if s is not one. */
 long long lc_number(const char *s, long long min, long long max);
-/* The exit status that a failed connection gets (UNAVAILABLE or PROTOCOL). */
+/* The exit status that a failed connection gets (UNAVAILABLE, PROTOCOL or TLS). */
 int lc_conn_exit(int status);
 /* Monotonic microseconds. */
 int64_t lc_now_us(void);

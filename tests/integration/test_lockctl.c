@@ -5,6 +5,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "config.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +39,7 @@ struct proc {
  * after unsetting every LOCKD_ variable it reads. */
 struct lc_args {
 	const char *argv[64];
-	const char *env[16];
+	const char *env[24];
 };
 
 static void lc_args(struct lc_args *a, const char *const *env, const char *const *args)
@@ -47,12 +49,13 @@ static void lc_args(struct lc_args *a, const char *const *env, const char *const
 	for (; args[argc - 1] && argc < 63; argc++)
 		a->argv[argc] = args[argc - 1];
 	a->argv[argc] = NULL;
-	static const char *const unset[] = {"LOCKD_HOST=", "LOCKD_PORT=", "LOCKD_SOCKET=",
-	                                    "LOCKD_PASSWORD="};
-	for (size_t i = 0; i < 4; i++)
+	static const char *const unset[] = {
+	    "LOCKD_HOST=", "LOCKD_PORT=",   "LOCKD_SOCKET=", "LOCKD_PASSWORD=",
+	    "LOCKD_TLS=",  "LOCKD_CACERT=", "LOCKD_CERT=",   "LOCKD_TLS_KEY="};
+	for (size_t i = 0; i < 8; i++)
 		a->env[n++] = unset[i];
 	for (int i = 0; env && env[i]; i++) {
-		ck_assert(n < 15);
+		ck_assert(n < 23);
 		a->env[n++] = env[i];
 	}
 	a->env[n] = NULL;
@@ -798,6 +801,142 @@ START_TEST(lockctl_prompt)
 }
 END_TEST
 
+/* ------------------------------------------------------------ TLS */
+
+#ifdef HAVE_TLS
+static void tls_sh(const char *cmd)
+{
+	char b[2048];
+	snprintf(b, sizeof(b), "cd %s && { %s; } >/dev/null 2>&1", h_dir(), cmd);
+	ck_assert_msg(system(b) == 0, "%s failed", b);
+}
+
+/* ca.pem; server.pem for 127.0.0.1 (CN and subjectAltName) and
+ * client.pem, both signed by ca; other.pem, a CA of its own. */
+static void tls_certs(void)
+{
+	const char *ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+	         "openssl req -x509 %s -keyout ca.key -out ca.pem -days 2 -subj /CN=lctl-ca && "
+	         "openssl req -x509 %s -keyout other.key -out other.pem -days 2 -subj /CN=other && "
+	         "echo subjectAltName=IP:127.0.0.1 > san.ext",
+	         ec, ec);
+	tls_sh(cmd);
+	const char *names[] = {"server", "127.0.0.1", "san.ext", "client", "client-1", "/dev/null"};
+	for (int i = 0; i < 6; i += 3) {
+		snprintf(
+		    cmd, sizeof(cmd),
+		    "openssl req %s -keyout %s.key -out %s.csr -subj /CN=%s && openssl x509 -req "
+		    "-in %s.csr -CA ca.pem -CAkey ca.key -set_serial %d -days 2 -extfile %s "
+		    "-out %s.pem",
+		    ec, names[i], names[i], names[i + 1], names[i], i + 2, names[i + 2], names[i]);
+		tls_sh(cmd);
+	}
+}
+
+static const char *tls_path(char *b, size_t n, const char *name)
+{
+	snprintf(b, n, "%s/%s", h_dir(), name);
+	return b;
+}
+#endif
+
+/* lockctl over TLS to a listener that wants client certificates: with
+ * one (options, and the environment), without one (refused: 77), with a
+ * CA that did not sign lockd's certificate (77), and `lockctl run`
+ * holding its lock over TLS while CMD runs. */
+START_TEST(lockctl_tls)
+{
+#ifndef HAVE_TLS
+	fprintf(stderr, "lockctl_tls: lockd was built without TLS: skipped\n");
+#else
+	if (system("openssl version >/dev/null 2>&1") != 0) {
+		fprintf(stderr, "lockctl_tls: no openssl command: skipped\n");
+		return;
+	}
+	tls_certs();
+	char tls[1200], ca[PATH_MAX], other[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+	snprintf(tls, sizeof(tls), "cert: %s/server.pem, key: %s/server.key, ca: %s/ca.pem",
+	         h_dir(), h_dir(), h_dir());
+	struct h_opts o = {.tls = tls};
+	h_std(&o);
+	tls_path(ca, sizeof(ca), "ca.pem");
+	tls_path(other, sizeof(other), "other.pem");
+	tls_path(cert, sizeof(cert), "client.pem");
+	tls_path(key, sizeof(key), "client.key");
+	char tp[16];
+	snprintf(tp, sizeof(tp), "%d", h_lockd(0)->tls_port);
+	char *out, *err;
+
+	/* a client certificate: a session like any other */
+	const char *a1[] = {"-p",    tp,  "--cacert", ca,    "--cert", cert,
+	                    "--key", key, "PING",     "tls", NULL};
+	int st = lc_sync(NULL, NULL, &out, &err, a1);
+	ck_assert_msg(st == 0, "status %d, stderr '%s'", st, err);
+	ck_assert_str_eq(out, "PONG tls\n");
+	free(out);
+	free(err);
+	/* the same from the environment */
+	char e_ca[PATH_MAX + 20], e_cert[PATH_MAX + 20], e_key[PATH_MAX + 20], e_port[40];
+	snprintf(e_ca, sizeof(e_ca), "LOCKD_CACERT=%s", ca);
+	snprintf(e_cert, sizeof(e_cert), "LOCKD_CERT=%s", cert);
+	snprintf(e_key, sizeof(e_key), "LOCKD_TLS_KEY=%s", key);
+	snprintf(e_port, sizeof(e_port), "LOCKD_PORT=%s", tp);
+	const char *env[] = {"LOCKD_TLS=1", e_ca, e_cert, e_key, e_port, NULL};
+	const char *a2[] = {"LOCK", "tk", "WAIT", "1000", NULL};
+	st = lc_sync(NULL, env, &out, &err, a2);
+	ck_assert_msg(st == 0 && strncmp(out, "OK ", 3) == 0, "status %d, stdout '%s' stderr '%s'",
+	              st, out, err);
+	free(out);
+	free(err);
+
+	/* no client certificate: lockd refuses the session */
+	const char *a3[] = {"-p", tp, "--tls", "--cacert", ca, "PING", NULL};
+	st = lc_sync(NULL, NULL, &out, &err, a3);
+	ck_assert_msg(st == 77 && strstr(err, "client certificate") && !strstr(out, "PONG"),
+	              "no certificate: status %d, stdout '%s' stderr '%s'", st, out, err);
+	free(out);
+	free(err);
+	/* lockd's certificate is not signed by the CA given */
+	const char *a4[] = {"-p", tp,      "--cacert", other,  "--cert",
+	                    cert, "--key", key,        "PING", NULL};
+	st = lc_sync(NULL, NULL, &out, &err, a4);
+	ck_assert_msg(st == 77 && strstr(err, "did not verify"),
+	              "another CA: status %d, stdout '%s' stderr '%s'", st, out, err);
+	free(out);
+	free(err);
+	/* a key without its certificate is a usage error */
+	const char *a5[] = {"-p", tp, "--key", key, "PING", NULL};
+	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, a5), 2);
+
+	/* run, settings from the environment: the lock is held over TLS while
+	 * CMD runs (a lockctl in CMD, with run's LOCKD_KEY set, asks lockd
+	 * over TLS too), and released after */
+	char mark[PATH_MAX], cmd[3 * PATH_MAX + 64];
+	snprintf(mark, sizeof(mark), "%s/tls-run", h_dir());
+	snprintf(cmd, sizeof(cmd),
+	         "%s STATUS \"$LOCKD_KEY\" > %s.tmp 2>&1; mv %s.tmp %s; sleep 0.2",
+	         h_built("lockctl"), mark, mark, mark);
+	const char *a6[] = {"run", "tjob", "--", "sh", "-c", cmd, NULL};
+	struct proc p;
+	spawn_lc(&p, NULL, env, a6);
+	wait_file(mark, 5000);
+	out = slurp(mark);
+	ck_assert_msg(strncmp(out, "HELD ", 5) == 0, "STATUS over TLS while CMD runs: '%s'", out);
+	free(out);
+	const char *a7[] = {"-p", port(), "STATUS", "tjob", NULL};
+	st = wait_lc(&p, RUN_TMO);
+	err = slurp(p.err);
+	ck_assert_msg(st == 0, "run: status %d, stderr '%s'", st, err);
+	free(err);
+	ck_assert_int_eq(lc_sync(NULL, NULL, &out, NULL, a7), 0);
+	ck_assert_str_eq(out, "FREE\n");
+	free(out);
+#endif
+}
+END_TEST
+
 TCase *tc_lockctl(void)
 {
 	TCase *tc = tcase_create("lockctl");
@@ -815,5 +954,6 @@ TCase *tc_lockctl(void)
 	H_ADD(tc, lockctl_run_lockd_silent);
 	H_ADD(tc, lockctl_run_killed);
 	H_ADD(tc, lockctl_prompt);
+	H_ADD(tc, lockctl_tls);
 	return tc;
 }
