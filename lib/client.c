@@ -116,6 +116,7 @@ struct lockd_client {
 	lockd_event_cb *on_event;
 	void *arg;
 	lockd_line_cb *on_line;
+	uint64_t handed; /* replies, events and lines handed to the caller so far */
 	void *line_arg;
 	int depth; /* > 0 while a callback runs */
 	int close_pending;
@@ -454,6 +455,7 @@ static void reply_done(struct lockd_client *c)
 		struct lockd_reply r;
 		build_reply(&r, &c->acc, p.list, lat);
 		c->depth++;
+		c->handed++;
 		c->on_reply(c, &r, p.tag, c->arg);
 		c->depth--;
 	}
@@ -493,6 +495,7 @@ static int handle_event(struct lockd_client *c, const char *line, size_t n)
 		}
 	}
 	c->depth++;
+	c->handed++;
 	c->on_event(c, &ev, c->arg);
 	c->depth--;
 	return 0;
@@ -503,6 +506,7 @@ static int handle_line(struct lockd_client *c, const char *line, size_t n)
 {
 	char e[128];
 	if (c->on_line) {
+		c->handed++;
 		c->depth++;
 		int took = c->on_line(c, line, n, c->line_arg);
 		c->depth--;
@@ -1279,9 +1283,12 @@ int lockd_wait(struct lockd_client *c, int timeout_ms)
 		return LOCKD_EARG;
 	if (c->depth)
 		return LOCKD_ESTATE;
+	uint64_t before = c->handed;
 	int rc = lockd_step(c);
 	if (rc != 0)
 		return rc;
+	if (c->handed != before)
+		return 0; /* what was already read was handed over: no need to wait */
 	poll_once(c, timeout_ms);
 	return lockd_step(c);
 }

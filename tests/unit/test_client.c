@@ -220,6 +220,29 @@ START_TEST(events_between_replies)
 }
 END_TEST
 
+/* lockd_wait hands over what has already arrived without waiting out its
+ * timeout; with nothing there, it waits once. */
+START_TEST(wait_returns_with_what_arrived)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	peer_write(peer, "LOST a 7\r\n");
+	double t0 = now_ms();
+	ck_assert_int_eq(lockd_wait(c, 3000), LOCKD_OK);
+	ck_assert_str_eq(s.log, "E:a/7 ");
+	ck_assert_msg(now_ms() - t0 < 1000, "lockd_wait took %.0f ms with an event there",
+		      now_ms() - t0);
+	t0 = now_ms();
+	ck_assert_int_eq(lockd_wait(c, 200), LOCKD_OK);
+	ck_assert_msg(now_ms() - t0 >= 150, "lockd_wait returned after %.0f ms with nothing",
+		      now_ms() - t0);
+	ck_assert_int_eq(s.nevents, 1);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
 START_TEST(error_replies_parsed)
 {
 	int peer;
@@ -1022,6 +1045,7 @@ Suite *client_suite(void)
 	tcase_add_test(tc, request_bytes_and_pipelining);
 	tcase_add_test(tc, split_replies);
 	tcase_add_test(tc, events_between_replies);
+	tcase_add_test(tc, wait_returns_with_what_arrived);
 	tcase_add_test(tc, error_replies_parsed);
 	tcase_add_test(tc, multi_line_replies);
 	tcase_add_test(tc, event_inside_list);
