@@ -819,6 +819,17 @@ static int dyn_args(struct rl_call *c, int argc, size_t bytes)
 	return 0;
 }
 
+/* Copy n bytes of v to p (NUL-terminated) as argument at of a batch call;
+ * returns where the next copy goes. */
+static char *put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n)
+{
+	memcpy(p, v, n);
+	p[n] = '\0';
+	c->dargv[at] = p;
+	c->dargvlen[at] = n;
+	return p + n + 1;
+}
+
 struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
 			 void *owner)
 {
@@ -860,15 +871,10 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->dargv[a] = c->leasebuf;
 	c->dargvlen[a++] = strlen(c->leasebuf);
-	for (int k = 0; k < n; k++) {
-		/* The token is copied: a resend after NOSCRIPT must carry the
-		 * token of this call, whatever the key's entry holds by then. */
-		memcpy(p, items[k].token, TOKEN_LEN);
-		p[TOKEN_LEN] = '\0';
-		c->dargv[a] = p;
-		c->dargvlen[a++] = TOKEN_LEN;
-		p += TOKEN_LEN + 1;
-	}
+	/* The token is copied: a resend after NOSCRIPT must carry the token
+	 * of this call, whatever the key's entry holds by then. */
+	for (int k = 0; k < n; k++)
+		p = put_copy(c, a++, p, items[k].token, TOKEN_LEN);
 	for (int k = 0; k < n; k++) {
 		c->dargv[a] = kind_arg(items[k].hold, items[k].permit);
 		c->dargvlen[a++] = 1;
@@ -936,20 +942,10 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	c->dargv[a] = reserve_ms;
 	c->dargvlen[a++] = strlen(reserve_ms);
 	/* Copies: a master may resend (NOSCRIPT) after the verdict. */
-	for (int k = 0; k < n; k++) {
-		memcpy(p, items[k].token, TOKEN_LEN);
-		p[TOKEN_LEN] = '\0';
-		c->dargv[a] = p;
-		c->dargvlen[a++] = TOKEN_LEN;
-		p += TOKEN_LEN + 1;
-	}
-	for (int k = 0; k < n; k++) {
-		memcpy(p, items[k].key, items[k].klen);
-		p[items[k].klen] = '\0';
-		c->dargv[a] = p;
-		c->dargvlen[a++] = items[k].klen;
-		p += items[k].klen + 1;
-	}
+	for (int k = 0; k < n; k++)
+		p = put_copy(c, a++, p, items[k].token, TOKEN_LEN);
+	for (int k = 0; k < n; k++)
+		p = put_copy(c, a++, p, items[k].key, items[k].klen);
 	for (int k = 0; k < n; k++) {
 		c->dargv[a] = kind_arg(items[k].hold, items[k].permit);
 		c->dargvlen[a++] = 1;
