@@ -830,41 +830,25 @@ END_TEST
  * end'" with the log at log; returns its pid (it dies with the test). */
 static pid_t spawn_run(const char *opt, const char *optval, const char *key, const char *log)
 {
-	char bin[PATH_MAX], rel[PATH_MAX], port[16], script[2 * PATH_MAX + 64];
-	const char *bd = getenv("top_builddir");
-	snprintf(rel, sizeof(rel), "%s/lockctl", bd && *bd ? bd : ".");
-	if (!realpath(rel, bin))
-		snprintf(bin, sizeof(bin), "%s", rel);
-	ck_assert_msg(access(bin, X_OK) == 0, "%s is missing (build it first)", bin);
+	char port[16], script[2 * PATH_MAX + 64];
 	snprintf(port, sizeof(port), "%d", h_lockd(0)->port);
 	snprintf(script, sizeof(script), "echo start >> %s; sleep 0.3; echo end >> %s", log, log);
-	pid_t parent = getpid();
-	fflush(NULL);
-	pid_t pid = fork();
-	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		const char *argv[12];
-		int n = 0;
-		argv[n++] = bin;
-		argv[n++] = "-p";
-		argv[n++] = port;
-		argv[n++] = "run";
-		argv[n++] = opt;
-		if (optval)
-			argv[n++] = optval;
-		argv[n++] = key;
-		argv[n++] = "--";
-		argv[n++] = "sh";
-		argv[n++] = "-c";
-		argv[n++] = script;
-		argv[n] = NULL;
-		execv(bin, (char *const *)argv);
-		_exit(127);
-	}
-	return pid;
+	const char *argv[12];
+	int n = 0;
+	argv[n++] = h_built("lockctl");
+	argv[n++] = "-p";
+	argv[n++] = port;
+	argv[n++] = "run";
+	argv[n++] = opt;
+	if (optval)
+		argv[n++] = optval;
+	argv[n++] = key;
+	argv[n++] = "--";
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = script;
+	argv[n] = NULL;
+	return h_spawn((char *const *)argv, NULL);
 }
 
 /* The most runs between "start" and "end" at once, from the log. */
@@ -893,12 +877,9 @@ static int runs_together(const char *opt, const char *optval, const char *key, i
 	for (int i = 0; i < n; i++)
 		pids[i] = spawn_run(opt, optval, key, log);
 	for (int i = 0; i < n; i++) {
-		int st = -1;
-		double end = h_now_ms() + 15000;
-		while (waitpid(pids[i], &st, WNOHANG) == 0 && h_now_ms() < end)
-			h_sleep_ms(5);
-		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockctl run %s %s: status 0x%x",
-			      opt, key, st);
+		int st = h_reap(pids[i], 15000);
+		ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "lockctl run %s %s: %s", opt, key, h_status_str(st));
 	}
 	int lines, most = most_at_once(log, &lines);
 	ck_assert_int_eq(lines, 2 * n);
