@@ -942,10 +942,14 @@ START_TEST(lock_volume_observer)
 	              "the lock keys were gone only %.0f ms after the disconnects",
 	              t_gone - t_disc);
 	ck_assert_msg(stray == 0, "%ld lock keys lockd:v* left on the masters", stray);
-	ck_assert_msg(
-	    rss_after - rss_before <= 32768,
-	    "lockd's RSS %ld kB %.0f ms after the disconnects, %ld kB before (peak %ld kB)",
-	    rss_after, t_rss_after - t_disc, rss_before, rss_peak);
+	/* ASan keeps freed memory in quarantine: RSS says nothing there. */
+	if (getenv("LOCKD_TEST_SANITIZED"))
+		fprintf(stderr, "lock_volume_observer: sanitized build: RSS not checked\n");
+	else
+		ck_assert_msg(
+		    rss_after - rss_before <= 32768,
+		    "lockd's RSS %ld kB %.0f ms after the disconnects, %ld kB before (peak %ld kB)",
+		    rss_after, t_rss_after - t_disc, rss_before, rss_peak);
 }
 END_TEST
 
