@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need="build-essential autoconf automake libtool pkg-config libevent-dev libhiredis-dev
-      libyaml-dev libsystemd-dev check redis-server"
+      libyaml-dev libsystemd-dev libedit-dev libssl-dev check redis-server"
 missing=$(for p in $need; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
 if [ -n "$missing" ]; then
 	echo "demo: installing $(echo $missing)"
