@@ -68,7 +68,6 @@ struct acq_part {
 /* RK_STATUS: SCR_STATUS on every master. */
 struct status_part {
 	struct rl_status v;
-	uint32_t npermits; /* permits asked (0: a plain STATUS) */
 	int64_t pttl[CONFIG_MAX_MASTERS];  /* the key's lock */
 	int64_t zcard[CONFIG_MAX_MASTERS]; /* live shared holders */
 	int64_t zttl[CONFIG_MAX_MASTERS];  /* the longest shared lease left, or -2 */
@@ -483,8 +482,8 @@ static void check_status(struct rl_call *c)
 	sp->v.shared_ttl_ms = sp->v.holders > 0 ? kth_largest(zttl, answered, c->maj) : 0;
 	if (sp->v.shared_ttl_ms < 0)
 		sp->v.shared_ttl_ms = 0;
-	sp->v.permits = sp->npermits > 0 && sp->v.held;
-	for (uint32_t p = 1; p < sp->npermits; p++)
+	sp->v.permits = sp->v.npermits > 0 && sp->v.held;
+	for (uint32_t p = 1; p < sp->v.npermits; p++)
 		sp->v.permits += sp->permit_yes[p - 1] >= c->maj;
 	fire_done(c);
 }
@@ -965,7 +964,7 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 		return;
 	}
 	int i = m->idx, ok = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-			     r->elements == 3 + (sp->npermits > 1 ? sp->npermits - 1 : 0);
+			     r->elements == 3 + (sp->v.npermits > 1 ? sp->v.npermits - 1 : 0);
 	for (size_t k = 0; ok && k < r->elements; k++)
 		ok = r->element[k]->type == REDIS_REPLY_INTEGER;
 	c->pending--;
@@ -975,7 +974,7 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 		sp->zcard[i] = r->element[1]->integer;
 		sp->zttl[i] = r->element[2]->integer;
 		if (c->counts[i])
-			for (uint32_t p = 1; p < sp->npermits; p++) {
+			for (uint32_t p = 1; p < sp->v.npermits; p++) {
 				long long t = r->element[2 + p]->integer;
 				sp->permit_yes[p - 1] += t >= 0 || t == -1;
 			}
@@ -994,7 +993,6 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	uint32_t extra = permits > 1 ? permits - 1 : 0;
 	if (!c)
 		return NULL;
-	c->u.status.npermits = permits;
 	c->u.status.v.npermits = permits;
 	if (dyn_args(c, 3 + 2 + (int)extra, (2 + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
 	    (extra && !(c->u.status.permit_yes = calloc(extra, sizeof(int))))) {
