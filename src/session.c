@@ -15,10 +15,13 @@
  * limits.max_auth_failures-th wrong AUTH, after its reply. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -38,10 +41,20 @@ static uint64_t next_id;
 #define READ_HIGH_WATER (256 * 1024)    /* stop reading a client this far ahead */
 #define OUTPUT_HIGH_WATER (1024 * 1024) /* stop answering a client this far behind */
 #define CLOSE_FLUSH_SECS 5           /* give a closing client this long to read */
+#define READ_CHUNK 16384             /* one read of a plain socket, at most */
 
 static void process(struct session *s);
 static void session_close(struct session *s);
 static void session_arm(struct session *s);
+static void on_error(struct session *s, int err);
+
+/* Sessions with output to write at the end of this loop turn, and the
+ * event that does it: activated by the first reply of a turn, it runs
+ * after every callback already active (the masters' answers, the other
+ * sessions' input), so one write carries all of a session's replies and
+ * no write event is armed unless the kernel would block. */
+static struct waitq flushq;
+static struct event *flush_ev;
 
 void sessions_set_cfg(const struct config *c)
 {
@@ -53,7 +66,16 @@ void sessions_set_cfg(const struct config *c)
 static void session_free(struct session *s)
 {
 	waitq_remove(&all_sessions, &s->all);
-	bufferevent_free(s->bev);
+	waitq_remove(&flushq, &s->flushq);
+	if (s->bev) {
+		bufferevent_free(s->bev);
+	} else {
+		event_free(s->rev);
+		event_free(s->wev);
+		evbuffer_free(s->in);
+		evbuffer_free(s->out);
+		close(s->fd);
+	}
 	event_free(s->resume);
 	event_free(s->timer);
 	if (s->on_free)
@@ -70,12 +92,96 @@ static void session_done(struct session *s)
 	session_free(s);
 }
 
+/* How long a write may make no progress: a client that reads nothing
+ * for line_timeout_ms is closed; a closing one gets CLOSE_FLUSH_SECS. */
+static struct timeval write_tv(const struct session *s)
+{
+	if (s->state == SS_CLOSING)
+		return (struct timeval){CLOSE_FLUSH_SECS, 0};
+	return (struct timeval){(time_t)(cfg->line_timeout_ms / 1000),
+				(suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
+}
+
+/* Over TLS the bufferevent writes by itself; a plain session goes on the
+ * list written at the end of the turn. */
+static void want_flush(struct session *s)
+{
+	if (s->bev || wq_linked(&s->flushq) || s->writing)
+		return;
+	waitq_push(&flushq, &s->flushq);
+	if (flushq.len == 1)
+		event_active(flush_ev, EV_TIMEOUT, 0);
+}
+
+static void set_reading(struct session *s, int on)
+{
+	if (s->bev) {
+		if (on)
+			bufferevent_enable(s->bev, EV_READ);
+		else
+			bufferevent_disable(s->bev, EV_READ);
+		return;
+	}
+	if (on == s->reading)
+		return;
+	if (on)
+		event_add(s->rev, NULL);
+	else
+		event_del(s->rev);
+	s->reading = on;
+}
+
+/* Output went empty: a closing session is done; one that stopped
+ * answering because its client did not read goes on. */
+static void on_drained(struct session *s)
+{
+	if (s->state == SS_CLOSING) {
+		session_done(s);
+	} else if (s->state == SS_READING && s->out_full) {
+		s->out_full = 0;
+		process(s);
+	}
+}
+
+/* Write what a plain session has; arm the write event only if the
+ * kernel takes less than all of it. May free s. */
+static void write_out(struct session *s)
+{
+	if (evbuffer_get_length(s->out) > 0 && evbuffer_write(s->out, s->fd) < 0 &&
+	    errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		on_error(s, errno);
+		return;
+	}
+	if (evbuffer_get_length(s->out) > 0) {
+		if (!s->writing) {
+			struct timeval tv = write_tv(s);
+			event_add(s->wev, &tv);
+			s->writing = 1;
+		}
+		return;
+	}
+	if (s->writing) {
+		event_del(s->wev);
+		s->writing = 0;
+	}
+	on_drained(s);
+}
+
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wq_link *l;
+	/* Sessions queued while this runs (a drained one that answers
+	 * more) are written in the same pass. */
+	while ((l = waitq_pop(&flushq)))
+		write_out(wq_entry(l, struct session, flushq));
+}
+
 static void vline(struct session *s, const char *fmt, va_list ap)
 {
-	struct evbuffer *out = bufferevent_get_output(s->bev);
-	evbuffer_add_vprintf(out, fmt, ap);
-	evbuffer_add(out, "\r\n", 2);
+	evbuffer_add_vprintf(s->out, fmt, ap);
+	evbuffer_add(s->out, "\r\n", 2);
 	s->replied = 1;
+	want_flush(s);
 }
 
 void session_line(struct session *s, const char *fmt, ...)
@@ -106,7 +212,7 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
 	if (s->state == SS_CLOSING) {
-		if (evbuffer_get_length(bufferevent_get_output(s->bev)) == 0)
+		if (evbuffer_get_length(s->out) == 0)
 			session_done(s);
 		return;
 	}
@@ -159,11 +265,14 @@ static void session_close(struct session *s)
 	log_debug("session %llu (%s): closing, releasing %u lock(s)", (unsigned long long)s->id,
 		  s->peer, s->lt.nlocks);
 	lt_client_end(&s->lt);
-	bufferevent_disable(s->bev, EV_READ);
+	set_reading(s, 0);
 	evtimer_del(s->timer);
 	s->timer_us = 0;
-	struct timeval tv = {CLOSE_FLUSH_SECS, 0};
-	bufferevent_set_timeouts(s->bev, NULL, &tv);
+	struct timeval tv = write_tv(s);
+	if (s->bev)
+		bufferevent_set_timeouts(s->bev, NULL, &tv);
+	else if (s->writing)
+		event_add(s->wev, &tv);
 	event_active(s->resume, EV_TIMEOUT, 0);
 }
 
@@ -179,8 +288,8 @@ enum deadline {
  * while a LOCK waits): the time of its unfinished line does not run. */
 static void note_pause(struct session *s)
 {
-	int p = evbuffer_get_length(bufferevent_get_output(s->bev)) > OUTPUT_HIGH_WATER ||
-		evbuffer_get_length(bufferevent_get_input(s->bev)) >=
+	int p = evbuffer_get_length(s->out) > OUTPUT_HIGH_WATER ||
+		evbuffer_get_length(s->in) >=
 			READ_HIGH_WATER + (size_t)cfg->max_line;
 	if (p && !s->paused_us) {
 		s->paused_us = now_us();
@@ -194,7 +303,7 @@ static void note_pause(struct session *s)
 static int idle(struct session *s)
 {
 	return s->state == SS_READING && s->lt.nlocks == 0 && !s->lt.w.lk && !s->lt.call &&
-	       evbuffer_get_length(bufferevent_get_input(s->bev)) == 0;
+	       evbuffer_get_length(s->in) == 0;
 }
 
 /* When s is to be closed unless something changes, and why; 0: never. */
@@ -264,7 +373,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
  * was open; bytes after the last line end begin a new one. */
 static void note_input(struct session *s)
 {
-	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer *in = s->in;
 	size_t len = evbuffer_get_length(in);
 	int64_t now = now_us();
 
@@ -300,7 +409,10 @@ void sessions_rearm(void)
 		struct session *s = wq_entry(l, struct session, all);
 		if (s->state == SS_CLOSING)
 			continue;
-		bufferevent_set_timeouts(s->bev, NULL, &wt);
+		if (s->bev)
+			bufferevent_set_timeouts(s->bev, NULL, &wt);
+		else if (s->writing)
+			event_add(s->wev, &wt);
 		session_arm(s);
 	}
 }
@@ -435,7 +547,7 @@ static void handle(struct session *s, const char *line, size_t len)
 		lt_held(&s->lt);
 		break;
 	case CMD_STATS:
-		stats_write(bufferevent_get_output(s->bev), locktab_keys());
+		stats_write(s->out, locktab_keys());
 		session_reply(s, "END");
 		break;
 	case CMD_AUTH:
@@ -467,7 +579,7 @@ static void too_long(struct session *s)
 
 static void process_lines(struct session *s)
 {
-	struct evbuffer *in = bufferevent_get_input(s->bev);
+	struct evbuffer *in = s->in;
 	size_t max = (size_t)cfg->max_line;
 	int64_t n = 0;
 
@@ -477,8 +589,10 @@ static void process_lines(struct session *s)
 			break;
 		/* A client that sends but does not read: answer no more until
 		 * it has read what it was sent (write_cb resumes). */
-		if (evbuffer_get_length(bufferevent_get_output(s->bev)) > OUTPUT_HIGH_WATER)
+		if (evbuffer_get_length(s->out) > OUTPUT_HIGH_WATER) {
+			s->out_full = 1;
 			return;
+		}
 		if (n++ >= cfg->reqs_per_event) {
 			event_active(s->resume, EV_TIMEOUT, 0); /* yield to others */
 			return;
@@ -524,19 +638,28 @@ static void process_lines(struct session *s)
 		session_close(s); /* everything read has been answered */
 }
 
+/* Read no further ahead of the requests than the high-water mark (over
+ * TLS the bufferevent's watermark does it); never again after EOF. */
+static size_t read_room(const struct session *s)
+{
+	size_t wm = READ_HIGH_WATER + (size_t)cfg->max_line, len = evbuffer_get_length(s->in);
+	return len < wm ? wm - len : 0;
+}
+
 static void process(struct session *s)
 {
 	process_lines(s);
 	if (s->state != SS_CLOSING) {
-		s->inlen = evbuffer_get_length(bufferevent_get_input(s->bev));
+		s->inlen = evbuffer_get_length(s->in);
 		note_pause(s);
 		session_arm(s);
+		if (!s->bev && !s->lt.eof)
+			set_reading(s, read_room(s) > 0);
 	}
 }
 
-static void read_cb(struct bufferevent *bev, void *arg)
+static void on_input(struct session *s)
 {
-	struct session *s = arg;
 	if (s->state == SS_CLOSING)
 		return;
 	note_input(s);
@@ -544,14 +667,103 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		process(s);
 }
 
-static void write_cb(struct bufferevent *bev, void *arg)
+static void on_eof(struct session *s)
+{
+	s->lt.eof = 1;
+	/* A waiting LOCK is cancelled without a reply, with every request
+	 * behind it; anything else in progress is answered. */
+	if (s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
+		session_close(s);
+		return;
+	}
+	if (s->state == SS_READING)
+		process(s);
+}
+
+static void on_write_timeout(struct session *s)
+{
+	if (s->state == SS_CLOSING) {
+		session_free(s); /* the flush timed out */
+		return;
+	}
+	/* Nothing could be written for line_timeout_ms: it does not read. */
+	stats.write_timeouts++;
+	log_info("session %llu (%s): read none of its replies for limits.line_timeout_ms "
+		 "(%lld ms): closing",
+		 (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
+	session_close(s);
+	session_free(s); /* nothing more would go out */
+}
+
+/* A read or write failed (err: errno, or 0 for TLS's own reasons). */
+static void on_error(struct session *s, int err)
+{
+	if (s->state == SS_CLOSING) {
+		session_free(s); /* a write error while flushing */
+		return;
+	}
+	char buf[256];
+	const char *why = s->bev ? tls_error(s->bev, buf, sizeof(buf)) : NULL;
+	if (why) {
+		stats.tls_failures++;
+		log_info("session %llu (%s): TLS: %s", (unsigned long long)s->id, s->peer, why);
+	} else {
+		log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id,
+			  s->peer, err ? evutil_socket_error_to_string(err) : "unknown");
+	}
+	session_close(s);
+}
+
+/* A plain socket is readable: one read, straight into the input buffer
+ * (no FIONREAD first, as evbuffer_read would). */
+static void rd_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
-	if (s->state == SS_CLOSING)
-		session_done(s);
-	else if (s->state == SS_READING)
-		process(s); /* output drained: go on if we had paused */
+	struct evbuffer_iovec v;
+	size_t room = read_room(s);
+
+	if (room == 0) {
+		set_reading(s, 0); /* process() turns it on again */
+		return;
+	}
+	if (room > READ_CHUNK)
+		room = READ_CHUNK;
+	if (evbuffer_reserve_space(s->in, (ev_ssize_t)room, &v, 1) < 1) {
+		on_error(s, ENOMEM);
+		return;
+	}
+	ssize_t n = recv(fd, v.iov_base, room, 0);
+	if (n > 0) {
+		v.iov_len = (size_t)n;
+		evbuffer_commit_space(s->in, &v, 1);
+		on_input(s);
+		return;
+	}
+	evbuffer_commit_space(s->in, NULL, 0);
+	if (n == 0) {
+		set_reading(s, 0);
+		on_eof(s);
+	} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		set_reading(s, 0);
+		on_error(s, errno);
+	}
 }
+
+/* A plain socket that would block became writable, or stayed blocked
+ * for the write timeout. */
+static void wr_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	if (what & EV_TIMEOUT)
+		on_write_timeout(s);
+	else
+		write_out(s);
+}
+
+/* The bufferevent's callbacks (TLS sessions). */
+static void read_cb(struct bufferevent *bev, void *arg) { on_input(arg); }
+
+static void write_cb(struct bufferevent *bev, void *arg) { on_drained(arg); }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -559,70 +771,74 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
 	if (s->state == SS_CLOSING) {
 		session_free(s); /* write error or flush timeout */
-		return;
-	}
-	if (what & BEV_EVENT_CONNECTED) {
+	} else if (what & BEV_EVENT_CONNECTED) {
 		log_debug("session %llu (%s): TLS handshake done", (unsigned long long)s->id,
 			  s->peer);
-		return;
-	}
-	if (what & BEV_EVENT_EOF) {
-		s->lt.eof = 1;
-		/* A waiting LOCK is cancelled without a reply, with every
-		 * request behind it; anything else in progress is answered. */
-		if (s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
-			session_close(s);
-			return;
-		}
-		if (s->state == SS_READING)
-			process(s);
-		return;
-	}
-	if (what & BEV_EVENT_TIMEOUT) {
-		/* Nothing could be written for line_timeout_ms: it does not read. */
-		stats.write_timeouts++;
-		log_info("session %llu (%s): read none of its replies for limits.line_timeout_ms "
-			 "(%lld ms): closing",
-			 (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
-		session_close(s);
-		session_free(s); /* writing is off: nothing more would go out */
-		return;
-	}
-	char buf[256];
-	const char *why = s->tls ? tls_error(bev, buf, sizeof(buf)) : NULL;
-	if (why) {
-		stats.tls_failures++;
-		log_info("session %llu (%s): TLS: %s", (unsigned long long)s->id, s->peer, why);
+	} else if (what & BEV_EVENT_EOF) {
+		on_eof(s);
+	} else if (what & BEV_EVENT_TIMEOUT) {
+		on_write_timeout(s);
 	} else {
-		int e = EVUTIL_SOCKET_ERROR();
-		log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id,
-			  s->peer, e ? evutil_socket_error_to_string(e) : "unknown");
+		on_error(s, EVUTIL_SOCKET_ERROR());
 	}
-	session_close(s);
+}
+
+/* The I/O of a new session: a bufferevent over TLS, else our own events.
+ * On success it owns fd. */
+static int io_new(struct session *s, struct event_base *base, int fd, struct ssl_ctx_st *tls)
+{
+	struct timeval wt = write_tv(s);
+	if (tls) {
+		if (!(s->bev = tls_bufferevent(base, fd, tls)))
+			return -1;
+		s->in = bufferevent_get_input(s->bev);
+		s->out = bufferevent_get_output(s->bev);
+		bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
+		bufferevent_setwatermark(s->bev, EV_READ, 0,
+					 READ_HIGH_WATER + (size_t)cfg->max_line);
+		bufferevent_set_timeouts(s->bev, NULL, &wt);
+		bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+		return 0;
+	}
+	s->in = evbuffer_new();
+	s->out = evbuffer_new();
+	s->rev = event_new(base, fd, EV_READ | EV_PERSIST, rd_cb, s);
+	s->wev = event_new(base, fd, EV_WRITE | EV_PERSIST, wr_cb, s);
+	if (!s->in || !s->out || !s->rev || !s->wev) {
+		if (s->in)
+			evbuffer_free(s->in);
+		if (s->out)
+			evbuffer_free(s->out);
+		if (s->rev)
+			event_free(s->rev);
+		if (s->wev)
+			event_free(s->wev);
+		return -1;
+	}
+	s->fd = fd;
+	set_reading(s, 1);
+	return 0;
 }
 
 struct session *session_new(struct event_base *base, int fd, const char *peer,
 			    struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg)
 {
+	if (!flush_ev) {
+		waitq_init(&flushq);
+		if (!(flush_ev = event_new(base, -1, 0, flush_cb, NULL)))
+			return NULL;
+	}
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
 	s->resume = event_new(base, -1, 0, resume_cb, s);
 	s->timer = evtimer_new(base, timer_cb, s);
-	if (!s->resume || !s->timer) {
+	/* The I/O last: once made, it owns fd. */
+	if (!s->resume || !s->timer || io_new(s, base, fd, tls) != 0) {
 		if (s->resume)
 			event_free(s->resume);
 		if (s->timer)
 			event_free(s->timer);
-		free(s);
-		return NULL;
-	}
-	/* The bufferevent last: once made, it owns fd. */
-	s->bev = tls ? tls_bufferevent(base, fd, tls)
-		     : bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!s->bev) {
-		event_free(s->resume);
-		event_free(s->timer);
 		free(s);
 		return NULL;
 	}
@@ -636,12 +852,6 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 	s->lt.id = s->id;
 	s->lt.peer = s->peer;
 	lt_client_init(&s->lt);
-	bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
-	bufferevent_setwatermark(s->bev, EV_READ, 0, READ_HIGH_WATER + (size_t)cfg->max_line);
-	struct timeval wt = {(time_t)(cfg->line_timeout_ms / 1000),
-			     (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
-	bufferevent_set_timeouts(s->bev, NULL, &wt);
-	bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 	waitq_push(&all_sessions, &s->all);
 	log_debug("session %llu (%s): connected", (unsigned long long)s->id, s->peer);
 	stats.clients++;
@@ -661,5 +871,9 @@ void sessions_close_all(void)
 			lt_client_end(&s->lt);
 		}
 		session_free(s);
+	}
+	if (flush_ev) {
+		event_free(flush_ev);
+		flush_ev = NULL;
 	}
 }

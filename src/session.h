@@ -22,7 +22,18 @@ enum sess_state {
 
 struct session {
 	uint64_t id;
-	struct bufferevent *bev;
+	/* I/O. A plain socket is read and written by lockd itself: replies
+	 * collect in out and are written once at the end of the loop turn
+	 * (sessions_flush), and the write event is armed only while the
+	 * kernel would block. Over TLS a bufferevent does it. */
+	struct evbuffer *in, *out; /* input, output (over TLS: the bufferevent's) */
+	struct bufferevent *bev;   /* TLS only */
+	int fd;                    /* plain: the socket */
+	struct event *rev, *wev;   /* plain: readable, writable */
+	int reading;               /* plain: rev is added */
+	int writing;               /* plain: wev is added (a write would block) */
+	int out_full;              /* answering paused for OUTPUT_HIGH_WATER */
+	struct wq_link flushq;     /* on the list of sessions to write out */
 	enum sess_state state;
 	int authed; /* AUTH passed, or no password configured */
 	struct lt_client lt; /* locktab's part: its locks, its wait, its calls;
