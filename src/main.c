@@ -357,7 +357,7 @@ int main(int argc, char **argv)
 	 * late). */
 	struct event_config *ec = event_config_new();
 	if (ec)
-		event_config_set_flag(ec, EVENT_BASE_FLAG_NO_CACHE_TIME |
+		event_config_set_flag(ec, EVENT_BASE_FLAG_NO_CACHE_TIME | EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST |
 					      EVENT_BASE_FLAG_PRECISE_TIMER);
 	base = ec ? event_base_new_with_config(ec) : NULL;
 	if (ec)

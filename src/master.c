@@ -39,7 +39,13 @@ struct mreq {
 	const size_t *argvlen;
 	int done; /* fn has run (the request failed); only the free is left */
 	struct mreq *next_free;
+	/* A batch: one script call carrying the calls of a loop turn. */
+	struct mreq *items;     /* the carrier's calls, in order (their own fn, arg) */
+	int nitems;
+	struct mreq *item_next; /* a call's next in its carrier */
 };
+
+#define BATCH_MAX 128 /* calls per batch: a script blocks its master while it runs */
 
 #define MAX_INFLIGHT 262144 /* requests queued to one master, at most */
 
@@ -57,6 +63,21 @@ static int shutting_down;  /* our own close: no "down" warnings, no on_down */
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
 
+/* Masters to write at the end of the loop turn, and the event that does
+ * it (activated by the first call of a turn, so it runs after every
+ * callback already active): the calls of a turn go out in one write per
+ * master, and the write event the hiredis adapter armed for them is
+ * disarmed in the same turn, which the epoll changelist turns into no
+ * system call at all. */
+static struct waitq dirtyq;
+static struct event *flush_ev;
+
+/* The RESP of the command being sent: hiredis copies it into its own
+ * buffer (redisAsyncFormattedCommand), so one buffer serves every call,
+ * and a script call is never formatted by printf-like code. */
+static char *fbuf;
+static size_t fcap, flen;
+
 const char *master_state_name(enum master_state s)
 {
 	static const char *const names[] = {"down", "connecting", "handshake", "up"};
@@ -73,6 +94,15 @@ static struct mreq *mreq_get(void)
 		return NULL;
 	memset(r, 0, sizeof(*r));
 	return r;
+}
+
+static void mark_dirty(struct master *m)
+{
+	if (wq_linked(&m->dirty))
+		return;
+	waitq_push(&dirtyq, &m->dirty);
+	if (dirtyq.len == 1)
+		event_active(flush_ev, EV_TIMEOUT, 0);
 }
 
 static void mreq_put(struct mreq *r)
@@ -149,6 +179,27 @@ static void arm_timer(struct master *m)
 	event_add(m->timer, &tv);
 }
 
+/* Give r its answer (NULL: it failed): a batch hands each of its calls
+ * its own element of the reply (the whole reply if it is an error). */
+static void req_answer(struct master *m, struct mreq *r, redisReply *rep)
+{
+	if (!r->items) {
+		r->fn(m, rep, r->arg);
+		return;
+	}
+	int i = 0, whole = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == (size_t)r->nitems;
+	struct mreq *it = r->items;
+	r->items = NULL;
+	while (it) {
+		struct mreq *next = it->item_next;
+		redisReply *e = whole ? rep->element[i] : rep && rep->type == REDIS_REPLY_ERROR ? rep : NULL;
+		it->fn(m, e, it->arg);
+		mreq_put(it);
+		it = next;
+		i++;
+	}
+}
+
 /* Drop the connection: fail what is in flight, reconnect later.
  * free_ctx is 0 when hiredis is already tearing the context down. */
 static void master_drop(struct master *m, const char *why, int free_ctx)
@@ -174,8 +225,14 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 	while ((l = waitq_pop(&m->inflight))) {
 		struct mreq *r = wq_entry(l, struct mreq, link);
 		r->done = 1;
-		r->fn(m, NULL, r->arg);
+		req_answer(m, r, NULL);
 	}
+	while ((l = waitq_pop(&m->pend))) { /* never handed to hiredis */
+		struct mreq *r = wq_entry(l, struct mreq, link);
+		r->fn(m, NULL, r->arg);
+		mreq_put(r);
+	}
+	waitq_remove(&dirtyq, &m->dirty);
 	if (ac && free_ctx)
 		redisAsyncFree(ac);
 	if (sub)
@@ -248,7 +305,7 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	if (!rep) {
 		/* The context is going away under us: fail everything once. */
 		r->done = 1;
-		r->fn(m, NULL, r->arg);
+		req_answer(m, r, NULL);
 		mreq_put(r);
 		if (ac->data == m)
 			master_drop(m, ac->errstr[0] ? ac->errstr : "connection lost", 0);
@@ -260,58 +317,184 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 		/* Someone flushed the script cache: send the body, which also
 		 * loads it again for the EVALSHAs that follow. */
 		log_info("master %s: NOSCRIPT, sending script %d by EVAL", m->name, r->script);
-		if (send_req(m, r, 1) == 0)
+		if (send_req(m, r, 1) == 0) {
+			mark_dirty(m);
 			return;
+		}
 		r->done = 1;
-		r->fn(m, NULL, r->arg);
+		req_answer(m, r, NULL);
 		mreq_put(r);
 		return;
 	}
-	r->fn(m, rep, r->arg);
+	req_answer(m, r, rep);
 	mreq_put(r);
 	arm_timer(m);
 }
 
+static void f_room(size_t n)
+{
+	if (flen + n <= fcap)
+		return;
+	size_t cap = fcap ? fcap : 4096;
+	while (cap < flen + n)
+		cap *= 2;
+	char *p = realloc(fbuf, cap);
+	if (!p)
+		abort();
+	fbuf = p;
+	fcap = cap;
+}
+
+/* Append c followed by the decimal n and CRLF ("*3\r\n", "$5\r\n"). */
+static void f_num(char c, size_t n)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+	tmp[--i] = '\n';
+	tmp[--i] = '\r';
+	do
+		tmp[--i] = (char)('0' + n % 10);
+	while ((n /= 10) && i > 1);
+	tmp[--i] = c;
+	f_room(sizeof(tmp) - (size_t)i);
+	memcpy(fbuf + flen, tmp + i, sizeof(tmp) - (size_t)i);
+	flen += sizeof(tmp) - (size_t)i;
+}
+
+static void f_arg(const char *p, size_t n)
+{
+	f_num('$', n);
+	f_room(n + 2);
+	memcpy(fbuf + flen, p, n);
+	memcpy(fbuf + flen + n, "\r\n", 2);
+	flen += n + 2;
+}
+
+/* A script call's number of keys (its argv[2]). */
+static size_t nkeys_of(const struct mreq *r) { return strtoul(r->argv[2], NULL, 10); }
+
+/* Format r (a command, a script call, or a batch of script calls: their
+ * keys one after another, then their arguments) into fbuf. */
+static void format_req(const struct mreq *r, int use_eval)
+{
+	flen = 0;
+	if (r->script < 0) {
+		f_num('*', (size_t)r->argc);
+		for (int i = 0; i < r->argc; i++)
+			f_arg(r->argv[i], r->argvlen[i]);
+		return;
+	}
+	const char *sha = script_sha((enum script_id)r->script);
+	const char *body = script_body((enum script_id)r->script);
+	if (!sha)
+		use_eval = 1;
+	const char *a0 = use_eval ? "EVAL" : "EVALSHA", *a1 = use_eval ? body : sha;
+	if (!r->items) {
+		f_num('*', (size_t)r->argc);
+		f_arg(a0, strlen(a0));
+		f_arg(a1, strlen(a1));
+		for (int i = 2; i < r->argc; i++)
+			f_arg(r->argv[i], r->argvlen[i]);
+		return;
+	}
+	size_t keys = 0, args = 0;
+	for (const struct mreq *it = r->items; it; it = it->item_next) {
+		keys += nkeys_of(it);
+		args += (size_t)it->argc - 3;
+	}
+	char nk[24];
+	int nkl = snprintf(nk, sizeof(nk), "%zu", keys);
+	f_num('*', 3 + args);
+	f_arg(a0, strlen(a0));
+	f_arg(a1, strlen(a1));
+	f_arg(nk, (size_t)nkl);
+	for (const struct mreq *it = r->items; it; it = it->item_next)
+		for (size_t i = 3; i < 3 + nkeys_of(it); i++)
+			f_arg(it->argv[i], it->argvlen[i]);
+	for (const struct mreq *it = r->items; it; it = it->item_next)
+		for (size_t i = 3 + nkeys_of(it); i < (size_t)it->argc; i++)
+			f_arg(it->argv[i], it->argvlen[i]);
+}
+
 static int send_req(struct master *m, struct mreq *r, int use_eval)
 {
-	const char *fixed[2];
-	const char **argv = r->argv;
-	const char *local[64];
-	const char **heap = NULL;
-	int rc;
-
-	if (r->script >= 0) {
-		const char *sha = script_sha((enum script_id)r->script);
-		if (!sha)
-			use_eval = 1;
-		fixed[0] = use_eval ? "EVAL" : "EVALSHA";
-		fixed[1] = use_eval ? script_body((enum script_id)r->script) : sha;
-		/* hiredis copies arguments into its output buffer right away,
-		 * so a temporary argv with the first two replaced serves. */
-		argv = r->argc <= 64 ? local : (heap = malloc(sizeof(*heap) * (size_t)r->argc));
-		size_t *lens = malloc(sizeof(*lens) * (size_t)r->argc);
-		if (!argv || !lens) {
-			free(heap);
-			free(lens);
-			return -1;
-		}
-		for (int i = 0; i < r->argc; i++) {
-			argv[i] = i < 2 ? fixed[i] : r->argv[i];
-			lens[i] = i < 2 ? strlen(fixed[i]) : r->argvlen[i];
-		}
-		rc = redisAsyncCommandArgv(m->ac, reply_cb, r, r->argc, argv, lens);
-		free(lens);
-		free(heap);
-	} else {
-		rc = redisAsyncCommandArgv(m->ac, reply_cb, r, r->argc, argv, r->argvlen);
-	}
-	if (rc != REDIS_OK)
+	format_req(r, use_eval);
+	if (redisAsyncFormattedCommand(m->ac, reply_cb, r, fbuf, flen) != REDIS_OK)
 		return -1;
 	r->sent_us = 0; /* stamp_written sets it once it is on the wire */
 	waitq_push(&m->inflight, &r->link);
 	if (m->inflight.len == 1)
 		arm_timer(m);
 	return 0;
+}
+
+/* Send the calls queued on m this turn: those of one script together,
+ * as its batch form (up to BATCH_MAX at a time), in the order each
+ * script's first call came. Calls of different scripts are about
+ * different holds or a hold and its own undo, whose order on a master
+ * does not matter (a stale token of ours is overwritten, never trusted). */
+static void flush_pend(struct master *m, int from_loop)
+{
+	while (m->pend.len) {
+		struct mreq *first = wq_entry(waitq_first(&m->pend), struct mreq, link);
+		struct mreq *head = NULL, **tail = &head;
+		int script = first->script, n = 0;
+		struct wq_link *l = &first->link;
+		while (l != &m->pend.head && n < BATCH_MAX) {
+			struct wq_link *next = l->next;
+			struct mreq *r = wq_entry(l, struct mreq, link);
+			if (r->script == script) {
+				waitq_remove(&m->pend, l);
+				r->item_next = NULL;
+				*tail = r;
+				tail = &r->item_next;
+				n++;
+			}
+			l = next;
+		}
+		struct mreq *c = head;
+		if (n > 1 && (c = mreq_get())) {
+			c->m = m;
+			c->script = script_batch_of((enum script_id)script);
+			c->items = head;
+			c->nitems = n;
+		}
+		if (!c || send_req(m, c, 0) != 0) {
+			if (c && c != head) {
+				c->items = NULL;
+				mreq_put(c);
+			}
+			if (!from_loop) {
+				/* Inside master_call: back on the list, to fail
+				 * from the loop (fn never runs inside master_call). */
+				for (struct mreq *r = head; r; r = r->item_next) {
+					r->link.prev = r->link.next = NULL;
+					waitq_push(&m->pend, &r->link);
+				}
+				mark_dirty(m);
+				return;
+			}
+			while (head) {
+				struct mreq *next = head->item_next;
+				head->fn(m, NULL, head->arg);
+				mreq_put(head);
+				head = next;
+			}
+		}
+	}
+}
+
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct wq_link *l;
+	while ((l = waitq_pop(&dirtyq))) {
+		struct master *m = wq_entry(l, struct master, dirty);
+		if (m->ac)
+			flush_pend(m, 1);
+		/* Write now rather than when the write event fires next turn. */
+		if (m->ac && (m->ac->c.flags & REDIS_CONNECTED))
+			redisAsyncHandleWrite(m->ac);
+	}
 }
 
 static int call_any(struct master *m, int script, int argc, const char **argv,
@@ -336,15 +519,33 @@ static int call_any(struct master *m, int script, int argc, const char **argv,
 		mreq_put(r);
 		return -1;
 	}
+	mark_dirty(m);
 	return 0;
 }
 
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
 		master_reply_fn *fn, void *arg)
 {
+	struct mreq *r;
+
 	if (m->state != MS_UP)
 		return -1;
-	return call_any(m, script, argc, argv, argvlen, fn, arg);
+	if (script_batch_of((enum script_id)script) < 0) {
+		flush_pend(m, 0); /* keep the order of everything else */
+		return call_any(m, script, argc, argv, argvlen, fn, arg);
+	}
+	if (!m->ac || m->inflight.len + m->pend.len >= MAX_INFLIGHT || !(r = mreq_get()))
+		return -1;
+	r->m = m;
+	r->fn = fn;
+	r->arg = arg;
+	r->script = script;
+	r->argc = argc;
+	r->argv = argv;
+	r->argvlen = argvlen;
+	waitq_push(&m->pend, &r->link);
+	mark_dirty(m);
+	return 0;
 }
 
 /* --- handshake: AUTH, SCRIPT LOAD, INFO server, marker --- */
@@ -593,7 +794,9 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	opts.prefix = NULL; /* the config's copy goes away on reload; used only here */
 	nmasters = n;
 	masters = calloc((size_t)n, sizeof(*masters));
-	if (!masters)
+	waitq_init(&dirtyq);
+	flush_ev = event_new(base, -1, 0, flush_cb, NULL);
+	if (!masters || !flush_ev)
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(channel, sizeof(channel), "%s released", o->prefix);
@@ -604,6 +807,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		if (addr_parse(names[i], 0, 0, &m->addr))
 			return -1;
 		waitq_init(&m->inflight);
+		waitq_init(&m->pend);
 		m->timer = evtimer_new(base, timer_cb, m);
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->backoff_ms = 10;
@@ -634,6 +838,12 @@ void masters_shutdown(void)
 	}
 	free((char *)opts.password);
 	free(masters);
+	if (flush_ev)
+		event_free(flush_ev);
+	flush_ev = NULL;
+	free(fbuf);
+	fbuf = NULL;
+	fcap = flen = 0;
 	masters = NULL;
 	nmasters = 0;
 	while (free_reqs) {

@@ -59,6 +59,10 @@ struct master {
 	struct redisAsyncContext *ac;  /* commands */
 	struct redisAsyncContext *sub; /* pub/sub subscriber */
 	struct waitq inflight;         /* struct mreq, in send order */
+	struct waitq pend;             /* batchable calls of this loop turn, not
+					  sent yet: joined at its end */
+	struct wq_link dirty;          /* on the list of masters to write at the
+					  end of the loop turn */
 	struct event *timer;           /* oldest request / connect deadline */
 	struct event *retry;           /* reconnect after backoff */
 	int64_t state_since_us;
@@ -85,7 +89,9 @@ const char *master_state_name(enum master_state s);
 /* Send a command. For a script, argv[0] and argv[1] are ignored and
  * replaced by EVALSHA and its SHA (EVAL and the body after NOSCRIPT).
  * argv and argvlen must stay valid until fn runs. Returns -1 (and fn will
- * not run) when the master is not up. */
+ * not run) when the master is not up. Everything is written at the end
+ * of the loop turn; the calls of a script with a batch form
+ * (script_batch_of) made in one turn go out as one script call. */
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
 		master_reply_fn *fn, void *arg);
 
