@@ -31,8 +31,8 @@
  * master per batch, any mix of kinds), a few batches at a time, so that a
  * renewal wave never queues the sessions' own requests behind it on the
  * masters. The holds of a session that ended are released the same way.
- * Each hold has a deadline event at the end of its validity: when it
- * fires, the session gets LOST. Every write that may shorten a lease on
+ * Each hold's end of validity is in one deadline heap, served by one
+ * timer: when it comes, the session gets LOST. Every write that may shorten a lease on
  * some master (EXTEND, a renewal after a reload lowered locks.lease_ms)
  * shortens the validity when it is sent, whatever its verdict. */
 #include "config.h"
@@ -45,6 +45,7 @@
 
 #include <event2/event.h>
 
+#include "dheap.h"
 #include "keytab.h"
 #include "locktab.h"
 #include "log.h"
@@ -80,7 +81,7 @@ struct hold {
 	int renewing, renew_failed;
 	int refs;                  /* renewal batches and an EXTEND that point here */
 	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
-	struct event *deadline;
+	struct dh_node dl;      /* in deadlines: its validity_us */
 	struct hold *next_free; /* on hold_pool */
 	char token[TOKEN_LEN + 1];
 };
@@ -133,7 +134,7 @@ static int shutting_down;
 
 #define NO_PERMIT UINT32_MAX
 
-/* Holds that ended come back here (with their deadline event), so a grant
+/* Holds that ended come back here, so a grant
  * allocates nothing once the list is warm; it is bounded, so memory goes
  * back after a burst. */
 #define HOLD_POOL_MAX 1024
@@ -157,6 +158,14 @@ static struct event *trim_ev;  /* gives memory back after a burst */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
+static void hold_lost(struct hold *h);
+
+/* Every hold's end of validity, and the one timer for the earliest. It
+ * is moved only earlier; when it fires for a deadline since moved later
+ * or ended, it finds the next one and sleeps again. */
+static struct dheap deadlines;
+static struct event *dl_timer;
+static int64_t dl_at; /* when dl_timer fires; 0: not armed */
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
 static void wd_tick(evutil_socket_t fd, short what, void *arg);
 static void wd_arm_at(int64_t at_us);
@@ -169,6 +178,34 @@ static void add_timer(struct event *ev, int64_t at_us)
 		d = 0;
 	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
 	event_add(ev, &tv);
+}
+
+static void dl_arm(void)
+{
+	struct dh_node *t = dh_top(&deadlines);
+	if (!t || (dl_at && dl_at <= t->at))
+		return;
+	add_timer(dl_timer, t->at);
+	dl_at = t->at;
+}
+
+/* h's validity ends at `at` (LOST then). */
+static void dl_set(struct hold *h, int64_t at)
+{
+	if (dh_set(&deadlines, &h->dl, at) != 0)
+		abort(); /* the heap's array could not grow: like any allocation here */
+	dl_arm();
+}
+
+static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dh_node *t;
+	dl_at = 0;
+	while ((t = dh_top(&deadlines)) && t->at <= now_us()) {
+		dh_remove(&deadlines, t);
+		hold_lost(wq_entry(t, struct hold, dl));
+	}
+	dl_arm();
 }
 
 static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -358,25 +395,21 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 {
 	struct lt_client *s = w->c;
 	struct hold *h = hold_pool;
-	struct event *deadline = NULL;
 
 	if (h) {
 		hold_pool = h->next_free;
 		hold_pool_len--;
-		deadline = h->deadline;
 		memset(h, 0, sizeof(*h));
-	} else if ((h = calloc(1, sizeof(*h)))) {
-		deadline = evtimer_new(base, deadline_cb, h);
+	} else {
+		h = calloc(1, sizeof(*h));
 	}
-	if (!h || !deadline) {
-		free(h);
+	if (!h) {
 		/* Give it back: it lapses on the masters otherwise. */
 		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
 			   lk->acq_token, 0, NULL, NULL);
 		waiter_fail(w, MSG_OOM);
 		return;
 	}
-	h->deadline = deadline;
 	h->lk = lk;
 	h->holder = s;
 	h->kind = lk->acq_kind;
@@ -395,7 +428,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	else if (h->permit == 0)
 		lk->nlock++;
 	lk->remote_waiters = g->remote_waiters;
-	add_timer(h->deadline, h->validity_us);
+	dl_set(h, h->validity_us);
 	if (!h->has_ttl)
 		waitq_push(&watchdog, &h->wd_link);
 	waitq_push(&s->locks, &h->hold_link);
@@ -424,7 +457,6 @@ static void hold_put(struct hold *h)
 		hold_pool_len++;
 		return;
 	}
-	event_free(h->deadline);
 	free(h);
 }
 
@@ -447,7 +479,7 @@ static void hold_end(struct hold *h)
 		waitq_remove(&wd_due, &h->due_link);
 		h->due = 0;
 	}
-	event_del(h->deadline);
+	dh_remove(&deadlines, &h->dl);
 	h->holder = NULL;
 	h->holds = 0;
 	stats.locks_held--;
@@ -466,9 +498,8 @@ static void freed_here(struct lkey *lk)
 	retry_disarm(lk);
 }
 
-static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+static void hold_lost(struct hold *h)
 {
-	struct hold *h = arg;
 	struct lkey *lk = h->lk;
 	struct lt_client *s = h->holder;
 	char token[TOKEN_LEN + 1];
@@ -936,7 +967,7 @@ static void lease_written(struct hold *h, int64_t start, int64_t lease_ms)
 	int64_t end = start + quorum_validity_us(lease_ms, 0, cfg->drift_factor);
 	if (end < h->validity_us) {
 		h->validity_us = end;
-		add_timer(h->deadline, end);
+		dl_set(h, end);
 	}
 	if (start + lease_ms * 1000 < h->lease_end_us)
 		h->lease_end_us = start + lease_ms * 1000;
@@ -971,7 +1002,7 @@ static void extended(struct rl_call *c, void *owner)
 	h->lease_ms = lease;
 	h->lease_end_us = start + lease * 1000;
 	h->validity_us = it[0].validity_us;
-	add_timer(h->deadline, h->validity_us);
+	dl_set(h, h->validity_us);
 	reply(s, "OK");
 }
 
@@ -1160,7 +1191,7 @@ static void renewed(struct rl_call *c, void *owner)
 				h->validity_us = it[i].validity_us;
 				h->renewed_us = start;
 				h->renew_failed = 0;
-				add_timer(h->deadline, h->validity_us);
+				dl_set(h, h->validity_us);
 				stats.renewals++;
 				if (start + lease * 1000 / 3 < next)
 					next = start + lease * 1000 / 3;
@@ -1270,7 +1301,10 @@ int locktab_init(struct event_base *b, const struct config *c, const struct lt_o
 	wd_timer = evtimer_new(base, wd_tick, NULL);
 	rel_ev = event_new(base, -1, 0, rel_pump, NULL);
 	trim_ev = evtimer_new(base, trim_cb, NULL);
-	if (!wd_timer || !rel_ev || !trim_ev)
+	dl_timer = evtimer_new(base, deadline_cb, NULL);
+	dh_init(&deadlines);
+	dl_at = 0;
+	if (!wd_timer || !rel_ev || !trim_ev || !dl_timer)
 		return -1;
 	wd_arm_at(now_us() + cfg->lease_ms * 1000 / 3);
 	return 0;
@@ -1351,7 +1385,6 @@ void locktab_shutdown(void)
 			nx = k->next;
 			while ((l = waitq_pop(&lk->holds)) || (l = waitq_pop(&lk->ended))) {
 				struct hold *h = wq_entry(l, struct hold, key_link);
-				event_free(h->deadline);
 				free(h);
 			}
 			if (lk->retry)
@@ -1363,8 +1396,12 @@ void locktab_shutdown(void)
 	while (hold_pool) {
 		struct hold *h = hold_pool;
 		hold_pool = h->next_free;
-		event_free(h->deadline);
 		free(h);
 	}
 	hold_pool_len = 0;
+	dh_free(&deadlines);
+	if (dl_timer)
+		event_free(dl_timer);
+	dl_timer = NULL;
+	dl_at = 0;
 }
