@@ -38,15 +38,10 @@
 
 #include <event2/event.h>
 
+#include "benchmark_opts.h"
 #include "benchmark_probe.h"
 #include "lockd/client.h"
 
-#ifndef PACKAGE_VERSION
-#define PACKAGE_VERSION "unknown"
-#endif
-
-#define DEFAULT_PORT      7390
-#define DEFAULT_SESSIONS  16
 #define DEFAULT_MS        5000     /* run time without -d and -n */
 #define HELD_DEFAULT_MS   30000    /* held: one default lease, so every lock is renewed */
 #define N_ONLY_LIMIT_MS   600000   /* time limit of a -n run without -d */
@@ -56,24 +51,6 @@
 #define CONNECT_BURST     256      /* connects in progress at once (listen backlog) */
 #define MAX_REPLY         65536    /* longer reply line: give up */
 #define KEY_PREFIX        BM_PROG ":"
-
-enum scenario {
-	SC_UNCONTENDED, /* every session cycles on keys of its own */
-	SC_CONTENDED,   /* sessions take turns on -k keys (default 1) */
-	SC_HANDOFF,     /* contended, plus release-to-grant gaps and fairness */
-	SC_HELD,        /* many watchdog locks held for -d: lockd's cost at rest */
-	SC_SHARED,      /* contended, readers (SHARED) and writers mixed (--read-ratio) */
-	SC_PERMITS,     /* contended, each LOCK takes one of --permits permits */
-	SC_COUNT
-};
-static const char *const scenario_names[SC_COUNT] = {"uncontended", "contended", "handoff",
-                                                     "held",        "shared",    "permits"};
-
-enum output {
-	OUT_HUMAN, /* a block of text per scenario */
-	OUT_CSV,   /* a header, then a row per scenario */
-	OUT_JSON   /* an object per line per scenario */
-};
 
 static int64_t now_ns(void)
 {
@@ -86,359 +63,6 @@ static int64_t now_ns(void)
 static const uint64_t pct_ppm[5] = {500000, 900000, 990000, 999000, 1000000};
 static const char *const pct_names[5] = {"p50", "p90", "p99", "p99.9", "max"};
 static const char *const pct_cols[5] = {"p50", "p90", "p99", "p999", "max"};
-
-/* ------------------------------------------------------------------ options */
-
-static struct opts {
-	const char *host, *sock, *password;
-	int port, sessions, keys, hold_ms, pipeline, wait_ms, ttl_ms, trylock, locks;
-	int read_ratio, permits; /* shared: % of sessions that read; permits: n */
-	long long cycles;
-	int64_t duration_ms;
-	int duration_set;
-	long pid;
-	enum output out;
-	struct bm_hostport masters[BM_MAX_MASTERS];
-	int nmasters;
-	enum scenario scen[SC_COUNT];
-	int nscen;
-} options;
-
-static void usage(void)
-{
-	printf("Usage: " BM_PROG " [-h host] [-p port] [-s socket] [-a password] [-c sessions]\n"
-	       "       [-n cycles] [-d duration] [-k keys] [--scenario list] [--hold ms]\n"
-	       "       [--pipeline n] [--wait ms] [--ttl ms] [--trylock]\n"
-	       "       [--locks-per-session n] [--pid pid] [--read-ratio pct] [--permits n]\n"
-	       "       [--masters host:port,...]\n"
-	       "       [--csv | --json]\n"
-	       "Drive a running lockd with many sessions over its text protocol and report\n"
-	       "cycles/s, acquire latency percentiles and Redis commands per grant.\n"
-	       "\n"
-	       "  -h host              lockd host (default 127.0.0.1)\n"
-	       "  -p port              lockd TCP port (default %d)\n"
-	       "  -s socket            lockd Unix socket path (instead of -h/-p)\n"
-	       "  -a password          send AUTH password first on every session\n"
-	       "  -c sessions          concurrent sessions (default %d)\n"
-	       "  -n cycles            stop after this many grants (lock/unlock cycles)\n"
-	       "  -d duration          run time: 10 or 10s = seconds, 500ms = milliseconds\n"
-	       "                       (default 5 s; held: the hold time, default 30 s;\n"
-	       "                       with -n alone, a limit of 600 s)\n"
-	       "  -k keys              distinct keys (uncontended: default one per slot;\n"
-	       "                       contended, handoff, shared, permits: default 1)\n"
-	       "  --scenario list      comma-separated: uncontended, contended, handoff, held,\n"
-	       "                       shared, permits (default uncontended,contended,handoff)\n"
-	       "  --hold ms            hold each lock this long before UNLOCK (default 0)\n"
-	       "  --pipeline n         uncontended: n keys per session, a LOCK/UNLOCK cycle in\n"
-	       "                       flight on each; held: LOCKs in flight (default 1)\n"
-	       "  --wait ms            LOCK key WAIT ms (default 10000)\n"
-	       "  --ttl ms             add TTL ms to every LOCK (not with held)\n"
-	       "  --trylock            TRYLOCK instead of LOCK ... WAIT (not with held)\n"
-	       "  --locks-per-session n  held: locks per session (default 10)\n"
-	       "  --pid pid            held: lockd's pid for /proc (default: from STATS)\n"
-	       "  --read-ratio pct     shared: percent of the sessions that read (LOCK key\n"
-	       "                       SHARED); the others write (LOCK key) (default 90)\n"
-	       "  --permits n          permits: LOCK key PERMITS n (default 4)\n"
-	       "  --masters list       Redis masters host:port,... to read INFO commandstats\n"
-	       "                       from before and after each run\n"
-	       "  --csv                one CSV header, then one row per scenario\n"
-	       "  --json               one JSON object per line per scenario\n"
-	       "  --help               this help\n"
-	       "  --version            print the version\n",
-	       DEFAULT_PORT, DEFAULT_SESSIONS);
-}
-
-static void usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, BM_PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" BM_PROG " --help'.\n");
-	exit(2);
-}
-
-static long long parse_int(const char *opt, const char *s, long long min, long long max)
-{
-	char *end;
-	long long v;
-
-	errno = 0;
-	v = isdigit((unsigned char)s[0]) ? strtoll(s, &end, 10) : 0;
-	if (!isdigit((unsigned char)s[0]) || *end != '\0' || errno == ERANGE || v < min || v > max)
-		usage_error("%s: expected an integer from %lld to %lld, got '%s'", opt, min, max,
-		            s);
-	return v;
-}
-
-/* "10" and "10s" are seconds, "500ms" milliseconds. */
-static int64_t parse_duration(const char *opt, const char *s)
-{
-	char *end;
-	long long v;
-	int64_t ms;
-
-	errno = 0;
-	v = isdigit((unsigned char)s[0]) ? strtoll(s, &end, 10) : -1;
-	if (v < 0 || errno == ERANGE)
-		goto bad;
-	if (*end == '\0' || strcmp(end, "s") == 0)
-		ms = v > 86400 ? -1 : (int64_t)v * 1000;
-	else if (strcmp(end, "ms") == 0)
-		ms = v > 86400000 ? -1 : v;
-	else
-		goto bad;
-	if (ms >= 1)
-		return ms;
-bad:
-	usage_error("%s: expected a duration from 1ms to 86400s such as 10 (seconds), 10s or "
-	            "500ms, got '%s'",
-	            opt, s);
-}
-
-static void parse_masters(const char *list)
-{
-	const char *p = list;
-
-	while (1) {
-		const char *end = strchr(p, ','), *colon;
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char item[300];
-		struct bm_hostport *m;
-
-		if (len == 0 || len >= sizeof(item))
-			usage_error("--masters: expected host:port,host:port,..., got '%s'", list);
-		if (options.nmasters == BM_MAX_MASTERS)
-			usage_error("--masters: at most %d masters", BM_MAX_MASTERS);
-		memcpy(item, p, len);
-		item[len] = '\0';
-		colon = strrchr(item, ':');
-		if (!colon || colon == item || colon[1] == '\0')
-			usage_error("--masters: '%s' is not host:port", item);
-		m = &options.masters[options.nmasters++];
-		m->port = (int)parse_int("--masters port", colon + 1, 1, 65535);
-		len = (size_t)(colon - item);
-		if (len >= 2 && item[0] == '[' && item[len - 1] == ']') { /* [::1]:6379 */
-			memcpy(m->host, item + 1, len - 2);
-			m->host[len - 2] = '\0';
-		} else {
-			memcpy(m->host, item, len);
-			m->host[len] = '\0';
-		}
-		if (!end)
-			break;
-		p = end + 1;
-	}
-}
-
-static void parse_scenarios(const char *list)
-{
-	const char *p = list;
-
-	options.nscen = 0;
-	while (1) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		int sc;
-
-		for (sc = 0; sc < SC_COUNT; sc++)
-			if (strlen(scenario_names[sc]) == len &&
-			    strncmp(p, scenario_names[sc], len) == 0)
-				break;
-		if (sc == SC_COUNT)
-			usage_error("--scenario: unknown scenario '%.*s' (expected uncontended, "
-			            "contended, handoff, held, shared or permits)",
-			            (int)len, p);
-		for (int i = 0; i < options.nscen; i++)
-			if (options.scen[i] == (enum scenario)sc)
-				usage_error("--scenario: '%s' is listed twice", scenario_names[sc]);
-		options.scen[options.nscen++] = (enum scenario)sc;
-		if (!end)
-			break;
-		p = end + 1;
-	}
-}
-
-static int has_scenario(enum scenario sc)
-{
-	for (int i = 0; i < options.nscen; i++)
-		if (options.scen[i] == sc)
-			return 1;
-	return 0;
-}
-
-static void parse_args(int argc, char **argv)
-{
-	enum {
-		O_HOLD = 256,
-		O_PIPELINE,
-		O_CSV,
-		O_JSON,
-		O_MASTERS,
-		O_SCENARIO,
-		O_HELP,
-		O_VERSION,
-		O_LOCKS,
-		O_PID,
-		O_WAIT,
-		O_TTL,
-		O_TRYLOCK,
-		O_READ_RATIO,
-		O_PERMITS
-	};
-	static const struct option longs[] = {
-	    {"hold", required_argument, NULL, O_HOLD},
-	    {"pipeline", required_argument, NULL, O_PIPELINE},
-	    {"csv", no_argument, NULL, O_CSV},
-	    {"json", no_argument, NULL, O_JSON},
-	    {"masters", required_argument, NULL, O_MASTERS},
-	    {"scenario", required_argument, NULL, O_SCENARIO},
-	    {"help", no_argument, NULL, O_HELP},
-	    {"version", no_argument, NULL, O_VERSION},
-	    {"locks-per-session", required_argument, NULL, O_LOCKS},
-	    {"pid", required_argument, NULL, O_PID},
-	    {"wait", required_argument, NULL, O_WAIT},
-	    {"ttl", required_argument, NULL, O_TTL},
-	    {"trylock", no_argument, NULL, O_TRYLOCK},
-	    {"read-ratio", required_argument, NULL, O_READ_RATIO},
-	    {"permits", required_argument, NULL, O_PERMITS},
-	    {NULL, 0, NULL, 0},
-	};
-	int c, keys_set = 0, hold_set = 0, pipeline_set = 0, locks_set = 0, ratio_set = 0,
-	       permits_set = 0;
-
-	options.host = "127.0.0.1";
-	options.port = DEFAULT_PORT;
-	options.sessions = DEFAULT_SESSIONS;
-	options.pipeline = 1;
-	options.wait_ms = 10000;
-	options.locks = 10;
-	options.read_ratio = 90;
-	options.permits = 4;
-	options.scen[0] = SC_UNCONTENDED;
-	options.scen[1] = SC_CONTENDED;
-	options.scen[2] = SC_HANDOFF;
-	options.nscen = 3;
-	opterr = 0; /* our own messages, with exit status 2 */
-	while ((c = getopt_long(argc, argv, ":h:p:s:a:c:n:d:k:", longs, NULL)) != -1) {
-		switch (c) {
-		case 'h':
-			options.host = optarg;
-			break;
-		case 'p':
-			options.port = (int)parse_int("-p", optarg, 1, 65535);
-			break;
-		case 's':
-			options.sock = optarg;
-			break;
-		case 'a':
-			options.password = optarg;
-			break;
-		case 'c':
-			options.sessions = (int)parse_int("-c", optarg, 1, 100000);
-			break;
-		case 'n':
-			options.cycles = parse_int("-n", optarg, 1, 1000000000000LL);
-			break;
-		case 'd':
-			options.duration_ms = parse_duration("-d", optarg),
-			options.duration_set = 1;
-			break;
-		case 'k':
-			options.keys = (int)parse_int("-k", optarg, 1, 10000000), keys_set = 1;
-			break;
-		case O_HOLD:
-			options.hold_ms = (int)parse_int("--hold", optarg, 0, 3600000),
-			hold_set = 1;
-			break;
-		case O_PIPELINE:
-			options.pipeline = (int)parse_int("--pipeline", optarg, 1, 1000),
-			pipeline_set = 1;
-			break;
-		case O_CSV:
-			options.out = OUT_CSV;
-			break;
-		case O_JSON:
-			options.out = OUT_JSON;
-			break;
-		case O_MASTERS:
-			parse_masters(optarg);
-			break;
-		case O_SCENARIO:
-			parse_scenarios(optarg);
-			break;
-		case O_HELP:
-			usage();
-			exit(0);
-		case O_VERSION:
-			printf(BM_PROG " %s\n", PACKAGE_VERSION);
-			exit(0);
-		case O_LOCKS:
-			options.locks = (int)parse_int("--locks-per-session", optarg, 1, 10000),
-			locks_set = 1;
-			break;
-		case O_PID:
-			options.pid = (long)parse_int("--pid", optarg, 1, 4194304);
-			break;
-		case O_WAIT:
-			options.wait_ms = (int)parse_int("--wait", optarg, 0, 2147483647);
-			break;
-		case O_TTL:
-			options.ttl_ms = (int)parse_int("--ttl", optarg, 1, 2147483647);
-			break;
-		case O_TRYLOCK:
-			options.trylock = 1;
-			break;
-		case O_READ_RATIO:
-			options.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100),
-			ratio_set = 1;
-			break;
-		case O_PERMITS:
-			options.permits = (int)parse_int("--permits", optarg, 1, 65536),
-			permits_set = 1;
-			break;
-		case ':':
-			usage_error("option %s needs a value", argv[optind - 1]);
-		default:
-			if (optopt)
-				usage_error("unknown option -%c", optopt);
-			usage_error("unknown option %s", argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
-	if (options.password && (!options.password[0] || strpbrk(options.password, " \t\r\n")))
-		usage_error("-a: the password must be one word (no blanks)");
-	if (options.sock && strlen(options.sock) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		usage_error("-s: socket path is longer than %zu bytes",
-		            sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-	/* A session must never lock a key it holds (that would be a reentrant
-	 * hold, same fence): its pipeline slots need distinct keys. */
-	if (keys_set && has_scenario(SC_UNCONTENDED) && options.keys < options.pipeline)
-		usage_error("-k %d is less than --pipeline %d: an uncontended session needs a key "
-		            "per pipeline slot",
-		            options.keys, options.pipeline);
-	if (has_scenario(SC_HELD) && (options.ttl_ms || options.trylock))
-		usage_error("--%s does not apply to the held scenario (its locks have no TTL)",
-		            options.ttl_ms ? "ttl" : "trylock");
-	if (has_scenario(SC_HELD) && options.nscen == 1 && (options.cycles || keys_set || hold_set))
-		usage_error("%s does not apply to the held scenario (use -c, "
-		            "--locks-per-session and -d)",
-		            options.cycles ? "-n"
-		            : keys_set     ? "-k"
-		                           : "--hold");
-	if (locks_set && !has_scenario(SC_HELD))
-		usage_error("--locks-per-session applies only to the held scenario");
-	if (pipeline_set && !has_scenario(SC_UNCONTENDED) && !has_scenario(SC_HELD))
-		usage_error("--pipeline applies only to the uncontended and held scenarios");
-	if (ratio_set && !has_scenario(SC_SHARED))
-		usage_error("--read-ratio applies only to the shared scenario");
-	if (permits_set && !has_scenario(SC_PERMITS))
-		usage_error("--permits applies only to the permits scenario");
-}
 
 /* ------------------------------------------------------------------ target */
 
@@ -539,9 +163,10 @@ struct slot {
 	uint64_t fence;
 	uint32_t key;
 	uint8_t state;
-	uint8_t lost;   /* LOST arrived for this grant: UNLOCK may answer ERR NOTHELD */
-	uint8_t writer; /* shared: this session writes (LOCK key), else it reads */
-	uint64_t floor; /* the highest fence answered before this LOCK went out */
+	uint8_t lost;    /* LOST arrived for this grant: UNLOCK may answer ERR NOTHELD */
+	uint8_t writer;  /* shared: this session writes (LOCK key), else it reads */
+	uint8_t unl_new; /* UNLOCK queued, not written yet: its send time is due */
+	uint64_t floor;  /* the highest fence answered before this LOCK went out */
 };
 
 struct session {
@@ -554,6 +179,7 @@ struct session {
 	uint8_t dirty;    /* requests queued this turn: in run.dirty */
 	struct slot *slots;
 	int nslots, busy, locking; /* slots not idle; slots in LOCK */
+	int unl_new;               /* slots with unl_new set */
 	uint64_t grants;           /* in the window, for fairness */
 };
 
@@ -563,6 +189,8 @@ struct keystate {
 	uint64_t rel_fence;  /* fence whose release (OK 0) came last */
 	int64_t t_rel;       /* when that OK 0 arrived */
 	int64_t t_early;     /* a grant that arrived before its predecessor's OK 0 */
+	int64_t t_unl;       /* when the UNLOCK of grant last_grant was written */
+	int unl_sess;        /* its session's id + 1; 0: none since the last grant */
 	int holders;         /* sessions between OK fence and sending UNLOCK */
 	int writers;         /* shared: of the holders, writers */
 	uint8_t early_in_window;
@@ -575,6 +203,8 @@ static struct run {
 	int nsess, depth;
 	struct keystate *ks;
 	uint32_t nkeys;
+	uint32_t key_stride; /* uncontended, K > slots: a slot walks its keys by this */
+	int track_send;      /* contended, handoff: time handoffs from UNLOCK sent */
 	const char *prefix;
 	const char *lock_word; /* "LOCK" or "TRYLOCK" */
 	char lock_tail[64];    /* after the key: " WAIT 10000" and the like */
@@ -591,13 +221,18 @@ static struct run {
 	int ndirty;
 	int64_t t_read; /* arrival of the lines lockd_step() reads now; 0: not taken */
 	int64_t limit_ms, t_begin, t0, t_stop, t_granted, t_hold_end, t_end, last_line;
-	struct bm_hist acq, gap;
+	struct bm_hist acq, gap, hsend; /* hsend: UNLOCK written to the next OK */
 	struct event *ev_stop, *ev_deadline, *ev_tick, *ev_flush;
 	const struct timeval *tv_hold;
 	long pid;
 	struct bm_cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
 	struct bm_procsnap p0, p1, p2; /* before connecting; all granted; hold ended */
 	struct rusage ru0;
+	/* CPU at the end of the measured window (held: all granted); its start
+	 * is c0, pa and ru0 */
+	struct bm_cmdcount cw;
+	struct bm_procsnap pa, pw;
+	struct rusage ru_w;
 } run;
 
 static const char *const phase_names[] = {"connect", "run",     "drain", "acquire",
@@ -674,6 +309,33 @@ static void send_unlock(struct slot *sl)
 		key_left(sl);
 	sl->state = SL_UNLOCKING;
 	send_req(sl->s, sl, "UNLOCK %s%u", run.prefix, sl->key);
+	/* A lost lock was free before its UNLOCK: no handoff starts there. */
+	if (run.track_send && !sl->lost && !run.failed) {
+		sl->unl_new = 1;
+		sl->s->unl_new++;
+	}
+}
+
+/* The session's queued UNLOCKs are written now: that is when a handoff
+ * starts (not when the UNLOCK was queued, earlier in this turn, while
+ * other replies were still being read). */
+static void stamp_unlocks(struct session *s)
+{
+	int64_t t = now_ns();
+
+	for (int i = 0; i < s->nslots && s->unl_new; i++) {
+		struct slot *sl = &s->slots[i];
+		struct keystate *ks = &run.ks[sl->key];
+
+		if (!sl->unl_new)
+			continue;
+		sl->unl_new = 0;
+		s->unl_new--;
+		if (!sl->lost && ks->last_grant == sl->fence) { /* the latest grant */
+			ks->t_unl = t;
+			ks->unl_sess = s->id + 1;
+		}
+	}
 }
 
 static void finish(void)
@@ -705,12 +367,21 @@ static void pump(struct session *s)
 
 /* The window closes: no new LOCK; outstanding ones are answered, and
  * granted locks are released at once, so the drain is short. */
+/* The measured window ends: CPU of lockd, the masters and this process. */
+static void window_end(void)
+{
+	bm_proc_snapshot(run.pid, &run.pw);
+	getrusage(RUSAGE_SELF, &run.ru_w);
+	bm_masters_snapshot(&run.cw);
+}
+
 static void stop_run(void)
 {
 	if (run.phase != PH_RUN)
 		return;
 	run.phase = PH_DRAIN;
 	run.t_stop = now_ns();
+	window_end();
 	event_del(run.ev_stop);
 	for (int i = 0; i < run.nsess; i++)
 		pump(&run.sess[i]);
@@ -722,6 +393,7 @@ static void start_run(void)
 
 	bm_masters_snapshot(&run.c0);
 	getrusage(RUSAGE_SELF, &run.ru0);
+	bm_proc_snapshot(run.pid, &run.pa);
 	/* the stop timer counts from now, not from the start of this loop pass */
 	event_base_update_cache_time(run.base);
 	run.t0 = run.last_line = now_ns();
@@ -738,8 +410,9 @@ static void all_granted(void)
 	struct timeval tv = {run.limit_ms / 1000, (run.limit_ms % 1000) * 1000};
 
 	run.t_granted = now_ns();
-	bm_proc_snapshot(run.pid, &run.p1);
-	bm_masters_snapshot(&run.c1);
+	window_end();
+	run.p1 = run.pw;
+	run.c1 = run.cw;
 	run.phase = PH_HOLD;
 	event_base_update_cache_time(run.base);
 	evtimer_add(run.ev_stop, &tv);
@@ -820,6 +493,12 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 			        run.prefix, sl->key, (unsigned long long)fence,
 			        (unsigned long long)ks->last_grant);
 	} else {
+		/* from the UNLOCK written to the first grant to another session */
+		if (ks->unl_sess) {
+			if (ks->unl_sess != s->id + 1 && in_window)
+				bm_hist_add(&run.hsend, t - ks->t_unl);
+			ks->unl_sess = 0;
+		}
 		if (ks->last_grant && ks->rel_fence == ks->last_grant) {
 			if (in_window) {
 				bm_hist_add(&run.gap, t - ks->t_rel);
@@ -962,6 +641,11 @@ static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *
 	}
 	if (!sl->lost)
 		key_released(&run.ks[sl->key], sl->fence, t);
+	if (run.key_stride) { /* uncontended: on to the slot's next key */
+		sl->key += run.key_stride;
+		if (sl->key >= run.nkeys)
+			sl->key %= run.key_stride;
+	}
 	sl->state = SL_IDLE;
 	sl->lost = 0;
 	s->busy--;
@@ -1017,6 +701,8 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 		s->dirty = 0;
 		if (run.failed)
 			continue;
+		if (s->unl_new)
+			stamp_unlocks(s);
 		if (lockd_flush(s->c) != LOCKD_OK)
 			session_failed(s);
 		else
@@ -1092,7 +778,7 @@ struct result {
 	int sessions, pipeline, hold_ms, locks;
 	uint32_t keys;
 	double seconds, hold_s, cycles, cps;
-	double acq[5], gap[5];
+	double acq[5], gap[5], hsend[5];
 	double handoffs, early, jain;
 	double regressions, overlaps, timeouts, lost;
 	double cmds_per_grant, scripts_per_grant;
@@ -1100,6 +786,9 @@ struct result {
 	long pid;
 	double rss_kb, rss_idle_kb, hwm_kb, cpu_pct, renew_cmds_s, renew_scripts_s;
 	double client_cpu_pct;
+	/* CPU in microseconds per grant of the window: lockd (/proc), the
+	 * masters summed (INFO cpu), this process (getrusage) */
+	double lockd_us, masters_us, client_us;
 };
 
 static double ratio(double a, double b)
@@ -1134,6 +823,7 @@ static void compute_result(struct result *r)
 	for (int i = 0; i < 5; i++) {
 		r->acq[i] = bm_hist_pct_ms(&run.acq, pct_ppm[i]);
 		r->gap[i] = run.sc == SC_HANDOFF ? bm_hist_pct_ms(&run.gap, pct_ppm[i]) : NAN;
+		r->hsend[i] = run.track_send ? bm_hist_pct_ms(&run.hsend, pct_ppm[i]) : NAN;
 	}
 	r->read_ratio = r->readers = r->writers = r->writer_grants = r->permits = NAN;
 	r->peak_holders = run.sc == SC_SHARED || run.sc == SC_PERMITS ? run.max_holders : NAN;
@@ -1183,6 +873,14 @@ static void compute_result(struct result *r)
 			r->renew_scripts_s = ratio(run.c2.scripts - run.c1.scripts, hold_s);
 		}
 	}
+	r->lockd_us = r->masters_us = NAN;
+	if (run.pa.ok && run.pw.ok)
+		r->lockd_us = ratio(1e6 * (run.pw.cpu_s - run.pa.cpu_s), r->cycles);
+	if (run.c0.cpu_ok && run.cw.cpu_ok)
+		r->masters_us = ratio(1e6 * (run.cw.cpu_s - run.c0.cpu_s), r->cycles);
+	r->client_us = ratio(1e6 * (tv_s(run.ru_w.ru_utime) + tv_s(run.ru_w.ru_stime) -
+	                            tv_s(run.ru0.ru_utime) - tv_s(run.ru0.ru_stime)),
+	                     r->cycles);
 	wall = (double)(run.t_end - run.t0) / 1e9;
 	r->client_cpu_pct = ratio(100 * (tv_s(ru.ru_utime) + tv_s(ru.ru_stime) -
 	                                 tv_s(run.ru0.ru_utime) - tv_s(run.ru0.ru_stime)),
@@ -1248,6 +946,8 @@ static void print_human(const struct result *r)
 	if (r->sc == SC_PERMITS)
 		printf("  at most %.0f holders at once (of %d permits)\n", r->peak_holders,
 		       options.permits);
+	if (r->sc == SC_CONTENDED || r->sc == SC_HANDOFF)
+		print_pcts("UNLOCK sent->OK (ms):", r->hsend);
 	if (r->sc == SC_HANDOFF) {
 		print_pcts("handoff gap (ms):", r->gap);
 		fmt_num(a, sizeof(a), r->jain, 3, "-");
@@ -1257,6 +957,14 @@ static void print_human(const struct result *r)
 	fmt_num(a, sizeof(a), r->cmds_per_grant, 2, "-");
 	fmt_num(b, sizeof(b), r->scripts_per_grant, 2, "-");
 	printf("  Redis commands per grant: %s (EVALSHA/EVAL %s)\n", a, b);
+	fmt_num(a, sizeof(a), r->lockd_us, 1, "-");
+	fmt_num(b, sizeof(b), r->masters_us, 1, "-");
+	fmt_num(c, sizeof(c), r->client_us, 1, "-");
+	printf("  CPU per %s (us): lockd %s, masters %s",
+	       r->sc == SC_HELD ? "grant while the locks were taken" : "cycle", a, b);
+	if (options.nmasters)
+		printf(" (sum of %d)", options.nmasters);
+	printf(", client %s\n", c);
 	if (r->sc == SC_HELD) {
 		if (isnan(r->rss_kb)) {
 			printf("  lockd process: unavailable (give --pid for a local lockd)\n");
@@ -1336,6 +1044,14 @@ static void print_machine(const struct result *r, int header)
 	COL("renew_cmds_per_s", r->renew_cmds_s, 1);
 	COL("renew_scripts_per_s", r->renew_scripts_s, 1);
 	COL("client_cpu_pct", r->client_cpu_pct, 1);
+	/* added later: at the end, so that CSV columns keep their places */
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "handoff_send_%s_ms", pct_cols[i]);
+		COL(name, r->hsend[i], 3);
+	}
+	COL("lockd_cpu_us_per_cycle", r->lockd_us, 2);
+	COL("masters_cpu_us_per_cycle", r->masters_us, 2);
+	COL("client_cpu_us_per_cycle", r->client_us, 2);
 #undef COL
 
 	if (options.out == OUT_CSV) {
@@ -1362,6 +1078,26 @@ static void print_machine(const struct result *r, int header)
 }
 
 /* ------------------------------------------------------------------ one scenario */
+
+/* lockd's pid for /proc: --pid, else the one STATS gives when it is a local
+ * lockd (a remote lockd's pid may name anything here). 0: none. */
+static long lockd_pid;
+
+static void find_lockd_pid(void)
+{
+	long pid;
+
+	if ((lockd_pid = options.pid))
+		return;
+	pid = bm_stats_pid(&target.lo);
+	if (pid > 0 && bm_is_local_lockd(pid))
+		lockd_pid = pid;
+	else if (has_scenario(SC_HELD)) /* the others just leave lockd's CPU out */
+		fprintf(stderr,
+		        BM_PROG ": warning: %s: lockd's RSS and CPU unavailable (give --pid for a "
+		                "local lockd)\n",
+		        pid > 0 ? "STATS pid is not a local lockd process" : "no pid from STATS");
+}
 
 static void free_run(void)
 {
@@ -1396,6 +1132,7 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	    KEY_PREFIX "held:", KEY_PREFIX "s:", KEY_PREFIX "p:"};
 	int cycling = sc != SC_HELD;
 	int nslots = sc == SC_UNCONTENDED ? options.pipeline : sc == SC_HELD ? options.locks : 1;
+	int64_t deadline_ms;
 	struct timeval tv_deadline,
 	    tv_tick = {1, 0}, tv_hold = {options.hold_ms / 1000, (options.hold_ms % 1000) * 1000};
 
@@ -1435,22 +1172,11 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 			snprintf(f + n, sz - n, " TTL %d", options.ttl_ms);
 	}
 
-	if (sc == SC_HELD) {
-		run.pid = options.pid;
-		if (!run.pid) {
-			long pid = bm_stats_pid(&target.lo);
-
-			if (pid > 0 && bm_is_local_lockd(pid))
-				run.pid = pid;
-			else
-				fprintf(stderr,
-				        BM_PROG
-				        ": warning: %s: lockd's RSS and CPU unavailable (give "
-				        "--pid for a local lockd)\n",
-				        pid > 0 ? "STATS pid is not a local lockd process"
-				                : "no pid from STATS");
-		}
-	}
+	run.pid = lockd_pid;
+	run.track_send = sc == SC_CONTENDED || sc == SC_HANDOFF;
+	/* more keys than slots: each slot goes round keys of its own */
+	if (sc == SC_UNCONTENDED && run.nkeys > (uint32_t)(options.sessions * nslots))
+		run.key_stride = (uint32_t)(options.sessions * nslots);
 
 	run.sess = calloc((size_t)run.nsess, sizeof(*run.sess));
 	run.dirty = calloc((size_t)run.nsess, sizeof(*run.dirty));
@@ -1492,8 +1218,11 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	run.ev_flush = event_new(base, -1, 0, on_flush, NULL);
 	if (!run.ev_stop || !run.ev_deadline || !run.ev_tick || !run.ev_flush)
 		goto oom;
-	tv_deadline.tv_sec = (run.limit_ms + DEADLINE_SLACK_MS) / 1000;
-	tv_deadline.tv_usec = (run.limit_ms + DEADLINE_SLACK_MS) % 1000 * 1000;
+	/* held: taking a million locks may take longer than the hold; allow
+	 * 1 ms a lock (the stall check still catches a lockd that hangs) */
+	deadline_ms = run.limit_ms + DEADLINE_SLACK_MS + (cycling ? 0 : (int64_t)run.nkeys);
+	tv_deadline.tv_sec = deadline_ms / 1000;
+	tv_deadline.tv_usec = deadline_ms % 1000 * 1000;
 	evtimer_add(run.ev_deadline, &tv_deadline);
 	event_add(run.ev_tick, &tv_tick);
 	run.t_begin = run.last_line = now_ns();
@@ -1529,6 +1258,7 @@ int main(int argc, char **argv)
 	/* sessions, masters, the STATS probe, stdio and libevent's own */
 	if (raise_nofile((long)options.sessions + options.nmasters + 32) < 0)
 		return 1;
+	find_lockd_pid();
 	if (bm_masters_connect(options.masters, options.nmasters) < 0) {
 		rc = 1;
 		goto out;

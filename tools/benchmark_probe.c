@@ -123,6 +123,51 @@ int bm_masters_connect(const struct bm_hostport *m, int n)
 	return 0;
 }
 
+static void warn_reply(int i, const char *what, const redisReply *r)
+{
+	fprintf(stderr, BM_PROG ": warning: %s from %s:%d failed: %s\n", what, master_addr[i].host,
+	        master_addr[i].port,
+	        r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply")
+	          : masters[i]->errstr);
+}
+
+/* The number after "\nname:" in an INFO reply (INFO starts with a "# Section"
+ * line, so a field is never the first line). */
+static int info_field(const char *info, const char *name, double *v)
+{
+	char pat[64];
+	const char *p;
+	char *end;
+
+	snprintf(pat, sizeof(pat), "\n%s:", name);
+	if (!(p = strstr(info, pat)))
+		return -1;
+	*v = strtod(p + strlen(pat), &end);
+	return end == p + strlen(pat) ? -1 : 0;
+}
+
+/* The CPU time of every master so far. The server's own (RUSAGE_SELF:
+ * every thread of it), without its children (RDB and AOF rewrites). */
+static void masters_cpu(struct bm_cmdcount *cc)
+{
+	for (int i = 0; i < nmasters; i++) {
+		redisReply *r = redisCommand(masters[i], "INFO cpu");
+		double sys, user;
+
+		if (!r || r->type != REDIS_REPLY_STRING ||
+		    info_field(r->str, "used_cpu_sys", &sys) ||
+		    info_field(r->str, "used_cpu_user", &user)) {
+			warn_reply(i, "INFO cpu", r);
+			if (r)
+				freeReplyObject(r);
+			return;
+		}
+		cc->cpu_s += sys + user;
+		freeReplyObject(r);
+	}
+	cc->cpu_ok = 1;
+}
+
 /* A failure makes the Redis figures of this run unavailable; it does not
  * end the benchmark. */
 void bm_masters_snapshot(struct bm_cmdcount *cc)
@@ -130,16 +175,13 @@ void bm_masters_snapshot(struct bm_cmdcount *cc)
 	memset(cc, 0, sizeof(*cc));
 	if (nmasters == 0)
 		return;
+	masters_cpu(cc);
 	for (int i = 0; i < nmasters; i++) {
 		redisReply *r = redisCommand(masters[i], "INFO commandstats");
 		const char *p;
 
 		if (!r || r->type != REDIS_REPLY_STRING) {
-			fprintf(stderr,
-			        BM_PROG ": warning: INFO commandstats from %s:%d failed: %s\n",
-			        master_addr[i].host, master_addr[i].port,
-			        r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply")
-			          : masters[i]->errstr);
+			warn_reply(i, "INFO commandstats", r);
 			if (r)
 				freeReplyObject(r);
 			return;

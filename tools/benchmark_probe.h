@@ -34,11 +34,14 @@ struct bm_hostport {
 	int port;
 };
 
-/* Redis commands summed over the masters, from INFO commandstats. */
+/* Redis commands summed over the masters, from INFO commandstats, and
+ * their CPU time, from INFO cpu. */
 struct bm_cmdcount {
 	int ok;         /* 0: no masters, or one did not answer */
 	double all;     /* every lock command, also those run inside scripts */
 	double scripts; /* EVALSHA, EVAL and the like */
+	int cpu_ok;     /* 0: no masters, or one did not answer */
+	double cpu_s;   /* used_cpu_sys + used_cpu_user (the server process) */
 };
 
 /* Blocking hiredis connections, used only between measured phases. */
