@@ -43,6 +43,7 @@ struct mreq {
 	struct mreq *items;     /* the carrier's calls, in order (their own fn, arg) */
 	int nitems;
 	struct mreq *item_next; /* a call's next in its carrier */
+	size_t nkeys;           /* a batchable call's number of keys (its argv[2]) */
 };
 
 #define BATCH_MAX 128 /* calls per batch: a script blocks its master while it runs */
@@ -370,8 +371,8 @@ static void f_arg(const char *p, size_t n)
 	flen += n + 2;
 }
 
-/* A script call's number of keys (its argv[2]). */
-static size_t nkeys_of(const struct mreq *r) { return strtoul(r->argv[2], NULL, 10); }
+/* A batchable call's number of keys, read once when it is queued. */
+static size_t nkeys_of(const struct mreq *r) { return r->nkeys; }
 
 /* Format r (a command, a script call, or a batch of script calls: their
  * keys one after another, then their arguments) into fbuf. */
@@ -543,6 +544,7 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 	r->argc = argc;
 	r->argv = argv;
 	r->argvlen = argvlen;
+	r->nkeys = strtoul(argv[2], NULL, 10);
 	waitq_push(&m->pend, &r->link);
 	mark_dirty(m);
 	return 0;

@@ -52,75 +52,77 @@
  * raises the exclusive-waiting flag too and is told to come back within
  * 500 ms to keep it up. A busy answer drops the old token (a handoff's
  * release side).
- * Redis commands of a plain grant: MGET (reservation, lock, waiting
- * flag: one read), EXISTS (shared holders), SET NX-less (the lock: its
- * value may be a stale token of ours), INCR (the fence; a counter that
- * did not exist starts from the clock), PEXPIRE (the fence's idle
- * expiry). */
+ * Redis commands of a plain grant, 4: MGET (reservation, lock, waiting
+ * flag, fence counter: one read), EXISTS (live shared holders keep an
+ * exclusive lock out: a sorted set, which MGET cannot see), SET of the
+ * lock (without NX: its value may be a stale token of ours), SET of the
+ * fence with its idle expiry (one more than it was; a counter that did
+ * not exist starts from the clock, TIME). */
 #define ACQUIRE_LUA                                                                                \
-	"local inst, kind = ARGV[5], ARGV[7]\n"                                                    \
+	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                                    \
 	"local function ours(v) return string.sub(v, 1, 16) == inst end\n"                         \
 	"local function busy(ttl)\n"                                                               \
-	"  if ARGV[3] ~= '' and redis.call('GET', KEYS[1]) == ARGV[3] then\n"                      \
-	"    redis.call('DEL', KEYS[1])\n"                                                         \
+	"  if ARGV[ab + 3] ~= '' and redis.call('GET', KEYS[kb + 1]) == ARGV[ab + 3] then\n"                      \
+	"    redis.call('DEL', KEYS[kb + 1])\n"                                                         \
 	"  end\n"                                                                                  \
-	"  if ARGV[4] ~= '0' then\n"                                                               \
-	"    redis.call('SET', KEYS[3], inst, 'PX', math.max(ttl, 0) + 1000)\n"                    \
+	"  if ARGV[ab + 4] ~= '0' then\n"                                                               \
+	"    redis.call('SET', KEYS[kb + 3], inst, 'PX', math.max(ttl, 0) + 1000)\n"                    \
 	"  end\n"                                                                                  \
 	"  return {0, ttl}\n"                                                                      \
 	"end\n"                                                                                    \
-	"local g = redis.call('MGET', KEYS[4], KEYS[1], KEYS[3])\n"                                \
-	"local res, v, w = g[1], g[2], g[3]\n"                                                     \
-	"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[4])) end\n"               \
-	"if v and v ~= ARGV[3] and not ours(v) then\n"                                             \
-	"  return busy(redis.call('PTTL', KEYS[1]))\n"                                             \
+	"local g = redis.call('MGET', KEYS[kb + 4], KEYS[kb + 1], KEYS[kb + 3], KEYS[kb + 2])\n"                       \
+	"local res, v, w, fc = g[1], g[2], g[3], g[4]\n"                                          \
+	"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[kb + 4])) end\n"               \
+	"if v and v ~= ARGV[ab + 3] and not ours(v) then\n"                                             \
+	"  return busy(redis.call('PTTL', KEYS[kb + 1]))\n"                                             \
 	"end\n"                                                                                    \
 	"if kind == 's' then\n"                                                                    \
-	"  local x = redis.call('GET', KEYS[6])\n"                                                 \
-	"  if x and x ~= inst then return busy(redis.call('PTTL', KEYS[6])) end\n"                 \
-	"  if v then redis.call('DEL', KEYS[1]) end\n"                                             \
+	"  local x = redis.call('GET', KEYS[kb + 6])\n"                                                 \
+	"  if x and x ~= inst then return busy(redis.call('PTTL', KEYS[kb + 6])) end\n"                 \
+	"  if v then redis.call('DEL', KEYS[kb + 1]) end\n"                                             \
 	"  local now = clock()\n"                                                                  \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"                                 \
-	"  redis.call('ZADD', KEYS[5], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[1])\n" \
-	"  if redis.call('PTTL', KEYS[5]) < tonumber(ARGV[2]) then\n"                              \
-	"    redis.call('PEXPIRE', KEYS[5], ARGV[2])\n"                                            \
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                                 \
+	"  redis.call('ZADD', KEYS[kb + 5], string.format('%.0f', now + tonumber(ARGV[ab + 2])), ARGV[ab + 1])\n" \
+	"  if redis.call('PTTL', KEYS[kb + 5]) < tonumber(ARGV[ab + 2]) then\n"                              \
+	"    redis.call('PEXPIRE', KEYS[kb + 5], ARGV[ab + 2])\n"                                            \
 	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
-	"  if kind == 'x' and redis.call('EXISTS', KEYS[5]) == 1 then\n"                           \
+	"  if kind == 'x' and redis.call('EXISTS', KEYS[kb + 5]) == 1 then\n"                           \
 	"    local now = clock()\n"                                                                \
-	"    redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)\n"                               \
-	"    local m = redis.call('ZRANGE', KEYS[5], 0, -1, 'WITHSCORES')\n"                       \
+	"    redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                               \
+	"    local m = redis.call('ZRANGE', KEYS[kb + 5], 0, -1, 'WITHSCORES')\n"                       \
 	"    local far = -1\n"                                                                     \
 	"    for i = 1, #m, 2 do\n"                                                                \
 	"      if ours(m[i]) then\n"                                                               \
-	"        redis.call('ZREM', KEYS[5], m[i])\n"                                              \
+	"        redis.call('ZREM', KEYS[kb + 5], m[i])\n"                                              \
 	"      elseif tonumber(m[i + 1]) > far then\n"                                             \
 	"        far = tonumber(m[i + 1])\n"                                                       \
 	"      end\n"                                                                              \
 	"    end\n"                                                                                \
 	"    if far >= 0 then\n"                                                                   \
 	"      local ttl = far - now\n"                                                            \
-	"      if ARGV[4] ~= '0' then\n"                                                           \
-	"        redis.call('SET', KEYS[6], inst, 'PX', 1500)\n"                                   \
+	"      if ARGV[ab + 4] ~= '0' then\n"                                                           \
+	"        redis.call('SET', KEYS[kb + 6], inst, 'PX', 1500)\n"                                   \
 	"        busy(ttl)\n"                                                                      \
 	"        return {0, math.min(ttl, 500), 0, 1}\n"                                           \
 	"      end\n"                                                                              \
 	"      return busy(ttl)\n"                                                                 \
 	"    end\n"                                                                                \
 	"  end\n"                                                                                  \
-	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"                                    \
-	"  if ARGV[4] == '2' and redis.call('GET', KEYS[6]) == inst then\n"                        \
-	"    redis.call('DEL', KEYS[6])\n"                                                         \
+	"  redis.call('SET', KEYS[kb + 1], ARGV[ab + 1], 'PX', ARGV[ab + 2])\n"                                    \
+	"  if ARGV[ab + 4] == '2' and redis.call('GET', KEYS[kb + 6]) == inst then\n"                        \
+	"    redis.call('DEL', KEYS[kb + 6])\n"                                                         \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
-	"if res then redis.call('DEL', KEYS[4]) end\n"                                             \
-	"local f = redis.call('INCR', KEYS[2])\n"                                                  \
-	"if f == 1 then\n"                                                                         \
+	"if res then redis.call('DEL', KEYS[kb + 4]) end\n"                                             \
+	"local f\n"                                                                                \
+	"if fc then\n"                                                                             \
+	"  f = tonumber(fc) + 1\n"                                                                 \
+	"else\n"                                                                                   \
 	"  local t = redis.call('TIME')\n"                                                         \
 	"  f = tonumber(t[1] .. string.sub('000000' .. t[2], -6)) + 1\n"                           \
-	"  redis.call('SET', KEYS[2], string.format('%.0f', f))\n"                                 \
 	"end\n"                                                                                    \
-	"redis.call('PEXPIRE', KEYS[2], ARGV[6])\n"                                                \
+	"redis.call('SET', KEYS[kb + 2], string.format('%.0f', f), 'PX', ARGV[ab + 6])\n"                    \
 	"return {f, 0, (w and w ~= inst) and 1 or 0}\n"
 
 /* KEYS: lock (the key's or a permit's), waiting flag, reservation, shared
@@ -133,49 +135,46 @@
  * plain release nobody waits for: MGET (lock, waiting flag), DEL. */
 #define RELEASE_LUA                                                                                \
 	"local w\n"                                                                                \
-	"if ARGV[7] == 's' then\n"                                                                 \
-	"  if redis.call('ZREM', KEYS[4], ARGV[1]) == 0 then return 0 end\n"                       \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', clock())\n"                             \
-	"  if redis.call('EXISTS', KEYS[4]) == 1 then return 1 end\n"                              \
-	"  w = redis.call('GET', KEYS[2])\n"                                                       \
+	"if ARGV[ab + 7] == 's' then\n"                                                                 \
+	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then return 0 end\n"                       \
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                             \
+	"  if redis.call('EXISTS', KEYS[kb + 4]) == 1 then return 1 end\n"                              \
+	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                       \
 	"else\n"                                                                                   \
-	"  local g = redis.call('MGET', KEYS[1], KEYS[2])\n"                                       \
-	"  if g[1] ~= ARGV[1] then return 0 end\n"                                                 \
-	"  redis.call('DEL', KEYS[1])\n"                                                           \
+	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                                       \
+	"  if g[1] ~= ARGV[ab + 1] then return 0 end\n"                                                 \
+	"  redis.call('DEL', KEYS[kb + 1])\n"                                                           \
 	"  w = g[2]\n"                                                                             \
 	"end\n"                                                                                    \
 	"if w then\n"                                                                              \
-	"  redis.call('DEL', KEYS[2])\n"                                                           \
-	"  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"                                              \
-	"  if w ~= ARGV[5] then\n"                                                                 \
-	"    redis.call('SET', KEYS[3], w, 'PX', ARGV[6])\n"                                       \
+	"  redis.call('DEL', KEYS[kb + 2])\n"                                                           \
+	"  redis.call('PUBLISH', ARGV[ab + 2], ARGV[ab + 3])\n"                                              \
+	"  if w ~= ARGV[ab + 5] then\n"                                                                 \
+	"    redis.call('SET', KEYS[kb + 3], w, 'PX', ARGV[ab + 6])\n"                                       \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
-	"if tonumber(ARGV[4]) > 0 then\n"                                                          \
-	"  redis.call('SET', KEYS[2], ARGV[5], 'PX', ARGV[4])\n"                                   \
+	"if tonumber(ARGV[ab + 4]) > 0 then\n"                                                          \
+	"  redis.call('SET', KEYS[kb + 2], ARGV[ab + 5], 'PX', ARGV[ab + 4])\n"                                   \
 	"end\n"                                                                                    \
 	"return 1\n"
 
-/* The batch form of a one-item script: its body as a function of its own
- * KEYS and ARGV, applied to each run of nk keys and na arguments in turn
- * (master.c joins the calls of a loop turn into one); returns the
- * replies, in order. */
+/* A one-item script body is a function of where its keys and arguments
+ * start (KEYS[kb + 1], ARGV[ab + 1]): the one-item script runs it at 0,
+ * the batch form (master.c joins the calls of a loop turn into one) at
+ * each run of nk keys and na arguments in turn and returns the replies,
+ * in order. No table is built per call. */
+#define ONE_OF(body) LUA_NOW "local function one(kb, ab)\n" body "end\nreturn one(0, 0)\n"
 #define BATCH_OF(body, nk, na)                                                                     \
-	LUA_NOW "local function one(KEYS, ARGV)\n" body "end\n"                                    \
+	LUA_NOW "local function one(kb, ab)\n" body "end\n"                                        \
 		"local nk, na = " #nk ", " #na "\n"                                                \
 		"local r = {}\n"                                                                   \
-		"for i = 0, #KEYS / nk - 1 do\n"                                                   \
-		"  local k, a = {}, {}\n"                                                          \
-		"  for j = 1, nk do k[j] = KEYS[i * nk + j] end\n"                                 \
-		"  for j = 1, na do a[j] = ARGV[i * na + j] end\n"                                 \
-		"  r[i + 1] = one(k, a)\n"                                                         \
-		"end\n"                                                                            \
+		"for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"                \
 		"return r\n"
 
 static const char *const bodies[SCR_COUNT] = {
-	[SCR_ACQUIRE] = LUA_NOW ACQUIRE_LUA,
+	[SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
 	[SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 6, 7),
-	[SCR_RELEASE] = LUA_NOW RELEASE_LUA,
+	[SCR_RELEASE] = ONE_OF(RELEASE_LUA),
 	[SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 4, 7),
 	/* KEYS: n locks (the key's or a permit's), then their n shared sets.
 	 * ARGV: lease ms, then one token per item, then one kind per item.

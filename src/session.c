@@ -9,7 +9,7 @@
  * Hostile and dead clients: a line must be finished within
  * limits.line_timeout_ms of its first byte (the first line, of the
  * connection); a client that reads none of its replies for as long is
- * closed (the bufferevent's write timeout); a session that holds and waits
+ * closed (the write timeout: no write progress); a session that holds and waits
  * for nothing is closed after limits.idle_timeout_ms. A first line that
  * is HTTP or RESP closes the session unanswered, and so does the
  * limits.max_auth_failures-th wrong AUTH, after its reply. */
