@@ -357,15 +357,21 @@ static void f_num(char c, size_t n)
 		tmp[--i] = (char)('0' + n % 10);
 	while ((n /= 10) && i > 1);
 	tmp[--i] = c;
-	f_room(sizeof(tmp) - (size_t)i);
 	memcpy(fbuf + flen, tmp + i, sizeof(tmp) - (size_t)i);
 	flen += sizeof(tmp) - (size_t)i;
 }
 
+/* One bulk string; room for its header (at most 24 bytes) is made here. */
 static void f_arg(const char *p, size_t n)
 {
-	f_num('$', n);
-	f_room(n + 2);
+	f_room(n + 24 + 2);
+	if (n < 10) { /* most arguments are short: no division */
+		memcpy(fbuf + flen, "$0\r\n", 4);
+		fbuf[flen + 1] = (char)('0' + n);
+		flen += 4;
+	} else {
+		f_num('$', n);
+	}
 	memcpy(fbuf + flen, p, n);
 	memcpy(fbuf + flen + n, "\r\n", 2);
 	flen += n + 2;
@@ -379,6 +385,7 @@ static size_t nkeys_of(const struct mreq *r) { return r->nkeys; }
 static void format_req(const struct mreq *r, int use_eval)
 {
 	flen = 0;
+	f_room(24);
 	if (r->script < 0) {
 		f_num('*', (size_t)r->argc);
 		for (int i = 0; i < r->argc; i++)
