@@ -51,6 +51,7 @@
 #include "log.h"
 #include "quorum.h"
 #include "redlock.h"
+#include "slab.h"
 #include "stats.h"
 
 enum lk_state {
@@ -60,55 +61,53 @@ enum lk_state {
 
 /* One session's hold of a key. It lives from its grant until it ends
  * (UNLOCK to 0, LOST, the session's end) and, after that, until the
- * last renewal batch or EXTEND that points at it has answered. */
+ * last renewal batch or EXTEND that points at it has answered. Laid out
+ * by size, flags in bytes: a million of them are held at once. */
 struct hold {
 	struct lkey *lk;
 	struct lt_client *holder; /* NULL once it ended */
-	enum hold_kind kind;
-	uint32_t permit;          /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
 	struct wq_link key_link;  /* on lk->holds, then lk->ended */
 	struct wq_link hold_link; /* on holder->locks */
 	struct wq_link wd_link;   /* on the watchdog list (no TTL) */
 	struct wq_link due_link;  /* on wd_due while waiting for a renewal batch */
-	int due;
-	uint32_t holds;
 	uint64_t fence;
-	int has_ttl;
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
 	int64_t validity_us;  /* deadline: LOST fires here */
 	int64_t renewed_us;
-	int renewing, renew_failed;
-	int refs;                  /* renewal batches and an EXTEND that point here */
 	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
-	struct dh_node dl;      /* in deadlines: its validity_us */
-	struct hold *next_free; /* on hold_pool */
+	struct dh_node dl; /* in deadlines: its validity_us */
+	uint32_t permit; /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
+	uint32_t holds;
+	int refs; /* renewal batches and an EXTEND that point here */
+	enum hold_kind kind : 8;
+	uint8_t due, has_ttl, renewing, renew_failed;
 	char token[TOKEN_LEN + 1];
 };
 
 struct lkey {
 	struct kt_node node;
-	enum lk_state state;
 	struct waitq holds; /* holds of sessions here */
 	struct waitq ended; /* holds that ended, still pointed at */
-	uint32_t nshared;   /* holds that are shared */
-	uint32_t nlock;     /* holds of the key's lock (permit 0): 0 or 1 */
+	struct waitq waiters;
 	/* LK_ACQUIRING */
 	struct rl_call *call;
-	struct waiter *acq_for; /* the waiter it is for; NULL if it left */
-	enum hold_kind acq_kind;
-	uint32_t acq_permit;
-	char acq_token[TOKEN_LEN + 1];
+	struct waiter *acq_for;    /* the waiter it is for; NULL if it left */
 	struct lt_client *rel_for; /* a handoff's UNLOCK waiting for its verdict */
 	int64_t handoff_from_us;   /* when the holder released, for the histogram */
-	int was_handoff;
-	/* waiting */
-	struct waitq waiters;
-	struct event *retry; /* busy elsewhere: try again at its lease end */
-	int retry_armed;     /* retry is pending; only while waiters queue */
-	uint32_t handoffs;   /* consecutive local handoffs */
-	int remote_waiters;  /* the last grant saw a waiter on another lockd */
-	int noticed;         /* a release (notice, or here) came while our acquire was out */
+	struct event *retry;       /* busy elsewhere: try again at its lease end */
+	uint32_t nshared;          /* holds that are shared */
+	uint32_t nlock;            /* holds of the key's lock (permit 0): 0 or 1 */
+	uint32_t acq_permit;
+	uint32_t handoffs; /* consecutive local handoffs */
+	enum lk_state state : 8;
+	enum hold_kind acq_kind : 8;
+	uint8_t was_handoff;
+	uint8_t retry_armed;    /* retry is pending; only while waiters queue */
+	uint8_t remote_waiters; /* the last grant saw a waiter on another lockd */
+	uint8_t noticed;        /* a release (notice, or here) came while our acquire was out */
+	uint8_t slab;           /* 1: from lk_small, 2: from lk_big, 0: malloc */
+	char acq_token[TOKEN_LEN + 1];
 	char key[];
 };
 
@@ -134,12 +133,13 @@ static int shutting_down;
 
 #define NO_PERMIT UINT32_MAX
 
-/* Holds that ended come back here, so a grant
- * allocates nothing once the list is warm; it is bounded, so memory goes
- * back after a burst. */
-#define HOLD_POOL_MAX 1024
-static struct hold *hold_pool;
-static int hold_pool_len;
+/* Holds and key entries live in slabs of their own (slab.h): dense, so a
+ * million of them cost their size, and a burst's buffers freed between
+ * them do not pin pages. Key entries with longer keys than LK_SLAB_BIG
+ * holds come from malloc. */
+#define LK_SLAB_SMALL 256 /* entry and key, bytes */
+#define LK_SLAB_BIG 512
+static struct slab hold_slab, lk_small, lk_big;
 
 /* A release nobody waits for (its session ended), until its batch goes out. */
 struct relq {
@@ -237,9 +237,13 @@ static struct lkey *lk_get(const char *key, size_t klen)
 	struct lkey *lk = lk_find(key, klen);
 	if (lk)
 		return lk;
-	lk = calloc(1, sizeof(*lk) + klen + 1);
+	size_t size = sizeof(*lk) + klen + 1;
+	int from = size <= LK_SLAB_SMALL ? 1 : size <= LK_SLAB_BIG ? 2 : 0;
+	lk = from == 1 ? slab_alloc(&lk_small) : from == 2 ? slab_alloc(&lk_big) : malloc(size);
 	if (!lk)
 		return NULL;
+	memset(lk, 0, size);
+	lk->slab = (uint8_t)from;
 	memcpy(lk->key, key, klen);
 	lk->node.key = lk->key;
 	lk->node.klen = klen;
@@ -248,6 +252,16 @@ static struct lkey *lk_get(const char *key, size_t klen)
 	waitq_init(&lk->ended);
 	keytab_insert(&table, &lk->node);
 	return lk;
+}
+
+static void lk_free(struct lkey *lk)
+{
+	if (lk->slab == 1)
+		slab_free(&lk_small, lk);
+	else if (lk->slab == 2)
+		slab_free(&lk_big, lk);
+	else
+		free(lk);
 }
 
 /* Free the entry once nothing refers to it. */
@@ -259,7 +273,7 @@ static void lk_maybe_free(struct lkey *lk)
 	keytab_remove(&table, &lk->node);
 	if (lk->retry)
 		event_free(lk->retry);
-	free(lk);
+	lk_free(lk);
 }
 
 static int64_t lease_for(const struct waiter *w)
@@ -394,15 +408,10 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g)
 {
 	struct lt_client *s = w->c;
-	struct hold *h = hold_pool;
+	struct hold *h = slab_alloc(&hold_slab);
 
-	if (h) {
-		hold_pool = h->next_free;
-		hold_pool_len--;
+	if (h)
 		memset(h, 0, sizeof(*h));
-	} else {
-		h = calloc(1, sizeof(*h));
-	}
 	if (!h) {
 		/* Give it back: it lapses on the masters otherwise. */
 		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
@@ -451,13 +460,7 @@ static void hold_put(struct hold *h)
 	if (h->holder || h->refs || h->ext_for)
 		return;
 	waitq_remove(&h->lk->ended, &h->key_link);
-	if (hold_pool_len < HOLD_POOL_MAX) {
-		h->next_free = hold_pool;
-		hold_pool = h;
-		hold_pool_len++;
-		return;
-	}
-	free(h);
+	slab_free(&hold_slab, h);
 }
 
 /* The holder lets go (all holds): stop renewing and forget it. The hold
@@ -1304,6 +1307,9 @@ int locktab_init(struct event_base *b, const struct config *c, const struct lt_o
 	dl_timer = evtimer_new(base, deadline_cb, NULL);
 	dh_init(&deadlines);
 	dl_at = 0;
+	slab_init(&hold_slab, sizeof(struct hold));
+	slab_init(&lk_small, LK_SLAB_SMALL);
+	slab_init(&lk_big, LK_SLAB_BIG);
 	if (!wd_timer || !rel_ev || !trim_ev || !dl_timer)
 		return -1;
 	wd_arm_at(now_us() + cfg->lease_ms * 1000 / 3);
@@ -1385,20 +1391,17 @@ void locktab_shutdown(void)
 			nx = k->next;
 			while ((l = waitq_pop(&lk->holds)) || (l = waitq_pop(&lk->ended))) {
 				struct hold *h = wq_entry(l, struct hold, key_link);
-				free(h);
+				slab_free(&hold_slab, h);
 			}
 			if (lk->retry)
 				event_free(lk->retry);
-			free(lk);
+			lk_free(lk);
 		}
 	}
 	keytab_destroy(&table);
-	while (hold_pool) {
-		struct hold *h = hold_pool;
-		hold_pool = h->next_free;
-		free(h);
-	}
-	hold_pool_len = 0;
+	slab_destroy(&hold_slab);
+	slab_destroy(&lk_small);
+	slab_destroy(&lk_big);
 	dh_free(&deadlines);
 	if (dl_timer)
 		event_free(dl_timer);

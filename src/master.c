@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "slab.h"
 
 /* One request on the wire. Freed only from its hiredis callback, which
  * hiredis runs exactly once (with NULL when the context goes away). */
@@ -38,7 +39,6 @@ struct mreq {
 	const char **argv;
 	const size_t *argvlen;
 	int done; /* fn has run (the request failed); only the free is left */
-	struct mreq *next_free;
 	/* A batch: one script call carrying the calls of a loop turn. */
 	struct mreq *items;     /* the carrier's calls, in order (their own fn, arg) */
 	int nitems;
@@ -56,9 +56,9 @@ static int nmasters;
 static struct master_opts opts;
 static char marker_key[128];
 static char channel[128];
-static struct mreq *free_reqs;
-static int nfree_reqs;
-#define FREE_REQS_MAX 4096 /* kept for reuse; more go back after a burst */
+/* Requests come from a slab: no malloc per request, and a burst's leave
+ * no holes in the heap (slab.h). */
+static struct slab req_slab;
 static int shutting_down;  /* our own close: no "down" warnings, no on_down */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
@@ -87,13 +87,11 @@ const char *master_state_name(enum master_state s)
 
 static struct mreq *mreq_get(void)
 {
-	struct mreq *r = free_reqs;
-	if (r) {
-		free_reqs = r->next_free;
-		nfree_reqs--;
-	} else if (!(r = malloc(sizeof(*r))))
-		return NULL;
-	memset(r, 0, sizeof(*r));
+	if (!req_slab.size)
+		slab_init(&req_slab, sizeof(struct mreq));
+	struct mreq *r = slab_alloc(&req_slab);
+	if (r)
+		memset(r, 0, sizeof(*r));
 	return r;
 }
 
@@ -106,16 +104,7 @@ static void mark_dirty(struct master *m)
 		event_active(flush_ev, EV_TIMEOUT, 0);
 }
 
-static void mreq_put(struct mreq *r)
-{
-	if (nfree_reqs >= FREE_REQS_MAX) {
-		free(r);
-		return;
-	}
-	r->next_free = free_reqs;
-	free_reqs = r;
-	nfree_reqs++;
-}
+static void mreq_put(struct mreq *r) { slab_free(&req_slab, r); }
 
 static void set_state(struct master *m, enum master_state s)
 {
@@ -855,12 +844,7 @@ void masters_shutdown(void)
 	fcap = flen = 0;
 	masters = NULL;
 	nmasters = 0;
-	while (free_reqs) {
-		struct mreq *r = free_reqs;
-		free_reqs = r->next_free;
-		free(r);
-	}
-	nfree_reqs = 0;
+	slab_destroy(&req_slab);
 }
 
 int masters_count(void) { return nmasters; }

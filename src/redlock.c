@@ -8,6 +8,7 @@
  * until the last master answered, so nothing is freed under a callback. */
 #include "config.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "membership.h"
 #include "quorum.h"
 #include "redlock.h"
+#include "slab.h"
 #include "stats.h"
 
 enum rl_kind {
@@ -91,7 +93,7 @@ struct rl_call {
 	int rel_fired;  /* release_done has run, or will never run */
 	int in_fanout;  /* verdicts are held back while still sending */
 	int expired;    /* timeout_ms passed: masters still silent count as no */
-	int pooled;     /* buf has POOL_EXTRA bytes: goes back to the pool */
+	int pooled;     /* from call_slab (buf has POOL_EXTRA bytes) */
 	struct wq_link exp_link; /* on expq until decided or expired */
 	struct rl_call *defer_next;
 	rl_done_fn *done, *rel_done;
@@ -142,19 +144,25 @@ static char reserve_ms[24];          /* how long a release is kept for a waiter 
 static struct waitq expq;
 static struct event *exp_timer;
 
-/* Calls for keys of ordinary length come from a free list: no malloc per
- * request on the hot path once the list is warm. */
-#define POOL_EXTRA 2048 /* buf bytes of a pooled call: keys up to ~300 bytes */
-#define POOL_MAX 1024   /* free calls kept (memory goes back after a burst) */
-
-struct pooled {
-	struct pooled *next;
-};
-static struct pooled *pool;
-static int pool_len;
+/* Calls for keys of ordinary length come from a slab (slab.h): no malloc
+ * per request on the hot path, and the calls of a burst (ten thousand
+ * sessions asking at once) leave no holes between the locks granted
+ * meanwhile: their blocks go back as they empty. */
+#define POOL_EXTRA 2048 /* buf bytes of a slab call: keys up to ~300 bytes */
+static struct slab call_slab;
 
 static void defer_cb(evutil_socket_t fd, short what, void *arg);
 static void expire_cb(evutil_socket_t fd, short what, void *arg);
+
+/* A burst of calls (ten thousand sessions asking at once) leaves the
+ * allocator holding their memory, in holes between the locks granted
+ * meanwhile; once the burst is over it is handed back (malloc_trim also
+ * releases whole free pages inside the heap). */
+#define BURST_CALLS 4096 /* calls in flight at once that make a burst */
+static int burst_peak;   /* most calls in flight since the last trim */
+static struct event *trim_ev;
+
+static void trim_cb(evutil_socket_t fd, short what, void *arg) { malloc_trim(0); }
 
 void redlock_init(struct event_base *base, const char *p, double drift_factor, int64_t timeout_ms,
 		  int64_t fence_idle_ms)
@@ -162,6 +170,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	if (!defer_ev) {
 		defer_ev = event_new(base, -1, 0, defer_cb, NULL);
 		exp_timer = evtimer_new(base, expire_cb, NULL);
+		trim_ev = evtimer_new(base, trim_cb, NULL);
 		waitq_init(&expq);
 	}
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
@@ -190,17 +199,14 @@ void rl_token_new(char *out)
 
 void redlock_shutdown(void)
 {
-	while (pool) {
-		struct pooled *p = pool;
-		pool = p->next;
-		free(p);
-	}
-	pool_len = 0;
+	slab_destroy(&call_slab);
 	if (defer_ev) {
 		event_free(defer_ev);
 		event_free(exp_timer);
+		event_free(trim_ev);
 	}
-	defer_ev = exp_timer = NULL;
+	defer_ev = exp_timer = trim_ev = NULL;
+	burst_peak = 0;
 }
 
 static void arm_expiry(void)
@@ -222,18 +228,18 @@ int rl_inflight(void) { return live_calls; }
 static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 {
 	struct rl_call *c;
-	if (extra <= POOL_EXTRA && pool) {
-		c = (struct rl_call *)pool;
-		pool = pool->next;
-		pool_len--;
-		memset(c, 0, sizeof(*c));
-	} else {
-		c = calloc(1, sizeof(*c) + (extra <= POOL_EXTRA ? POOL_EXTRA : extra));
-		if (!c)
+	if (extra <= POOL_EXTRA) {
+		if (!call_slab.size)
+			slab_init(&call_slab, sizeof(*c) + POOL_EXTRA);
+		if (!(c = slab_alloc(&call_slab)))
 			return NULL;
+		memset(c, 0, sizeof(*c)); /* buf is laid out by the caller */
+	} else if (!(c = calloc(1, sizeof(*c) + extra))) {
+		return NULL;
 	}
 	c->pooled = extra <= POOL_EXTRA;
-	live_calls++;
+	if (++live_calls > burst_peak)
+		burst_peak = live_calls;
 	c->kind = kind;
 	c->n = masters_count();
 	c->maj = quorum_majority(c->n);
@@ -250,7 +256,11 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 
 static void call_free(struct rl_call *c)
 {
-	live_calls--;
+	if (--live_calls <= burst_peak / 16 && burst_peak >= BURST_CALLS && trim_ev) {
+		struct timeval tv = {1, 0};
+		burst_peak = 0;
+		event_add(trim_ev, &tv);
+	}
 	waitq_remove(&expq, &c->exp_link);
 	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY)
 		free(c->u.batch.items);
@@ -259,14 +269,10 @@ static void call_free(struct rl_call *c)
 	free(c->dargv);
 	free(c->dargvlen);
 	free(c->dbuf);
-	if (c->pooled && pool_len < POOL_MAX) {
-		struct pooled *p = (struct pooled *)c;
-		p->next = pool;
-		pool = p;
-		pool_len++;
-		return;
-	}
-	free(c);
+	if (c->pooled)
+		slab_free(&call_slab, c);
+	else
+		free(c);
 }
 
 /* Counting masters in state s (of st[] or raise_st[]). */

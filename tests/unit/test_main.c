@@ -20,6 +20,7 @@ int main(void)
 	srunner_add_suite(sr, quorum_suite());
 	srunner_add_suite(sr, waitq_suite());
 	srunner_add_suite(sr, dheap_suite());
+	srunner_add_suite(sr, slab_suite());
 	srunner_add_suite(sr, keytab_suite());
 	srunner_add_suite(sr, locktab_suite());
 	srunner_add_suite(sr, client_suite());

@@ -10,6 +10,7 @@ Suite *cfg_suite(void);    /* test_cfg.c */
 Suite *quorum_suite(void); /* test_quorum.c */
 Suite *waitq_suite(void);  /* test_waitq.c */
 Suite *dheap_suite(void);  /* test_dheap.c */
+Suite *slab_suite(void);   /* test_slab.c */
 Suite *keytab_suite(void); /* test_keytab.c */
 Suite *locktab_suite(void); /* test_locktab.c, against fake_redlock.c */
 Suite *client_suite(void);  /* test_client.c: liblockd on a socketpair */
