@@ -147,6 +147,18 @@ static void stamp_written(void *privdata)
 	lib_del_write(privdata);
 }
 
+/* The adapter's read event is not persistent: libevent deletes it when
+ * it fires and hiredis adds it again, which costs an epoll_ctl on every
+ * read of every master. A persistent one stays; hiredis' own adds and
+ * deletes still work on it. */
+static void persistent_reads(redisAsyncContext *ac)
+{
+	redisLibeventEvents *e = ac->ev.data;
+	event_del(e->rev);
+	event_assign(e->rev, base, ac->c.fd, EV_READ | EV_PERSIST, redisLibeventReadEvent, e);
+	event_add(e->rev, NULL);
+}
+
 /* Arm the timer for the oldest request, or the connect/handshake deadline. */
 static void arm_timer(struct master *m)
 {
@@ -773,6 +785,7 @@ static void start_connect(struct master *m)
 	ac->data = m;
 	m->ac = ac;
 	redisLibeventAttach(ac, base);
+	persistent_reads(ac);
 	lib_del_write = ac->ev.delWrite;
 	ac->ev.delWrite = stamp_written;
 	redisAsyncSetConnectCallback(ac, connect_cb);
