@@ -128,6 +128,10 @@ static int shutting_down;
  * requests wait behind at most that much on each master. */
 #define RENEW_BATCH 256
 #define RENEW_INFLIGHT 2
+/* ... unless renewals fall behind (a grant burst of a million locks keeps
+ * the masters busy): once the oldest due lease has less than half of it
+ * left, holders come before newcomers and more batches go at once. */
+#define RENEW_INFLIGHT_BEHIND 16
 #define RELEASE_BATCH 256
 #define RELEASE_INFLIGHT 2
 
@@ -1228,13 +1232,25 @@ static void wd_arm_at(int64_t at_us)
 	add_timer(wd_timer, at_us);
 }
 
-/* Send renewal batches of the due holds, RENEW_INFLIGHT at most at once;
+/* How many renewal batches may be in flight now. */
+static int renew_window(void)
+{
+	struct wq_link *l = waitq_first(&wd_due);
+	if (!l)
+		return RENEW_INFLIGHT;
+	struct hold *h = wq_entry(l, struct hold, due_link);
+	return h->lease_end_us - now_us() < h->lease_ms * 1000 / 2 ? RENEW_INFLIGHT_BEHIND
+								     : RENEW_INFLIGHT;
+}
+
+/* Send renewal batches of the due holds, renew_window() at most at once;
  * each verdict sends the next. A batch is made when it is sent, of the
  * holds still held then, so a release is never followed by a renewal
  * that would write the key back. */
 static void wd_pump(void)
 {
-	while (wd_batches < RENEW_INFLIGHT && wd_due.len) {
+	int window = renew_window();
+	while (wd_batches < window && wd_due.len) {
 		int n = wd_due.len < RENEW_BATCH ? (int)wd_due.len : RENEW_BATCH;
 		struct rl_renew_item *batch = malloc(sizeof(*batch) * (size_t)n);
 		if (!batch)
