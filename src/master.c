@@ -506,6 +506,22 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static struct mreq *req_new(struct master *m, int script, int argc, const char **argv,
+			    const size_t *argvlen, master_reply_fn *fn, void *arg)
+{
+	struct mreq *r = mreq_get();
+	if (r) {
+		r->m = m;
+		r->fn = fn;
+		r->arg = arg;
+		r->script = script;
+		r->argc = argc;
+		r->argv = argv;
+		r->argvlen = argvlen;
+	}
+	return r;
+}
+
 static int call_any(struct master *m, int script, int argc, const char **argv,
 		    const size_t *argvlen, master_reply_fn *fn, void *arg)
 {
@@ -515,15 +531,8 @@ static int call_any(struct master *m, int script, int argc, const char **argv,
 		return -1;
 	if (m->inflight.len >= MAX_INFLIGHT)
 		return -1; /* a master this far behind counts as a no */
-	if (!(r = mreq_get()))
+	if (!(r = req_new(m, script, argc, argv, argvlen, fn, arg)))
 		return -1;
-	r->m = m;
-	r->fn = fn;
-	r->arg = arg;
-	r->script = script;
-	r->argc = argc;
-	r->argv = argv;
-	r->argvlen = argvlen;
 	if (send_req(m, r, 0) != 0) {
 		mreq_put(r);
 		return -1;
@@ -543,15 +552,9 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 		flush_pend(m, 0); /* keep the order of everything else */
 		return call_any(m, script, argc, argv, argvlen, fn, arg);
 	}
-	if (!m->ac || m->inflight.len + m->pend.len >= MAX_INFLIGHT || !(r = mreq_get()))
+	if (!m->ac || m->inflight.len + m->pend.len >= MAX_INFLIGHT ||
+	    !(r = req_new(m, script, argc, argv, argvlen, fn, arg)))
 		return -1;
-	r->m = m;
-	r->fn = fn;
-	r->arg = arg;
-	r->script = script;
-	r->argc = argc;
-	r->argv = argv;
-	r->argvlen = argvlen;
 	r->nkeys = strtoul(argv[2], NULL, 10);
 	waitq_push(&m->pend, &r->link);
 	mark_dirty(m);

@@ -10,12 +10,11 @@
 /* A block starts with this header; its objects follow. Blocks are
  * SLAB_BLOCK-aligned, so an object finds its block by masking. */
 struct slab_block {
-	struct slab_block *prev, *next; /* on s->partial while it has a free object */
-	struct slab_block *all_prev, *all_next; /* on s->all, always */
-	void *free;                     /* its free objects, linked through their first word */
-	size_t used;                    /* objects handed out */
-	size_t fresh;                   /* objects never handed out, from the end of the header */
-	int on_partial;
+	struct wq_link partial_link; /* on s->partial while it has a free object */
+	struct wq_link all_link;     /* on s->all, always */
+	void *free;                  /* its free objects, linked through their first word */
+	size_t used;                 /* objects handed out */
+	size_t fresh;                /* objects never handed out, at its end */
 };
 
 #define HEADER (((sizeof(struct slab_block)) + 15) & ~(size_t)15)
@@ -37,8 +36,6 @@ static struct slab_block *block_new(void)
 	return (struct slab_block *)a;
 }
 
-static void block_free(struct slab_block *b) { munmap(b, SLAB_BLOCK); }
-
 static struct slab_block *block_of(void *p)
 {
 	return (struct slab_block *)((uintptr_t)p & ~(uintptr_t)(SLAB_BLOCK - 1));
@@ -50,63 +47,33 @@ void slab_init(struct slab *s, size_t size)
 	if (s->size < sizeof(void *))
 		s->size = 16;
 	s->per_block = (SLAB_BLOCK - HEADER) / s->size;
-	s->partial = s->spare = s->all = NULL;
-	s->nblocks = s->nobjs = 0;
-}
-
-static void all_remove(struct slab *s, struct slab_block *b)
-{
-	if (b->all_prev)
-		b->all_prev->all_next = b->all_next;
-	else
-		s->all = b->all_next;
-	if (b->all_next)
-		b->all_next->all_prev = b->all_prev;
-}
-
-static void partial_push(struct slab *s, struct slab_block *b)
-{
-	b->prev = NULL;
-	b->next = s->partial;
-	if (s->partial)
-		s->partial->prev = b;
-	s->partial = b;
-	b->on_partial = 1;
-}
-
-static void partial_remove(struct slab *s, struct slab_block *b)
-{
-	if (b->prev)
-		b->prev->next = b->next;
-	else
-		s->partial = b->next;
-	if (b->next)
-		b->next->prev = b->prev;
-	b->prev = b->next = NULL;
-	b->on_partial = 0;
+	waitq_init(&s->partial);
+	waitq_init(&s->all);
+	s->spare = NULL;
+	s->nobjs = 0;
 }
 
 void *slab_alloc(struct slab *s)
 {
-	struct slab_block *b = s->partial;
-	if (!b) {
+	struct wq_link *l = waitq_first(&s->partial);
+	struct slab_block *b;
+	if (l) {
+		b = wq_entry(l, struct slab_block, partial_link);
+	} else {
 		if (s->spare) {
 			b = s->spare;
 			s->spare = NULL;
 		} else {
 			if (!(b = block_new()))
 				return NULL;
-			s->nblocks++;
-			b->all_prev = NULL;
-			b->all_next = s->all;
-			if (s->all)
-				s->all->all_prev = b;
-			s->all = b;
+			b->all_link.prev = b->all_link.next = NULL;
+			waitq_push(&s->all, &b->all_link);
 		}
 		b->free = NULL;
 		b->used = 0;
 		b->fresh = s->per_block;
-		partial_push(s, b);
+		b->partial_link.prev = b->partial_link.next = NULL;
+		waitq_push(&s->partial, &b->partial_link);
 	}
 	void *p;
 	if (b->free) {
@@ -119,7 +86,7 @@ void *slab_alloc(struct slab *s)
 	b->used++;
 	s->nobjs++;
 	if (!b->free && b->fresh == 0)
-		partial_remove(s, b);
+		waitq_remove(&s->partial, &b->partial_link);
 	return p;
 }
 
@@ -132,27 +99,23 @@ void slab_free(struct slab *s, void *p)
 	s->nobjs--;
 	if (b->used == 0) {
 		/* Empty: keep one for the next burst, give the rest back. */
-		if (b->on_partial)
-			partial_remove(s, b);
+		waitq_remove(&s->partial, &b->partial_link);
 		if (!s->spare) {
 			s->spare = b;
 		} else {
-			all_remove(s, b);
-			block_free(b);
-			s->nblocks--;
+			waitq_remove(&s->all, &b->all_link);
+			munmap(b, SLAB_BLOCK);
 		}
 		return;
 	}
-	if (!b->on_partial)
-		partial_push(s, b);
+	if (!wq_linked(&b->partial_link))
+		waitq_push(&s->partial, &b->partial_link);
 }
 
 void slab_destroy(struct slab *s)
 {
-	while (s->all) {
-		struct slab_block *b = s->all;
-		s->all = b->all_next;
-		block_free(b);
-	}
+	struct wq_link *l;
+	while ((l = waitq_pop(&s->all)))
+		munmap(wq_entry(l, struct slab_block, all_link), SLAB_BLOCK);
 	slab_init(s, s->size);
 }

@@ -11,18 +11,19 @@
 
 #include <stddef.h>
 
+#include "waitq.h"
+
 #define SLAB_BLOCK (64 * 1024)
 
 struct slab_block;
 
 struct slab {
-	size_t size;                /* object size (a multiple of 16) */
-	size_t per_block;           /* objects a block holds */
-	struct slab_block *partial; /* blocks with a free object */
-	struct slab_block *spare;   /* an empty block kept for the next burst */
-	struct slab_block *all;     /* every block (for slab_destroy) */
-	size_t nblocks;             /* blocks allocated, the spare included */
-	size_t nobjs;               /* objects in use */
+	size_t size;              /* object size (a multiple of 16) */
+	size_t per_block;         /* objects a block holds */
+	struct waitq partial;     /* blocks with a free object */
+	struct waitq all;         /* every block (all.len: blocks mapped, the spare included) */
+	struct slab_block *spare; /* an empty block kept for the next burst */
+	size_t nobjs;             /* objects in use */
 };
 
 /* size: the object size, at most SLAB_BLOCK / 8. */

@@ -26,9 +26,9 @@ START_TEST(objects_are_distinct_and_aligned)
 			if (p[i][k] != (i & 0xff))
 				ck_abort_msg("object %d overlaps another", i);
 	ck_assert_uint_eq(s.nobjs, N);
-	ck_assert_uint_eq(s.nblocks, (N + s.per_block - 1) / s.per_block);
+	ck_assert_uint_eq(s.all.len, (N + s.per_block - 1) / s.per_block);
 	slab_destroy(&s);
-	ck_assert_uint_eq(s.nblocks, 0);
+	ck_assert_uint_eq(s.all.len, 0);
 }
 END_TEST
 
@@ -41,19 +41,19 @@ START_TEST(empty_blocks_go_back)
 	slab_init(&s, 240);
 	for (int i = 0; i < N; i++)
 		p[i] = slab_alloc(&s);
-	size_t full = s.nblocks;
+	size_t full = s.all.len;
 	ck_assert_uint_gt(full, 10);
 	for (int i = 0; i < N; i += 2) /* every other one: no block empties */
 		slab_free(&s, p[i]);
-	ck_assert_uint_eq(s.nblocks, full);
+	ck_assert_uint_eq(s.all.len, full);
 	for (int i = 1; i < N; i += 2)
 		slab_free(&s, p[i]);
 	ck_assert_uint_eq(s.nobjs, 0);
-	ck_assert_uint_eq(s.nblocks, 1); /* the spare */
+	ck_assert_uint_eq(s.all.len, 1); /* the spare */
 	/* Freed objects are reused before a new block is taken. */
 	void *a = slab_alloc(&s);
 	ck_assert_ptr_nonnull(a);
-	ck_assert_uint_eq(s.nblocks, 1);
+	ck_assert_uint_eq(s.all.len, 1);
 	slab_free(&s, a);
 	slab_destroy(&s);
 }
