@@ -10,7 +10,8 @@
 /* A block starts with this header; its objects follow. Blocks are
  * SLAB_BLOCK-aligned, so an object finds its block by masking. */
 struct slab_block {
-	struct wq_link partial_link; /* on s->partial while it has a free object */
+	struct wq_link partial_link; /* on s->partial while it has a free object
+					and some in use; on s->spare when empty */
 	struct wq_link all_link;     /* on s->all, always */
 	void *free;                  /* its free objects, linked through their first word */
 	size_t used;                 /* objects handed out */
@@ -49,7 +50,7 @@ void slab_init(struct slab *s, size_t size)
 	s->per_block = (SLAB_BLOCK - HEADER) / s->size;
 	waitq_init(&s->partial);
 	waitq_init(&s->all);
-	s->spare = NULL;
+	waitq_init(&s->spare);
 	s->nobjs = 0;
 }
 
@@ -60,9 +61,8 @@ void *slab_alloc(struct slab *s)
 	if (l) {
 		b = wq_entry(l, struct slab_block, partial_link);
 	} else {
-		if (s->spare) {
-			b = s->spare;
-			s->spare = NULL;
+		if ((l = waitq_pop(&s->spare))) {
+			b = wq_entry(l, struct slab_block, partial_link);
 		} else {
 			if (!(b = block_new()))
 				return NULL;
@@ -98,10 +98,12 @@ void slab_free(struct slab *s, void *p)
 	b->used--;
 	s->nobjs--;
 	if (b->used == 0) {
-		/* Empty: keep one for the next burst, give the rest back. */
+		/* Empty: keep a few for the next calls (a steady load
+		 * empties and fills blocks all the time: no mapping and page
+		 * faults for each), give the rest back. */
 		waitq_remove(&s->partial, &b->partial_link);
-		if (!s->spare) {
-			s->spare = b;
+		if (s->spare.len < SLAB_SPARE) {
+			waitq_push(&s->spare, &b->partial_link);
 		} else {
 			waitq_remove(&s->all, &b->all_link);
 			munmap(b, SLAB_BLOCK);

@@ -4,8 +4,8 @@
  * bursts among short-lived buffers (a request's input, a quorum call,
  * a reply); from the general heap they end up scattered between the holes
  * the short-lived ones leave, and those pages never go back. In blocks of
- * their own they stay dense, and a block that empties is freed (one is
- * kept spare). Pure: no I/O. */
+ * their own they stay dense, and a block that empties is unmapped (a few
+ * are kept spare). Pure: no I/O. */
 #ifndef LOCKD_SLAB_H
 #define LOCKD_SLAB_H
 
@@ -14,6 +14,7 @@
 #include "waitq.h"
 
 #define SLAB_BLOCK (64 * 1024)
+#define SLAB_SPARE 8 /* empty blocks kept (512 KiB) */
 
 struct slab_block;
 
@@ -21,8 +22,8 @@ struct slab {
 	size_t size;              /* object size (a multiple of 16) */
 	size_t per_block;         /* objects a block holds */
 	struct waitq partial;     /* blocks with a free object */
-	struct waitq all;         /* every block (all.len: blocks mapped, the spare included) */
-	struct slab_block *spare; /* an empty block kept for the next burst */
+	struct waitq all;         /* every block (all.len: blocks mapped, spares included) */
+	struct waitq spare;       /* empty blocks kept, SLAB_SPARE at most */
 	size_t nobjs;             /* objects in use */
 };
 

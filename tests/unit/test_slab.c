@@ -32,7 +32,7 @@ START_TEST(objects_are_distinct_and_aligned)
 }
 END_TEST
 
-/* After a burst, the blocks empty out and go back, all but one spare. */
+/* After a burst, the blocks empty out and go back, all but SLAB_SPARE. */
 START_TEST(empty_blocks_go_back)
 {
 	struct slab s;
@@ -49,11 +49,12 @@ START_TEST(empty_blocks_go_back)
 	for (int i = 1; i < N; i += 2)
 		slab_free(&s, p[i]);
 	ck_assert_uint_eq(s.nobjs, 0);
-	ck_assert_uint_eq(s.all.len, 1); /* the spare */
+	ck_assert_uint_eq(s.all.len, SLAB_SPARE); /* the spares */
+	ck_assert_uint_eq(s.spare.len, SLAB_SPARE);
 	/* Freed objects are reused before a new block is taken. */
 	void *a = slab_alloc(&s);
 	ck_assert_ptr_nonnull(a);
-	ck_assert_uint_eq(s.all.len, 1);
+	ck_assert_uint_eq(s.all.len, SLAB_SPARE);
 	slab_free(&s, a);
 	slab_destroy(&s);
 }
