@@ -87,13 +87,13 @@ void dh_remove(struct dheap *h, struct dh_node *n)
 	size_t i = n->pos - 1;
 	struct dh_node *last = h->v[--h->n];
 	n->pos = 0;
-	if (last == n)
-		return;
-	place(h, i, last);
-	if (i > 0 && h->v[(i - 1) / 2]->at > last->at)
-		sift_up(h, i);
-	else
-		sift_down(h, i);
+	if (last != n) {
+		place(h, i, last);
+		if (i > 0 && h->v[(i - 1) / 2]->at > last->at)
+			sift_up(h, i);
+		else
+			sift_down(h, i);
+	}
 	/* Memory back after a burst: halve when a quarter is used. */
 	if (h->cap > 64 && h->n < h->cap / 4) {
 		struct dh_node **v = realloc(h->v, h->cap / 2 * sizeof(*v));

@@ -37,7 +37,6 @@
  * shortens the validity when it is sent, whatever its verdict. */
 #include "config.h"
 
-#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +48,7 @@
 #include "keytab.h"
 #include "locktab.h"
 #include "log.h"
+#include "memtrim.h"
 #include "quorum.h"
 #include "redlock.h"
 #include "slab.h"
@@ -73,10 +73,9 @@ struct hold {
 	uint64_t fence;
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
-	int64_t validity_us;  /* deadline: LOST fires here */
 	int64_t renewed_us;
 	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
-	struct dh_node dl; /* in deadlines: its validity_us */
+	struct dh_node dl; /* dl.at: its validity, when LOST fires (in deadlines while held) */
 	uint32_t permit; /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
 	uint32_t holds;
 	int refs; /* renewal batches and an EXTEND that point here */
@@ -158,7 +157,6 @@ static struct relq *relq_head, **relq_tail = &relq_head;
 static size_t relq_len;
 static int rel_batches;        /* release batches in flight */
 static struct event *rel_ev;   /* sends queued releases from the loop */
-static struct event *trim_ev;  /* gives memory back after a burst */
 
 static void kick(struct lkey *lk);
 static void deadline_cb(evutil_socket_t fd, short what, void *arg);
@@ -193,9 +191,12 @@ static void dl_arm(void)
 	dl_at = t->at;
 }
 
-/* h's validity ends at `at` (LOST then). */
+/* h's validity ends at `at` (LOST then). A hold that ended has none: it
+ * never goes back in the heap, which would outlive it. */
 static void dl_set(struct hold *h, int64_t at)
 {
+	if (!h->holder)
+		return;
 	if (dh_set(&deadlines, &h->dl, at) != 0)
 		abort(); /* the heap's array could not grow: like any allocation here */
 	dl_arm();
@@ -432,7 +433,6 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	h->has_ttl = w->has_ttl;
 	h->lease_ms = lease_for(w);
 	h->lease_end_us = g->start_us + h->lease_ms * 1000;
-	h->validity_us = g->validity_us;
 	h->renewed_us = g->start_us;
 	memcpy(h->token, lk->acq_token, sizeof(h->token));
 	waitq_push(&lk->holds, &h->key_link);
@@ -441,7 +441,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	else if (h->permit == 0)
 		lk->nlock++;
 	lk->remote_waiters = g->remote_waiters;
-	dl_set(h, h->validity_us);
+	dl_set(h, g->validity_us);
 	if (!h->has_ttl)
 		waitq_push(&watchdog, &h->wd_link);
 	waitq_push(&s->locks, &h->hold_link);
@@ -740,10 +740,8 @@ static void rel_done(struct rl_call *c, void *owner)
 {
 	rel_batches--;
 	rel_pump(-1, 0, NULL);
-	if (!relq_head && !rel_batches && !shutting_down) {
-		struct timeval tv = {1, 0};
-		event_add(trim_ev, &tv);
-	}
+	if (!relq_head && !rel_batches && !shutting_down)
+		memtrim_soon();
 }
 
 /* Released holds wait here, so that a session's many holds leave in few
@@ -770,8 +768,6 @@ static void rel_enqueue(const char *key, size_t klen, enum rl_hold hold, uint32_
 	event_active(rel_ev, EV_TIMEOUT, 0);
 }
 
-/* After a burst the allocator keeps the freed pages: hand them back. */
-static void trim_cb(evutil_socket_t fd, short what, void *arg) { malloc_trim(0); }
 
 int locktab_busy(void) { return relq_head != NULL || rel_batches > 0; }
 
@@ -972,10 +968,8 @@ void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 static void lease_written(struct hold *h, int64_t start, int64_t lease_ms)
 {
 	int64_t end = start + quorum_validity_us(lease_ms, 0, cfg->drift_factor);
-	if (end < h->validity_us) {
-		h->validity_us = end;
+	if (end < h->dl.at)
 		dl_set(h, end);
-	}
 	if (start + lease_ms * 1000 < h->lease_end_us)
 		h->lease_end_us = start + lease_ms * 1000;
 }
@@ -1008,8 +1002,7 @@ static void extended(struct rl_call *c, void *owner)
 	}
 	h->lease_ms = lease;
 	h->lease_end_us = start + lease * 1000;
-	h->validity_us = it[0].validity_us;
-	dl_set(h, h->validity_us);
+	dl_set(h, it[0].validity_us);
 	reply(s, "OK");
 }
 
@@ -1195,10 +1188,9 @@ static void renewed(struct rl_call *c, void *owner)
 			if (it[i].ok) {
 				h->lease_ms = lease;
 				h->lease_end_us = start + lease * 1000;
-				h->validity_us = it[i].validity_us;
 				h->renewed_us = start;
 				h->renew_failed = 0;
-				dl_set(h, h->validity_us);
+				dl_set(h, it[i].validity_us);
 				stats.renewals++;
 				if (start + lease * 1000 / 3 < next)
 					next = start + lease * 1000 / 3;
@@ -1319,14 +1311,13 @@ int locktab_init(struct event_base *b, const struct config *c, const struct lt_o
 		return -1;
 	wd_timer = evtimer_new(base, wd_tick, NULL);
 	rel_ev = event_new(base, -1, 0, rel_pump, NULL);
-	trim_ev = evtimer_new(base, trim_cb, NULL);
 	dl_timer = evtimer_new(base, deadline_cb, NULL);
 	dh_init(&deadlines);
 	dl_at = 0;
 	slab_init(&hold_slab, sizeof(struct hold));
 	slab_init(&lk_small, LK_SLAB_SMALL);
 	slab_init(&lk_big, LK_SLAB_BIG);
-	if (!wd_timer || !rel_ev || !trim_ev || !dl_timer)
+	if (!wd_timer || !rel_ev || !dl_timer)
 		return -1;
 	wd_arm_at(now_us() + cfg->lease_ms * 1000 / 3);
 	return 0;
@@ -1390,9 +1381,7 @@ void locktab_shutdown(void)
 	wd_timer = NULL;
 	if (rel_ev)
 		event_free(rel_ev);
-	if (trim_ev)
-		event_free(trim_ev);
-	rel_ev = trim_ev = NULL;
+	rel_ev = NULL;
 	while (relq_head) {
 		struct relq *r = relq_head;
 		relq_head = r->next;

@@ -16,6 +16,7 @@
 #include "locktab.h"
 #include "log.h"
 #include "master.h"
+#include "memtrim.h"
 #include "membership.h"
 #include "metrics.h"
 #include "notify.h"
@@ -379,7 +380,7 @@ int main(int argc, char **argv)
 	mb_opts_from(&cfg, &mbo);
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	sessions_set_cfg(&cfg);
-	if (locktab_init(base, &cfg, &session_lt_ops) != 0 ||
+	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    mb_init(base, cfg.nmasters, &mbo) != 0 ||
 	    masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");
@@ -394,6 +395,7 @@ int main(int argc, char **argv)
 		masters_shutdown();
 		mb_shutdown();
 		redlock_shutdown();
+		memtrim_shutdown();
 		event_base_free(base);
 		cfg_free(&cfg);
 		return 1;
@@ -425,6 +427,7 @@ int main(int argc, char **argv)
 	mb_shutdown();
 	locktab_shutdown();
 	redlock_shutdown();
+	memtrim_shutdown();
 	event_free(ev_term);
 	event_free(ev_int);
 	event_free(ev_hup);

@@ -378,9 +378,6 @@ static void f_arg(const char *p, size_t n)
 	flen += n + 2;
 }
 
-/* A batchable call's number of keys, read once when it is queued. */
-static size_t nkeys_of(const struct mreq *r) { return r->nkeys; }
-
 /* Format r (a command, a script call, or a batch of script calls: their
  * keys one after another, then their arguments) into fbuf. */
 static void format_req(const struct mreq *r, int use_eval)
@@ -408,7 +405,7 @@ static void format_req(const struct mreq *r, int use_eval)
 	}
 	size_t keys = 0, args = 0;
 	for (const struct mreq *it = r->items; it; it = it->item_next) {
-		keys += nkeys_of(it);
+		keys += it->nkeys;
 		args += (size_t)it->argc - 3;
 	}
 	char nk[24];
@@ -418,10 +415,10 @@ static void format_req(const struct mreq *r, int use_eval)
 	f_arg(a1, strlen(a1));
 	f_arg(nk, (size_t)nkl);
 	for (const struct mreq *it = r->items; it; it = it->item_next)
-		for (size_t i = 3; i < 3 + nkeys_of(it); i++)
+		for (size_t i = 3; i < 3 + it->nkeys; i++)
 			f_arg(it->argv[i], it->argvlen[i]);
 	for (const struct mreq *it = r->items; it; it = it->item_next)
-		for (size_t i = 3 + nkeys_of(it); i < (size_t)it->argc; i++)
+		for (size_t i = 3 + it->nkeys; i < (size_t)it->argc; i++)
 			f_arg(it->argv[i], it->argvlen[i]);
 }
 

@@ -8,7 +8,6 @@
  * until the last master answered, so nothing is freed under a callback. */
 #include "config.h"
 
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "memtrim.h"
 #include "membership.h"
 #include "quorum.h"
 #include "redlock.h"
@@ -155,14 +155,10 @@ static void defer_cb(evutil_socket_t fd, short what, void *arg);
 static void expire_cb(evutil_socket_t fd, short what, void *arg);
 
 /* A burst of calls (ten thousand sessions asking at once) leaves the
- * allocator holding their memory, in holes between the locks granted
- * meanwhile; once the burst is over it is handed back (malloc_trim also
- * releases whole free pages inside the heap). */
+ * allocator holding buffers of hiredis and libevent it freed; once the
+ * burst is over they are handed back (memtrim). */
 #define BURST_CALLS 4096 /* calls in flight at once that make a burst */
 static int burst_peak;   /* most calls in flight since the last trim */
-static struct event *trim_ev;
-
-static void trim_cb(evutil_socket_t fd, short what, void *arg) { malloc_trim(0); }
 
 void redlock_init(struct event_base *base, const char *p, double drift_factor, int64_t timeout_ms,
 		  int64_t fence_idle_ms)
@@ -170,7 +166,6 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	if (!defer_ev) {
 		defer_ev = event_new(base, -1, 0, defer_cb, NULL);
 		exp_timer = evtimer_new(base, expire_cb, NULL);
-		trim_ev = evtimer_new(base, trim_cb, NULL);
 		waitq_init(&expq);
 	}
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
@@ -203,9 +198,8 @@ void redlock_shutdown(void)
 	if (defer_ev) {
 		event_free(defer_ev);
 		event_free(exp_timer);
-		event_free(trim_ev);
 	}
-	defer_ev = exp_timer = trim_ev = NULL;
+	defer_ev = exp_timer = NULL;
 	burst_peak = 0;
 }
 
@@ -256,10 +250,9 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 
 static void call_free(struct rl_call *c)
 {
-	if (--live_calls <= burst_peak / 16 && burst_peak >= BURST_CALLS && trim_ev) {
-		struct timeval tv = {1, 0};
+	if (--live_calls <= burst_peak / 16 && burst_peak >= BURST_CALLS) {
 		burst_peak = 0;
-		event_add(trim_ev, &tv);
+		memtrim_soon();
 	}
 	waitq_remove(&expq, &c->exp_link);
 	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY)
