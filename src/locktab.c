@@ -857,6 +857,20 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 
 /* --- commands --- */
 
+/* Whether a hold of a kind (and permit) satisfies a request of a kind (and
+ * n): an exclusive hold (the key's lock, permit 0) satisfies every
+ * request of the key, a shared hold a shared request, permit i a request
+ * of PERMITS n with i < n. Anything else would tell a session it holds
+ * what another session may hold (PROTOCOL.md 1.1, "Permits"). */
+enum reentry lt_reentry(enum hold_kind held, uint32_t permit, enum hold_kind asked, uint32_t n)
+{
+	if (held != HK_SHARED && permit == 0)
+		return RE_OK;
+	if (held == HK_SHARED)
+		return asked == HK_SHARED ? RE_OK : RE_UPGRADE;
+	return asked == HK_PERMIT && permit < n ? RE_OK : RE_OTHER;
+}
+
 static struct hold *held_by(struct lt_client *s, const char *key, size_t klen)
 {
 	struct lkey *lk = lk_find(key, klen);
@@ -872,11 +886,13 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	struct hold *h = lk ? hold_of(lk, s) : NULL;
 
 	if (h) {
-		if (h->kind == HK_SHARED && kind != HK_SHARED) {
-			/* Two readers upgrading would wait for each other. */
+		enum reentry e = lt_reentry(h->kind, h->permit, kind, r->permits);
+		if (e == RE_UPGRADE) /* two readers upgrading would wait for each other */
 			reply(s, "ERR ARG cannot upgrade a shared hold");
+		else if (e == RE_OTHER)
+			reply(s, "ERR ARG holds permit %u of %s", h->permit, lk->key);
+		if (e != RE_OK)
 			return;
-		}
 		h->holds++; /* reentrant: WAIT and TTL are ignored, the kind kept */
 		reply(s, "OK %llu", (unsigned long long)h->fence);
 		return;

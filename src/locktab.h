@@ -37,6 +37,14 @@ enum hold_kind {
 	HK_PERMIT, /* LOCK key PERMITS n: one of the permits below n */
 };
 
+/* Whether what a session holds satisfies what it asks again (lt_reentry). */
+enum reentry {
+	RE_OK,      /* it does: one more hold, the same fence */
+	RE_UPGRADE, /* a shared hold asked for exclusively (the lock or a permit) */
+	RE_OTHER,   /* a permit that does not satisfy it: ERR ARG naming the permit */
+};
+enum reentry lt_reentry(enum hold_kind held, uint32_t permit, enum hold_kind asked, uint32_t n);
+
 /* A client's place in a key's queue (a client waits for one key at most). */
 struct waiter {
 	struct wq_link link; /* on lkey.waiters */

@@ -774,6 +774,37 @@ START_TEST(permits_replies)
 }
 END_TEST
 
+/* Reentrancy only where the hold satisfies the request (review finding
+ * 1): a session holding permit 1 while another holds the key's lock is
+ * refused the lock, a shared hold and PERMITS 1, and nothing changes on
+ * the masters; PERMITS n with n above its permit is reentrant. */
+START_TEST(permit_reentry_kinds)
+{
+	h_std(NULL);
+	struct cl *a = cl_open(), *b = cl_open(), *c = cl_open();
+	char want[64];
+	unsigned long long fb = cl_lock(b, "LOCK K1");
+	unsigned long long fa = cl_lock(a, "LOCK K1 PERMITS 2");
+	ck_assert_uint_gt(fa, fb);
+	cl_expect(a, "LOCK K1 SHARED", "ERR ARG holds permit 1 of K1");
+	cl_expect(a, "LOCK K1", "ERR ARG holds permit 1 of K1");
+	cl_expect(a, "TRYLOCK K1 PERMITS 1", "ERR ARG holds permit 1 of K1");
+	snprintf(want, sizeof(want), "OK %llu", fa);
+	cl_expect(a, "LOCK K1 PERMITS 3", want);
+	cl_expect(a, "UNLOCK K1", "OK 1");
+	/* the n+1 form: permits 0 and 1 of S, then PERMITS 1 from permit 1 */
+	unsigned long long fc = cl_lock(c, "LOCK S PERMITS 2");
+	cl_lock(b, "LOCK S PERMITS 2");
+	cl_expect(b, "LOCK S PERMITS 1", "ERR ARG holds permit 1 of S");
+	snprintf(want, sizeof(want), "OK %llu", fc);
+	cl_expect(c, "LOCK S PERMITS 1", want); /* permit 0 satisfies it */
+	cl_expect(b, "STATUS S PERMITS 1", "PERMITS 1 1 0");
+	cl_close(a);
+	cl_close(b);
+	cl_close(c);
+}
+END_TEST
+
 /* Two lockds: shared and exclusive never together; a writer waiting on
  * one lockd stops new readers on the other, and gets the key within the
  * service level once the readers are gone. */
@@ -911,6 +942,7 @@ TCase *tc_shared(void)
 	tcase_set_timeout(tc, 60);
 	H_ADD(tc, shared_replies);
 	H_ADD(tc, permits_replies);
+	H_ADD(tc, permit_reentry_kinds);
 	H_ADD(tc, shared_two_lockds);
 	H_ADD(tc, lockctl_run_kinds);
 	H_ADD(tc, shared_soak);

@@ -599,6 +599,63 @@ START_TEST(shared_waits_for_lock)
 }
 END_TEST
 
+/* Reentrancy answers OK only when what the session holds satisfies what
+ * it asks (PROTOCOL.md 1.1): every pair of held kind and asked kind. */
+START_TEST(reentry_table)
+{
+	static const struct {
+		enum hold_kind held;
+		uint32_t permit;
+		enum hold_kind asked;
+		uint32_t n;
+		enum reentry want;
+	} t[] = {
+	    {HK_LOCK, 0, HK_LOCK, 1, RE_OK},          {HK_LOCK, 0, HK_SHARED, 0, RE_OK},
+	    {HK_LOCK, 0, HK_PERMIT, 1, RE_OK},        {HK_LOCK, 0, HK_PERMIT, 5, RE_OK},
+	    {HK_SHARED, 0, HK_SHARED, 0, RE_OK},      {HK_SHARED, 0, HK_LOCK, 1, RE_UPGRADE},
+	    {HK_SHARED, 0, HK_PERMIT, 1, RE_UPGRADE}, {HK_SHARED, 0, HK_PERMIT, 3, RE_UPGRADE},
+	    {HK_PERMIT, 0, HK_LOCK, 1, RE_OK},        {HK_PERMIT, 0, HK_SHARED, 0, RE_OK},
+	    {HK_PERMIT, 0, HK_PERMIT, 1, RE_OK},      {HK_PERMIT, 0, HK_PERMIT, 2, RE_OK},
+	    {HK_PERMIT, 1, HK_LOCK, 1, RE_OTHER},     {HK_PERMIT, 1, HK_SHARED, 0, RE_OTHER},
+	    {HK_PERMIT, 1, HK_PERMIT, 1, RE_OTHER},   {HK_PERMIT, 1, HK_PERMIT, 2, RE_OK},
+	    {HK_PERMIT, 1, HK_PERMIT, 9, RE_OK},      {HK_PERMIT, 7, HK_PERMIT, 7, RE_OTHER},
+	    {HK_PERMIT, 7, HK_PERMIT, 8, RE_OK},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ck_assert_msg(lt_reentry(t[i].held, t[i].permit, t[i].asked, t[i].n) == t[i].want,
+			      "row %zu: held %d/%u asked %d/%u", i, t[i].held, t[i].permit,
+			      t[i].asked, t[i].n);
+}
+END_TEST
+
+/* The review's repro: a session holding permit 1 is refused the key's
+ * lock, a shared hold and PERMITS 1 (another session holds permit 0),
+ * and nothing is asked of the masters or counted. */
+START_TEST(permit_reentry_refused)
+{
+	struct tclient *a = client(1), *b = client(2);
+	grant(b, "LOCK k", 746);
+	req(a, "LOCK k PERMITS 2");
+	fake_acquire_done(acq_for("k", 1), RL_OK, 747, 10000, 0); /* 0 is b's: not asked */
+	want(a, "OK 747");
+	req(a, "LOCK k SHARED");
+	want(a, "ERR ARG holds permit 1 of k");
+	req(a, "LOCK k");
+	want(a, "ERR ARG holds permit 1 of k");
+	req(a, "TRYLOCK k PERMITS 1");
+	want(a, "ERR ARG holds permit 1 of k");
+	req(a, "LOCK k PERMITS 3 WAIT 10");
+	want(a, "OK 747");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(a, "HELD");
+	ck_assert_msg(strncmp(a->out[a->nout - 2], "KEY k 747 2 ", 12) == 0, "%s",
+		      a->out[a->nout - 2]);
+	want(a, "END");
+	leave(a);
+	leave(b);
+}
+END_TEST
+
 /* Reentrancy keeps the kind; no upgrade from shared; HELD says the kind. */
 START_TEST(reentrant_kinds_and_upgrade)
 {
@@ -867,6 +924,8 @@ Suite *locktab_suite(void)
 	tcase_add_test(tc, exclusive_holds_back_shared);
 	tcase_add_test(tc, shared_waits_for_lock);
 	tcase_add_test(tc, reentrant_kinds_and_upgrade);
+	tcase_add_test(tc, reentry_table);
+	tcase_add_test(tc, permit_reentry_refused);
 	tcase_add_test(tc, permit_tries_next_free);
 	tcase_add_test(tc, permit_handoff_to_covering_waiter);
 	tcase_add_test(tc, permit_freed_here_wakes_waiter);
