@@ -410,7 +410,10 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 /* --- holding --- */
 
-static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g)
+/* A grant: the hold's lease is the lease its call wrote (lease_ms), never
+ * the configured one, which a reload may have changed since. */
+static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g,
+		       int64_t lease_ms)
 {
 	struct lt_client *s = w->c;
 	struct hold *h = slab_alloc(&hold_slab);
@@ -431,7 +434,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	h->holds = 1;
 	h->fence = g->fence;
 	h->has_ttl = w->has_ttl;
-	h->lease_ms = lease_for(w);
+	h->lease_ms = lease_ms;
 	h->lease_end_us = g->start_us + h->lease_ms * 1000;
 	h->renewed_us = g->start_us;
 	memcpy(h->token, lk->acq_token, sizeof(h->token));
@@ -442,8 +445,13 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 		lk->nlock++;
 	lk->remote_waiters = g->remote_waiters;
 	dl_set(h, g->validity_us);
-	if (!h->has_ttl)
+	if (!h->has_ttl) {
 		waitq_push(&watchdog, &h->wd_link);
+		/* Its lease may be shorter than the one the watchdog's timer was
+		 * set for (a reload raised locks.lease_ms during the call). */
+		if (h->renewed_us + lease_ms * 1000 / 3 < wd_next_us)
+			wd_arm_at(h->renewed_us + lease_ms * 1000 / 3);
+	}
 	waitq_push(&s->locks, &h->hold_link);
 	s->nlocks++;
 	stats.locks_held++;
@@ -588,7 +596,7 @@ static void acquired(struct rl_call *c, void *owner)
 			} else {
 				lk->handoffs = 0;
 			}
-			hold_start(lk, w, g);
+			hold_start(lk, w, g, rl_lease_of(c));
 			lk->was_handoff = 0;
 			kick(lk); /* the next shared waiter, or permit */
 			lk_maybe_free(lk);

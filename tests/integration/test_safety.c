@@ -397,6 +397,43 @@ static double majority_end(const double e[3])
 	return b;
 }
 
+/* A reload during an acquire (review finding 2): two masters stalled, a
+ * LOCK sent, lease_ms raised 3000 -> 30000 by SIGHUP while the acquire
+ * waits, the masters back: HELD never says more than the lease on the
+ * masters (the one the call wrote), and the lock is renewed in time, at
+ * the new lease, with every master healthy: no LOST. */
+START_TEST(reload_during_acquire)
+{
+	struct h_opts o = {.lease_ms = 3000, .timeout_ms = 500};
+	h_std(&o);
+	struct cl *a = cl_open();
+	unsigned long long f = 0;
+	long long pmin = 0, pmax = 0;
+	h_master_stop(1);
+	h_master_stop(2);
+	cl_send(a, "LOCK R3\n");
+	h_sleep_ms(30);
+	long off = set_lease(0, 3000, 30000);
+	h_sleep_ms(70);
+	h_master_cont(1);
+	h_master_cont(2);
+	cl_want_ok(a, 2000);
+	h_lockd_wait_reloaded(0, off, 2000);
+	long long ttl = held_ttl(a, "R3", &f);
+	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:R3", &pmin, &pmax), 3);
+	ck_assert_msg(ttl > 0 && ttl <= pmax + 50,
+		      "HELD says %lld ms while the masters' PTTL is %lld-%lld", ttl, pmin, pmax);
+	/* past the 3000 ms lease it was granted with: renewed, never lost */
+	cl_silence(a, 4000);
+	ck_assert_msg(a->nlost == 0, "lost with healthy masters: %s", a->lost[0]);
+	ttl = held_ttl(a, "R3", NULL);
+	ck_assert_msg(ttl > 10000, "not renewed at the new lease: HELD says %lld ms", ttl);
+	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:R3", &pmin, &pmax), 3);
+	ck_assert_msg(pmin > 10000, "PTTL %lld-%lld after the renewal", pmin, pmax);
+	cl_close(a);
+}
+END_TEST
+
 /* A reload that raises lease_ms while a renewal is in flight (every master
  * stalled): the validity lockd reports never exceeds the lease left on a
  * majority of the masters, and no other lockd is granted the key while the
@@ -647,6 +684,7 @@ TCase *tc_safety(void)
 	H_ADD(tc, failed_extend_shortens);
 	H_ADD(tc, reload_lease_no_lost);
 	H_ADD(tc, reload_during_inflight_renewal);
+	H_ADD(tc, reload_during_acquire);
 	H_ADD(tc, reset_during_extend);
 	H_ADD(tc, fence_idle_expires);
 	H_ADD(tc, waiter_caps);

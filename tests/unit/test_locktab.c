@@ -464,6 +464,54 @@ START_TEST(reload_renews_with_new_lease)
 }
 END_TEST
 
+/* A reload during an acquire (review finding 2): the hold's lease is the
+ * one its call wrote, HELD says so, and the watchdog renews it in time
+ * (at the new lease), for a plain grant and for a handoff. */
+START_TEST(reload_during_acquire)
+{
+	struct tclient *a = client(1), *b = client(2);
+	struct config n = cfg;
+	long long ttl = 0;
+	req(a, "LOCK k");
+	struct rl_call *c = fake_oldest(FK_ACQUIRE);
+	ck_assert_int_eq(c->lease_ms, 3000);
+	n.lease_ms = 30000;
+	locktab_set_cfg(&n);
+	run(10); /* the reload's tick: nothing is held yet */
+	fake_acquire_done(c, RL_OK, 1, 2900, 0);
+	want(a, "OK 1");
+	req(a, "HELD");
+	ck_assert_int_eq(sscanf(a->out[a->nout - 2], "KEY k 1 1 %lld", &ttl), 1);
+	ck_assert_msg(ttl > 2000 && ttl <= 3000, "HELD says %lld ms of a 3000 ms lease", ttl);
+	want(a, "END");
+	run(1300); /* a third of the 3000 ms lease, and some */
+	c = fake_oldest(FK_RENEW);
+	ck_assert_msg(c != NULL, "the hold of a 3000 ms lease was not renewed within 1.3 s");
+	ck_assert_int_eq(c->lease_ms, 30000);
+	fake_renew_done(c, 1, 29000);
+	/* a handoff asked at the new lease, answered after a reload back */
+	req(b, "LOCK k");
+	req(a, "UNLOCK k");
+	c = fake_oldest(FK_ACQUIRE);
+	ck_assert_int_eq(c->lease_ms, 30000);
+	locktab_set_cfg(&cfg);
+	run(10);
+	fake_acquire_done(c, RL_OK, 2, 29000, 0);
+	fake_release_done(c, RL_OK);
+	want(b, "OK 2");
+	want(a, "OK 0");
+	req(b, "HELD");
+	ck_assert_int_eq(sscanf(b->out[b->nout - 2], "KEY k 2 1 %lld", &ttl), 1);
+	ck_assert_msg(ttl > 20000, "HELD says %lld ms of a 30000 ms lease", ttl);
+	want(b, "END");
+	run(50);
+	for (int i = 0; i < b->nout; i++)
+		ck_assert_msg(strncmp(b->out[i], "LOST", 4) != 0, "%s", b->out[i]);
+	leave(a);
+	leave(b);
+}
+END_TEST
+
 START_TEST(status_counts_waiters)
 {
 	struct tclient *a = client(1), *b = client(2), *s = client(3);
@@ -919,6 +967,7 @@ Suite *locktab_suite(void)
 	tcase_add_test(tc, reset_during_extend);
 	tcase_add_test(tc, client_end_batches_releases);
 	tcase_add_test(tc, reload_renews_with_new_lease);
+	tcase_add_test(tc, reload_during_acquire);
 	tcase_add_test(tc, status_counts_waiters);
 	tcase_add_test(tc, shared_granted_together);
 	tcase_add_test(tc, exclusive_holds_back_shared);
