@@ -695,7 +695,10 @@ static void on_write_timeout(struct session *s)
 	session_free(s); /* nothing more would go out */
 }
 
-/* A read or write failed (err: errno, or 0 for TLS's own reasons). */
+/* A read or write failed (err: errno, or 0 for TLS's own reasons). The
+ * connection is gone: nothing in the output can ever be written, so the
+ * session ends and is freed now, whatever its output holds (waiting for
+ * it to drain would wait forever: no write event is armed). */
 static void on_error(struct session *s, int err)
 {
 	if (s->state == SS_CLOSING) {
@@ -712,6 +715,7 @@ static void on_error(struct session *s, int err)
 			  s->peer, err ? evutil_socket_error_to_string(err) : "unknown");
 	}
 	session_close(s);
+	session_free(s);
 }
 
 /* A plain socket is readable: one read (no FIONREAD first, as

@@ -7,6 +7,7 @@
 #endif
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -403,6 +404,62 @@ START_TEST(hostile_clients_per_ip)
 }
 END_TEST
 
+/* Open descriptors of process pid (-1 when /proc cannot tell). */
+static int open_fds(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* Connections reset while lockd writes their replies (review finding 3):
+ * 40000 PINGs, the sending side shut, a reset 0-4 ms later. Every
+ * session is freed: lockd's open descriptors and its per-address counts
+ * come back, so the address is never locked out. */
+START_TEST(hostile_reset_mid_flush)
+{
+	struct h_opts o = {.limits = "  max_clients_per_ip: 3\n"};
+	h_std(&o);
+	pid_t pid = h_lockd(0)->pid;
+	struct cl *u = cl_unix(h_lockd(0)->sock);
+	int base = open_fds(pid);
+	ck_assert_int_gt(base, 0);
+	static char pings[40000 * 5];
+	for (size_t i = 0; i < sizeof(pings); i += 5)
+		memcpy(pings + i, "PING\n", 5);
+	for (int i = 0; i < 40; i++) {
+		int fd = h_connect_tcp(h_lockd(0)->port);
+		ck_assert_msg(fd >= 0, "connect: %s", strerror(errno));
+		h_send_all(fd, pings, sizeof(pings), 2000); /* lockd may stop reading */
+		shutdown(fd, SHUT_WR);
+		h_sleep_ms(i % 5);
+		struct linger lg = {1, 0};
+		ck_assert(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+		close(fd);
+	}
+	int n = -1;
+	for (int t = 0; t < 200 && (n = open_fds(pid)) != base; t++)
+		h_sleep_ms(25);
+	ck_assert_msg(n == base, "lockd has %d descriptors open, %d before the resets", n, base);
+	cl_wait_stat(u, "clients", "1", 2000);
+	struct cl *c[3];
+	for (int i = 0; i < 3; i++) {
+		c[i] = cl_open();
+		cl_expect(c[i], "PING", "PONG");
+	}
+	for (int i = 0; i < 3; i++)
+		cl_close(c[i]);
+	cl_close(u);
+}
+END_TEST
+
 START_TEST(hostile_idle_timeout)
 {
 	struct h_opts o = {.limits = "  idle_timeout_ms: 1000\n"};
@@ -695,6 +752,7 @@ TCase *tc_hostile(void)
 	H_ADD(tc, hostile_auth_failures);
 	H_ADD(tc, hostile_auth_limit_configured);
 	H_ADD(tc, hostile_clients_per_ip);
+	H_ADD(tc, hostile_reset_mid_flush);
 	H_ADD(tc, hostile_idle_timeout);
 	H_ADD(tc, hostile_emfile);
 	H_ADD(tc, hostile_tls);
