@@ -141,6 +141,29 @@ static void judge(void)
 
 static void judge_cb(evutil_socket_t fd, short what, void *arg) { judge(); }
 
+/* Once every master counts again after a degraded catch-up, each holds
+ * every fence issued since they all count, and its counters were raised
+ * above the ones lost: the set is trusted again, and the next restart of
+ * a single master is caught up strictly (N - majority + 1 sources) again,
+ * rather than from whatever answers for the rest of the process. */
+static void trust_all_if_counting(void)
+{
+	int untrusted = 0;
+	for (int i = 0; i < nmembers; i++) {
+		if (members[i].state != MB_COUNTING)
+			return;
+		untrusted += !members[i].trusted;
+	}
+	if (!untrusted)
+		return;
+	for (int i = 0; i < nmembers; i++) {
+		members[i].trusted = 1;
+		members[i].degraded = 0;
+	}
+	log_info("all masters count: trusted again (a later restart is caught up from masters "
+		 "that kept their data)");
+}
+
 static void counts_again(struct master *m)
 {
 	int all = 1;
@@ -153,6 +176,7 @@ static void counts_again(struct master *m)
 		all &= members[i].state == MB_JUDGING || members[i].state == MB_COUNTING;
 	if (all)
 		majority_loss_logged = 0; /* the episode is over */
+	trust_all_if_counting();
 }
 
 static void retry_in(struct member *b, long usec)

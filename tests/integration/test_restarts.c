@@ -232,6 +232,72 @@ START_TEST(majority_restart_twice)
 }
 END_TEST
 
+/* Trust comes back after a majority restart (review finding 4): 2 of 3
+ * masters restarted (a degraded catch-up), then, once all count again, a
+ * single restart is strict: no majority-loss warning, and with the one
+ * other master that kept its data stopped, the restarted master waits for
+ * it (no grant on two masters of which one was caught up from one source)
+ * and counts once it is back. */
+START_TEST(trust_after_majority_restart)
+{
+	h_std(&restart_opts);
+	const char *log = h_lockd(0)->log;
+	struct cl *a = cl_open();
+	unsigned long long f = take_release(a, "m", 3);
+	double tk = h_now_ms();
+	h_master_kill(0);
+	h_master_kill(1);
+	h_master_restart(0);
+	h_master_restart(1);
+	unsigned long long g0 = first_grant(a, "m", tk, h_now_ms(), "trust_after_majority_restart");
+	ck_assert_msg(g0 > f, "fence %llu after the majority restart, %llu before", g0, f);
+	for (int k = 0; k < 500 && h_file_count(log, 0, "counts again", NULL) < 2; k++)
+		h_sleep_ms(20);
+	ck_assert_msg(h_file_count(log, 0, "counts again", NULL) >= 2,
+		      "the restarted masters did not both count again");
+	cl_expect(a, "UNLOCK m", "OK 0");
+	long off = h_file_size(log);
+	h_master_stop(1);
+	h_master_kill(2);
+	h_master_restart(2);
+	double t2 = h_now_ms();
+	/* past its exclusion: one trusted source (master 0) is not enough */
+	int n = 0;
+	for (; n < 400 && h_now_ms() < t2 + EXCL + 1500; n++) {
+		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
+		ck_assert_msg(r != NULL && strncmp(r, "ERR QUORUM", 10) == 0,
+			      "TRYLOCK m %.0f ms after master 2 restarted, master 1 stopped: '%s'",
+			      h_now_ms() - t2, r ? r : "no reply");
+		h_sleep_ms(20);
+	}
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(h_file_count(log, off, "lost their data at once", NULL) == 0,
+		      "a single restart was taken for a majority loss");
+	h_master_cont(1);
+	double t1 = h_now_ms();
+	unsigned long long g = 0;
+	for (int k = 0; k < 400 && h_now_ms() < t1 + 3000 && !g; k++) {
+		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
+		ck_assert_ptr_nonnull(r);
+		if (strncmp(r, "OK ", 3) == 0)
+			g = h_fence(r);
+		else
+			h_sleep_ms(20);
+	}
+	ck_assert_msg(g > 0, "no grant within 3 s of master 1 back");
+	ck_assert_msg(g > g0, "fence %llu after the single restart, %llu before", g, g0);
+	cl_expect(a, "UNLOCK m", "OK 0");
+	char *l = h_log_wait(log, off, "counts again", NULL, 3000);
+	ck_assert_msg(l != NULL, "master 2 never counted again");
+	free(l);
+	ck_assert_msg(h_file_count(log, 0, "trusted again", NULL) == 1,
+		      "the masters were not trusted again once all counted");
+	ck_assert_msg(h_file_count(log, off, "lost their data at once", NULL) == 0,
+		      "a single restart was taken for a majority loss");
+	cl_close(a);
+}
+END_TEST
+
 /* Write n fence counters ("lockd:c<i> fence", the name lockd gives the
  * counter of key c<i>) on master i, in batches. */
 static void fill_counters(int i, int n)
@@ -963,6 +1029,7 @@ TCase *tc_restarts(void)
 	H_ADD(tc, majority_restart_5);
 	H_ADD(tc, majority_restart_other_down);
 	H_ADD(tc, majority_restart_twice);
+	H_ADD(tc, trust_after_majority_restart);
 	H_ADD(tc, restart_during_catchup);
 	H_ADD(tc, waiter_through_restarts);
 	H_ADD(tc, waiter_holder_leaves_in_restart);
