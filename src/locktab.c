@@ -1018,6 +1018,13 @@ static void extended(struct rl_call *c, void *owner)
 		lk_maybe_free(lk);
 		return;
 	}
+	if (now_us() >= h->dl.at) {
+		/* The validity ended before the verdict came: lost, whatever it
+		 * says (hold_lost frees what nothing uses any more). */
+		hold_lost(h);
+		reply(s, "ERR NOTHELD the lock was lost");
+		return;
+	}
 	if (!it[0].ok) {
 		/* lease_written already cut the validity if this one may end sooner */
 		stats.quorum_failures++;
@@ -1209,7 +1216,9 @@ static void renewed(struct rl_call *c, void *owner)
 		h->refs--;
 		h->renewing = 0;
 		if (h->holder && !h->has_ttl) {
-			if (it[i].ok) {
+			/* A verdict after the validity ended is a loss, whatever it
+			 * says: the deadline timer, due already, sends LOST. */
+			if (it[i].ok && now < h->dl.at) {
 				h->lease_ms = lease;
 				h->lease_end_us = start + lease * 1000;
 				h->renewed_us = start;

@@ -533,7 +533,8 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg)
 		for (int i = 0; i < c->n; i++) {
 			if (c->st[i] == MR_WAIT)
 				c->st[i] = MR_FAIL;
-			if (c->u.acq.raise_st[i] == MR_WAIT)
+			/* only an acquire has a write-back round (u is a union) */
+			if (c->kind == RK_ACQUIRE && c->u.acq.raise_st[i] == MR_WAIT)
 				c->u.acq.raise_st[i] = MR_FAIL;
 		}
 		c->pending++; /* check() may free it; we still hold it here */

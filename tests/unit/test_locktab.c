@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -376,6 +377,36 @@ START_TEST(failed_extend_shortens)
 	want(a, "ERR NOTHELD the lock was lost");
 	ck_assert_uint_eq(locktab_keys(), 0);
 	leave(a);
+}
+END_TEST
+
+/* A verdict that comes after the validity ended is a loss, whatever it
+ * says, even before the deadline timer ran (review finding 5): a
+ * renewal's and an EXTEND's. */
+START_TEST(late_verdicts_are_lost)
+{
+	struct tclient *a = client(1), *b = client(2);
+	req(a, "LOCK k");
+	fake_acquire_done(fake_oldest(FK_ACQUIRE), RL_OK, 1, 1200, 0);
+	want(a, "OK 1");
+	run(1100); /* the watchdog renews after a third of the lease */
+	struct rl_call *c = fake_oldest(FK_RENEW);
+	ck_assert_ptr_nonnull(c);
+	usleep(150 * 1000); /* past the validity, the loop not run */
+	fake_renew_done(c, 1, 10000);
+	run(10);
+	ck_assert_str_eq(last(a), "LOST k 1");
+	grant(b, "LOCK j TTL 10000", 2);
+	req(b, "EXTEND j 100");
+	c = fake_oldest(FK_RENEW);
+	usleep(120 * 1000); /* the 100 ms lease written may have lapsed */
+	fake_renew_done(c, 1, 9000);
+	want(b, "ERR NOTHELD the lock was lost");
+	ck_assert_str_eq(b->out[b->nout - 2], "LOST j 2");
+	run(10);
+	ck_assert_uint_eq(locktab_keys(), 0);
+	leave(a);
+	leave(b);
 }
 END_TEST
 
@@ -965,6 +996,7 @@ Suite *locktab_suite(void)
 	tcase_add_test(tc, extend_within_drift);
 	tcase_add_test(tc, failed_extend_shortens);
 	tcase_add_test(tc, reset_during_extend);
+	tcase_add_test(tc, late_verdicts_are_lost);
 	tcase_add_test(tc, client_end_batches_releases);
 	tcase_add_test(tc, reload_renews_with_new_lease);
 	tcase_add_test(tc, reload_during_acquire);
