@@ -21,7 +21,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -40,6 +39,7 @@
 
 #include "benchmark_opts.h"
 #include "benchmark_probe.h"
+#include "benchmark_report.h"
 #include "lockd/client.h"
 
 #define DEFAULT_MS        5000     /* run time without -d and -n */
@@ -59,10 +59,6 @@ static int64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
-
-static const uint64_t pct_ppm[5] = {500000, 900000, 990000, 999000, 1000000};
-static const char *const pct_names[5] = {"p50", "p90", "p99", "p99.9", "max"};
-static const char *const pct_cols[5] = {"p50", "p90", "p99", "p999", "max"};
 
 /* ------------------------------------------------------------------ target */
 
@@ -209,30 +205,17 @@ static struct run {
 	const char *lock_word; /* "LOCK" or "TRYLOCK" */
 	char lock_tail[64];    /* after the key: " WAIT 10000" and the like */
 	char write_tail[64];   /* shared: the writers' (without SHARED) */
-	int max_holders;       /* shared, permits: the most holders of a key at once */
-	long long writer_grants;
-	struct bm_hist wacq; /* shared: the writers' acquire latency */
 	enum phase phase;
 	int next_connect, connecting, nready, ndone, failed;
-	long long issued, grants, grants_window, timeouts, lost, overlaps, regressions;
-	long long handoffs, early;
+	long long issued;
 	long outstanding;
 	struct session **dirty; /* sessions with requests to write out this turn */
 	int ndirty;
 	int64_t t_read; /* arrival of the lines lockd_step() reads now; 0: not taken */
-	int64_t limit_ms, t_begin, t0, t_stop, t_granted, t_hold_end, t_end, last_line;
-	struct bm_hist acq, gap, hsend; /* hsend: UNLOCK written to the next OK */
+	int64_t limit_ms, t_begin, last_line;
 	struct event *ev_stop, *ev_deadline, *ev_tick, *ev_flush;
 	const struct timeval *tv_hold;
-	long pid;
-	struct bm_cmdcount c0, c1, c2; /* before; all granted; hold ended (held) */
-	struct bm_procsnap p0, p1, p2; /* before connecting; all granted; hold ended */
-	struct rusage ru0;
-	/* CPU at the end of the measured window (held: all granted); its start
-	 * is c0, pa and ru0 */
-	struct bm_cmdcount cw;
-	struct bm_procsnap pa, pw;
-	struct rusage ru_w;
+	struct bm_tally m; /* what the report reads (benchmark_report.h) */
 } run;
 
 static const char *const phase_names[] = {"connect", "run",     "drain", "acquire",
@@ -340,7 +323,7 @@ static void stamp_unlocks(struct session *s)
 
 static void finish(void)
 {
-	run.t_end = now_ns();
+	run.m.t_end = now_ns();
 	run.phase = PH_DONE;
 	event_base_loopbreak(run.base);
 }
@@ -370,9 +353,9 @@ static void pump(struct session *s)
 /* The measured window ends: CPU of lockd, the masters and this process. */
 static void window_end(void)
 {
-	bm_proc_snapshot(run.pid, &run.pw);
-	getrusage(RUSAGE_SELF, &run.ru_w);
-	bm_masters_snapshot(&run.cw);
+	bm_proc_snapshot(run.m.pid, &run.m.pw);
+	getrusage(RUSAGE_SELF, &run.m.ru_w);
+	bm_masters_snapshot(&run.m.cw);
 }
 
 static void stop_run(void)
@@ -380,7 +363,7 @@ static void stop_run(void)
 	if (run.phase != PH_RUN)
 		return;
 	run.phase = PH_DRAIN;
-	run.t_stop = now_ns();
+	run.m.t_stop = now_ns();
 	window_end();
 	event_del(run.ev_stop);
 	for (int i = 0; i < run.nsess; i++)
@@ -391,12 +374,12 @@ static void start_run(void)
 {
 	struct timeval tv = {run.limit_ms / 1000, (run.limit_ms % 1000) * 1000};
 
-	bm_masters_snapshot(&run.c0);
-	getrusage(RUSAGE_SELF, &run.ru0);
-	bm_proc_snapshot(run.pid, &run.pa);
+	bm_masters_snapshot(&run.m.c0);
+	getrusage(RUSAGE_SELF, &run.m.ru0);
+	bm_proc_snapshot(run.m.pid, &run.m.pa);
 	/* the stop timer counts from now, not from the start of this loop pass */
 	event_base_update_cache_time(run.base);
-	run.t0 = run.last_line = now_ns();
+	run.m.t0 = run.last_line = now_ns();
 	run.phase = run.sc == SC_HELD ? PH_ACQUIRE : PH_RUN;
 	if (run.sc != SC_HELD)
 		evtimer_add(run.ev_stop, &tv);
@@ -409,10 +392,10 @@ static void all_granted(void)
 {
 	struct timeval tv = {run.limit_ms / 1000, (run.limit_ms % 1000) * 1000};
 
-	run.t_granted = now_ns();
+	run.m.t_granted = now_ns();
 	window_end();
-	run.p1 = run.pw;
-	run.c1 = run.cw;
+	run.m.p1 = run.m.pw;
+	run.m.c1 = run.m.cw;
 	run.phase = PH_HOLD;
 	event_base_update_cache_time(run.base);
 	evtimer_add(run.ev_stop, &tv);
@@ -424,9 +407,9 @@ static void all_granted(void)
 
 static void end_hold(void)
 {
-	run.t_hold_end = now_ns();
-	bm_proc_snapshot(run.pid, &run.p2);
-	bm_masters_snapshot(&run.c2);
+	run.m.t_hold_end = now_ns();
+	bm_proc_snapshot(run.m.pid, &run.m.p2);
+	bm_masters_snapshot(&run.m.c2);
 	run.phase = PH_RELEASE;
 	for (int i = 0; i < run.nsess; i++) {
 		struct session *s = &run.sess[i];
@@ -445,9 +428,9 @@ static void key_released(struct keystate *ks, uint64_t fence, int64_t t)
 		/* The next grant came before this OK 0 (a direct handoff can
 		 * reach the waiter's socket first): the gap is 0, not negative. */
 		if (ks->early_in_window) {
-			bm_hist_add(&run.gap, 0);
-			run.handoffs++;
-			run.early++;
+			bm_hist_add(&run.m.gap, 0);
+			run.m.handoffs++;
+			run.m.early++;
 		}
 		ks->t_early = 0;
 	}
@@ -465,7 +448,7 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 	            : run.sc == SC_PERMITS ? ks->holders >= options.permits
 	                                   : ks->holders > 0;
 
-	if (clash && ++run.overlaps <= 5)
+	if (clash && ++run.m.overlaps <= 5)
 		fprintf(stderr,
 		        BM_PROG ": OVERLAP: %s%u granted to session %d (fence %llu) while %d "
 		                "session(s) held it (%d writing)\n",
@@ -473,11 +456,11 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 		        ks->writers);
 	ks->holders++;
 	ks->writers += sl->writer;
-	run.max_holders = ks->holders > run.max_holders ? ks->holders : run.max_holders;
+	run.m.max_holders = ks->holders > run.m.max_holders ? ks->holders : run.m.max_holders;
 	if (run.sc == SC_SHARED || run.sc == SC_PERMITS) {
 		/* Holders together get fences in any order; a grant is above
 		 * every one answered before its request. */
-		if (fence <= sl->floor && ++run.regressions <= 5)
+		if (fence <= sl->floor && ++run.m.regressions <= 5)
 			fprintf(stderr,
 			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu, %llu "
 			                "was granted before the request\n",
@@ -486,7 +469,7 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 		if (fence > ks->last_grant)
 			ks->last_grant = fence;
 	} else if (fence <= ks->last_grant) {
-		if (++run.regressions <= 5)
+		if (++run.m.regressions <= 5)
 			fprintf(stderr,
 			        BM_PROG ": FENCE REGRESSION: %s%u granted with fence %llu after "
 			                "%llu\n",
@@ -496,13 +479,13 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 		/* from the UNLOCK written to the first grant to another session */
 		if (ks->unl_sess) {
 			if (ks->unl_sess != s->id + 1 && in_window)
-				bm_hist_add(&run.hsend, t - ks->t_unl);
+				bm_hist_add(&run.m.hsend, t - ks->t_unl);
 			ks->unl_sess = 0;
 		}
 		if (ks->last_grant && ks->rel_fence == ks->last_grant) {
 			if (in_window) {
-				bm_hist_add(&run.gap, t - ks->t_rel);
-				run.handoffs++;
+				bm_hist_add(&run.m.gap, t - ks->t_rel);
+				run.m.handoffs++;
 			}
 		} else if (ks->last_grant) {
 			ks->t_early = t;
@@ -513,24 +496,24 @@ static void on_grant(struct slot *sl, uint64_t fence, int64_t t)
 	sl->fence = fence;
 	sl->state = SL_HELD;
 	sl->lost = 0;
-	run.grants++;
+	run.m.grants++;
 	if (in_window) {
-		bm_hist_add(&run.acq, t - sl->t_req);
+		bm_hist_add(&run.m.acq, t - sl->t_req);
 		s->grants++;
-		run.grants_window++;
+		run.m.grants_window++;
 		if (sl->writer) {
-			bm_hist_add(&run.wacq, t - sl->t_req);
-			run.writer_grants++;
+			bm_hist_add(&run.m.wacq, t - sl->t_req);
+			run.m.writer_grants++;
 		}
 	}
 	if (run.sc == SC_HELD) {
-		if (run.grants == (long long)run.nkeys)
+		if (run.m.grants == (long long)run.nkeys)
 			all_granted();
 		else
 			pump(s);
 		return;
 	}
-	if (run.phase == PH_RUN && options.cycles && run.grants_window >= options.cycles)
+	if (run.phase == PH_RUN && options.cycles && run.m.grants_window >= options.cycles)
 		stop_run();
 	if (run.phase == PH_RUN && sl->timer)
 		evtimer_add(sl->timer, run.tv_hold);
@@ -559,7 +542,7 @@ static void session_ready(struct session *s)
 /* "LOST key fence": mark the slot, which no longer holds the key. */
 static void on_lost(struct session *s, const struct lockd_event *ev, int64_t t)
 {
-	run.lost++;
+	run.m.lost++;
 	for (int i = 0; ev->key[0] && i < s->nslots; i++) {
 		struct slot *sl = &s->slots[i];
 		char name[300];
@@ -621,7 +604,7 @@ static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *
 		}
 		if (r->kind == LOCKD_R_TIMEOUT || r->kind == LOCKD_R_BUSY) {
 			/* not granted: try again (the window allowing) */
-			run.timeouts++;
+			run.m.timeouts++;
 			run.issued--;
 			sl->state = SL_IDLE;
 			s->busy--;
@@ -771,312 +754,6 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		     (long long)quiet_ms / 1000, run.outstanding, phase_names[run.phase]);
 }
 
-/* ------------------------------------------------------------------ results */
-
-struct result {
-	enum scenario sc;
-	int sessions, pipeline, hold_ms, locks;
-	uint32_t keys;
-	double seconds, hold_s, cycles, cps;
-	double acq[5], gap[5], hsend[5];
-	double handoffs, early, jain;
-	double regressions, overlaps, timeouts, lost;
-	double cmds_per_grant, scripts_per_grant;
-	double read_ratio, permits, readers, writers, writer_grants, peak_holders, wacq[5];
-	long pid;
-	double rss_kb, rss_idle_kb, hwm_kb, cpu_pct, renew_cmds_s, renew_scripts_s;
-	double client_cpu_pct;
-	/* CPU in microseconds per grant of the window: lockd (/proc), the
-	 * masters summed (INFO cpu), this process (getrusage) */
-	double lockd_us, masters_us, client_us;
-};
-
-static double ratio(double a, double b)
-{
-	return b > 0 ? a / b : NAN;
-}
-
-static double tv_s(struct timeval tv)
-{
-	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
-
-static void compute_result(struct result *r)
-{
-	struct rusage ru;
-	struct bm_cmdcount c3;
-	double sum = 0, sq = 0, wall;
-	int cycling = run.sc != SC_HELD;
-
-	bm_masters_snapshot(&c3);
-	getrusage(RUSAGE_SELF, &ru);
-	memset(r, 0, sizeof(*r));
-	r->sc = run.sc;
-	r->sessions = run.nsess;
-	r->pipeline = run.depth;
-	r->hold_ms = cycling ? options.hold_ms : 0;
-	r->locks = cycling ? 0 : run.sess[0].nslots;
-	r->keys = run.nkeys;
-	r->seconds = (double)((cycling ? run.t_stop : run.t_granted) - run.t0) / 1e9;
-	r->cycles = (double)run.grants_window;
-	r->cps = ratio(r->cycles, r->seconds);
-	for (int i = 0; i < 5; i++) {
-		r->acq[i] = bm_hist_pct_ms(&run.acq, pct_ppm[i]);
-		r->gap[i] = run.sc == SC_HANDOFF ? bm_hist_pct_ms(&run.gap, pct_ppm[i]) : NAN;
-		r->hsend[i] = run.track_send ? bm_hist_pct_ms(&run.hsend, pct_ppm[i]) : NAN;
-	}
-	r->read_ratio = r->readers = r->writers = r->writer_grants = r->permits = NAN;
-	r->peak_holders = run.sc == SC_SHARED || run.sc == SC_PERMITS ? run.max_holders : NAN;
-	for (int i = 0; i < 5; i++)
-		r->wacq[i] = run.sc == SC_SHARED ? bm_hist_pct_ms(&run.wacq, pct_ppm[i]) : NAN;
-	if (run.sc == SC_SHARED) {
-		r->read_ratio = options.read_ratio;
-		r->writers = r->readers = 0;
-		for (int i = 0; i < run.nsess; i++)
-			*(run.sess[i].slots[0].writer ? &r->writers : &r->readers) += 1;
-		r->writer_grants = (double)run.writer_grants;
-	}
-	if (run.sc == SC_PERMITS)
-		r->permits = options.permits;
-	r->handoffs = run.sc == SC_HANDOFF ? (double)run.handoffs : NAN;
-	r->early = run.sc == SC_HANDOFF ? (double)run.early : NAN;
-	/* Jain's index: 1 when every session got the same number of grants */
-	for (int i = 0; i < run.nsess; i++) {
-		sum += (double)run.sess[i].grants;
-		sq += (double)run.sess[i].grants * (double)run.sess[i].grants;
-	}
-	r->jain = run.sc == SC_HANDOFF ? ratio(sum * sum, run.nsess * sq) : NAN;
-	r->regressions = (double)run.regressions;
-	r->overlaps = (double)run.overlaps;
-	r->timeouts = (double)run.timeouts;
-	r->lost = (double)run.lost;
-	r->cmds_per_grant = r->scripts_per_grant = NAN;
-	if (run.c0.ok && c3.ok) {
-		r->cmds_per_grant = ratio(c3.all - run.c0.all, (double)run.grants);
-		r->scripts_per_grant = ratio(c3.scripts - run.c0.scripts, (double)run.grants);
-	}
-	r->pid = run.pid;
-	r->rss_kb = r->rss_idle_kb = r->hwm_kb = r->cpu_pct = NAN;
-	r->renew_cmds_s = r->renew_scripts_s = NAN;
-	if (!cycling) {
-		double hold_s = r->hold_s = (double)(run.t_hold_end - run.t_granted) / 1e9;
-
-		if (run.p0.ok && run.p2.ok) {
-			r->rss_kb = run.p2.rss_kb;
-			r->rss_idle_kb = run.p0.rss_kb;
-			r->hwm_kb = run.p2.hwm_kb;
-		}
-		if (run.p1.ok && run.p2.ok)
-			r->cpu_pct = ratio(100 * (run.p2.cpu_s - run.p1.cpu_s), hold_s);
-		if (run.c1.ok && run.c2.ok) {
-			r->renew_cmds_s = ratio(run.c2.all - run.c1.all, hold_s);
-			r->renew_scripts_s = ratio(run.c2.scripts - run.c1.scripts, hold_s);
-		}
-	}
-	r->lockd_us = r->masters_us = NAN;
-	if (run.pa.ok && run.pw.ok)
-		r->lockd_us = ratio(1e6 * (run.pw.cpu_s - run.pa.cpu_s), r->cycles);
-	if (run.c0.cpu_ok && run.cw.cpu_ok)
-		r->masters_us = ratio(1e6 * (run.cw.cpu_s - run.c0.cpu_s), r->cycles);
-	r->client_us = ratio(1e6 * (tv_s(run.ru_w.ru_utime) + tv_s(run.ru_w.ru_stime) -
-	                            tv_s(run.ru0.ru_utime) - tv_s(run.ru0.ru_stime)),
-	                     r->cycles);
-	wall = (double)(run.t_end - run.t0) / 1e9;
-	r->client_cpu_pct = ratio(100 * (tv_s(ru.ru_utime) + tv_s(ru.ru_stime) -
-	                                 tv_s(run.ru0.ru_utime) - tv_s(run.ru0.ru_stime)),
-	                          wall);
-}
-
-/* "-" in the human output, empty in CSV, null in JSON */
-static void fmt_num(char *buf, size_t len, double v, int decimals, const char *na)
-{
-	if (isnan(v))
-		snprintf(buf, len, "%s", na);
-	else
-		snprintf(buf, len, "%.*f", decimals, v);
-}
-
-static void print_pcts(const char *label, const double *v)
-{
-	char b[32];
-
-	printf("  %-22s", label);
-	for (int i = 0; i < 5; i++) {
-		fmt_num(b, sizeof(b), v[i], 3, "-");
-		printf(" %s %s%s", pct_names[i], b, i < 4 ? " " : "\n");
-	}
-}
-
-static void print_human(const struct result *r)
-{
-	char a[32], b[32], c[32];
-
-	printf("====== %s ======\n", scenario_names[r->sc]);
-	if (r->sc == SC_HELD) {
-		printf("  %d sessions x %d locks (LOCK key WAIT %d, no TTL), held %.3f s\n",
-		       r->sessions, r->locks, options.wait_ms, r->hold_s);
-	} else {
-		printf("  %d sessions, %u key%s, pipeline %d, hold %d ms: %s%s", r->sessions,
-		       r->keys, r->keys == 1 ? "" : "s", r->pipeline, r->hold_ms,
-		       options.trylock ? "TRYLOCK key" : "LOCK key",
-		       r->sc == SC_SHARED ? " [SHARED]" : "");
-		if (r->sc == SC_PERMITS)
-			printf(" PERMITS %d", options.permits);
-		if (!options.trylock)
-			printf(" WAIT %d", options.wait_ms);
-		if (options.ttl_ms)
-			printf(" TTL %d", options.ttl_ms);
-		printf(" / UNLOCK key\n");
-	}
-	if (options.nmasters)
-		printf("  lockd %s, Redis INFO from %d master%s\n", target.name, options.nmasters,
-		       options.nmasters == 1 ? "" : "s");
-	else
-		printf("  lockd %s (no --masters: no Redis figures)\n", target.name);
-	printf("  %.0f %s in %.3f s: %.2f cycles/s\n", r->cycles,
-	       r->sc == SC_HELD ? "grants" : "cycles", r->seconds, isnan(r->cps) ? 0 : r->cps);
-	print_pcts("acquire latency (ms):", r->acq);
-	if (r->sc == SC_SHARED) {
-		print_pcts("writers' latency (ms):", r->wacq);
-		printf(
-		    "  %.0f readers, %.0f writers (--read-ratio %d): %.0f writer grants, at most "
-		    "%.0f holders at once\n",
-		    r->readers, r->writers, options.read_ratio, r->writer_grants, r->peak_holders);
-	}
-	if (r->sc == SC_PERMITS)
-		printf("  at most %.0f holders at once (of %d permits)\n", r->peak_holders,
-		       options.permits);
-	if (r->sc == SC_CONTENDED || r->sc == SC_HANDOFF)
-		print_pcts("UNLOCK sent->OK (ms):", r->hsend);
-	if (r->sc == SC_HANDOFF) {
-		print_pcts("handoff gap (ms):", r->gap);
-		fmt_num(a, sizeof(a), r->jain, 3, "-");
-		printf("  handoffs %.0f (%.0f before the release reply), fairness (Jain) %s\n",
-		       r->handoffs, r->early, a);
-	}
-	fmt_num(a, sizeof(a), r->cmds_per_grant, 2, "-");
-	fmt_num(b, sizeof(b), r->scripts_per_grant, 2, "-");
-	printf("  Redis commands per grant: %s (EVALSHA/EVAL %s)\n", a, b);
-	fmt_num(a, sizeof(a), r->lockd_us, 1, "-");
-	fmt_num(b, sizeof(b), r->masters_us, 1, "-");
-	fmt_num(c, sizeof(c), r->client_us, 1, "-");
-	printf("  CPU per %s (us): lockd %s, masters %s",
-	       r->sc == SC_HELD ? "grant while the locks were taken" : "cycle", a, b);
-	if (options.nmasters)
-		printf(" (sum of %d)", options.nmasters);
-	printf(", client %s\n", c);
-	if (r->sc == SC_HELD) {
-		if (isnan(r->rss_kb)) {
-			printf("  lockd process: unavailable (give --pid for a local lockd)\n");
-		} else {
-			fmt_num(a, sizeof(a), r->cpu_pct, 2, "-");
-			fmt_num(b, sizeof(b),
-			        ratio((r->rss_kb - r->rss_idle_kb) * 1024,
-			              (double)r->sessions * r->locks),
-			        0, "-");
-			printf(
-			    "  lockd pid %ld: RSS %.0f kB (%.0f kB before the sessions; %s bytes "
-			    "per lock, sessions included), peak %.0f kB, CPU %s %% while holding\n",
-			    r->pid, r->rss_kb, r->rss_idle_kb, b, r->hwm_kb, a);
-		}
-		fmt_num(a, sizeof(a), r->renew_cmds_s, 1, "-");
-		fmt_num(b, sizeof(b), r->renew_scripts_s, 1, "-");
-		printf("  renewals while holding: %s Redis commands/s (EVALSHA/EVAL %s/s)\n", a, b);
-	}
-	fmt_num(c, sizeof(c), r->client_cpu_pct, 0, "-");
-	printf("  timeouts %.0f, LOST events %.0f, fence regressions %.0f, overlaps %.0f, "
-	       "client CPU %s %%\n\n",
-	       r->timeouts, r->lost, r->regressions, r->overlaps, c);
-}
-
-/* One list of columns serves the CSV header, the CSV rows and the JSON. */
-static void print_machine(const struct result *r, int header)
-{
-	struct {
-		char name[32];
-		double v;
-		int decimals;
-	} col[64];
-	int n = 0;
-	char b[48], name[32];
-
-#define COL(nm, val, dec)                                                                          \
-	(snprintf(col[n].name, sizeof(col[n].name), "%s", nm), col[n].v = (val),                   \
-	 col[n++].decimals = (dec))
-	COL("sessions", r->sessions, 0);
-	COL("keys", r->keys, 0);
-	COL("pipeline", r->pipeline, 0);
-	COL("hold_ms", r->sc == SC_HELD ? NAN : r->hold_ms, 0);
-	COL("locks_per_session", r->sc == SC_HELD ? r->locks : NAN, 0);
-	COL("seconds", r->seconds, 3);
-	COL("cycles", r->cycles, 0);
-	COL("cycles_per_s", r->cps, 2);
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "acq_%s_ms", pct_cols[i]);
-		COL(name, r->acq[i], 3);
-	}
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "handoff_%s_ms", pct_cols[i]);
-		COL(name, r->gap[i], 3);
-	}
-	COL("handoffs", r->handoffs, 0);
-	COL("handoffs_before_release", r->early, 0);
-	COL("jain", r->jain, 4);
-	COL("read_ratio", r->read_ratio, 0);
-	COL("readers", r->readers, 0);
-	COL("writers", r->writers, 0);
-	COL("writer_grants", r->writer_grants, 0);
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "writer_acq_%s_ms", pct_cols[i]);
-		COL(name, r->wacq[i], 3);
-	}
-	COL("permits", r->permits, 0);
-	COL("peak_holders", r->peak_holders, 0);
-	COL("fence_regressions", r->regressions, 0);
-	COL("overlaps", r->overlaps, 0);
-	COL("timeouts", r->timeouts, 0);
-	COL("lost", r->lost, 0);
-	COL("redis_cmds_per_grant", r->cmds_per_grant, 3);
-	COL("redis_scripts_per_grant", r->scripts_per_grant, 3);
-	COL("lockd_rss_kb", r->rss_kb, 0);
-	COL("lockd_rss_before_kb", r->rss_idle_kb, 0);
-	COL("lockd_cpu_pct", r->cpu_pct, 2);
-	COL("renew_cmds_per_s", r->renew_cmds_s, 1);
-	COL("renew_scripts_per_s", r->renew_scripts_s, 1);
-	COL("client_cpu_pct", r->client_cpu_pct, 1);
-	/* added later: at the end, so that CSV columns keep their places */
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "handoff_send_%s_ms", pct_cols[i]);
-		COL(name, r->hsend[i], 3);
-	}
-	COL("lockd_cpu_us_per_cycle", r->lockd_us, 2);
-	COL("masters_cpu_us_per_cycle", r->masters_us, 2);
-	COL("client_cpu_us_per_cycle", r->client_us, 2);
-#undef COL
-
-	if (options.out == OUT_CSV) {
-		if (header) {
-			printf("scenario");
-			for (int i = 0; i < n; i++)
-				printf(",%s", col[i].name);
-			printf("\n");
-		}
-		printf("%s", scenario_names[r->sc]);
-		for (int i = 0; i < n; i++) {
-			fmt_num(b, sizeof(b), col[i].v, col[i].decimals, "");
-			printf(",%s", b);
-		}
-		printf("\n");
-	} else {
-		printf("{\"scenario\":\"%s\"", scenario_names[r->sc]);
-		for (int i = 0; i < n; i++) {
-			fmt_num(b, sizeof(b), col[i].v, col[i].decimals, "null");
-			printf(",\"%s\":%s", col[i].name, b);
-		}
-		printf("}\n");
-	}
-}
-
 /* ------------------------------------------------------------------ one scenario */
 
 /* lockd's pid for /proc: --pid, else the one STATS gives when it is a local
@@ -1097,6 +774,27 @@ static void find_lockd_pid(void)
 		        BM_PROG ": warning: %s: lockd's RSS and CPU unavailable (give --pid for a "
 		                "local lockd)\n",
 		        pid > 0 ? "STATS pid is not a local lockd process" : "no pid from STATS");
+}
+
+/* The run's shape, and what the report needs of its sessions. */
+static void tally_shape(void)
+{
+	run.m.sc = run.sc;
+	run.m.nsess = run.nsess;
+	run.m.depth = run.depth;
+	run.m.locks = run.sess[0].nslots;
+	run.m.nkeys = run.nkeys;
+	run.m.track_send = run.track_send;
+	if (run.sc == SC_SHARED) {
+		run.m.writers = run.m.readers = 0;
+		for (int i = 0; i < run.nsess; i++)
+			*(run.sess[i].slots[0].writer ? &run.m.writers : &run.m.readers) += 1;
+	}
+	run.m.grant_sum = run.m.grant_sq = 0;
+	for (int i = 0; i < run.nsess; i++) {
+		run.m.grant_sum += (double)run.sess[i].grants;
+		run.m.grant_sq += (double)run.sess[i].grants * (double)run.sess[i].grants;
+	}
 }
 
 static void free_run(void)
@@ -1125,7 +823,7 @@ static void free_run(void)
 		event_free(run.ev_flush);
 }
 
-static int run_scenario(struct event_base *base, enum scenario sc, struct result *res)
+static int run_scenario(struct event_base *base, enum scenario sc, struct bm_result *res)
 {
 	static const char *const prefixes[SC_COUNT] = {
 	    KEY_PREFIX "u:",    KEY_PREFIX "c:", KEY_PREFIX "h:",
@@ -1172,7 +870,7 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 			snprintf(f + n, sz - n, " TTL %d", options.ttl_ms);
 	}
 
-	run.pid = lockd_pid;
+	run.m.pid = lockd_pid;
 	run.track_send = sc == SC_CONTENDED || sc == SC_HANDOFF;
 	/* more keys than slots: each slot goes round keys of its own */
 	if (sc == SC_UNCONTENDED && run.nkeys > (uint32_t)(options.sessions * nslots))
@@ -1226,7 +924,7 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 	evtimer_add(run.ev_deadline, &tv_deadline);
 	event_add(run.ev_tick, &tv_tick);
 	run.t_begin = run.last_line = now_ns();
-	bm_proc_snapshot(run.pid, &run.p0); /* lockd before our sessions exist */
+	bm_proc_snapshot(run.m.pid, &run.m.p0); /* lockd before our sessions exist */
 
 	connect_more();
 	/* a loopbreak before the loop runs would be forgotten: check first */
@@ -1234,8 +932,10 @@ static int run_scenario(struct event_base *base, enum scenario sc, struct result
 		event_base_dispatch(base);
 	if (!run.failed && run.phase != PH_DONE)
 		fail("event loop ended early (phase %s)", phase_names[run.phase]);
-	if (!run.failed)
-		compute_result(res);
+	if (!run.failed) {
+		tally_shape();
+		bm_compute_result(res, &run.m);
+	}
 	free_run();
 	return run.failed ? -1 : 0;
 oom:
@@ -1276,7 +976,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	for (int i = 0; i < options.nscen; i++) {
-		struct result r;
+		struct bm_result r;
 
 		if (run_scenario(base, options.scen[i], &r) < 0) {
 			fprintf(stderr, BM_PROG ": scenario %s failed\n",
@@ -1285,9 +985,9 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (options.out == OUT_HUMAN)
-			print_human(&r);
+			bm_print_human(&r, target.name);
 		else
-			print_machine(&r, i == 0);
+			bm_print_machine(&r, i == 0);
 		fflush(stdout);
 		if (r.regressions > 0 || r.overlaps > 0) {
 			fprintf(stderr,

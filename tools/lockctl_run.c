@@ -37,7 +37,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lockctl.h"
+#include "lockctl_run.h"
+#include "lockctl_util.h"
 
 #define DEFAULT_GRACE_MS  1000
 #define REPLY_SLACK_MS    5000 /* LOCK WAIT w: no reply within w + this is a dead lockd */

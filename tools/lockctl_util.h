@@ -1,8 +1,10 @@
-/* lockctl: what the command line front (lockctl.c) and `lockctl run`
- * (lockctl_run.c) share: exit statuses, the connection settings and
- * messages. */
-#ifndef LOCKD_LOCKCTL_H
-#define LOCKD_LOCKCTL_H
+/* lockctl_util: what the parts of lockctl share: the exit statuses, the
+ * connection settings (struct lc_conn), the program's name and messages,
+ * number parsing and the clock. lockctl.c (the command line and the
+ * one-shot request), lockctl_prompt.c (the prompt) and lockctl_run.c
+ * (`lockctl run`) use it; it uses none of them. */
+#ifndef LOCKD_LOCKCTL_UTIL_H
+#define LOCKD_LOCKCTL_UTIL_H
 
 #include <stdint.h>
 
@@ -39,8 +41,5 @@ long long lc_number(const char *s, long long min, long long max);
 int lc_conn_exit(int status);
 /* Monotonic microseconds. */
 int64_t lc_now_us(void);
-
-/* lockctl run ARGS: returns the exit status. */
-int lc_run(const struct lc_conn *conn, int argc, char **argv);
 
 #endif
