@@ -27,14 +27,9 @@
  * locks.handoff_limit handoffs in a row the key is released instead, so
  * waiters on other lockd instances get their turn.
  *
- * One watchdog renews every lease without TTL in batches (one script per
- * master per batch, any mix of kinds), a few batches at a time, so that a
- * renewal wave never queues the sessions' own requests behind it on the
- * masters. The holds of a session that ended are released the same way.
- * Each hold's end of validity is in one deadline heap, served by one
- * timer: when it comes, the session gets LOST. Every write that may shorten a lease on
- * some master (EXTEND, a renewal after a reload lowered locks.lease_ms)
- * shortens the validity when it is sent, whatever its verdict. */
+ * A hold's life after its grant (its states, its validity, its renewals)
+ * and the releases nobody waits for are renew.c's; the two share the
+ * types of locktab_int.h, and renew.c answers here through rn_ops. */
 #include "config.h"
 
 #include <stdarg.h>
@@ -44,95 +39,21 @@
 
 #include <event2/event.h>
 
-#include "dheap.h"
 #include "keytab.h"
 #include "locktab.h"
+#include "locktab_int.h"
 #include "log.h"
-#include "memtrim.h"
 #include "quorum.h"
 #include "redlock.h"
+#include "renew.h"
 #include "slab.h"
 #include "stats.h"
-
-enum lk_state {
-	LK_IDLE,      /* no acquire in flight */
-	LK_ACQUIRING, /* an acquire or handoff for one waiter is in flight */
-};
-
-/* One session's hold of a key. It lives from its grant until it ends
- * (UNLOCK to 0, LOST, the session's end) and, after that, until the
- * last renewal batch or EXTEND that points at it has answered. Laid out
- * by size, flags in bytes: a million of them are held at once. */
-struct hold {
-	struct lkey *lk;
-	struct lt_client *holder; /* NULL once it ended */
-	struct wq_link key_link;  /* on lk->holds, then lk->ended */
-	struct wq_link hold_link; /* on holder->locks */
-	struct wq_link wd_link;   /* on the watchdog list (no TTL) */
-	struct wq_link due_link;  /* on wd_due while waiting for a renewal batch */
-	uint64_t fence;
-	int64_t lease_ms;     /* the lease last written on the masters */
-	int64_t lease_end_us; /* when that lease runs out on the masters */
-	int64_t renewed_us;
-	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
-	struct dh_node dl; /* dl.at: its validity, when LOST fires (in deadlines while held) */
-	uint32_t permit; /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
-	uint32_t holds;
-	int refs; /* renewal batches and an EXTEND that point here */
-	enum hold_kind kind : 8;
-	uint8_t due, has_ttl, renewing, renew_failed;
-	char token[TOKEN_LEN + 1];
-};
-
-struct lkey {
-	struct kt_node node;
-	struct waitq holds; /* holds of sessions here */
-	struct waitq ended; /* holds that ended, still pointed at */
-	struct waitq waiters;
-	/* LK_ACQUIRING */
-	struct rl_call *call;
-	struct waiter *acq_for;    /* the waiter it is for; NULL if it left */
-	struct lt_client *rel_for; /* a handoff's UNLOCK waiting for its verdict */
-	int64_t handoff_from_us;   /* when the holder released, for the histogram */
-	struct event *retry;       /* busy elsewhere: try again at its lease end */
-	uint32_t nshared;          /* holds that are shared */
-	uint32_t nlock;            /* holds of the key's lock (permit 0): 0 or 1 */
-	uint32_t acq_permit;
-	uint32_t handoffs; /* consecutive local handoffs */
-	enum lk_state state : 8;
-	enum hold_kind acq_kind : 8;
-	uint8_t was_handoff;
-	uint8_t retry_armed;    /* retry is pending; only while waiters queue */
-	uint8_t remote_waiters; /* the last grant saw a waiter on another lockd */
-	uint8_t noticed;        /* a release (notice, or here) came while our acquire was out */
-	uint8_t slab;           /* 1: from lk_small, 2: from lk_big, 0: malloc */
-	char acq_token[TOKEN_LEN + 1];
-	char key[];
-};
 
 static struct event_base *base;
 static const struct config *cfg;
 static const struct lt_ops *ops;
 static struct keytab table;
-static struct waitq watchdog; /* holds without TTL */
-static struct waitq wd_due;   /* of those, the ones a renewal batch will take */
-static struct event *wd_timer;
-static int64_t wd_next_us; /* when wd_timer fires */
-static int wd_batches;     /* renewal batches in flight */
 static int shutting_down;
-
-/* Bulk work (renewals, the releases of sessions that ended) goes out in
- * batches of this many holds (one script per master, about a millisecond
- * of a master's time), this many batches at a time: the sessions' own
- * requests wait behind at most that much on each master. */
-#define RENEW_BATCH 256
-#define RENEW_INFLIGHT 2
-/* ... unless renewals fall behind (a grant burst of a million locks keeps
- * the masters busy): once the oldest due lease has less than half of it
- * left, holders come before newcomers and more batches go at once. */
-#define RENEW_INFLIGHT_BEHIND 16
-#define RELEASE_BATCH 256
-#define RELEASE_INFLIGHT 2
 
 #define NO_PERMIT UINT32_MAX
 
@@ -144,75 +65,9 @@ static int shutting_down;
 #define LK_SLAB_BIG 512
 static struct slab hold_slab, lk_small, lk_big;
 
-/* A release nobody waits for (its session ended), until its batch goes out. */
-struct relq {
-	struct relq *next;
-	size_t klen;
-	enum rl_hold hold;
-	uint32_t permit;
-	char token[TOKEN_LEN + 1];
-	char key[];
-};
-static struct relq *relq_head, **relq_tail = &relq_head;
-static size_t relq_len;
-static int rel_batches;        /* release batches in flight */
-static struct event *rel_ev;   /* sends queued releases from the loop */
-
 static void kick(struct lkey *lk);
-static void deadline_cb(evutil_socket_t fd, short what, void *arg);
 static void hold_lost(struct hold *h);
-
-/* Every hold's end of validity, and the one timer for the earliest. It
- * is moved only earlier; when it fires for a deadline since moved later
- * or ended, it finds the next one and sleeps again. */
-static struct dheap deadlines;
-static struct event *dl_timer;
-static int64_t dl_at; /* when dl_timer fires; 0: not armed */
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
-static void wd_tick(evutil_socket_t fd, short what, void *arg);
-static void wd_arm_at(int64_t at_us);
-static void wd_pump(void);
-
-static void add_timer(struct event *ev, int64_t at_us)
-{
-	int64_t d = at_us - now_us();
-	if (d < 0)
-		d = 0;
-	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
-	event_add(ev, &tv);
-}
-
-static void dl_arm(void)
-{
-	struct dh_node *t = dh_top(&deadlines);
-	if (!t || (dl_at && dl_at <= t->at))
-		return;
-	add_timer(dl_timer, t->at);
-	dl_at = t->at;
-}
-
-/* h's validity ends at `at` (LOST then). A hold that ended has none: it
- * never goes back in the heap, which would outlive it. */
-static void dl_set(struct hold *h, int64_t at)
-{
-	if (!h->holder)
-		return;
-	if (dh_set(&deadlines, &h->dl, at) != 0)
-		abort(); /* the heap's array could not grow: like any allocation here */
-	dl_arm();
-}
-
-static void deadline_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct dh_node *t;
-	dl_at = 0;
-	while ((t = dh_top(&deadlines)) && t->at <= now_us()) {
-		dh_remove(&deadlines, t);
-		hold_lost(wq_entry(t, struct hold, dl));
-	}
-	dl_arm();
-}
-
 static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reply(struct lt_client *c, const char *fmt, ...)
 {
@@ -285,8 +140,6 @@ static int64_t lease_for(const struct waiter *w)
 {
 	return w->has_ttl ? (int64_t)w->ttl_ms : cfg->lease_ms;
 }
-
-static enum rl_hold rl_hold_of(enum hold_kind k) { return k == HK_SHARED ? RH_SHARED : RH_LOCK; }
 
 static enum rl_wait wait_of(const struct waiter *w)
 {
@@ -399,7 +252,7 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	struct waiter *w = arg;
 	struct lkey *lk = w->lk;
 	if (now_us() < w->deadline_us) { /* never answer before the WAIT is over */
-		add_timer(w->timer, w->deadline_us);
+		rn_timer_at(w->timer, w->deadline_us);
 		return;
 	}
 	stats.timeouts += !w->quorum_failed;
@@ -433,28 +286,13 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant 
 	h->permit = lk->acq_permit;
 	h->holds = 1;
 	h->fence = g->fence;
-	h->has_ttl = w->has_ttl;
 	h->lease_ms = lease_ms;
 	h->lease_end_us = g->start_us + h->lease_ms * 1000;
 	h->renewed_us = g->start_us;
 	memcpy(h->token, lk->acq_token, sizeof(h->token));
-	waitq_push(&lk->holds, &h->key_link);
-	if (h->kind == HK_SHARED)
-		lk->nshared++;
-	else if (h->permit == 0)
-		lk->nlock++;
 	lk->remote_waiters = g->remote_waiters;
-	dl_set(h, g->validity_us);
-	if (!h->has_ttl) {
-		waitq_push(&watchdog, &h->wd_link);
-		/* Its lease may be shorter than the one the watchdog's timer was
-		 * set for (a reload raised locks.lease_ms during the call). */
-		if (h->renewed_us + lease_ms * 1000 / 3 < wd_next_us)
-			wd_arm_at(h->renewed_us + lease_ms * 1000 / 3);
-	}
-	waitq_push(&s->locks, &h->hold_link);
-	s->nlocks++;
-	stats.locks_held++;
+	rn_hold_state(h, w->has_ttl ? HS_TTL : HS_WATCHED);
+	rn_deadline(h, g->validity_us);
 	stats.grants++;
 	stats.shared_grants += h->kind == HK_SHARED;
 	stats.permit_grants += h->kind == HK_PERMIT;
@@ -479,26 +317,16 @@ static void hold_put(struct hold *h)
  * may be freed: callers copy what they need first. */
 static void hold_end(struct hold *h)
 {
-	struct lkey *lk = h->lk;
-	struct lt_client *s = h->holder;
-	waitq_remove(&s->locks, &h->hold_link);
-	s->nlocks--;
-	waitq_remove(&lk->holds, &h->key_link);
-	waitq_push(&lk->ended, &h->key_link);
-	if (h->kind == HK_SHARED)
-		lk->nshared--;
-	else if (h->permit == 0)
-		lk->nlock--;
-	waitq_remove(&watchdog, &h->wd_link);
-	if (h->due) {
-		waitq_remove(&wd_due, &h->due_link);
-		h->due = 0;
-	}
-	dh_remove(&deadlines, &h->dl);
-	h->holder = NULL;
-	h->holds = 0;
-	stats.locks_held--;
+	rn_hold_state(h, HS_ENDED);
 	hold_put(h);
+}
+
+/* A renewal batch let go of h (rn_ops.unref). */
+static void hold_unref(struct hold *h)
+{
+	struct lkey *lk = h->lk;
+	hold_put(h);
+	lk_maybe_free(lk);
 }
 
 /* Something held here ended: a waiter that may use it should ask now
@@ -525,7 +353,7 @@ static void hold_lost(struct hold *h)
 		return;
 	log_warn("session %llu (%s): lock %s (fence %llu) lost: %s", (unsigned long long)s->id,
 		 s->peer, lk->key, (unsigned long long)h->fence,
-		 h->has_ttl ? "TTL lapsed" : "lease could not be renewed on a majority");
+		 h->state == HS_TTL ? "TTL lapsed" : "lease could not be renewed on a majority");
 	stats.lost++;
 	line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 	memcpy(token, h->token, sizeof(token));
@@ -576,7 +404,7 @@ static void schedule_retry(struct lkey *lk, int64_t ms)
 	if (!lk->retry)
 		lk->retry = evtimer_new(base, retry_cb, lk);
 	lk->retry_armed = 1;
-	add_timer(lk->retry, now_us() + ms * 1000);
+	rn_timer_at(lk->retry, now_us() + ms * 1000);
 }
 
 static void acquired(struct rl_call *c, void *owner)
@@ -710,75 +538,6 @@ void lt_notice(const char *key, size_t klen)
 	lk_maybe_free(lk);
 }
 
-/* --- releases nobody waits for --- */
-
-static void rel_done(struct rl_call *c, void *owner);
-
-static void rel_pump(evutil_socket_t fd, short what, void *arg)
-{
-	struct rl_release_item items[RELEASE_BATCH];
-	struct relq *batch[RELEASE_BATCH];
-
-	while (relq_head && (rel_batches < RELEASE_INFLIGHT || shutting_down)) {
-		int n = 0;
-		while (relq_head && n < RELEASE_BATCH) {
-			struct relq *r = relq_head;
-			if (!(relq_head = r->next))
-				relq_tail = &relq_head;
-			items[n].key = r->key;
-			items[n].klen = r->klen;
-			items[n].hold = r->hold;
-			items[n].permit = r->permit;
-			items[n].token = r->token;
-			batch[n++] = r;
-		}
-		relq_len -= (size_t)n;
-		struct rl_call *c = rl_release_many(items, n, rel_done, &relq_head);
-		for (int k = 0; k < n; k++) /* rl_release_many copied them */
-			free(batch[k]);
-		if (c)
-			rel_batches++;
-		else
-			log_warn("out of memory releasing %d keys: their leases lapse on the masters",
-				 n);
-	}
-}
-
-static void rel_done(struct rl_call *c, void *owner)
-{
-	rel_batches--;
-	rel_pump(-1, 0, NULL);
-	if (!relq_head && !rel_batches && !shutting_down)
-		memtrim_soon();
-}
-
-/* Released holds wait here, so that a session's many holds leave in few
- * scripts; the first batch goes out from the loop, once all are queued. */
-static void rel_enqueue(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			const char *token)
-{
-	struct relq *r = malloc(sizeof(*r) + klen + 1);
-	if (!r) {
-		log_warn("out of memory releasing %.*s: its lease lapses on the masters", (int)klen,
-			 key);
-		return;
-	}
-	r->next = NULL;
-	r->klen = klen;
-	r->hold = hold;
-	r->permit = permit;
-	memcpy(r->token, token, sizeof(r->token));
-	memcpy(r->key, key, klen);
-	r->key[klen] = '\0';
-	*relq_tail = r;
-	relq_tail = &r->next;
-	relq_len++;
-	event_active(rel_ev, EV_TIMEOUT, 0);
-}
-
-
-int locktab_busy(void) { return relq_head != NULL || rel_batches > 0; }
-
 /* Who gets a released lock (the key's, or permit i) by a handoff: the
  * head waiter for the key's lock (unless it asks shared: it asks on its
  * own), the first permit waiter whose n is above i for permit i. */
@@ -847,7 +606,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	int64_t flag_ms = lk->waiters.len && !shutting_down ? cfg->lease_ms + 1000 : 0;
 	if (!rs && !flag_ms) {
 		/* Nobody waits for this verdict (a session's end): batched. */
-		rel_enqueue(lk->key, lk->node.klen, rl_hold_of(kind), permit, old);
+		rn_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old);
 	} else {
 		struct rl_call *c = rl_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old,
 					       flag_ms, rs ? released : NULL, rs);
@@ -958,7 +717,7 @@ void lt_lock(struct lt_client *s, const struct request *r)
 			if (!w->timer)
 				w->timer = evtimer_new(base, wait_timeout_cb, w);
 			w->deadline_us = s->req_us + (int64_t)r->wait_ms * 1000;
-			add_timer(w->timer, w->deadline_us);
+			rn_timer_at(w->timer, w->deadline_us);
 		}
 	}
 	kick(lk);
@@ -986,102 +745,13 @@ void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 	release_hold(h, s);
 }
 
-/* A write of a lease of lease_ms, sent at start, may land on some
- * masters whatever its verdict: where it ends the lease before the
- * validity we believe in, the validity ends with it (LOST is sent then). */
-static void lease_written(struct hold *h, int64_t start, int64_t lease_ms)
-{
-	int64_t end = start + quorum_validity_us(lease_ms, 0, cfg->drift_factor);
-	if (end < h->dl.at)
-		dl_set(h, end);
-	if (start + lease_ms * 1000 < h->lease_end_us)
-		h->lease_end_us = start + lease_ms * 1000;
-}
-
-static void extended(struct rl_call *c, void *owner)
-{
-	struct hold *h = owner;
-	struct lkey *lk = h->lk;
-	struct lt_client *s = h->ext_for;
-	int n;
-	struct rl_renew_item *it = rl_renew_items(c, &n);
-	int64_t start = rl_start_us(c), lease = rl_lease_of(c);
-
-	h->refs--;
-	h->ext_for = NULL;
-	if (s)
-		s->verdict_h = NULL;
-	if (!s || h->holder != s) {
-		if (s)
-			reply(s, "ERR NOTHELD the lock was lost");
-		hold_put(h);
-		lk_maybe_free(lk);
-		return;
-	}
-	if (now_us() >= h->dl.at) {
-		/* The validity ended before the verdict came: lost, whatever it
-		 * says (hold_lost frees what nothing uses any more). */
-		hold_lost(h);
-		reply(s, "ERR NOTHELD the lock was lost");
-		return;
-	}
-	if (!it[0].ok) {
-		/* lease_written already cut the validity if this one may end sooner */
-		stats.quorum_failures++;
-		reply(s, "ERR QUORUM no majority of masters extended the lease");
-		return;
-	}
-	h->lease_ms = lease;
-	h->lease_end_us = start + lease * 1000;
-	dl_set(h, it[0].validity_us);
-	reply(s, "OK");
-}
-
-static void fill_item(struct rl_renew_item *it, struct hold *h)
-{
-	it->key = h->lk->key;
-	it->klen = h->lk->node.klen;
-	it->hold = rl_hold_of(h->kind);
-	it->permit = h->permit;
-	it->token = h->token;
-	it->owner = h;
-}
-
 void lt_extend(struct lt_client *s, const char *key, size_t klen, uint32_t ms)
 {
 	struct hold *h = held_by(s, key, klen);
-	struct rl_renew_item *it;
-
-	if (!h) {
+	if (h)
+		rn_extend(s, h, ms);
+	else
 		reply(s, "%s", MSG_NOT_HELD);
-		return;
-	}
-	if (!h->has_ttl) {
-		reply(s, "ERR ARG EXTEND is for TTL locks; this lock is renewed by lockd");
-		return;
-	}
-	if (quorum_validity_us(ms, 0, cfg->drift_factor) <= 0) {
-		reply(s, "ERR ARG EXTEND is shorter than the clock drift margin (2 ms + "
-			 "locks.drift_factor)");
-		return;
-	}
-	if (!(it = calloc(1, sizeof(*it)))) {
-		reply(s, "%s", MSG_OOM);
-		return;
-	}
-	fill_item(it, h);
-	int64_t start = now_us();
-	/* Owned by the hold, not the session: the verdict always comes back
-	 * to drop the reference, even after the session left. */
-	if (!rl_renew(it, 1, ms, extended, h)) {
-		free(it);
-		reply(s, "%s", MSG_OOM);
-		return;
-	}
-	h->refs++;
-	h->ext_for = s;
-	s->verdict_h = h;
-	lease_written(h, start, ms);
 }
 
 /* Sessions waiting here for the key (permits: for a permit or the key's lock). */
@@ -1199,169 +869,32 @@ void lt_client_end(struct lt_client *s)
 		release_hold(wq_entry(l, struct hold, hold_link), NULL);
 }
 
-/* --- the watchdog --- */
-
-static void renewed(struct rl_call *c, void *owner)
-{
-	int n, failed = 0;
-	struct rl_renew_item *it = rl_renew_items(c, &n);
-	int64_t start = rl_start_us(c), now = now_us();
-	int64_t lease = rl_lease_of(c); /* what this call wrote, whatever cfg says now */
-	int64_t next = wd_next_us;
-
-	wd_batches--;
-	for (int i = 0; i < n; i++) {
-		struct hold *h = it[i].owner;
-		struct lkey *lk = h->lk;
-		h->refs--;
-		h->renewing = 0;
-		if (h->holder && !h->has_ttl) {
-			/* A verdict after the validity ended is a loss, whatever it
-			 * says: the deadline timer, due already, sends LOST. */
-			if (it[i].ok && now < h->dl.at) {
-				h->lease_ms = lease;
-				h->lease_end_us = start + lease * 1000;
-				h->renewed_us = start;
-				h->renew_failed = 0;
-				dl_set(h, it[i].validity_us);
-				stats.renewals++;
-				if (start + lease * 1000 / 3 < next)
-					next = start + lease * 1000 / 3;
-			} else {
-				h->renew_failed = 1;
-				stats.renewal_failures++;
-				log_debug("renewal of %s failed: %d masters hold it for us", lk->key,
-					  it[i].yes);
-				failed = 1;
-			}
-		}
-		hold_put(h);
-		lk_maybe_free(lk);
-	}
-	if (failed) {
-		/* Try again soon, while the leases are still valid. */
-		int64_t ms = cfg->timeout_ms * 2 < 100 ? 100 : cfg->timeout_ms * 2;
-		if (ms > cfg->lease_ms / 6)
-			ms = cfg->lease_ms / 6;
-		if (now + ms * 1000 < next)
-			next = now + ms * 1000;
-	}
-	if (next < wd_next_us)
-		wd_arm_at(next);
-	wd_pump();
-}
-
-static void wd_arm_at(int64_t at_us)
-{
-	wd_next_us = at_us;
-	add_timer(wd_timer, at_us);
-}
-
-/* How many renewal batches may be in flight now. */
-static int renew_window(void)
-{
-	struct wq_link *l = waitq_first(&wd_due);
-	if (!l)
-		return RENEW_INFLIGHT;
-	struct hold *h = wq_entry(l, struct hold, due_link);
-	return h->lease_end_us - now_us() < h->lease_ms * 1000 / 2 ? RENEW_INFLIGHT_BEHIND
-								     : RENEW_INFLIGHT;
-}
-
-/* Send renewal batches of the due holds, renew_window() at most at once;
- * each verdict sends the next. A batch is made when it is sent, of the
- * holds still held then, so a release is never followed by a renewal
- * that would write the key back. */
-static void wd_pump(void)
-{
-	int window = renew_window();
-	while (wd_batches < window && wd_due.len) {
-		int n = wd_due.len < RENEW_BATCH ? (int)wd_due.len : RENEW_BATCH;
-		struct rl_renew_item *batch = malloc(sizeof(*batch) * (size_t)n);
-		if (!batch)
-			return; /* they stay due: the next verdict or tick tries again */
-		int64_t lease = cfg->lease_ms, start = now_us();
-		for (int i = 0; i < n; i++) {
-			struct hold *h = wq_entry(waitq_pop(&wd_due), struct hold, due_link);
-			h->due = 0;
-			fill_item(&batch[i], h);
-			h->refs++;
-			h->renewing = 1;
-		}
-		if (!rl_renew(batch, n, lease, renewed, &watchdog)) {
-			for (int i = 0; i < n; i++) {
-				struct hold *h = batch[i].owner;
-				h->refs--;
-				h->renewing = 0;
-				h->renew_failed = 1; /* the next tick takes it */
-			}
-			free(batch);
-			return;
-		}
-		for (int i = 0; i < n; i++)
-			lease_written(batch[i].owner, start, lease);
-		wd_batches++;
-		stats.renew_batches++;
-	}
-}
-
-/* Mark the holds whose renewal is due and send the first batches. A hold
- * is due once half a renewal period (a third of the lease it holds) has
- * passed since its last renewal, after a failed one, or when its lease is
- * not the configured one (a reload changed it). The timer is set for the
- * earliest hold not due yet, at most a period of the configured lease. */
-static void wd_tick(evutil_socket_t fd, short what, void *arg)
-{
-	int64_t now = now_us(), next = now + cfg->lease_ms * 1000 / 3;
-
-	for (struct wq_link *l = watchdog.head.next; l != &watchdog.head; l = l->next) {
-		struct hold *h = wq_entry(l, struct hold, wd_link);
-		int64_t period = h->lease_ms * 1000 / 3;
-		if (h->due || h->renewing)
-			continue;
-		if (h->renew_failed || h->lease_ms != cfg->lease_ms ||
-		    now - h->renewed_us >= period / 2) {
-			waitq_push(&wd_due, &h->due_link);
-			h->due = 1;
-		} else if (h->renewed_us + period < next) {
-			next = h->renewed_us + period;
-		}
-	}
-	wd_arm_at(next);
-	wd_pump();
-}
-
 /* --- setup --- */
+
+static struct rn_ops renew_ops = {hold_lost, hold_unref, NULL};
 
 int locktab_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
 	base = b;
 	cfg = c;
 	ops = o;
-	waitq_init(&watchdog);
-	waitq_init(&wd_due);
+	renew_ops.reply = o->reply;
+	shutting_down = 0;
 	if (keytab_init(&table, 1024))
 		return -1;
-	wd_timer = evtimer_new(base, wd_tick, NULL);
-	rel_ev = event_new(base, -1, 0, rel_pump, NULL);
-	dl_timer = evtimer_new(base, deadline_cb, NULL);
-	dh_init(&deadlines);
-	dl_at = 0;
 	slab_init(&hold_slab, sizeof(struct hold));
 	slab_init(&lk_small, LK_SLAB_SMALL);
 	slab_init(&lk_big, LK_SLAB_BIG);
-	if (!wd_timer || !rel_ev || !dl_timer)
-		return -1;
-	wd_arm_at(now_us() + cfg->lease_ms * 1000 / 3);
-	return 0;
+	return rn_init(base, cfg, &renew_ops);
 }
 
 void locktab_set_cfg(const struct config *c)
 {
 	cfg = c;
-	/* A new lease applies to the next renewal of every hold: now. */
-	wd_arm_at(now_us());
+	rn_set_cfg(c); /* a new lease applies to the next renewal of every hold: now */
 }
+
+int locktab_busy(void) { return rn_busy(); }
 
 uint64_t locktab_keys(void) { return table.count; }
 
@@ -1404,23 +937,12 @@ void lt_shutdown_all(void)
 			lk_maybe_free(lk);
 	}
 	free(all);
-	rel_pump(-1, 0, NULL); /* all at once: lockd is leaving */
+	rn_release_all(); /* all at once: lockd is leaving */
 }
 
 void locktab_shutdown(void)
 {
-	if (wd_timer)
-		event_free(wd_timer);
-	wd_timer = NULL;
-	if (rel_ev)
-		event_free(rel_ev);
-	rel_ev = NULL;
-	while (relq_head) {
-		struct relq *r = relq_head;
-		relq_head = r->next;
-		free(r);
-	}
-	relq_tail = &relq_head;
+	rn_shutdown();
 	for (size_t i = 0; i < table.nslots; i++) {
 		struct kt_node *k = table.slots[i], *nx;
 		for (; k; k = nx) {
@@ -1440,9 +962,4 @@ void locktab_shutdown(void)
 	slab_destroy(&hold_slab);
 	slab_destroy(&lk_small);
 	slab_destroy(&lk_big);
-	dh_free(&deadlines);
-	if (dl_timer)
-		event_free(dl_timer);
-	dl_timer = NULL;
-	dl_at = 0;
 }
