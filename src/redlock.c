@@ -241,7 +241,7 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 	c->argv = c->fargv;
 	c->argvlen = c->fargvlen;
 	for (int i = 0; i < c->n; i++)
-		c->counts[i] = (unsigned char)master_counts(master_get(i));
+		c->counts[i] = (unsigned char)mb_counts(master_get(i));
 	waitq_push(&expq, &c->exp_link);
 	if (expq.len == 1)
 		arm_expiry();
