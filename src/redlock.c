@@ -20,6 +20,7 @@
 #include "membership.h"
 #include "quorum.h"
 #include "redlock.h"
+#include "scripts.h"
 #include "slab.h"
 #include "stats.h"
 
@@ -39,19 +40,7 @@ enum mr {
 	MR_FAIL, /* error reply, timeout or connection lost */
 };
 
-/* Argument positions of each call: EVALSHA sha numkeys KEYS... ARGV...
- * (master.c puts EVALSHA and the SHA in the first two). */
-enum acq_arg { /* SCR_ACQUIRE */
-	AA_NKEYS = 2, AA_LOCK, AA_FENCE, AA_WAITING, AA_RESERVED, AA_SHARED, AA_XWAIT, /* keys */
-	AA_TOKEN, AA_LEASE, AA_OLD, AA_WAIT, AA_INSTANCE, AA_IDLE, AA_KIND, AA_ARGC
-};
-enum rel_arg { /* SCR_RELEASE */
-	RA_NKEYS = 2, RA_LOCK, RA_WAITING, RA_RESERVED, RA_SHARED, /* keys */
-	RA_TOKEN, RA_CHANNEL, RA_KEY, RA_FLAG_MS, RA_INSTANCE, RA_RESERVE_MS, RA_KIND, RA_ARGC
-};
-enum raise_arg { /* SCR_RAISE: the fence write-back */
-	WA_NKEYS = 2, WA_FENCE, WA_VALUE, WA_IDLE, WA_ARGC
-};
+/* Argument positions of each call: scripts.h, beside the Lua. */
 #define FIXED_ARGC AA_ARGC /* the longest call of a fixed shape */
 /* Room for the longest suffix of a key beside a lock (" permit 4294967295"). */
 #define SFX_MAX 20
@@ -676,6 +665,13 @@ static void put_arg(struct rl_call *c, int at, const char *v)
 static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " shared",
 					  " xwaiting"};
 static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
+/* Each key after the lock has its suffix, and numkeys says how many. */
+#define NSFX(a) ((int)(sizeof(a) / sizeof((a)[0])))
+_Static_assert(NSFX(sfx_acquire) == AA_TOKEN - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 6,
+	       "enum acq_arg: 6 keys, the lock and sfx_acquire");
+_Static_assert(NSFX(sfx_release) == RA_TOKEN - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 4,
+	       "enum rel_arg: 4 keys, the lock and sfx_release");
+_Static_assert(WA_VALUE - WA_FENCE == 1, "enum raise_arg: 1 key");
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
 			   const char *token, int64_t lease_ms, const char *old_token,
@@ -687,7 +683,7 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 		return NULL;
 	c->hold = hold;
 	c->permit = permit;
-	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, 5);
+	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, NSFX(sfx_acquire));
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
@@ -744,7 +740,7 @@ struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint
 		return NULL;
 	c->hold = hold;
 	c->permit = permit;
-	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, 3);
+	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, NSFX(sfx_release));
 	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
@@ -812,8 +808,8 @@ static int dyn_args(struct rl_call *c, int argc, size_t bytes)
 	c->argc = argc;
 	c->argv = c->dargv;
 	c->argvlen = c->dargvlen;
-	c->dargv[0] = c->dargv[1] = "";
-	c->dargvlen[0] = c->dargvlen[1] = 0;
+	c->dargv[SA_CMD] = c->dargv[SA_SHA] = "";
+	c->dargvlen[SA_CMD] = c->dargvlen[SA_SHA] = 0;
 	return 0;
 }
 
@@ -844,15 +840,15 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	for (int k = 0; k < n; k++)
 		total += 2 * (prefix_len + items[k].klen + SFX_MAX) + TOKEN_LEN + 1;
 	/* EVALSHA sha 2n lock... shared... lease token... kind... */
-	if (dyn_args(c, 3 + 2 * n + 1 + 2 * n, total)) {
+	if (dyn_args(c, SCRIPT_ARGC(n, RNA_KEYS, RNA_FIXED, RNA_ARGV), total)) {
 		c->u.batch.items = NULL;
 		call_free(c);
 		return NULL;
 	}
 	char *p = c->dbuf, sfx[SFX_MAX];
-	int a = 2;
+	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", 2 * n);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RNA_KEYS * n);
 	p += c->dargvlen[a - 1] + 1;
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
@@ -903,7 +899,7 @@ static void release_many_reply(struct master *m, redisReply *r, void *arg)
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
 				void *owner)
 {
-	static const char *const sfx[4] = {NULL, " waiting", " reserved", " shared"};
+	static const char *const sfx[RMA_KEYS] = {NULL, " waiting", " reserved", " shared"};
 	struct rl_call *c = call_new(RK_RELEASE_MANY, 0);
 	size_t total = 64;
 	if (!c)
@@ -912,7 +908,7 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 		total += 4 * (prefix_len + items[k].klen + SFX_MAX) + items[k].klen + TOKEN_LEN + 2;
 	/* EVALSHA sha 4n lock... waiting... reserved... shared... channel
 	 * instance reservems token... key... kind... */
-	if (dyn_args(c, 3 + 4 * n + 3 + 3 * n, total)) {
+	if (dyn_args(c, SCRIPT_ARGC(n, RMA_KEYS, RMA_FIXED, RMA_ARGV), total)) {
 		call_free(c);
 		return NULL;
 	}
@@ -920,11 +916,11 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	c->owner = owner;
 	c->rel_fired = 1;
 	char *p = c->dbuf, lsfx[SFX_MAX];
-	int a = 2;
+	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", 4 * n);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RMA_KEYS * n);
 	p += c->dargvlen[a - 1] + 1;
-	for (int s = 0; s < 4; s++) {
+	for (int s = 0; s < RMA_KEYS; s++) {
 		for (int k = 0; k < n; k++) {
 			const char *x = s ? sfx[s]
 					  : lock_sfx(lsfx, sizeof(lsfx), items[k].hold, items[k].permit);
@@ -993,7 +989,8 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	if (!c)
 		return NULL;
 	c->u.status.v.npermits = permits;
-	if (dyn_args(c, 3 + 2 + (int)extra, (2 + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
+	if (dyn_args(c, SCRIPT_ARGC((int)extra, 1, STA_KEYS, 0),
+		     (STA_KEYS + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
 	    (extra && !(c->u.status.permit_yes = calloc(extra, sizeof(int))))) {
 		call_free(c);
 		return NULL;
@@ -1002,11 +999,11 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	c->owner = owner;
 	c->rel_fired = 1;
 	char *p = c->dbuf, sfx[SFX_MAX];
-	int a = 2;
+	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%u", 2 + extra);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%u", STA_KEYS + extra);
 	p += c->dargvlen[a - 1] + 1;
-	for (uint32_t k = 0; k < 2 + extra; k++) {
+	for (uint32_t k = 0; k < STA_KEYS + extra; k++) {
 		const char *x = k == 0 ? "" : k == 1 ? " shared" : lock_sfx(sfx, sizeof(sfx), RH_LOCK, k - 1);
 		c->dargv[a] = p;
 		c->dargvlen[a] = key_at(p, key, klen, x);
