@@ -83,13 +83,13 @@ static void status_cb(evutil_socket_t fd, short what, void *arg)
 	char buf[200];
 	int ok = stats_quorum_ok();
 	snprintf(buf, sizeof(buf), "masters up %d/%d, counting %d; clients %llu; locks held %llu%s",
-		 masters_up(), masters_count(), masters_counting(),
+		 masters_up(), masters_count(), mb_counting(),
 		 (unsigned long long)stats.clients, (unsigned long long)stats.locks_held,
 		 ok ? "" : "; no majority of masters: LOCK answers ERR QUORUM");
 	notify_status(buf);
 	if (ok && no_majority_warned) {
 		no_majority_warned = 0;
-		log_info("a majority of masters counts now: %d of %d", masters_counting(),
+		log_info("a majority of masters counts now: %d of %d", mb_counting(),
 			 masters_count());
 	}
 }
@@ -109,7 +109,7 @@ static void majority_cb(evutil_socket_t fd, short what, void *arg)
 	else
 		log_warn("no majority of masters counting: %d of %d up, %d counting (restarted, "
 			 "kept out for now); LOCK will answer ERR QUORUM",
-			 up, n, masters_counting());
+			 up, n, mb_counting());
 	status_cb(-1, 0, NULL);
 }
 

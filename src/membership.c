@@ -59,16 +59,16 @@ static int majority_loss_logged; /* once per episode of a majority losing its da
 
 static struct member *mb_of(const struct master *m) { return &members[m->idx]; }
 
-int master_counts(const struct master *m)
+int mb_counts(const struct master *m)
 {
 	return m->idx < nmembers && m->state == MS_UP && mb_of(m)->state == MB_COUNTING;
 }
 
-int masters_counting(void)
+int mb_counting(void)
 {
 	int n = 0;
 	for (int i = 0; i < nmembers; i++)
-		n += master_counts(master_get(i));
+		n += mb_counts(master_get(i));
 	return n;
 }
 
@@ -222,7 +222,7 @@ static void rejoin(struct master *m)
 	for (int i = 0; i < nmembers && (degraded || nsrc < need); i++) {
 		struct master *o = master_get(i);
 		if (o != m && (degraded ? o->state == MS_UP && members[i].state != MB_JUDGING
-					: master_counts(o) && members[i].trusted))
+					: mb_counts(o) && members[i].trusted))
 			src[nsrc++] = i;
 	}
 	if ((degraded ? nsrc + 1 : nsrc) < need) {

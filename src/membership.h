@@ -31,7 +31,7 @@ void mb_up(struct master *m, int restarted, int has_marker);
 void mb_down(struct master *m);
 
 /* Up and counting (see enum mb_state): may count towards a majority. */
-int master_counts(const struct master *m);
-int masters_counting(void);
+int mb_counts(const struct master *m);
+int mb_counting(void);
 
 #endif

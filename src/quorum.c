@@ -1,24 +1,41 @@
-/* quorum: pure Redlock arithmetic (majority, validity, fences). */
+/* quorum: pure Redlock arithmetic (majority, verdicts, validity, fences). */
 #include "config.h"
 
 #include "quorum.h"
 
-int quorum_majority(int n) { return n / 2 + 1; }
-
-enum quorum_state quorum_decide(int yes, int out, int n)
+int quorum_majority(int n)
 {
-	int maj = quorum_majority(n);
-	if (yes >= maj)
+	return n / 2 + 1;
+}
+
+int quorum_reached(int yes, int majority)
+{
+	return yes >= majority;
+}
+
+enum quorum_state quorum_verdict(int yes, int busy, int waiting, int majority)
+{
+	if (yes >= majority)
 		return Q_WON;
-	if (n - out < maj)
-		return Q_LOST;
-	return Q_PENDING;
+	if (yes + waiting >= majority)
+		return Q_PENDING; /* it may still be won */
+	if (yes + busy >= majority)
+		return Q_BUSY;
+	if (yes + busy + waiting >= majority)
+		return Q_PENDING; /* more busy answers would make it busy */
+	return Q_LOST;
 }
 
 int64_t quorum_validity_us(int64_t lease_ms, int64_t elapsed_us, double drift_factor)
 {
 	int64_t drift_us = (int64_t)((double)lease_ms * 1000.0 * drift_factor) + 2000;
 	return lease_ms * 1000 - elapsed_us - drift_us;
+}
+
+int64_t quorum_valid_until(int64_t lease_ms, int64_t start_us, int64_t now_us, double drift_factor)
+{
+	int64_t left = quorum_validity_us(lease_ms, now_us - start_us, drift_factor);
+	return left > 0 ? now_us + left : 0;
 }
 
 int64_t quorum_fence(const int64_t *counters, int k, int maj, int *writeback)
@@ -36,4 +53,48 @@ int64_t quorum_fence(const int64_t *counters, int k, int maj, int *writeback)
 	}
 	*writeback = at_max < maj;
 	return max;
+}
+
+int64_t quorum_kth_largest(int64_t *v, int n, int k)
+{
+	for (int i = 0; i < k; i++)
+		for (int j = i + 1; j < n; j++)
+			if (v[j] > v[i]) {
+				int64_t t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+	return v[k - 1];
+}
+
+struct quorum_status quorum_status(const struct quorum_status_in *in, int majority)
+{
+	struct quorum_status s = {0};
+	int k = 0;
+
+	/* The masters that hold the key's lock, with the lease left there,
+	 * to the front of pttl. */
+	for (int i = 0; i < in->n; i++) {
+		if (in->pttl[i] >= 0)
+			in->pttl[k++] = in->pttl[i];
+		else if (in->pttl[i] == -1) /* no expiry: not ours, but held */
+			in->pttl[k++] = INT32_MAX;
+	}
+	s.ok = quorum_reached(in->n, majority);
+	if (!s.ok)
+		return s;
+	s.held = quorum_reached(k, majority);
+	/* Held while a majority still has it: the majority-th longest lease left. */
+	if (s.held)
+		s.ttl_ms = quorum_kth_largest(in->pttl, k, majority);
+	/* Shared holders: as many as a majority has at least, and the lease
+	 * that a majority keeps at least that long. */
+	s.holders = (int)quorum_kth_largest(in->zcard, in->n, majority);
+	s.shared_ttl_ms = s.holders > 0 ? quorum_kth_largest(in->zttl, in->n, majority) : 0;
+	if (s.shared_ttl_ms < 0)
+		s.shared_ttl_ms = 0;
+	s.permits = in->npermits > 0 && s.held;
+	for (uint32_t p = 1; p < in->npermits; p++)
+		s.permits += (uint32_t)quorum_reached(in->permit_yes[p - 1], majority);
+	return s;
 }

@@ -1,30 +1,75 @@
-/* quorum: pure Redlock arithmetic (majority, validity, fences). */
+/* quorum: pure Redlock arithmetic. Every verdict a quorum call gives
+ * (won, busy, lost, still waiting; a renewal held; what a STATUS sees),
+ * the validity of a lease and the fence rule are decided here, from
+ * counts and values that redlock.c gathers from the masters that count.
+ * No I/O, no allocation, no clock: the caller passes the time. */
 #ifndef LOCKD_QUORUM_H
 #define LOCKD_QUORUM_H
 
 #include <stdint.h>
 
 enum quorum_state {
-	Q_PENDING, /* not decided: more answers may come */
+	Q_PENDING, /* not decided: the masters still silent can change it */
 	Q_WON,     /* a majority said yes */
-	Q_LOST,    /* a majority can no longer say yes */
+	Q_BUSY,    /* a majority can no longer say yes, but a majority said
+	              yes or busy: another holder has it */
+	Q_LOST,    /* neither a win nor busy can be reached any more */
 };
 
 /* N/2+1 of n masters. */
 int quorum_majority(int n);
 
-/* yes: counting masters that said yes; out: masters that can no longer say
- * yes (answered no, failed, down, or do not count); n: all masters. */
-enum quorum_state quorum_decide(int yes, int out, int n);
+/* The verdict on the answers of the masters that count so far: yes said
+ * yes, busy found another holder, waiting have not answered yet; the
+ * others failed, timed out or were down (masters that do not count are
+ * in none of them). A call without a busy answer (a release, the
+ * write-back of a fence) passes busy 0 and never gets Q_BUSY. */
+enum quorum_state quorum_verdict(int yes, int busy, int waiting, int majority);
+
+/* Once every master answered (or the call expired): yes counting masters
+ * are a majority (a renewal held, a STATUS answered, a permit held). */
+int quorum_reached(int yes, int majority);
 
 /* Redlock validity in microseconds: lease - elapsed - (lease*drift + 2 ms).
  * Non-positive means the grant must not be answered OK. */
 int64_t quorum_validity_us(int64_t lease_ms, int64_t elapsed_us, double drift_factor);
+
+/* The deadline (monotonic, us) before which a lease of lease_ms written
+ * by a call that started at start_us is ours, seen at now_us; 0 when its
+ * validity is over already (quorum_validity_us not positive). */
+int64_t quorum_valid_until(int64_t lease_ms, int64_t start_us, int64_t now_us, double drift_factor);
 
 /* The quorum-register fence rule over the counters that k granting masters
  * returned: the fence is their maximum; *writeback is set when fewer than
  * maj of them already hold it, so it must be stored on more masters before
  * the grant is answered. */
 int64_t quorum_fence(const int64_t *counters, int k, int maj, int *writeback);
+
+/* The k-th largest of v[0..n) (1 <= k <= n): the most that k of them
+ * reach at least. v is reordered. */
+int64_t quorum_kth_largest(int64_t *v, int n, int k);
+
+/* The STATUS answers of the n counting masters that answered: one value
+ * of each array per master, as SCR_STATUS returns them. The arrays are
+ * reordered (pttl overwritten). */
+struct quorum_status_in {
+	int n;
+	int64_t *pttl;         /* the key's lock: ms left, -1 held with no expiry, -2 not held */
+	int64_t *zcard;        /* live shared holders */
+	int64_t *zttl;         /* ms left on the longest shared lease, or -2 */
+	uint32_t npermits;     /* the permits asked (0 or 1: the key's lock only) */
+	const int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
+};
+
+/* What a majority of the counting masters see. All 0 unless ok. */
+struct quorum_status {
+	int ok;                /* a majority answered: the rest means something */
+	int held;              /* the key's lock is held on a majority */
+	int64_t ttl_ms;        /* held: the lease a majority still has at least */
+	int holders;           /* shared holders that a majority has at least */
+	int64_t shared_ttl_ms; /* holders: the shared lease a majority keeps at least */
+	uint32_t permits;      /* of permits 0 .. npermits-1, how many a majority holds */
+};
+struct quorum_status quorum_status(const struct quorum_status_in *in, int majority);
 
 #endif

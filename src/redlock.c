@@ -20,6 +20,7 @@
 #include "membership.h"
 #include "quorum.h"
 #include "redlock.h"
+#include "scripts.h"
 #include "slab.h"
 #include "stats.h"
 
@@ -39,26 +40,21 @@ enum mr {
 	MR_FAIL, /* error reply, timeout or connection lost */
 };
 
-/* Argument positions of each call: EVALSHA sha numkeys KEYS... ARGV...
- * (master.c puts EVALSHA and the SHA in the first two). */
-enum acq_arg { /* SCR_ACQUIRE */
-	AA_NKEYS = 2, AA_LOCK, AA_FENCE, AA_WAITING, AA_RESERVED, AA_SHARED, AA_XWAIT, /* keys */
-	AA_TOKEN, AA_LEASE, AA_OLD, AA_WAIT, AA_INSTANCE, AA_IDLE, AA_KIND, AA_ARGC
-};
-enum rel_arg { /* SCR_RELEASE */
-	RA_NKEYS = 2, RA_LOCK, RA_WAITING, RA_RESERVED, RA_SHARED, /* keys */
-	RA_TOKEN, RA_CHANNEL, RA_KEY, RA_FLAG_MS, RA_INSTANCE, RA_RESERVE_MS, RA_KIND, RA_ARGC
-};
-enum raise_arg { /* SCR_RAISE: the fence write-back */
-	WA_NKEYS = 2, WA_FENCE, WA_VALUE, WA_IDLE, WA_ARGC
-};
+/* Argument positions of each call: scripts.h, beside the Lua. */
 #define FIXED_ARGC AA_ARGC /* the longest call of a fixed shape */
 /* Room for the longest suffix of a key beside a lock (" permit 4294967295"). */
 #define SFX_MAX 20
 
+/* Where an acquire is (RK_ACQUIRE). */
+enum acq_phase {
+	AP_SET,       /* SCR_ACQUIRE sent: st[] counts the grants */
+	AP_WRITEBACK, /* won, but too few granting masters hold the fence:
+	                 SCR_RAISE sent, raise_st[] counts who holds it now */
+};
+
 /* RK_ACQUIRE: the set round, then the fence write-back round. */
 struct acq_part {
-	int phase;                                  /* 1 set, 2 fence write-back */
+	enum acq_phase phase;
 	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
 	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
 	struct rl_grant grant;
@@ -241,7 +237,7 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 	c->argv = c->fargv;
 	c->argvlen = c->fargvlen;
 	for (int i = 0; i < c->n; i++)
-		c->counts[i] = (unsigned char)master_counts(master_get(i));
+		c->counts[i] = (unsigned char)mb_counts(master_get(i));
 	waitq_push(&expq, &c->exp_link);
 	if (expq.len == 1)
 		arm_expiry();
@@ -281,11 +277,11 @@ static int count_st(const struct rl_call *c, const unsigned char *st, enum mr s)
  * hold it for us, and the lease it wrote is still valid. */
 static void renew_verdicts(struct rl_call *c)
 {
-	int64_t now = now_us();
-	int64_t left = quorum_validity_us(c->lease_ms, now - c->start_us, drift);
+	int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), drift);
 	for (int k = 0; k < c->u.batch.nitems; k++) {
-		c->u.batch.items[k].ok = c->u.batch.items[k].yes >= c->maj && left > 0;
-		c->u.batch.items[k].validity_us = c->u.batch.items[k].ok ? now + left : 0;
+		struct rl_renew_item *it = &c->u.batch.items[k];
+		it->ok = quorum_reached(it->yes, c->maj) && until > 0;
+		it->validity_us = it->ok ? until : 0;
 	}
 }
 
@@ -317,13 +313,13 @@ static void finish_acquire(struct rl_call *c, enum rl_result r)
 {
 	c->u.acq.grant.result = r;
 	if (r == RL_OK) {
-		int64_t left = quorum_validity_us(c->lease_ms, now_us() - c->start_us, drift);
-		if (left <= 0) {
+		int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), drift);
+		if (until <= 0) {
 			log_warn("grant for %.*s came too late (validity over): released",
 				 (int)c->klen, c->keyp);
 			c->u.acq.grant.result = r = RL_QUORUM;
 		} else {
-			c->u.acq.grant.validity_us = now_us() + left;
+			c->u.acq.grant.validity_us = until;
 		}
 	}
 	if (r != RL_OK) {
@@ -349,10 +345,10 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 	check(c);
 }
 
-/* Phase 2: store the fence on enough masters that a majority holds it. */
+/* AP_WRITEBACK: store the fence on enough masters that a majority holds it. */
 static void start_writeback(struct rl_call *c)
 {
-	c->u.acq.phase = 2;
+	c->u.acq.phase = AP_WRITEBACK;
 	if (c->expired)
 		return; /* no time left for a second round: check_acquire fails it */
 	snprintf(c->u.acq.fencebuf, sizeof(c->u.acq.fencebuf), "%llu", (unsigned long long)c->u.acq.grant.fence);
@@ -383,107 +379,86 @@ static void check_acquire(struct rl_call *c)
 {
 	int yes = count_st(c, c->st, MR_YES), busy = count_st(c, c->st, MR_BUSY);
 	int wait = count_st(c, c->st, MR_WAIT);
+	enum quorum_state v;
 
 	/* The release side of a handoff: every answer from a counting master
 	 * means our old token is gone there. */
 	if (c->rel_done && !c->rel_fired) {
-		if (yes + busy >= c->maj)
+		v = quorum_verdict(yes + busy, 0, wait, c->maj);
+		if (v == Q_WON)
 			fire_rel(c, RL_OK);
-		else if (yes + busy + wait < c->maj)
+		else if (v == Q_LOST)
 			fire_rel(c, RL_QUORUM);
 	}
 	if (c->done_fired)
 		return;
-	if (c->u.acq.phase == 1) {
-		if (yes >= c->maj) {
-			int64_t ctr[CONFIG_MAX_MASTERS];
-			int k = 0, wb;
-			for (int i = 0; i < c->n; i++)
-				if (c->counts[i] && c->st[i] == MR_YES)
-					ctr[k++] = c->u.acq.fence_of[i];
-			c->u.acq.grant.fence = (uint64_t)quorum_fence(ctr, k, c->maj, &wb);
-			if (!wb) {
-				finish_acquire(c, RL_OK);
-				return;
-			}
-			start_writeback(c);
-		} else if (yes + wait < c->maj) {
-			if (yes + busy >= c->maj)
-				finish_acquire(c, RL_BUSY);
-			else if (yes + busy + wait < c->maj)
-				finish_acquire(c, RL_QUORUM);
+	if (c->u.acq.phase == AP_SET) {
+		switch (quorum_verdict(yes, busy, wait, c->maj)) {
+		case Q_PENDING:
 			return;
-		} else {
+		case Q_BUSY:
+			finish_acquire(c, RL_BUSY);
+			return;
+		case Q_LOST:
+			finish_acquire(c, RL_QUORUM);
+			return;
+		case Q_WON:
+			break;
+		}
+		int64_t ctr[CONFIG_MAX_MASTERS];
+		int k = 0, wb;
+		for (int i = 0; i < c->n; i++)
+			if (c->counts[i] && c->st[i] == MR_YES)
+				ctr[k++] = c->u.acq.fence_of[i];
+		c->u.acq.grant.fence = (uint64_t)quorum_fence(ctr, k, c->maj, &wb);
+		if (!wb) {
+			finish_acquire(c, RL_OK);
 			return;
 		}
+		start_writeback(c);
 	}
-	/* phase 2 */
-	int have = count_st(c, c->u.acq.raise_st, MR_YES), rwait = count_st(c, c->u.acq.raise_st, MR_WAIT);
-	if (have >= c->maj)
+	/* AP_WRITEBACK */
+	v = quorum_verdict(count_st(c, c->u.acq.raise_st, MR_YES), 0,
+			   count_st(c, c->u.acq.raise_st, MR_WAIT), c->maj);
+	if (v == Q_WON)
 		finish_acquire(c, RL_OK);
-	else if (have + rwait < c->maj)
+	else if (v == Q_LOST)
 		finish_acquire(c, RL_QUORUM);
 }
 
 static void check_release(struct rl_call *c)
 {
-	int yes = count_st(c, c->st, MR_YES), wait = count_st(c, c->st, MR_WAIT);
-	if (yes >= c->maj)
+	enum quorum_state v = quorum_verdict(count_st(c, c->st, MR_YES), 0,
+					     count_st(c, c->st, MR_WAIT), c->maj);
+	if (v == Q_WON)
 		fire_rel(c, RL_OK);
-	else if (yes + wait < c->maj)
+	else if (v == Q_LOST)
 		fire_rel(c, RL_QUORUM);
-}
-
-/* The k-th largest of v[0..n) (1-based k <= n); v is reordered. */
-static int64_t kth_largest(int64_t *v, int n, int k)
-{
-	for (int i = 0; i < k; i++)
-		for (int j = i + 1; j < n; j++)
-			if (v[j] > v[i]) {
-				int64_t t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-			}
-	return v[k - 1];
 }
 
 static void check_status(struct rl_call *c)
 {
 	struct status_part *sp = &c->u.status;
-	int64_t have[CONFIG_MAX_MASTERS], card[CONFIG_MAX_MASTERS], zttl[CONFIG_MAX_MASTERS];
-	int k = 0, answered = 0;
+	int64_t pttl[CONFIG_MAX_MASTERS], card[CONFIG_MAX_MASTERS], zttl[CONFIG_MAX_MASTERS];
+	struct quorum_status_in in = {0, pttl, card, zttl, sp->v.npermits, sp->permit_yes};
 
 	if (c->pending && !c->expired)
 		return;
 	for (int i = 0; i < c->n; i++) {
 		if (!c->counts[i] || c->st[i] != MR_YES)
 			continue;
-		card[answered] = sp->zcard[i];
-		zttl[answered] = sp->zttl[i];
-		answered++;
-		if (sp->pttl[i] >= 0)
-			have[k++] = sp->pttl[i];
-		else if (sp->pttl[i] == -1) /* no expiry: not ours, but held */
-			have[k++] = INT32_MAX;
+		pttl[in.n] = sp->pttl[i];
+		card[in.n] = sp->zcard[i];
+		zttl[in.n] = sp->zttl[i];
+		in.n++;
 	}
-	sp->v.ok = answered >= c->maj;
-	sp->v.held = k >= c->maj;
-	if (!sp->v.ok) {
-		fire_done(c);
-		return;
-	}
-	/* Held while a majority still has it: the maj-th longest lease left. */
-	if (sp->v.held)
-		sp->v.ttl_ms = kth_largest(have, k, c->maj);
-	/* Shared holders: as many as a majority has at least, and the lease
-	 * that a majority keeps at least that long. */
-	sp->v.holders = (int)kth_largest(card, answered, c->maj);
-	sp->v.shared_ttl_ms = sp->v.holders > 0 ? kth_largest(zttl, answered, c->maj) : 0;
-	if (sp->v.shared_ttl_ms < 0)
-		sp->v.shared_ttl_ms = 0;
-	sp->v.permits = sp->v.npermits > 0 && sp->v.held;
-	for (uint32_t p = 1; p < sp->v.npermits; p++)
-		sp->v.permits += sp->permit_yes[p - 1] >= c->maj;
+	struct quorum_status q = quorum_status(&in, c->maj);
+	sp->v.ok = q.ok;
+	sp->v.held = q.held;
+	sp->v.ttl_ms = q.ttl_ms;
+	sp->v.holders = q.holders;
+	sp->v.shared_ttl_ms = q.shared_ttl_ms;
+	sp->v.permits = q.permits;
 	fire_done(c);
 }
 
@@ -677,6 +652,13 @@ static void put_arg(struct rl_call *c, int at, const char *v)
 static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " shared",
 					  " xwaiting"};
 static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
+/* Each key after the lock has its suffix, and numkeys says how many. */
+#define NSFX(a) ((int)(sizeof(a) / sizeof((a)[0])))
+_Static_assert(NSFX(sfx_acquire) == AA_TOKEN - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 6,
+	       "enum acq_arg: 6 keys, the lock and sfx_acquire");
+_Static_assert(NSFX(sfx_release) == RA_TOKEN - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 4,
+	       "enum rel_arg: 4 keys, the lock and sfx_release");
+_Static_assert(WA_VALUE - WA_FENCE == 1, "enum raise_arg: 1 key");
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
 			   const char *token, int64_t lease_ms, const char *old_token,
@@ -688,14 +670,14 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 		return NULL;
 	c->hold = hold;
 	c->permit = permit;
-	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, 5);
+	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, NSFX(sfx_acquire));
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
 		memcpy(old, old_token, TOKEN_LEN + 1);
 	else
 		old[0] = '\0';
-	c->u.acq.phase = 1;
+	c->u.acq.phase = AP_SET;
 	c->u.acq.grant.pttl_ms = -1;
 	c->u.acq.grant.start_us = c->start_us;
 	c->lease_ms = lease_ms;
@@ -745,7 +727,7 @@ struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint
 		return NULL;
 	c->hold = hold;
 	c->permit = permit;
-	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, 3);
+	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, NSFX(sfx_release));
 	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
@@ -813,8 +795,8 @@ static int dyn_args(struct rl_call *c, int argc, size_t bytes)
 	c->argc = argc;
 	c->argv = c->dargv;
 	c->argvlen = c->dargvlen;
-	c->dargv[0] = c->dargv[1] = "";
-	c->dargvlen[0] = c->dargvlen[1] = 0;
+	c->dargv[SA_CMD] = c->dargv[SA_SHA] = "";
+	c->dargvlen[SA_CMD] = c->dargvlen[SA_SHA] = 0;
 	return 0;
 }
 
@@ -845,15 +827,15 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	for (int k = 0; k < n; k++)
 		total += 2 * (prefix_len + items[k].klen + SFX_MAX) + TOKEN_LEN + 1;
 	/* EVALSHA sha 2n lock... shared... lease token... kind... */
-	if (dyn_args(c, 3 + 2 * n + 1 + 2 * n, total)) {
+	if (dyn_args(c, SCRIPT_ARGC(n, RNA_KEYS, RNA_FIXED, RNA_ARGV), total)) {
 		c->u.batch.items = NULL;
 		call_free(c);
 		return NULL;
 	}
 	char *p = c->dbuf, sfx[SFX_MAX];
-	int a = 2;
+	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", 2 * n);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RNA_KEYS * n);
 	p += c->dargvlen[a - 1] + 1;
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
@@ -904,7 +886,7 @@ static void release_many_reply(struct master *m, redisReply *r, void *arg)
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
 				void *owner)
 {
-	static const char *const sfx[4] = {NULL, " waiting", " reserved", " shared"};
+	static const char *const sfx[RMA_KEYS] = {NULL, " waiting", " reserved", " shared"};
 	struct rl_call *c = call_new(RK_RELEASE_MANY, 0);
 	size_t total = 64;
 	if (!c)
@@ -913,7 +895,7 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 		total += 4 * (prefix_len + items[k].klen + SFX_MAX) + items[k].klen + TOKEN_LEN + 2;
 	/* EVALSHA sha 4n lock... waiting... reserved... shared... channel
 	 * instance reservems token... key... kind... */
-	if (dyn_args(c, 3 + 4 * n + 3 + 3 * n, total)) {
+	if (dyn_args(c, SCRIPT_ARGC(n, RMA_KEYS, RMA_FIXED, RMA_ARGV), total)) {
 		call_free(c);
 		return NULL;
 	}
@@ -921,11 +903,11 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	c->owner = owner;
 	c->rel_fired = 1;
 	char *p = c->dbuf, lsfx[SFX_MAX];
-	int a = 2;
+	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", 4 * n);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RMA_KEYS * n);
 	p += c->dargvlen[a - 1] + 1;
-	for (int s = 0; s < 4; s++) {
+	for (int s = 0; s < RMA_KEYS; s++) {
 		for (int k = 0; k < n; k++) {
 			const char *x = s ? sfx[s]
 					  : lock_sfx(lsfx, sizeof(lsfx), items[k].hold, items[k].permit);
@@ -994,7 +976,8 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	if (!c)
 		return NULL;
 	c->u.status.v.npermits = permits;
-	if (dyn_args(c, 3 + 2 + (int)extra, (2 + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
+	if (dyn_args(c, SCRIPT_ARGC((int)extra, 1, STA_KEYS, 0),
+		     (STA_KEYS + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
 	    (extra && !(c->u.status.permit_yes = calloc(extra, sizeof(int))))) {
 		call_free(c);
 		return NULL;
@@ -1003,11 +986,11 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	c->owner = owner;
 	c->rel_fired = 1;
 	char *p = c->dbuf, sfx[SFX_MAX];
-	int a = 2;
+	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%u", 2 + extra);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%u", STA_KEYS + extra);
 	p += c->dargvlen[a - 1] + 1;
-	for (uint32_t k = 0; k < 2 + extra; k++) {
+	for (uint32_t k = 0; k < STA_KEYS + extra; k++) {
 		const char *x = k == 0 ? "" : k == 1 ? " shared" : lock_sfx(sfx, sizeof(sfx), RH_LOCK, k - 1);
 		c->dargv[a] = p;
 		c->dargvlen[a] = key_at(p, key, klen, x);

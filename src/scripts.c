@@ -39,7 +39,8 @@
 	"  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                     \
 	"end\n"
 
-/* KEYS: lock (the key's or a permit's), fence counter, waiting flag,
+/* Positions: enum acq_arg (scripts.h).
+ * KEYS: lock (the key's or a permit's), fence counter, waiting flag,
  * reservation, shared set, exclusive-waiting flag. ARGV: token, lease ms,
  * old token or "", "1" if the caller waits ("2": and it raised the
  * exclusive-waiting flag before), instance, fence idle ms, kind. Returns
@@ -126,7 +127,8 @@
 	"redis.call('PEXPIRE', KEYS[kb + 2], ARGV[ab + 6])\n"                                      \
 	"return {f, 0, (w and w ~= inst) and 1 or 0}\n"
 
-/* KEYS: lock (the key's or a permit's), waiting flag, reservation, shared
+/* Positions: enum rel_arg (scripts.h).
+ * KEYS: lock (the key's or a permit's), waiting flag, reservation, shared
  * set. ARGV: token, channel, key, flag ms, instance, reserve ms, kind.
  * Returns 1 if it let go. A release of the key (of a permit, or of the
  * last shared holder) that a waiter on another lockd asked for is
@@ -172,12 +174,18 @@
 		"for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"                \
 		"return r\n"
 
+/* The strides of the batch forms are the one-item scripts' argument
+ * counts (enum acq_arg, enum rel_arg). */
+_Static_assert(AA_TOKEN - AA_LOCK == 6 && AA_ARGC - AA_TOKEN == 7, "BATCH_OF(ACQUIRE_LUA, 6, 7)");
+_Static_assert(RA_TOKEN - RA_LOCK == 4 && RA_ARGC - RA_TOKEN == 7, "BATCH_OF(RELEASE_LUA, 4, 7)");
+
 static const char *const bodies[SCR_COUNT] = {
 	[SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
 	[SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 6, 7),
 	[SCR_RELEASE] = ONE_OF(RELEASE_LUA),
 	[SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 4, 7),
-	/* KEYS: n locks (the key's or a permit's), then their n shared sets.
+	/* Counts: RNA_* (scripts.h).
+	 * KEYS: n locks (the key's or a permit's), then their n shared sets.
 	 * ARGV: lease ms, then one token per item, then one kind per item.
 	 * Per item: 1 extended, 2 written back (missing, or a stale token of
 	 * ours where it should be), 0 held by another (a shared hold: the
@@ -224,7 +232,8 @@ static const char *const bodies[SCR_COUNT] = {
 		      "  end\n"
 		      "end\n"
 		      "return r\n",
-	/* KEYS: fence counter. ARGV: value, fence idle ms. Returns the
+	/* Positions: enum raise_arg (scripts.h).
+	 * KEYS: fence counter. ARGV: value, fence idle ms. Returns the
 	 * counter afterwards (a grant: its idle time starts again). */
 	[SCR_RAISE] = "local c = redis.call('GET', KEYS[1])\n"
 		      "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
@@ -254,7 +263,8 @@ static const char *const bodies[SCR_COUNT] = {
 			   "  end\n"
 			   "end\n"
 			   "return r\n",
-	/* KEYS: n locks (the key's or a permit's), then their n waiting
+	/* Counts: RMA_* (scripts.h).
+	 * KEYS: n locks (the key's or a permit's), then their n waiting
 	 * flags, n reservations and n shared sets. ARGV: channel, instance,
 	 * reserve ms, then n tokens, then the n keys, then n kinds.
 	 * SCR_RELEASE with flag ms 0, for each item; returns how many it let
@@ -287,7 +297,8 @@ static const char *const bodies[SCR_COUNT] = {
 			     "  end\n"
 			     "end\n"
 			     "return r\n",
-	/* KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
+	/* Counts: STA_KEYS (scripts.h).
+	 * KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
 	 * for a plain STATUS). Returns {pttl of the lock, live shared
 	 * holders, ms left on the longest shared lease or -2, then the pttl
 	 * of each permit}. Read-only but for pruning the shared set. */

@@ -2,6 +2,8 @@
 #ifndef LOCKD_SCRIPTS_H
 #define LOCKD_SCRIPTS_H
 
+#include <stddef.h>
+
 enum script_id {
 	SCR_ACQUIRE, /* take a lock, a permit or a shared hold; bump the fence */
 	SCR_RELEASE, /* compare-and-delete, then announce the release */
@@ -14,6 +16,85 @@ enum script_id {
 	SCR_RELEASE_N, /* SCR_RELEASE for each of n calls */
 	SCR_COUNT
 };
+
+/* Where a call's arguments go: EVALSHA sha numkeys KEYS... ARGV... The
+ * scripts (scripts.c) read KEYS[i] at position SA_NKEYS + i and ARGV[j]
+ * at SA_NKEYS + numkeys + j; the positions below say which is which. */
+enum script_arg {
+	SA_CMD,   /* EVALSHA (EVAL after NOSCRIPT): master.c puts it */
+	SA_SHA,   /* the SHA (the body after NOSCRIPT): master.c puts it */
+	SA_NKEYS, /* numkeys */
+	SA_KEYS,  /* KEYS[1] */
+};
+
+/* SCR_ACQUIRE (ACQUIRE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
+enum acq_arg {
+	AA_NKEYS = SA_NKEYS, /* "6" */
+	AA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
+	AA_FENCE,            /* KEYS[2] the fence counter */
+	AA_WAITING,          /* KEYS[3] the waiting flag */
+	AA_RESERVED,         /* KEYS[4] the reservation */
+	AA_SHARED,           /* KEYS[5] the shared set */
+	AA_XWAIT,            /* KEYS[6] the exclusive-waiting flag */
+	AA_TOKEN,            /* ARGV[1] the token */
+	AA_LEASE,            /* ARGV[2] lease ms */
+	AA_OLD,              /* ARGV[3] the old token (a handoff), or "" */
+	AA_WAIT,             /* ARGV[4] "0", "1" the caller waits, "2" and raised the flag */
+	AA_INSTANCE,         /* ARGV[5] this lockd's instance */
+	AA_IDLE,             /* ARGV[6] fence idle ms */
+	AA_KIND,             /* ARGV[7] "x", "p" or "s" */
+	AA_ARGC
+};
+
+/* SCR_RELEASE (RELEASE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
+enum rel_arg {
+	RA_NKEYS = SA_NKEYS, /* "4" */
+	RA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
+	RA_WAITING,          /* KEYS[2] the waiting flag */
+	RA_RESERVED,         /* KEYS[3] the reservation */
+	RA_SHARED,           /* KEYS[4] the shared set */
+	RA_TOKEN,            /* ARGV[1] the token */
+	RA_CHANNEL,          /* ARGV[2] the channel releases are announced on */
+	RA_KEY,              /* ARGV[3] the key, as announced */
+	RA_FLAG_MS,          /* ARGV[4] > 0: raise the waiting flag for this long */
+	RA_INSTANCE,         /* ARGV[5] this lockd's instance */
+	RA_RESERVE_MS,       /* ARGV[6] how long a release is reserved for a waiter elsewhere */
+	RA_KIND,             /* ARGV[7] "x", "p" or "s" */
+	RA_ARGC
+};
+
+/* SCR_RAISE: the fence write-back of an acquire. */
+enum raise_arg {
+	WA_NKEYS = SA_NKEYS, /* "1" */
+	WA_FENCE,            /* KEYS[1] the fence counter */
+	WA_VALUE,            /* ARGV[1] the value to raise it to */
+	WA_IDLE,             /* ARGV[2] fence idle ms */
+	WA_ARGC
+};
+
+/* The scripts over n items take each kind of argument for every item in
+ * turn (all the locks, then all the shared sets, ...), after a few fixed
+ * ones; these are the counts, the order is in scripts.c. */
+enum batch_arg {
+	/* SCR_RENEW: KEYS[i] lock, KEYS[n + i] shared set; ARGV[1] lease
+	 * ms, ARGV[1 + i] token, ARGV[1 + n + i] kind */
+	RNA_KEYS = 2,  /* keys per item */
+	RNA_FIXED = 1, /* arguments before the items' */
+	RNA_ARGV = 2,  /* arguments per item */
+	/* SCR_RELEASE_MANY: KEYS[i] lock, KEYS[n + i] waiting flag,
+	 * KEYS[2n + i] reservation, KEYS[3n + i] shared set; ARGV[1]
+	 * channel, ARGV[2] instance, ARGV[3] reserve ms, ARGV[3 + i] token,
+	 * ARGV[3 + n + i] key, ARGV[3 + 2n + i] kind */
+	RMA_KEYS = 4,
+	RMA_FIXED = 3,
+	RMA_ARGV = 3,
+	/* SCR_STATUS: KEYS[1] the key's lock, KEYS[2] its shared set,
+	 * KEYS[2 + i] permit i (1 .. permits-1); no ARGV */
+	STA_KEYS = 2, /* keys before the permits' */
+};
+/* The argc of a script call over n items with nk keys and na arguments
+ * each, and fixed keys and arguments that do not repeat. */
+#define SCRIPT_ARGC(n, nk, fixed, na) (SA_KEYS + (nk) * (n) + (fixed) + (na) * (n))
 
 /* The batch form of a script (SCR_ACQUIRE_N of SCR_ACQUIRE), or -1. Each
  * call's KEYS then follow one another, and then each call's ARGV; the

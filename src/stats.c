@@ -92,7 +92,7 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 		evbuffer_add_printf(out, "STAT %s %llu\r\n", counters[i].name,
 				    (unsigned long long)*counters[i].v);
 	evbuffer_add_printf(out, "STAT masters %d\r\nSTAT masters_up %d\r\nSTAT masters_counting %d\r\n",
-			    masters_count(), masters_up(), masters_counting());
+			    masters_count(), masters_up(), mb_counting());
 	evbuffer_add_printf(out, "STAT quorum_ok %d\r\n", stats_quorum_ok());
 	for (int i = 0; i < masters_count(); i++) {
 		struct master *m = master_get(i);
@@ -100,13 +100,13 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 				    "STAT master.%d.addr %s\r\nSTAT master.%d.state %s\r\n"
 				    "STAT master.%d.counts %d\r\nSTAT master.%d.latency_us %lld\r\n"
 				    "STAT master.%d.reconnects %llu\r\nSTAT master.%d.last_error %s\r\n",
-				    i, m->name, i, master_state_name(m->state), i, master_counts(m), i,
+				    i, m->name, i, master_state_name(m->state), i, mb_counts(m), i,
 				    (long long)m->latency_us, i, (unsigned long long)m->reconnects, i,
 				    m->last_error[0] ? m->last_error : "-");
 	}
 }
 
-int stats_quorum_ok(void) { return masters_counting() >= quorum_majority(masters_count()); }
+int stats_quorum_ok(void) { return mb_counting() >= quorum_majority(masters_count()); }
 
 /* A bucket bound of us microseconds, in seconds, exactly ("0.000001",
  * "1.048576"; %g would round it). */
@@ -152,7 +152,7 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 			    "# TYPE lockd_masters_counting gauge\nlockd_masters_counting %d\n"
 			    "# HELP lockd_quorum_ok 1 if a majority of the masters count\n"
 			    "# TYPE lockd_quorum_ok gauge\nlockd_quorum_ok %d\n",
-			    masters_counting(), stats_quorum_ok());
+			    mb_counting(), stats_quorum_ok());
 	evbuffer_add_printf(out, "# HELP lockd_master_up 1 if the master answers\n"
 				 "# TYPE lockd_master_up gauge\n");
 	for (int i = 0; i < masters_count(); i++)
@@ -162,7 +162,7 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 				 "majority\n# TYPE lockd_master_counts gauge\n");
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_counts{master=\"%s\"} %d\n",
-				    master_get(i)->name, master_counts(master_get(i)));
+				    master_get(i)->name, mb_counts(master_get(i)));
 	evbuffer_add_printf(out, "# HELP lockd_master_latency_seconds Last round trip\n"
 				 "# TYPE lockd_master_latency_seconds gauge\n");
 	for (int i = 0; i < masters_count(); i++)

@@ -1,8 +1,10 @@
-/* Unit tests of the Redlock arithmetic (src/quorum.c): majority, the
- * decision on partial answers, validity and the quorum-register fence rule. */
+/* Unit tests of the Redlock arithmetic (src/quorum.c), as tables of
+ * inputs and the verdicts expected: majority, the verdict on partial
+ * answers, validity, the quorum-register fence rule and STATUS. */
 #include "config.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "quorum.h"
 #include "units.h"
@@ -16,53 +18,143 @@ START_TEST(majority)
 }
 END_TEST
 
+/* quorum_verdict: the answers of the counting masters so far. The
+ * majority m is that of n masters; yes + busy + waiting <= n, the rest
+ * failed, timed out, were down or do not count. */
 static const struct {
-	int yes, out, n;
+	int yes, busy, waiting, m;
 	enum quorum_state want;
-} decisions[] = {
-    /* one master */
-    {0, 0, 1, Q_PENDING},
-    {1, 0, 1, Q_WON},
-    {0, 1, 1, Q_LOST},
-    /* two masters: both needed */
-    {1, 0, 2, Q_PENDING},
-    {2, 0, 2, Q_WON},
-    {1, 1, 2, Q_LOST},
-    {0, 1, 2, Q_LOST},
-    /* three */
-    {0, 0, 3, Q_PENDING},
-    {1, 0, 3, Q_PENDING},
-    {0, 1, 3, Q_PENDING},
-    {1, 1, 3, Q_PENDING},
-    {2, 0, 3, Q_WON},
-    {2, 1, 3, Q_WON},
-    {3, 0, 3, Q_WON},
-    {1, 2, 3, Q_LOST},
-    {0, 2, 3, Q_LOST},
-    {0, 3, 3, Q_LOST},
-    /* four: majority 3 */
-    {2, 1, 4, Q_PENDING},
-    {2, 2, 4, Q_LOST},
-    {3, 1, 4, Q_WON},
-    /* five: majority 3, two may be out */
-    {2, 2, 5, Q_PENDING},
-    {0, 2, 5, Q_PENDING},
-    {2, 3, 5, Q_LOST},
-    {3, 2, 5, Q_WON},
-    {3, 0, 5, Q_WON},
-    /* seven: majority 4 */
-    {3, 3, 7, Q_PENDING},
-    {3, 4, 7, Q_LOST},
-    {4, 3, 7, Q_WON},
+} verdicts[] = {
+    /* one master (m 1) */
+    {0, 0, 1, 1, Q_PENDING},
+    {1, 0, 0, 1, Q_WON},
+    {0, 1, 0, 1, Q_BUSY},
+    {0, 0, 0, 1, Q_LOST}, /* it failed, or does not count */
+    /* two masters: both needed (m 2) */
+    {1, 0, 1, 2, Q_PENDING},
+    {2, 0, 0, 2, Q_WON},
+    {1, 1, 0, 2, Q_BUSY}, /* ours on one, another's on the other */
+    {0, 2, 0, 2, Q_BUSY},
+    {0, 1, 1, 2, Q_PENDING},
+    {1, 0, 0, 2, Q_LOST},
+    {0, 1, 0, 2, Q_LOST},
+    /* three (m 2) */
+    {0, 0, 3, 2, Q_PENDING},
+    {1, 0, 2, 2, Q_PENDING},
+    {1, 1, 1, 2, Q_PENDING}, /* the last one decides between won and busy */
+    {0, 1, 2, 2, Q_PENDING},
+    {0, 2, 1, 2, Q_BUSY}, /* the last one cannot make it won */
+    {1, 2, 0, 2, Q_BUSY},
+    {0, 3, 0, 2, Q_BUSY},
+    {0, 1, 1, 2, Q_PENDING}, /* one failed: the last one decides busy or lost */
+    {1, 0, 1, 2, Q_PENDING},
+    {2, 0, 1, 2, Q_WON}, /* won before the last answer */
+    {2, 1, 0, 2, Q_WON},
+    {3, 0, 0, 2, Q_WON},
+    {1, 0, 0, 2, Q_LOST},
+    {0, 1, 0, 2, Q_LOST},
+    {0, 0, 1, 2, Q_LOST}, /* two failed: the last one cannot decide */
+    {0, 0, 0, 2, Q_LOST},
+    /* three, one of them does not count: as two */
+    {1, 1, 0, 2, Q_BUSY},
+    {1, 0, 0, 2, Q_LOST},
+    /* five (m 3) */
+    {2, 0, 1, 3, Q_PENDING},
+    {2, 2, 1, 3, Q_PENDING},
+    {2, 1, 0, 3, Q_BUSY},
+    {0, 3, 2, 3, Q_BUSY},
+    {2, 0, 0, 3, Q_LOST},
+    {1, 1, 1, 3, Q_PENDING},
+    {1, 1, 0, 3, Q_LOST},
+    {3, 2, 0, 3, Q_WON},
+    {3, 0, 2, 3, Q_WON},
+    {0, 2, 2, 3, Q_PENDING},
+    {0, 2, 0, 3, Q_LOST},
+    /* seven (m 4) */
+    {3, 0, 1, 4, Q_PENDING},
+    {3, 3, 1, 4, Q_PENDING},
+    {3, 1, 0, 4, Q_BUSY},
+    {3, 0, 0, 4, Q_LOST},
+    {4, 3, 0, 4, Q_WON},
+    /* a release or a fence write-back: no busy answer */
+    {1, 0, 1, 2, Q_PENDING},
+    {2, 0, 0, 2, Q_WON},
+    {1, 0, 0, 2, Q_LOST},
+    {1, 0, 2, 3, Q_PENDING},
+    {0, 0, 2, 3, Q_LOST},
+    {2, 0, 0, 3, Q_LOST},
 };
 
-START_TEST(decide)
+START_TEST(verdict)
 {
-	enum quorum_state got =
-	    quorum_decide(decisions[_i].yes, decisions[_i].out, decisions[_i].n);
-	ck_assert_msg(got == decisions[_i].want, "decide(yes %d, out %d, n %d) = %d, expected %d",
-	              decisions[_i].yes, decisions[_i].out, decisions[_i].n, (int)got,
-	              (int)decisions[_i].want);
+	enum quorum_state got = quorum_verdict(verdicts[_i].yes, verdicts[_i].busy,
+	                                       verdicts[_i].waiting, verdicts[_i].m);
+	ck_assert_msg(got == verdicts[_i].want,
+	              "row %d: verdict(yes %d, busy %d, waiting %d, majority %d) = %d, expected %d",
+	              _i, verdicts[_i].yes, verdicts[_i].busy, verdicts[_i].waiting, verdicts[_i].m,
+	              (int)got, (int)verdicts[_i].want);
+}
+END_TEST
+
+/* The verdicts redlock.c gave before they moved here (its check_acquire
+ * and check_release, copied as they were), against quorum_verdict on
+ * every count of up to nine masters. */
+static enum quorum_state old_acquire(int yes, int busy, int wait, int maj)
+{
+	if (yes >= maj)
+		return Q_WON;
+	if (yes + wait < maj) {
+		if (yes + busy >= maj)
+			return Q_BUSY;
+		else if (yes + busy + wait < maj)
+			return Q_LOST;
+	}
+	return Q_PENDING;
+}
+
+static enum quorum_state old_release(int yes, int wait, int maj)
+{
+	if (yes >= maj)
+		return Q_WON;
+	if (yes + wait < maj)
+		return Q_LOST;
+	return Q_PENDING;
+}
+
+START_TEST(verdict_as_before)
+{
+	int rows = 0;
+	for (int n = 1; n <= 9; n++) {
+		int maj = quorum_majority(n);
+		for (int yes = 0; yes <= n; yes++)
+			for (int busy = 0; yes + busy <= n; busy++)
+				for (int wait = 0; yes + busy + wait <= n; wait++) {
+					ck_assert_msg(quorum_verdict(yes, busy, wait, maj) ==
+					                  old_acquire(yes, busy, wait, maj),
+					              "acquire n %d yes %d busy %d wait %d", n, yes,
+					              busy, wait);
+					/* a handoff's release side counts yes + busy */
+					ck_assert_msg(quorum_verdict(yes + busy, 0, wait, maj) ==
+					                  old_release(yes + busy, wait, maj),
+					              "release n %d yes %d wait %d", n, yes + busy,
+					              wait);
+					rows++;
+				}
+	}
+	ck_assert_int_eq(rows, 714); /* sum over n of (n+1)(n+2)(n+3)/6 */
+}
+END_TEST
+
+static const struct {
+	int yes, m, want;
+} reached[] = {
+    {0, 1, 0}, {1, 1, 1}, {1, 2, 0}, {2, 2, 1}, {3, 2, 1}, {2, 3, 0}, {3, 3, 1}, {5, 3, 1},
+};
+
+START_TEST(reached_majority)
+{
+	ck_assert_msg(quorum_reached(reached[_i].yes, reached[_i].m) == reached[_i].want,
+	              "reached(%d, %d) != %d", reached[_i].yes, reached[_i].m, reached[_i].want);
 }
 END_TEST
 
@@ -91,6 +183,168 @@ START_TEST(validity_not_positive)
 	ck_assert_int_eq(quorum_validity_us(100, 100000 - 1000 - 2001, 0.01), 1);
 	/* a lease shorter than the fixed 2 ms */
 	ck_assert_int_lt(quorum_validity_us(1, 0, 0), 0);
+}
+END_TEST
+
+/* quorum_valid_until: a lease written at start, seen at now. */
+static const struct {
+	int64_t lease_ms, start, now;
+	double drift;
+	int64_t want;
+} untils[] = {
+    /* 10 s, 5 ms later, 1%: 10000000 - 5000 - 102000 us left */
+    {10000, 1000000, 1005000, 0.01, 1005000 + 9893000},
+    /* right away: the lease less the drift */
+    {30000, 7, 7, 0.01, 7 + 30000000 - 302000},
+    {1000, 0, 0, 0, 1000000 - 2000},
+    /* exactly used up, and one us before */
+    {100, 50, 50 + 100000 - 1000 - 2000, 0.01, 0},
+    {100, 50, 50 + 100000 - 1000 - 2001, 0.01, 50 + 100000 - 1000 - 2001 + 1},
+    /* long past */
+    {100, 0, 200000, 0.01, 0},
+    /* shorter than the fixed 2 ms */
+    {1, 0, 0, 0, 0},
+};
+
+START_TEST(valid_until)
+{
+	int64_t got = quorum_valid_until(untils[_i].lease_ms, untils[_i].start, untils[_i].now,
+	                                 untils[_i].drift);
+	ck_assert_msg(got == untils[_i].want, "row %d: valid_until = %lld, expected %lld", _i,
+	              (long long)got, (long long)untils[_i].want);
+}
+END_TEST
+
+/* quorum_kth_largest: at most 5 values. */
+static const struct {
+	int n, k;
+	int64_t v[5], want;
+} kths[] = {
+    {1, 1, {7}, 7},
+    {3, 1, {5, 1, 3}, 5},
+    {3, 2, {5, 1, 3}, 3},
+    {3, 3, {5, 1, 3}, 1},
+    {3, 2, {1, 3, 5}, 3},
+    {3, 2, {4, 4, 4}, 4},
+    {3, 2, {4, 9, 4}, 4},
+    {3, 2, {9, 4, 9}, 9},
+    {3, 2, {-2, -1, -2}, -2},
+    {3, 1, {-2, -1, -2}, -1},
+    {5, 3, {100, 500, 300, 200, 400}, 300},
+    {5, 3, {0, 0, 0, 2, 1}, 0},
+    {2, 2, {INT64_C(1) << 40, 3}, 3},
+};
+
+START_TEST(kth_largest)
+{
+	int64_t v[5];
+	memcpy(v, kths[_i].v, sizeof(v));
+	int64_t got = quorum_kth_largest(v, kths[_i].n, kths[_i].k);
+	ck_assert_msg(got == kths[_i].want, "row %d: kth_largest(k %d of %d) = %lld, expected %lld",
+	              _i, kths[_i].k, kths[_i].n, (long long)got, (long long)kths[_i].want);
+}
+END_TEST
+
+/* quorum_status: what the counting masters that answered a STATUS said
+ * (n of them, majority m), and the verdict. */
+/* clang-format off */
+#define NO -2      /* PTTL of a key that does not exist, and "no shared lease" */
+#define FOREVER -1 /* PTTL of a key without expiry */
+/* what; n, m, pttl, zcard, zttl, npermits, permit_yes;
+ * want: ok, held, ttl_ms, holders, shared_ttl_ms, permits */
+static const struct {
+	const char *what;
+	int n, m;
+	int64_t pttl[5], zcard[5], zttl[5];
+	uint32_t npermits;
+	int permit_yes[3];
+	struct quorum_status want;
+} statuses[] = {
+	{"nothing held",
+	    3, 2, {NO, NO, NO}, {0, 0, 0}, {NO, NO, NO}, 0, {0},
+	    {1, 0, 0, 0, 0, 0}},
+	{"held on all: the second longest lease",
+	    3, 2, {500, 300, 400}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, 400, 0, 0, 0}},
+	{"held on two",
+	    3, 2, {500, NO, 300}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, 300, 0, 0, 0}},
+	{"held on one only",
+	    3, 2, {NO, 900, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 0, 0, 0, 0, 0}},
+	{"two answered, held on both",
+	    2, 2, {200, 250}, {0}, {NO, NO}, 0, {0},
+	    {1, 1, 200, 0, 0, 0}},
+	{"too few answered: nothing counts",
+	    1, 2, {900}, {3}, {900}, 3, {2, 2},
+	    {0, 0, 0, 0, 0, 0}},
+	{"none answered",
+	    0, 2, {0}, {0}, {0}, 0, {0},
+	    {0, 0, 0, 0, 0, 0}},
+	{"no expiry on a majority",
+	    3, 2, {FOREVER, FOREVER, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, INT32_MAX, 0, 0, 0}},
+	{"no expiry on one",
+	    3, 2, {FOREVER, 700, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, 700, 0, 0, 0}},
+	{"zero ms left still holds",
+	    3, 2, {0, 0, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, 0, 0, 0, 0}},
+	{"five masters: the third longest",
+	    5, 3, {100, 200, 300, 400, NO}, {0}, {NO, NO, NO, NO, NO}, 0, {0},
+	    {1, 1, 200, 0, 0, 0}},
+	{"five masters, held on two",
+	    5, 3, {100, NO, 300, NO, NO}, {0}, {NO, NO, NO, NO, NO}, 0, {0},
+	    {1, 0, 0, 0, 0, 0}},
+	{"shared: as many as a majority has",
+	    3, 2, {NO, NO, NO}, {2, 1, 0}, {900, 500, NO}, 0, {0},
+	    {1, 0, 0, 1, 500, 0}},
+	{"shared on one only",
+	    3, 2, {NO, NO, NO}, {0, 0, 3}, {NO, NO, 800}, 0, {0},
+	    {1, 0, 0, 0, 0, 0}},
+	{"shared, no lease left on a majority",
+	    3, 2, {NO, NO, NO}, {1, 1, 1}, {NO, NO, 100}, 0, {0},
+	    {1, 0, 0, 1, 0, 0}},
+	{"shared and a lock (another instance's)",
+	    3, 2, {400, 450, NO}, {2, 2, 2}, {600, 700, 650}, 0, {0},
+	    {1, 1, 400, 2, 650, 0}},
+	{"permit 0 only: the key's lock",
+	    3, 2, {300, 300, NO}, {0}, {NO, NO, NO}, 1, {0},
+	    {1, 1, 300, 0, 0, 1}},
+	{"permit 0 asked, not held",
+	    3, 2, {NO, 300, NO}, {0}, {NO, NO, NO}, 1, {0},
+	    {1, 0, 0, 0, 0, 0}},
+	{"no permits asked: none counted",
+	    3, 2, {300, 300, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, 300, 0, 0, 0}},
+	{"permits 0..3: 0 and 1 held, 2 on one, 3 on all",
+	    3, 2, {300, 300, 300}, {0}, {NO, NO, NO}, 4, {2, 1, 3},
+	    {1, 1, 300, 0, 0, 3}},
+	{"permits held, not permit 0",
+	    3, 2, {NO, NO, 300}, {0}, {NO, NO, NO}, 3, {3, 2},
+	    {1, 0, 0, 0, 0, 2}},
+};
+/* clang-format on */
+
+START_TEST(status)
+{
+	int64_t pttl[5], zcard[5], zttl[5];
+	memcpy(pttl, statuses[_i].pttl, sizeof(pttl));
+	memcpy(zcard, statuses[_i].zcard, sizeof(zcard));
+	memcpy(zttl, statuses[_i].zttl, sizeof(zttl));
+	struct quorum_status_in in = {
+	    statuses[_i].n, pttl, zcard, zttl, statuses[_i].npermits, statuses[_i].permit_yes};
+	struct quorum_status got = quorum_status(&in, statuses[_i].m);
+	const struct quorum_status *w = &statuses[_i].want;
+
+	ck_assert_msg(got.ok == w->ok && got.held == w->held && got.ttl_ms == w->ttl_ms &&
+	                  got.holders == w->holders && got.shared_ttl_ms == w->shared_ttl_ms &&
+	                  got.permits == w->permits,
+	              "%s: got ok %d held %d ttl %lld holders %d shared_ttl %lld permits %u, "
+	              "expected ok %d held %d ttl %lld holders %d shared_ttl %lld permits %u",
+	              statuses[_i].what, got.ok, got.held, (long long)got.ttl_ms, got.holders,
+	              (long long)got.shared_ttl_ms, got.permits, w->ok, w->held,
+	              (long long)w->ttl_ms, w->holders, (long long)w->shared_ttl_ms, w->permits);
 }
 END_TEST
 
@@ -193,9 +447,14 @@ Suite *quorum_suite(void)
 	TCase *tc = tcase_create("quorum");
 
 	tcase_add_test(tc, majority);
-	tcase_add_loop_test(tc, decide, 0, (int)(sizeof(decisions) / sizeof(decisions[0])));
+	tcase_add_loop_test(tc, verdict, 0, (int)(sizeof(verdicts) / sizeof(verdicts[0])));
+	tcase_add_test(tc, verdict_as_before);
+	tcase_add_loop_test(tc, reached_majority, 0, (int)(sizeof(reached) / sizeof(reached[0])));
 	tcase_add_test(tc, validity);
 	tcase_add_test(tc, validity_not_positive);
+	tcase_add_loop_test(tc, valid_until, 0, (int)(sizeof(untils) / sizeof(untils[0])));
+	tcase_add_loop_test(tc, kth_largest, 0, (int)(sizeof(kths) / sizeof(kths[0])));
+	tcase_add_loop_test(tc, status, 0, (int)(sizeof(statuses) / sizeof(statuses[0])));
 	tcase_add_test(tc, fence_agreeing);
 	tcase_add_test(tc, fence_notes_example);
 	tcase_add_test(tc, fence_all_different);
