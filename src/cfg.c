@@ -203,6 +203,9 @@ static const struct ckey keys[] = {
 	{"limits.idle_timeout_ms", CT_INT, OFF(idle_timeout_ms), 0, 0, 2147483647, NULL},
 	{"limits.max_clients_per_ip", CT_INT, OFF(max_clients_per_ip), 0, 0, 1000000, NULL},
 	{"limits.max_auth_failures", CT_INT, OFF(max_auth_failures), 0, 0, 1000000, NULL},
+	{"sessions", CT_SECTION, 0, 0, 0, 0, NULL},
+	{"sessions.grace_ms", CT_INT, OFF(grace_ms), 0, 1, 2147483647, NULL},
+	{"sessions.max_grace_ms", CT_INT, OFF(max_grace_ms), 0, 1, 2147483647, NULL},
 	{"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
 	{"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
 };
@@ -247,6 +250,8 @@ void cfg_defaults(struct config *c)
 	c->max_permits = 1024;
 	c->line_timeout_ms = 60000;
 	c->max_auth_failures = 5;
+	c->grace_ms = 10000;
+	c->max_grace_ms = 60000;
 	c->metrics_listen = strdup("");
 }
 
@@ -841,6 +846,11 @@ static int cross_checks(struct loader *l)
 			    "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
 			    "(%lld)",
 			    (long long)c->timeout_ms, (long long)c->lease_ms);
+	i = lookup("sessions.grace_ms");
+	if (c->grace_ms > c->max_grace_ms)
+		return fail(l, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],
+			    "sessions.grace_ms (%lld) must not exceed sessions.max_grace_ms (%lld)",
+			    (long long)c->grace_ms, (long long)c->max_grace_ms);
 	return listen_checks(l);
 }
 

@@ -53,6 +53,9 @@ struct config {
 	int64_t max_clients_per_ip;  /* connections from one address; 0: no limit */
 	int64_t max_auth_failures;   /* failed AUTHs before a session is closed; 0: never */
 
+	int64_t grace_ms;     /* a detached resumable session's default grace (1.2) */
+	int64_t max_grace_ms; /* the longest grace SESSION GRACE may ask */
+
 	char *metrics_listen; /* "" when off */
 };
 

@@ -141,6 +141,13 @@ static int64_t lease_for(const struct waiter *w)
 	return w->has_ttl ? (int64_t)w->ttl_ms : cfg->lease_ms;
 }
 
+
+/* The session record a hold of c's is written in (1.2), or none. */
+static struct rl_rec rec_of(const struct lt_client *c, enum hold_kind k, int ttl)
+{
+	return (struct rl_rec){c ? c->sid : NULL, hold_rec_kind(k), ttl};
+}
+
 static enum rl_wait wait_of(const struct waiter *w)
 {
 	return w->mode != WM_WAIT ? RW_NO : w->xraised ? RW_RAISED : RW_YES;
@@ -263,20 +270,19 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 /* --- holding --- */
 
-/* A grant: the hold's lease is the lease its call wrote (lease_ms), never
+/* A grant: the hold's lease is the lease its call wrote (rl_lease_of), never
  * the configured one, which a reload may have changed since. */
-static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_grant *g,
-		       int64_t lease_ms)
+static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *c)
 {
+	const struct rl_grant *g = rl_grant_of(c);
+	int64_t lease_ms = rl_lease_of(c);
 	struct lt_client *s = w->c;
 	struct hold *h = slab_alloc(&hold_slab);
 
 	if (h)
 		memset(h, 0, sizeof(*h));
 	if (!h) {
-		/* Give it back: it lapses on the masters otherwise. */
-		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
-			   lk->acq_token, 0, NULL, NULL);
+		rl_undo(c); /* give it back: it lapses on the masters otherwise */
 		waiter_fail(w, MSG_OOM);
 		return;
 	}
@@ -351,6 +357,7 @@ static void hold_lost(struct hold *h)
 
 	if (!s)
 		return;
+	struct rl_rec rec = rec_of(s, h->kind, 0);
 	log_warn("session %llu (%s): lock %s (fence %llu) lost: %s", (unsigned long long)s->id,
 		 s->peer, lk->key, (unsigned long long)h->fence,
 		 h->state == HS_TTL ? "TTL lapsed" : "lease could not be renewed on a majority");
@@ -360,7 +367,7 @@ static void hold_lost(struct hold *h)
 	hold_end(h);
 	lk->handoffs = 0;
 	/* It may still sit on some masters: clear it before the next try. */
-	rl_release(lk->key, lk->node.klen, rh, permit, token, 0, NULL, NULL);
+	rl_release(lk->key, lk->node.klen, rh, permit, token, &rec, 0, NULL, NULL);
 	freed_here(lk);
 	kick(lk);
 	lk_maybe_free(lk);
@@ -424,15 +431,13 @@ static void acquired(struct rl_call *c, void *owner)
 			} else {
 				lk->handoffs = 0;
 			}
-			hold_start(lk, w, g, rl_lease_of(c));
+			hold_start(lk, w, c);
 			lk->was_handoff = 0;
 			kick(lk); /* the next shared waiter, or permit */
 			lk_maybe_free(lk);
 			return;
 		}
-		/* The waiter left while we asked: give it back. */
-		rl_release(lk->key, lk->node.klen, rl_hold_of(lk->acq_kind), lk->acq_permit,
-			   lk->acq_token, 0, NULL, NULL);
+		rl_undo(c); /* the waiter left while we asked: give it back */
 	} else if (w && &w->link != waitq_first(&lk->waiters)) {
 		/* A handoff to a permit waiter behind the head failed: it
 		 * waits on, for its turn or another handoff. */
@@ -509,8 +514,9 @@ static void kick(struct lkey *lk)
 	lk->acq_kind = w->kind;
 	lk->acq_permit = permit;
 	lk->was_handoff = 0;
+	struct rl_rec rec = rec_of(w->c, w->kind, w->has_ttl);
 	lk->call = rl_acquire(lk->key, lk->node.klen, rl_hold_of(w->kind), permit, lk->acq_token,
-			      lease_for(w), NULL, wait_of(w), acquired, NULL, lk);
+			      lease_for(w), NULL, wait_of(w), &rec, acquired, NULL, lk);
 	if (!lk->call) {
 		lk->state = LK_IDLE;
 		lk->acq_for = NULL;
@@ -562,6 +568,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	enum hold_kind kind = h->kind;
 	uint32_t permit = h->permit;
 	struct waiter *w = NULL;
+	struct rl_rec rec = rec_of(h->holder, kind, 0);
 
 	memcpy(old, h->token, sizeof(old));
 	hold_end(h);
@@ -569,7 +576,9 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	 * this key went from hand to hand here handoff_limit times already. */
 	if (!lk->remote_waiters)
 		lk->handoffs = 0;
-	if (kind != HK_SHARED && lk->state == LK_IDLE &&
+	/* A resumable session's hold is released plainly: the swap of a
+	 * handoff would leave it in its session's record (1.2). */
+	if (kind != HK_SHARED && lk->state == LK_IDLE && !rec.sid &&
 	    lk->handoffs < (uint32_t)cfg->handoff_limit && !shutting_down)
 		w = handoff_to(lk, permit);
 	if (w) {
@@ -585,8 +594,10 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		lk->rel_for = rs;
 		if (rs)
 			rs->verdict_lk = lk;
+		struct rl_rec wrec = rec_of(w->c, w->kind, w->has_ttl);
 		lk->call = rl_acquire(lk->key, lk->node.klen, RH_LOCK, permit, lk->acq_token,
-				      lease_for(w), old, wait_of(w), acquired, handoff_released, lk);
+				      lease_for(w), old, wait_of(w), &wrec, acquired,
+				      handoff_released, lk);
 		if (lk->call)
 			return;
 		lk->state = LK_IDLE;
@@ -606,10 +617,10 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	int64_t flag_ms = lk->waiters.len && !shutting_down ? cfg->lease_ms + 1000 : 0;
 	if (!rs && !flag_ms) {
 		/* Nobody waits for this verdict (a session's end): batched. */
-		rn_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old);
+		rn_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old, &rec);
 	} else {
 		struct rl_call *c = rl_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old,
-					       flag_ms, rs ? released : NULL, rs);
+					       &rec, flag_ms, rs ? released : NULL, rs);
 		if (rs) {
 			if (c)
 				rs->call = c;
@@ -660,6 +671,10 @@ void lt_lock(struct lt_client *s, const struct request *r)
 			reply(s, "ERR ARG holds permit %u of %s", h->permit, lk->key);
 		if (e != RE_OK)
 			return;
+		if (s->sid) { /* its count is in its record too (1.2) */
+			rn_count(s, h, 1);
+			return;
+		}
 		h->holds++; /* reentrant: WAIT and TTL are ignored, the kind kept */
 		reply(s, "OK %llu", (unsigned long long)h->fence);
 		return;
@@ -736,6 +751,10 @@ void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 	struct hold *h = held_by(s, key, klen);
 	if (!h) {
 		reply(s, "%s", MSG_NOT_HELD);
+		return;
+	}
+	if (h->holds > 1 && s->sid) {
+		rn_count(s, h, -1);
 		return;
 	}
 	if (--h->holds > 0) {
@@ -833,10 +852,8 @@ void lt_client_init(struct lt_client *c)
 	c->w.c = c;
 }
 
-void lt_client_end(struct lt_client *s)
+void lt_client_detach(struct lt_client *s)
 {
-	struct wq_link *l;
-
 	if (s->w.lk) {
 		struct lkey *lk = s->w.lk;
 		waiter_leave(&s->w);
@@ -865,8 +882,127 @@ void lt_client_end(struct lt_client *s)
 			s->verdict_h->ext_for = NULL;
 		s->verdict_h = NULL;
 	}
+}
+
+void lt_client_end(struct lt_client *s)
+{
+	struct wq_link *l;
+	lt_client_detach(s);
 	while ((l = waitq_first(&s->locks)))
 		release_hold(wq_entry(l, struct hold, hold_link), NULL);
+}
+
+void lt_client_forget(struct lt_client *s)
+{
+	struct wq_link *l;
+	lt_client_detach(s);
+	while ((l = waitq_first(&s->locks))) {
+		struct hold *h = wq_entry(l, struct hold, hold_link);
+		struct lkey *lk = h->lk;
+		hold_end(h);
+		freed_here(lk);
+		kick(lk);
+		lk_maybe_free(lk);
+	}
+}
+
+/* --- sessions that outlive a connection (1.2) --- */
+
+static char rec_kind(const struct hold *h) { return hold_rec_kind(h->kind); }
+
+void lt_holds_of(const struct lt_client *s, struct rl_sess_hold *out, int n)
+{
+	int i = 0;
+	for (struct wq_link *l = s->locks.head.next; l != &s->locks.head && i < n; l = l->next) {
+		const struct hold *h = wq_entry(l, struct hold, hold_link);
+		out[i].key = h->lk->key;
+		out[i].klen = h->lk->node.klen;
+		out[i].kind = rec_kind(h);
+		out[i].permit = h->permit;
+		out[i].token = h->token;
+		out[i].fence = h->fence;
+		out[i].holds = h->holds;
+		out[i++].ttl = h->state == HS_TTL;
+	}
+}
+
+void lt_client_move(struct lt_client *from, struct lt_client *to)
+{
+	struct wq_link *l;
+	while ((l = waitq_pop(&from->locks))) {
+		struct hold *h = wq_entry(l, struct hold, hold_link);
+		h->holder = to;
+		waitq_push(&to->locks, &h->hold_link);
+	}
+	to->nlocks += from->nlocks;
+	from->nlocks = 0;
+}
+
+/* A hold the masters hold for the session, and this lockd did not. */
+static void adopt(struct lt_client *s, const struct rl_adopted *a)
+{
+	struct lkey *lk = lk_get(a->key, a->klen);
+	struct hold *h = lk ? slab_alloc(&hold_slab) : NULL;
+	if (!h) {
+		line(s, "LOST %.*s %llu", (int)a->klen, a->key, (unsigned long long)a->fence);
+		if (lk)
+			lk_maybe_free(lk);
+		return;
+	}
+	memset(h, 0, sizeof(*h));
+	h->lk = lk;
+	h->holder = s;
+	h->kind = a->kind == 's' ? HK_SHARED : a->kind == 'p' ? HK_PERMIT : HK_LOCK;
+	h->permit = a->kind == 's' ? 0 : a->permit;
+	h->holds = a->holds ? a->holds : 1;
+	h->fence = a->fence;
+	h->lease_ms = a->lease_ms;
+	h->lease_end_us = a->start_us + a->lease_ms * 1000;
+	h->renewed_us = a->start_us;
+	memcpy(h->token, a->token, sizeof(h->token));
+	rn_hold_state(h, a->ttl ? HS_TTL : HS_WATCHED);
+	rn_deadline(h, a->validity_us);
+}
+
+static const struct rl_adopted *listed(const struct rl_adopted *a, int n, const struct hold *h)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i].klen == h->lk->node.klen && memcmp(a[i].key, h->lk->key, a[i].klen) == 0 &&
+		    a[i].kind == rec_kind(h) && a[i].permit == h->permit)
+			return &a[i];
+	return NULL;
+}
+
+void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
+{
+	for (struct wq_link *l = s->locks.head.next, *nx; l != &s->locks.head; l = nx) {
+		struct hold *h = wq_entry(l, struct hold, hold_link);
+		const struct rl_adopted *e = listed(a, n, h);
+		nx = l->next;
+		if (!e || !e->ok) {
+			hold_lost(h);
+			continue;
+		}
+		h->holds = e->holds ? e->holds : h->holds;
+		if (e->validity_us > h->dl.at || h->state == HS_TTL)
+			continue;
+		rn_deadline(h, e->validity_us); /* what the adoption wrote, if sooner */
+	}
+	for (int i = 0; i < n; i++) {
+		struct lkey *lk = lk_find(a[i].key, a[i].klen);
+		if (lk && hold_of(lk, s))
+			continue;
+		if (a[i].ok) {
+			adopt(s, &a[i]);
+			continue;
+		}
+		/* Not held on a majority: lost; clear what the adoption wrote. */
+		line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key, (unsigned long long)a[i].fence);
+		stats.lost++;
+		struct rl_rec rec = {s->sid, a[i].kind, 0};
+		rl_release(a[i].key, a[i].klen, a[i].kind == 's' ? RH_SHARED : RH_LOCK, a[i].permit,
+			   a[i].token, &rec, 0, NULL, NULL);
+	}
 }
 
 /* --- setup --- */
@@ -915,6 +1051,8 @@ void lt_shutdown_all(void)
 		struct lkey *lk = all[i];
 		for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
 			struct hold *h = wq_entry(l, struct hold, key_link);
+			if (h->holder->sid)
+				continue; /* resumable: left on the masters */
 			stats.lost++;
 			line(h->holder, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 		}
@@ -927,6 +1065,14 @@ void lt_shutdown_all(void)
 			struct waiter *w = wq_entry(l, struct waiter, link);
 			waiter_leave(w);
 			reply(w->c, "ERR SHUTDOWN lockd is stopping");
+		}
+		/* Resumable sessions' holds stay on the masters, unrenewed, for
+		 * a resume (here once restarted, or on another lockd). */
+		for (struct wq_link *k = lk->holds.head.next, *nx; k != &lk->holds.head; k = nx) {
+			struct hold *h = wq_entry(k, struct hold, key_link);
+			nx = k->next;
+			if (h->holder->sid)
+				hold_end(h);
 		}
 		/* The last release frees the entry: nothing of it is used after. */
 		while (lk->holds.len > 1)

@@ -22,7 +22,9 @@ struct event;
 struct hold;
 struct lkey;
 struct lt_client;
+struct rl_adopted;
 struct rl_call;
+struct rl_sess_hold;
 
 enum wait_mode {
 	WM_TRY,  /* TRYLOCK: one attempt, BUSY on failure */
@@ -69,6 +71,9 @@ struct waiter {
 struct lt_client {
 	uint64_t id;        /* for log lines */
 	const char *peer;   /* for log lines */
+	void *ctx;          /* the owner's handle, for its lt_ops (NULL: nobody to answer) */
+	const char *sid;    /* a resumable session's id (1.2), or NULL: its holds are
+			       kept in its record on the masters (redlock.h) */
 	int eof;            /* the peer left: a wait that goes on must wake it */
 	int64_t req_us;     /* when its current request arrived */
 	struct waitq locks; /* its holds (struct hold.hold_link), one per key */
@@ -87,6 +92,9 @@ struct lt_ops {
 	/* Look at the client's state again from the loop (its peer left while
 	 * its wait goes on: it may end the wait). */
 	void (*wake)(struct lt_client *c);
+	/* End c's connection now, answering nothing more there (its session
+	 * moved to another connection or lockd: 1.2). Not used by locktab. */
+	void (*close)(struct lt_client *c);
 };
 
 int locktab_init(struct event_base *base, const struct config *cfg, const struct lt_ops *ops);
@@ -109,7 +117,22 @@ void lt_held(struct lt_client *c);
 int lt_waiting(const struct lt_client *c);
 /* The client leaves: cancel its wait, detach it from calls, release its locks. */
 void lt_client_end(struct lt_client *c);
-/* SIGTERM: answer every waiter ERR SHUTDOWN and release every lock. */
+/* The client's connection ended but its session lives on (1.2): cancel
+ * its wait and detach it from calls, as lt_client_end, but keep its holds. */
+void lt_client_detach(struct lt_client *c);
+/* Its session moved to another lockd (1.2): forget its holds here with no
+ * LOST and no release (the masters hold them for the other lockd now). */
+void lt_client_forget(struct lt_client *c);
+/* Its holds, as a session record lists them (1.2); out has room for
+ * c->nlocks. */
+void lt_holds_of(const struct lt_client *c, struct rl_sess_hold *out, int n);
+/* Every hold of from is to's now (a session resumed on a new connection). */
+void lt_client_move(struct lt_client *from, struct lt_client *to);
+/* RESUME's verdict (rl_sess_adopt): c holds exactly the holds the masters
+ * hold for its session now; a hold it had that they do not is LOST. */
+void lt_resume(struct lt_client *c, const struct rl_adopted *a, int n);
+/* SIGTERM: answer every waiter ERR SHUTDOWN and release every lock (but
+ * those of resumable sessions, left on the masters for a resume). */
 void lt_shutdown_all(void);
 /* Releases are still queued or in flight (shutdown waits for them). */
 int locktab_busy(void);

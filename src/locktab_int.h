@@ -47,13 +47,14 @@ struct hold {
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
 	int64_t renewed_us;
-	struct lt_client *ext_for; /* an EXTEND waiting for its verdict */
+	struct lt_client *ext_for; /* an EXTEND (or a count write) waiting for its verdict */
 	struct dh_node dl; /* dl.at: its validity, when LOST fires (in the heap while held) */
 	uint32_t permit; /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
 	uint32_t holds;
 	int refs; /* renewal batches and an EXTEND that point here */
 	enum hold_kind kind : 8;
 	enum hold_state state : 8;
+	int8_t counting; /* a hold count write in flight (1.2): +1 LOCK, -1 UNLOCK */
 	char token[TOKEN_LEN + 1];
 };
 
@@ -82,6 +83,12 @@ struct lkey {
 	char acq_token[TOKEN_LEN + 1];
 	char key[];
 };
+
+/* How a resumable session's record names a hold of kind k (struct rl_rec). */
+static inline char hold_rec_kind(enum hold_kind k)
+{
+	return k == HK_SHARED ? 's' : k == HK_PERMIT ? 'p' : 'x';
+}
 
 /* What a hold of kind k is on the masters. */
 static inline enum rl_hold rl_hold_of(enum hold_kind k)

@@ -24,6 +24,7 @@
 #include "quorum.h"
 #include "redlock.h"
 #include "server.h"
+#include "resume.h"
 #include "session.h"
 #include "stats.h"
 
@@ -213,6 +214,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		mb_set_opts(&mbo);
 		redlock_set_opts(cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 		locktab_set_cfg(&cfg);
+		rs_set_cfg(&cfg);
 		apply_log(&cfg);
 		log_info("reloaded %s", cfg_path);
 		warn_credential_copy();
@@ -224,7 +226,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 static void stop_wait_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int64_t waited = (now_us() - stop_started_us) / 1000;
-	if ((rl_inflight() == 0 && !locktab_busy()) || waited >= SHUTDOWN_MAX_MS) {
+	if ((rl_inflight() == 0 && !locktab_busy() && !rs_busy()) || waited >= SHUTDOWN_MAX_MS) {
 		if (rl_inflight())
 			log_warn("exiting with %d quorum calls unfinished", rl_inflight());
 		event_base_loopbreak(base);
@@ -246,6 +248,7 @@ static void term_cb(evutil_socket_t fd, short what, void *arg)
 	stop_started_us = now_us();
 	server_close();
 	metrics_stop();
+	rs_shutdown_all(); /* resumable sessions stay resumable on the masters */
 	lt_shutdown_all();
 	/* Check from the loop, so that the replies just written go out. */
 	ev_stop = evtimer_new(base, stop_wait_cb, NULL);
@@ -381,6 +384,7 @@ int main(int argc, char **argv)
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	sessions_set_cfg(&cfg);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
+	    rs_init(base, &cfg, &session_lt_ops) != 0 ||
 	    mb_init(base, cfg.nmasters, &mbo) != 0 ||
 	    masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");
@@ -423,6 +427,7 @@ int main(int argc, char **argv)
 	server_close();
 	metrics_stop();
 	sessions_close_all();
+	rs_shutdown();
 	masters_shutdown();
 	mb_shutdown();
 	locktab_shutdown();

@@ -26,6 +26,8 @@ enum shape {
 	SH_KEY,      /* a key */
 	SH_KEY_MS,   /* a key and a number */
 	SH_KEY_OPTS, /* a key and options */
+	SH_OPTS,     /* options only (SESSION) */
+	SH_TWO,      /* two words, not checked as keys (RESUME id secret) */
 };
 
 enum opt {
@@ -33,6 +35,7 @@ enum opt {
 	OPT_TTL = 2,
 	OPT_SHARED = 4,  /* a flag, without a value */
 	OPT_PERMITS = 8,
+	OPT_GRACE = 16,
 };
 
 static const struct {
@@ -50,6 +53,8 @@ static const struct {
 	[CMD_STATS] = {"STATS", SH_NONE, 0},
 	[CMD_AUTH] = {"AUTH", SH_WORD, 0},
 	[CMD_QUIT] = {"QUIT", SH_NONE, 0},
+	[CMD_SESSION] = {"SESSION", SH_OPTS, OPT_GRACE},
+	[CMD_RESUME] = {"RESUME", SH_TWO, 0},
 };
 
 const char *proto_cmd_name(enum cmd c) { return c < CMD_COUNT ? cmds[c].name : "?"; }
@@ -138,6 +143,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 
 	/* Pass 1: syntax. */
 	const struct tok *wait = NULL, *ttl = NULL, *permits = NULL, *shared = NULL, *ms = NULL;
+	const struct tok *grace = NULL;
 	switch (cmds[c].shape) {
 	case SH_NONE:
 		if (nt > 1)
@@ -169,9 +175,28 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 			return PE_PROTOCOL;
 		}
 		break;
+	case SH_TWO:
+		if (nt < 3) {
+			*msg = "missing argument";
+			return PE_PROTOCOL;
+		}
+		if (nt > 3)
+			goto extra;
+		req->key = t[1].p;
+		req->klen = t[1].n;
+		req->word = t[2].p;
+		req->wlen = t[2].n;
+		if (memchr(req->key, '\0', req->klen) || memchr(req->word, '\0', req->wlen)) {
+			*msg = "NUL byte in argument";
+			return PE_PROTOCOL;
+		}
+		break;
+	case SH_OPTS:
 	case SH_KEY:
 	case SH_KEY_MS:
 	case SH_KEY_OPTS:
+		if (cmds[c].shape == SH_OPTS)
+			goto opts;
 		if (nt < 2) {
 			*msg = "missing key";
 			return PE_PROTOCOL;
@@ -188,7 +213,8 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 				goto extra;
 			ms = &t[2];
 		} else {
-			for (size_t j = 2; j < nt; j += 2) {
+		opts:
+			for (size_t j = cmds[c].shape == SH_OPTS ? 1 : 2; j < nt; j += 2) {
 				const struct tok **slot;
 				if ((cmds[c].opts & OPT_SHARED) && tok_is(&t[j], "SHARED")) {
 					if (shared) {
@@ -204,6 +230,8 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 					slot = &ttl;
 				else if ((cmds[c].opts & OPT_PERMITS) && tok_is(&t[j], "PERMITS"))
 					slot = &permits;
+				else if ((cmds[c].opts & OPT_GRACE) && tok_is(&t[j], "GRACE"))
+					slot = &grace;
 				else if (cmds[c].opts == OPT_PERMITS)
 					goto extra; /* STATUS key x: as in version 1 */
 				else {
@@ -232,7 +260,13 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 		goto extra;
 
 	/* Pass 2: key and numbers, left to right (key always comes first). */
-	if (cmds[c].shape >= SH_KEY) {
+	if (grace) { /* SESSION's only option */
+		if ((e = check_ms(grace, 1, &req->grace_ms, "GRACE must be 1 to 2147483647 ms",
+				  msg)) != PE_NONE)
+			return e;
+		req->has_grace = 1;
+	}
+	if (cmds[c].shape >= SH_KEY && cmds[c].shape <= SH_KEY_OPTS) {
 		if ((e = check_key(&t[1], max_key_len, msg)) != PE_NONE)
 			return e;
 		req->key = t[1].p;

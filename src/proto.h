@@ -16,6 +16,8 @@ enum cmd {
 	CMD_STATS,   /* STATS */
 	CMD_AUTH,    /* AUTH password */
 	CMD_QUIT,    /* QUIT */
+	CMD_SESSION, /* SESSION [GRACE ms] (1.2) */
+	CMD_RESUME,  /* RESUME id secret (1.2) */
 	CMD_COUNT
 };
 
@@ -31,15 +33,17 @@ enum proto_err {
 
 struct request {
 	enum cmd cmd;
-	const char *key; /* points into the parsed line */
+	const char *key; /* points into the parsed line (RESUME: the session id) */
 	size_t klen;
-	const char *word; /* PING word or AUTH password; NULL if none */
+	const char *word; /* PING word, AUTH password, RESUME secret; NULL if none */
 	size_t wlen;
 	int has_wait, has_ttl;
 	uint32_t wait_ms; /* LOCK WAIT */
 	uint32_t ttl_ms;  /* LOCK/TRYLOCK TTL, EXTEND ms */
 	int shared;       /* LOCK/TRYLOCK SHARED */
 	uint32_t permits; /* LOCK/TRYLOCK/STATUS PERMITS n; 0 when not given */
+	int has_grace;
+	uint32_t grace_ms; /* SESSION GRACE */
 };
 
 /* Parse one line (without its '\n'; a trailing '\r' is dropped here).

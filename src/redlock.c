@@ -20,111 +20,18 @@
 #include "membership.h"
 #include "quorum.h"
 #include "redlock.h"
+#include "redlock_int.h"
 #include "scripts.h"
 #include "slab.h"
 #include "stats.h"
 
-enum rl_kind {
-	RK_ACQUIRE, /* SCR_ACQUIRE, then SCR_RAISE where fences disagree */
-	RK_RELEASE, /* SCR_RELEASE */
-	RK_RENEW,   /* SCR_RENEW over a batch */
-	RK_RELEASE_MANY, /* SCR_RELEASE_MANY over a batch, nobody waits for it */
-	RK_STATUS,  /* SCR_STATUS */
-};
-
-enum mr {
-	MR_NONE, /* not asked (down) */
-	MR_WAIT, /* asked, no answer yet */
-	MR_YES,  /* acquire: set; others: answered */
-	MR_BUSY, /* acquire: another token holds it */
-	MR_FAIL, /* error reply, timeout or connection lost */
-};
-
-/* Argument positions of each call: scripts.h, beside the Lua. */
-#define FIXED_ARGC AA_ARGC /* the longest call of a fixed shape */
-/* Room for the longest suffix of a key beside a lock (" permit 4294967295"). */
-#define SFX_MAX 20
-
-/* Where an acquire is (RK_ACQUIRE). */
-enum acq_phase {
-	AP_SET,       /* SCR_ACQUIRE sent: st[] counts the grants */
-	AP_WRITEBACK, /* won, but too few granting masters hold the fence:
-	                 SCR_RAISE sent, raise_st[] counts who holds it now */
-};
-
-/* RK_ACQUIRE: the set round, then the fence write-back round. */
-struct acq_part {
-	enum acq_phase phase;
-	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
-	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
-	struct rl_grant grant;
-	const char *wargv[WA_ARGC];
-	size_t wargvlen[WA_ARGC];
-	char fencebuf[24];
-};
-
-/* RK_STATUS: SCR_STATUS on every master. */
-struct status_part {
-	struct rl_status v;
-	int64_t pttl[CONFIG_MAX_MASTERS];  /* the key's lock */
-	int64_t zcard[CONFIG_MAX_MASTERS]; /* live shared holders */
-	int64_t zttl[CONFIG_MAX_MASTERS];  /* the longest shared lease left, or -2 */
-	int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
-};
-
-/* RK_RENEW and RK_RELEASE_MANY: one script over many keys. */
-struct batch_part {
-	struct rl_renew_item *items; /* RK_RENEW; owned, freed with the call */
-	int nitems;
-};
-
-struct rl_call {
-	/* the fan-out, common to every kind */
-	enum rl_kind kind;
-	int n, maj;
-	int pending; /* master replies still to come, plus one while deferred */
-	unsigned char st[CONFIG_MAX_MASTERS];     /* each master's answer (enum mr) */
-	unsigned char counts[CONFIG_MAX_MASTERS]; /* counted when the call started */
-	int done_fired; /* done has run, or will never run */
-	int rel_fired;  /* release_done has run, or will never run */
-	int in_fanout;  /* verdicts are held back while still sending */
-	int expired;    /* timeout_ms passed: masters still silent count as no */
-	int pooled;     /* from call_slab (buf has POOL_EXTRA bytes) */
-	struct wq_link exp_link; /* on expq until decided or expired */
-	struct rl_call *defer_next;
-	rl_done_fn *done, *rel_done;
-	void *owner;
-	int64_t start_us; /* leases written by this call run from here */
-	int64_t lease_ms;
-	enum rl_result rel_result; /* a release, or a handoff's release side */
-	const char *keyp;  /* the key it is about, without prefix (not for batches) */
-	size_t klen;
-	enum rl_hold hold; /* acquire, release: what it takes or lets go */
-	uint32_t permit;
-	int argc;
-	const char **argv; /* fargv, or dargv */
-	const size_t *argvlen;
-	const char **dargv; /* the arguments of a call of variable shape (batches, status) */
-	size_t *dargvlen;
-	char *dbuf;
-	const char *fargv[FIXED_ARGC];
-	size_t fargvlen[FIXED_ARGC];
-	char leasebuf[24];
-	union {
-		struct acq_part acq;
-		struct status_part status;
-		struct batch_part batch;
-	} u;
-	char buf[]; /* keys and tokens of a fixed-shape call */
-};
-
 static struct event *defer_ev;
 static struct rl_call *defer_head;
-static char prefix[80];
-static size_t prefix_len;
-static char channel[128];
-static double drift;
-static char fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
+char rl_prefix[80];
+size_t rl_prefix_len;
+char rl_channel[128];
+double rl_drift;
+char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 /* A master that stops answering is dropped after timeout_ms (master.c);
  * one that answers, but slowly (a burst queued on it), may take this much
  * longer before a call gives up on it: the protocol's bound on any reply
@@ -132,9 +39,8 @@ static char fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
  * healthy masters into QUORUM errors and retries that add to the load. */
 #define CALL_GRACE_MS 450
 static int64_t timeout_us; /* a call's verdict never waits longer than this */
-#define INSTANCE_LEN 16 /* hex characters: a token is instance + 16 random ones */
-static char instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
-static char reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
+char rl_instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
+char rl_reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_us, so the first is
  * always the next to expire, and one timer serves them all. */
 static struct waitq expq;
@@ -165,27 +71,27 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 		waitq_init(&expq);
 	}
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
-	token_new(instance);
-	instance[INSTANCE_LEN] = '\0';
-	snprintf(reserve_ms, sizeof(reserve_ms), "%lld",
+	token_new(rl_instance);
+	rl_instance[INSTANCE_LEN] = '\0';
+	snprintf(rl_reserve_ms, sizeof(rl_reserve_ms), "%lld",
 		 (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
-	snprintf(prefix, sizeof(prefix), "%s", p);
-	prefix_len = strlen(prefix);
-	snprintf(channel, sizeof(channel), "%s released", p);
+	snprintf(rl_prefix, sizeof(rl_prefix), "%s", p);
+	rl_prefix_len = strlen(rl_prefix);
+	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
 	redlock_set_opts(drift_factor, timeout_ms, fence_idle_ms);
 }
 
 void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idle_ms)
 {
-	drift = drift_factor;
+	rl_drift = drift_factor;
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
-	snprintf(fence_idle, sizeof(fence_idle), "%lld", (long long)fence_idle_ms);
+	snprintf(rl_fence_idle, sizeof(rl_fence_idle), "%lld", (long long)fence_idle_ms);
 }
 
 void rl_token_new(char *out)
 {
 	token_new(out);
-	memcpy(out, instance, INSTANCE_LEN);
+	memcpy(out, rl_instance, INSTANCE_LEN);
 }
 
 void redlock_shutdown(void)
@@ -215,7 +121,7 @@ static int live_calls;
 
 int rl_inflight(void) { return live_calls; }
 
-static struct rl_call *call_new(enum rl_kind kind, size_t extra)
+struct rl_call *rl_call_new(enum rl_kind kind, size_t extra)
 {
 	struct rl_call *c;
 	if (extra <= POOL_EXTRA) {
@@ -244,7 +150,7 @@ static struct rl_call *call_new(enum rl_kind kind, size_t extra)
 	return c;
 }
 
-static void call_free(struct rl_call *c)
+void rl_call_free(struct rl_call *c)
 {
 	if (--live_calls <= burst_peak / 16 && burst_peak >= BURST_CALLS) {
 		burst_peak = 0;
@@ -255,6 +161,13 @@ static void call_free(struct rl_call *c)
 		free(c->u.batch.items);
 	if (c->kind == RK_STATUS)
 		free(c->u.status.permit_yes);
+	if (c->kind == RK_TOUCH)
+		free(c->u.sess.items);
+	if (c->kind == RK_ADOPT) {
+		for (int i = 0; i < c->u.sess.a.n; i++)
+			free(c->u.sess.a.holds[i].key);
+		free(c->u.sess.a.holds);
+	}
 	free(c->dargv);
 	free(c->dargvlen);
 	free(c->dbuf);
@@ -265,7 +178,7 @@ static void call_free(struct rl_call *c)
 }
 
 /* Counting masters in state s (of st[] or raise_st[]). */
-static int count_st(const struct rl_call *c, const unsigned char *st, enum mr s)
+int rl_count_st(const struct rl_call *c, const unsigned char *st, enum mr s)
 {
 	int k = 0;
 	for (int i = 0; i < c->n; i++)
@@ -273,25 +186,11 @@ static int count_st(const struct rl_call *c, const unsigned char *st, enum mr s)
 	return k;
 }
 
-/* A renewal's verdict per item: a majority of the masters that count
- * hold it for us, and the lease it wrote is still valid. */
-static void renew_verdicts(struct rl_call *c)
-{
-	int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), drift);
-	for (int k = 0; k < c->u.batch.nitems; k++) {
-		struct rl_renew_item *it = &c->u.batch.items[k];
-		it->ok = quorum_reached(it->yes, c->maj) && until > 0;
-		it->validity_us = it->ok ? until : 0;
-	}
-}
-
-static void fire_done(struct rl_call *c)
+void rl_fire_done(struct rl_call *c)
 {
 	if (c->done_fired)
 		return;
 	c->done_fired = 1;
-	if (c->kind == RK_RENEW)
-		renew_verdicts(c);
 	if (c->done && c->owner)
 		c->done(c, c->owner);
 }
@@ -306,14 +205,12 @@ static void fire_rel(struct rl_call *c, enum rl_result r)
 		c->rel_done(c, c->owner);
 }
 
-static void release_everywhere(const struct rl_call *c);
-static void check(struct rl_call *c);
 
 static void finish_acquire(struct rl_call *c, enum rl_result r)
 {
 	c->u.acq.grant.result = r;
 	if (r == RL_OK) {
-		int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), drift);
+		int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), rl_drift);
 		if (until <= 0) {
 			log_warn("grant for %.*s came too late (validity over): released",
 				 (int)c->klen, c->keyp);
@@ -323,10 +220,10 @@ static void finish_acquire(struct rl_call *c, enum rl_result r)
 		}
 	}
 	if (r != RL_OK) {
-		release_everywhere(c);
+		rl_undo(c);
 		stats.quorum_failures += r == RL_QUORUM;
 	}
-	fire_done(c);
+	rl_fire_done(c);
 }
 
 static void raise_reply(struct master *m, redisReply *r, void *arg)
@@ -334,7 +231,7 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 	struct rl_call *c = arg;
 	if (c->expired) { /* the verdict was given without this master */
 		c->pending--;
-		check(c);
+		rl_check(c);
 		return;
 	}
 	c->pending--;
@@ -342,7 +239,7 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 					      (uint64_t)r->integer >= c->u.acq.grant.fence
 				      ? MR_YES
 				      : MR_FAIL;
-	check(c);
+	rl_check(c);
 }
 
 /* AP_WRITEBACK: store the fence on enough masters that a majority holds it. */
@@ -354,8 +251,8 @@ static void start_writeback(struct rl_call *c)
 	snprintf(c->u.acq.fencebuf, sizeof(c->u.acq.fencebuf), "%llu", (unsigned long long)c->u.acq.grant.fence);
 	c->u.acq.wargv[WA_VALUE] = c->u.acq.fencebuf;
 	c->u.acq.wargvlen[WA_VALUE] = strlen(c->u.acq.fencebuf);
-	c->u.acq.wargv[WA_IDLE] = fence_idle;
-	c->u.acq.wargvlen[WA_IDLE] = strlen(fence_idle);
+	c->u.acq.wargv[WA_IDLE] = rl_fence_idle;
+	c->u.acq.wargvlen[WA_IDLE] = strlen(rl_fence_idle);
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
 		if (c->st[i] == MR_YES && (uint64_t)c->u.acq.fence_of[i] == c->u.acq.grant.fence) {
@@ -377,8 +274,8 @@ static void start_writeback(struct rl_call *c)
 
 static void check_acquire(struct rl_call *c)
 {
-	int yes = count_st(c, c->st, MR_YES), busy = count_st(c, c->st, MR_BUSY);
-	int wait = count_st(c, c->st, MR_WAIT);
+	int yes = rl_count_st(c, c->st, MR_YES), busy = rl_count_st(c, c->st, MR_BUSY);
+	int wait = rl_count_st(c, c->st, MR_WAIT);
 	enum quorum_state v;
 
 	/* The release side of a handoff: every answer from a counting master
@@ -418,8 +315,8 @@ static void check_acquire(struct rl_call *c)
 		start_writeback(c);
 	}
 	/* AP_WRITEBACK */
-	v = quorum_verdict(count_st(c, c->u.acq.raise_st, MR_YES), 0,
-			   count_st(c, c->u.acq.raise_st, MR_WAIT), c->maj);
+	v = quorum_verdict(rl_count_st(c, c->u.acq.raise_st, MR_YES), 0,
+			   rl_count_st(c, c->u.acq.raise_st, MR_WAIT), c->maj);
 	if (v == Q_WON)
 		finish_acquire(c, RL_OK);
 	else if (v == Q_LOST)
@@ -428,41 +325,15 @@ static void check_acquire(struct rl_call *c)
 
 static void check_release(struct rl_call *c)
 {
-	enum quorum_state v = quorum_verdict(count_st(c, c->st, MR_YES), 0,
-					     count_st(c, c->st, MR_WAIT), c->maj);
+	enum quorum_state v = quorum_verdict(rl_count_st(c, c->st, MR_YES), 0,
+					     rl_count_st(c, c->st, MR_WAIT), c->maj);
 	if (v == Q_WON)
 		fire_rel(c, RL_OK);
 	else if (v == Q_LOST)
 		fire_rel(c, RL_QUORUM);
 }
 
-static void check_status(struct rl_call *c)
-{
-	struct status_part *sp = &c->u.status;
-	int64_t pttl[CONFIG_MAX_MASTERS], card[CONFIG_MAX_MASTERS], zttl[CONFIG_MAX_MASTERS];
-	struct quorum_status_in in = {0, pttl, card, zttl, sp->v.npermits, sp->permit_yes};
-
-	if (c->pending && !c->expired)
-		return;
-	for (int i = 0; i < c->n; i++) {
-		if (!c->counts[i] || c->st[i] != MR_YES)
-			continue;
-		pttl[in.n] = sp->pttl[i];
-		card[in.n] = sp->zcard[i];
-		zttl[in.n] = sp->zttl[i];
-		in.n++;
-	}
-	struct quorum_status q = quorum_status(&in, c->maj);
-	sp->v.ok = q.ok;
-	sp->v.held = q.held;
-	sp->v.ttl_ms = q.ttl_ms;
-	sp->v.holders = q.holders;
-	sp->v.shared_ttl_ms = q.shared_ttl_ms;
-	sp->v.permits = q.permits;
-	fire_done(c);
-}
-
-static void check(struct rl_call *c)
+void rl_check(struct rl_call *c)
 {
 	if (c->in_fanout)
 		return;
@@ -473,13 +344,8 @@ static void check(struct rl_call *c)
 	case RK_RELEASE:
 		check_release(c);
 		break;
-	case RK_RENEW:
-	case RK_RELEASE_MANY:
-		if (!c->pending || c->expired)
-			fire_done(c);
-		break;
-	case RK_STATUS:
-		check_status(c);
+	default: /* rlbatch.c, rlsess.c */
+		c->check_fn(c);
 		break;
 	}
 	if (c->pending == 0) {
@@ -488,7 +354,7 @@ static void check(struct rl_call *c)
 			finish_acquire(c, RL_QUORUM);
 		c->done_fired = 1;
 		fire_rel(c, RL_QUORUM);
-		call_free(c);
+		rl_call_free(c);
 	}
 }
 
@@ -512,11 +378,11 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg)
 			if (c->kind == RK_ACQUIRE && c->u.acq.raise_st[i] == MR_WAIT)
 				c->u.acq.raise_st[i] = MR_FAIL;
 		}
-		c->pending++; /* check() may free it; we still hold it here */
-		check(c);
+		c->pending++; /* rl_check() may free it; we still hold it here */
+		rl_check(c);
 		c->pending--;
 		if (c->pending == 0)
-			check(c);
+			rl_check(c);
 	}
 	arm_expiry();
 }
@@ -529,7 +395,7 @@ static void defer_cb(evutil_socket_t fd, short what, void *arg)
 		struct rl_call *c = list;
 		list = c->defer_next;
 		c->pending--;
-		check(c);
+		rl_check(c);
 	}
 }
 
@@ -544,7 +410,7 @@ static void after_fanout(struct rl_call *c)
 	event_active(defer_ev, EV_TIMEOUT, 0);
 }
 
-static void fanout(struct rl_call *c, int script, master_reply_fn *fn)
+void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 {
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
@@ -564,7 +430,7 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	struct rl_call *c = arg;
 	if (c->expired) { /* the verdict was given without this master */
 		c->pending--;
-		check(c);
+		rl_check(c);
 		return;
 	}
 	int i = m->idx;
@@ -579,6 +445,8 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 			if (r->elements > 2 && r->element[2]->type == REDIS_REPLY_INTEGER &&
 			    r->element[2]->integer > 0)
 				c->u.acq.grant.remote_waiters = 1;
+		} else if (r->element[1]->integer == -3) {
+			c->st[i] = MR_FAIL; /* the session's record names another lockd (1.2) */
 		} else {
 			c->st[i] = MR_BUSY;
 			if (r->element[1]->integer > c->u.acq.grant.pttl_ms)
@@ -592,22 +460,35 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 			log_warn("master %s: acquire: %s", m->name, r->str);
 		c->st[i] = MR_FAIL;
 	}
-	check(c);
+	rl_check(c);
 }
 
 /* Write "prefix key suffix" at p, NUL-terminated; returns its length. */
-static size_t key_at(char *p, const char *key, size_t klen, const char *sfx)
+size_t rl_key_at(char *p, const char *key, size_t klen, const char *sfx)
 {
 	size_t sl = strlen(sfx);
-	memcpy(p, prefix, prefix_len);
-	memcpy(p + prefix_len, key, klen);
-	memcpy(p + prefix_len + klen, sfx, sl + 1);
-	return prefix_len + klen + sl;
+	memcpy(p, rl_prefix, rl_prefix_len);
+	memcpy(p + rl_prefix_len, key, klen);
+	memcpy(p + rl_prefix_len + klen, sfx, sl + 1);
+	return rl_prefix_len + klen + sl;
+}
+
+size_t rl_record_at(char *p, const char *sid)
+{
+	return (size_t)sprintf(p, "%s session %s", rl_prefix, sid);
+}
+
+size_t rl_field_at(char *p, char kind, uint32_t permit, const char *key, size_t klen)
+{
+	size_t n = (size_t)sprintf(p, "%c%u ", kind, kind == 's' ? 0 : permit);
+	memcpy(p + n, key, klen);
+	p[n + klen] = '\0';
+	return n + klen;
 }
 
 /* The suffix of a hold's lock: "" for the key's own, " permit I" for
  * permit I >= 1 (a space: never a lock key of its own). */
-static const char *lock_sfx(char *buf, size_t len, enum rl_hold hold, uint32_t permit)
+const char *rl_lock_sfx(char *buf, size_t len, enum rl_hold hold, uint32_t permit)
 {
 	if (hold == RH_SHARED || permit == 0)
 		return "";
@@ -616,7 +497,7 @@ static const char *lock_sfx(char *buf, size_t len, enum rl_hold hold, uint32_t p
 }
 
 /* The kind argument of the scripts. */
-static const char *kind_arg(enum rl_hold hold, uint32_t permit)
+const char *rl_kind_arg(enum rl_hold hold, uint32_t permit)
 {
 	return hold == RH_SHARED ? "s" : permit == 0 ? "x" : "p";
 }
@@ -630,13 +511,13 @@ static size_t put_keys(struct rl_call *c, int at, const char *key, size_t klen,
 	char lsfx[SFX_MAX];
 	size_t used = 0;
 	for (int i = -1; i < nsfx; i++) {
-		const char *s = i < 0 ? lock_sfx(lsfx, sizeof(lsfx), c->hold, c->permit) : sfx[i];
-		size_t n = key_at(c->buf + used, key, klen, s);
+		const char *s = i < 0 ? rl_lock_sfx(lsfx, sizeof(lsfx), c->hold, c->permit) : sfx[i];
+		size_t n = rl_key_at(c->buf + used, key, klen, s);
 		c->fargv[at + 1 + i] = c->buf + used;
 		c->fargvlen[at + 1 + i] = n;
 		used += n + 1;
 	}
-	c->keyp = c->buf + prefix_len;
+	c->keyp = c->buf + rl_prefix_len;
 	c->klen = klen;
 	return used;
 }
@@ -654,18 +535,43 @@ static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " s
 static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
 /* Each key after the lock has its suffix, and numkeys says how many. */
 #define NSFX(a) ((int)(sizeof(a) / sizeof((a)[0])))
-_Static_assert(NSFX(sfx_acquire) == AA_TOKEN - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 6,
-	       "enum acq_arg: 6 keys, the lock and sfx_acquire");
-_Static_assert(NSFX(sfx_release) == RA_TOKEN - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 4,
-	       "enum rel_arg: 4 keys, the lock and sfx_release");
+_Static_assert(NSFX(sfx_acquire) == AA_SESSION - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 7,
+	       "enum acq_arg: 7 keys, the lock, sfx_acquire and the session record");
+_Static_assert(NSFX(sfx_release) == RA_SESSION - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 5,
+	       "enum rel_arg: 5 keys, the lock, sfx_release and the session record");
+
+/* The session record of a hold (KEYS at key_at, ARGV at arg_at) laid out
+ * at p: the record's key and the hold's field (acquire: after its TTL
+ * flag), or "" for both without one. Returns where the next bytes go. */
+static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const struct rl_rec *rec,
+		     int with_ttl)
+{
+	if (!rec || !rec->sid) {
+		put_arg(c, key_at, "");
+		put_arg(c, arg_at, "");
+		return p;
+	}
+	c->fargv[key_at] = p;
+	c->fargvlen[key_at] = rl_record_at(p, rec->sid);
+	p += c->fargvlen[key_at] + 1;
+	char *f = p;
+	if (with_ttl)
+		*p++ = rec->ttl ? '1' : '0';
+	p += rl_field_at(p, rec->kind, c->permit, c->keyp, c->klen) + 1;
+	c->fargv[arg_at] = f;
+	c->fargvlen[arg_at] = strlen(f);
+	return p;
+}
+#define REC_MAX(klen) (rl_prefix_len + 48 + (klen) + 16) /* a record key and a field */
 _Static_assert(WA_VALUE - WA_FENCE == 1, "enum raise_arg: 1 key");
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
 			   const char *token, int64_t lease_ms, const char *old_token,
-			   enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
-			   void *owner)
+			   enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
+			   rl_done_fn *release_done, void *owner)
 {
-	struct rl_call *c = call_new(RK_ACQUIRE, 6 * (prefix_len + klen + SFX_MAX) + 2 * (TOKEN_LEN + 1));
+	struct rl_call *c = rl_call_new(RK_ACQUIRE, 6 * (rl_prefix_len + klen + SFX_MAX) +
+							2 * (TOKEN_LEN + 1) + REC_MAX(klen));
 	if (!c)
 		return NULL;
 	c->hold = hold;
@@ -677,6 +583,7 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 		memcpy(old, old_token, TOKEN_LEN + 1);
 	else
 		old[0] = '\0';
+	put_rec(c, old + TOKEN_LEN + 1, AA_SESSION, AA_RECORD, rec, 1);
 	c->u.acq.phase = AP_SET;
 	c->u.acq.grant.pttl_ms = -1;
 	c->u.acq.grant.start_us = c->start_us;
@@ -687,20 +594,20 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->argc = AA_ARGC;
-	put_arg(c, AA_NKEYS, "6");
+	put_arg(c, AA_NKEYS, "7");
 	put_arg(c, AA_TOKEN, tok);
 	put_arg(c, AA_LEASE, c->leasebuf);
 	put_arg(c, AA_OLD, old);
 	put_arg(c, AA_WAIT, will_wait == RW_RAISED ? "2" : will_wait == RW_YES ? "1" : "0");
-	put_arg(c, AA_INSTANCE, instance);
-	put_arg(c, AA_IDLE, fence_idle);
-	put_arg(c, AA_KIND, kind_arg(hold, permit));
+	put_arg(c, AA_INSTANCE, rl_instance);
+	put_arg(c, AA_IDLE, rl_fence_idle);
+	put_arg(c, AA_KIND, rl_kind_arg(hold, permit));
 	/* the write-back, if the granting masters' fences disagree */
 	c->u.acq.wargv[WA_NKEYS] = "1";
 	c->u.acq.wargvlen[WA_NKEYS] = 1;
 	c->u.acq.wargv[WA_FENCE] = c->fargv[AA_FENCE];
 	c->u.acq.wargvlen[WA_FENCE] = c->fargvlen[AA_FENCE];
-	fanout(c, SCR_ACQUIRE, acquire_reply);
+	rl_fanout(c, SCR_ACQUIRE, acquire_reply);
 	return c;
 }
 
@@ -711,18 +618,20 @@ static void release_reply(struct master *m, redisReply *r, void *arg)
 	struct rl_call *c = arg;
 	if (c->expired) { /* the verdict was given without this master */
 		c->pending--;
-		check(c);
+		rl_check(c);
 		return;
 	}
 	c->pending--;
 	c->st[m->idx] = r && r->type == REDIS_REPLY_INTEGER ? MR_YES : MR_FAIL;
-	check(c);
+	rl_check(c);
 }
 
 struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner)
+			   const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
+			   rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = call_new(RK_RELEASE, 4 * (prefix_len + klen + SFX_MAX) + TOKEN_LEN + klen + 2);
+	struct rl_call *c = rl_call_new(RK_RELEASE, 4 * (rl_prefix_len + klen + SFX_MAX) + TOKEN_LEN +
+							klen + 2 + REC_MAX(klen));
 	if (!c)
 		return NULL;
 	c->hold = hold;
@@ -732,60 +641,43 @@ struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint
 	memcpy(tok, token, TOKEN_LEN + 1);
 	memcpy(k, key, klen);
 	k[klen] = '\0';
+	put_rec(c, k + klen + 1, RA_SESSION, RA_RECORD, rec, 0);
 	c->rel_done = done;
 	c->owner = owner;
 	c->done_fired = 1;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)wait_flag_ms);
 	c->argc = RA_ARGC;
-	put_arg(c, RA_NKEYS, "4");
+	put_arg(c, RA_NKEYS, "5");
 	put_arg(c, RA_TOKEN, tok);
-	put_arg(c, RA_CHANNEL, channel);
+	put_arg(c, RA_CHANNEL, rl_channel);
 	put_arg(c, RA_KEY, k);
 	put_arg(c, RA_FLAG_MS, c->leasebuf);
-	put_arg(c, RA_INSTANCE, instance);
-	put_arg(c, RA_RESERVE_MS, reserve_ms);
-	put_arg(c, RA_KIND, kind_arg(hold, permit));
+	put_arg(c, RA_INSTANCE, rl_instance);
+	put_arg(c, RA_RESERVE_MS, rl_reserve_ms);
+	put_arg(c, RA_KIND, rl_kind_arg(hold, permit));
 	stats.releases++;
-	fanout(c, SCR_RELEASE, release_reply);
+	rl_fanout(c, SCR_RELEASE, release_reply);
 	return c;
 }
 
 enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
 
-static void release_everywhere(const struct rl_call *c)
+void rl_undo(const struct rl_call *c)
 {
-	rl_release(c->keyp, c->klen, c->hold, c->permit, c->fargv[AA_TOKEN], 0, NULL, NULL);
-}
-
-static void renew_reply(struct master *m, redisReply *r, void *arg)
-{
-	struct rl_call *c = arg;
-	if (c->expired) { /* the verdict was given without this master */
-		c->pending--;
-		check(c);
-		return;
+	struct rl_rec rec = {NULL, 0, 0};
+	char sid[32];
+	if (c->fargvlen[AA_SESSION]) { /* "prefix session ID": drop the field it wrote */
+		const char *id = strrchr(c->fargv[AA_SESSION], ' ') + 1;
+		snprintf(sid, sizeof(sid), "%s", id);
+		rec.sid = sid;
+		rec.kind = c->fargv[AA_RECORD][1];
 	}
-	int i = m->idx;
-
-	c->pending--;
-	if (r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == c->u.batch.nitems) {
-		c->st[i] = MR_YES;
-		if (c->counts[i])
-			for (int k = 0; k < c->u.batch.nitems; k++)
-				if (r->element[k]->type == REDIS_REPLY_INTEGER &&
-				    r->element[k]->integer > 0)
-					c->u.batch.items[k].yes++;
-	} else {
-		if (r && r->type == REDIS_REPLY_ERROR)
-			log_warn("master %s: renew: %s", m->name, r->str);
-		c->st[i] = MR_FAIL;
-	}
-	check(c);
+	rl_release(c->keyp, c->klen, c->hold, c->permit, c->fargv[AA_TOKEN], &rec, 0, NULL, NULL);
 }
 
 /* Allocate the arguments of a call of variable shape: argc of them and
  * bytes of text. EVALSHA and the SHA are master.c's (empty here). */
-static int dyn_args(struct rl_call *c, int argc, size_t bytes)
+int rl_dyn_args(struct rl_call *c, int argc, size_t bytes)
 {
 	c->dargv = malloc(sizeof(*c->dargv) * (size_t)argc);
 	c->dargvlen = malloc(sizeof(*c->dargvlen) * (size_t)argc);
@@ -802,7 +694,7 @@ static int dyn_args(struct rl_call *c, int argc, size_t bytes)
 
 /* Copy n bytes of v to p (NUL-terminated) as argument at of a batch call;
  * returns where the next copy goes. */
-static char *put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n)
+char *rl_put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n)
 {
 	memcpy(p, v, n);
 	p[n] = '\0';
@@ -810,201 +702,6 @@ static char *put_copy(struct rl_call *c, int at, char *p, const char *v, size_t 
 	c->dargvlen[at] = n;
 	return p + n + 1;
 }
-
-struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
-			 void *owner)
-{
-	struct rl_call *c = call_new(RK_RENEW, 0);
-	size_t total = 64;
-	if (!c)
-		return NULL;
-	c->u.batch.items = items;
-	c->u.batch.nitems = n;
-	c->done = done;
-	c->owner = owner;
-	c->rel_fired = 1;
-	c->lease_ms = lease_ms;
-	for (int k = 0; k < n; k++)
-		total += 2 * (prefix_len + items[k].klen + SFX_MAX) + TOKEN_LEN + 1;
-	/* EVALSHA sha 2n lock... shared... lease token... kind... */
-	if (dyn_args(c, SCRIPT_ARGC(n, RNA_KEYS, RNA_FIXED, RNA_ARGV), total)) {
-		c->u.batch.items = NULL;
-		call_free(c);
-		return NULL;
-	}
-	char *p = c->dbuf, sfx[SFX_MAX];
-	int a = SA_NKEYS;
-	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RNA_KEYS * n);
-	p += c->dargvlen[a - 1] + 1;
-	for (int k = 0; k < n; k++) {
-		items[k].yes = 0;
-		c->dargv[a] = p;
-		c->dargvlen[a] = key_at(p, items[k].key, items[k].klen,
-					lock_sfx(sfx, sizeof(sfx), items[k].hold, items[k].permit));
-		p += c->dargvlen[a++] + 1;
-	}
-	for (int k = 0; k < n; k++) {
-		c->dargv[a] = p;
-		c->dargvlen[a] = key_at(p, items[k].key, items[k].klen, " shared");
-		p += c->dargvlen[a++] + 1;
-	}
-	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
-	c->dargv[a] = c->leasebuf;
-	c->dargvlen[a++] = strlen(c->leasebuf);
-	/* The token is copied: a resend after NOSCRIPT must carry the token
-	 * of this call, whatever the key's entry holds by then. */
-	for (int k = 0; k < n; k++)
-		p = put_copy(c, a++, p, items[k].token, TOKEN_LEN);
-	for (int k = 0; k < n; k++) {
-		c->dargv[a] = kind_arg(items[k].hold, items[k].permit);
-		c->dargvlen[a++] = 1;
-	}
-	fanout(c, SCR_RENEW, renew_reply);
-	return c;
-}
-
-struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n)
-{
-	*n = c->u.batch.nitems;
-	return c->u.batch.items;
-}
-
-int64_t rl_start_us(const struct rl_call *c) { return c->start_us; }
-
-int64_t rl_lease_of(const struct rl_call *c) { return c->lease_ms; }
-
-static void release_many_reply(struct master *m, redisReply *r, void *arg)
-{
-	struct rl_call *c = arg;
-	c->pending--;
-	if (!c->expired)
-		c->st[m->idx] = r && r->type == REDIS_REPLY_INTEGER ? MR_YES : MR_FAIL;
-	check(c);
-}
-
-struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
-				void *owner)
-{
-	static const char *const sfx[RMA_KEYS] = {NULL, " waiting", " reserved", " shared"};
-	struct rl_call *c = call_new(RK_RELEASE_MANY, 0);
-	size_t total = 64;
-	if (!c)
-		return NULL;
-	for (int k = 0; k < n; k++)
-		total += 4 * (prefix_len + items[k].klen + SFX_MAX) + items[k].klen + TOKEN_LEN + 2;
-	/* EVALSHA sha 4n lock... waiting... reserved... shared... channel
-	 * instance reservems token... key... kind... */
-	if (dyn_args(c, SCRIPT_ARGC(n, RMA_KEYS, RMA_FIXED, RMA_ARGV), total)) {
-		call_free(c);
-		return NULL;
-	}
-	c->done = done;
-	c->owner = owner;
-	c->rel_fired = 1;
-	char *p = c->dbuf, lsfx[SFX_MAX];
-	int a = SA_NKEYS;
-	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RMA_KEYS * n);
-	p += c->dargvlen[a - 1] + 1;
-	for (int s = 0; s < RMA_KEYS; s++) {
-		for (int k = 0; k < n; k++) {
-			const char *x = s ? sfx[s]
-					  : lock_sfx(lsfx, sizeof(lsfx), items[k].hold, items[k].permit);
-			c->dargv[a] = p;
-			c->dargvlen[a] = key_at(p, items[k].key, items[k].klen, x);
-			p += c->dargvlen[a++] + 1;
-		}
-	}
-	c->dargv[a] = channel;
-	c->dargvlen[a++] = strlen(channel);
-	c->dargv[a] = instance;
-	c->dargvlen[a++] = strlen(instance);
-	c->dargv[a] = reserve_ms;
-	c->dargvlen[a++] = strlen(reserve_ms);
-	/* Copies: a master may resend (NOSCRIPT) after the verdict. */
-	for (int k = 0; k < n; k++)
-		p = put_copy(c, a++, p, items[k].token, TOKEN_LEN);
-	for (int k = 0; k < n; k++)
-		p = put_copy(c, a++, p, items[k].key, items[k].klen);
-	for (int k = 0; k < n; k++) {
-		c->dargv[a] = kind_arg(items[k].hold, items[k].permit);
-		c->dargvlen[a++] = 1;
-	}
-	stats.releases += (uint64_t)n;
-	fanout(c, SCR_RELEASE_MANY, release_many_reply);
-	return c;
-}
-
-static void status_reply(struct master *m, redisReply *r, void *arg)
-{
-	struct rl_call *c = arg;
-	struct status_part *sp = &c->u.status;
-	if (c->expired) { /* the verdict was given without this master */
-		c->pending--;
-		check(c);
-		return;
-	}
-	int i = m->idx, ok = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-			     r->elements == 3 + (sp->v.npermits > 1 ? sp->v.npermits - 1 : 0);
-	for (size_t k = 0; ok && k < r->elements; k++)
-		ok = r->element[k]->type == REDIS_REPLY_INTEGER;
-	c->pending--;
-	if (ok) {
-		c->st[i] = MR_YES;
-		sp->pttl[i] = r->element[0]->integer;
-		sp->zcard[i] = r->element[1]->integer;
-		sp->zttl[i] = r->element[2]->integer;
-		if (c->counts[i])
-			for (uint32_t p = 1; p < sp->v.npermits; p++) {
-				long long t = r->element[2 + p]->integer;
-				sp->permit_yes[p - 1] += t >= 0 || t == -1;
-			}
-	} else {
-		if (r && r->type == REDIS_REPLY_ERROR)
-			log_warn("master %s: status: %s", m->name, r->str);
-		c->st[i] = MR_FAIL;
-	}
-	check(c);
-}
-
-struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
-			  void *owner)
-{
-	struct rl_call *c = call_new(RK_STATUS, 0);
-	uint32_t extra = permits > 1 ? permits - 1 : 0;
-	if (!c)
-		return NULL;
-	c->u.status.v.npermits = permits;
-	if (dyn_args(c, SCRIPT_ARGC((int)extra, 1, STA_KEYS, 0),
-		     (STA_KEYS + extra) * (prefix_len + klen + SFX_MAX) + 64) ||
-	    (extra && !(c->u.status.permit_yes = calloc(extra, sizeof(int))))) {
-		call_free(c);
-		return NULL;
-	}
-	c->done = done;
-	c->owner = owner;
-	c->rel_fired = 1;
-	char *p = c->dbuf, sfx[SFX_MAX];
-	int a = SA_NKEYS;
-	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%u", STA_KEYS + extra);
-	p += c->dargvlen[a - 1] + 1;
-	for (uint32_t k = 0; k < STA_KEYS + extra; k++) {
-		const char *x = k == 0 ? "" : k == 1 ? " shared" : lock_sfx(sfx, sizeof(sfx), RH_LOCK, k - 1);
-		c->dargv[a] = p;
-		c->dargvlen[a] = key_at(p, key, klen, x);
-		if (k == 0) {
-			c->keyp = p + prefix_len;
-			c->klen = klen;
-		}
-		p += c->dargvlen[a++] + 1;
-	}
-	fanout(c, SCR_STATUS, status_reply);
-	return c;
-}
-
-const struct rl_status *rl_status_of(const struct rl_call *c) { return &c->u.status.v; }
 
 const char *rl_key_of(const struct rl_call *c, size_t *klen)
 {

@@ -32,6 +32,15 @@ enum rl_wait {
 	              exclusive-waiting flag (rl_grant.xwaiting): a grant clears it */
 };
 
+/* A hold of a resumable session (1.2), as its record on the masters
+ * lists it: the session's id, and how the record names the hold's kind
+ * ('x' the key's lock, 'p' a permit, 's' shared). */
+struct rl_rec {
+	const char *sid;
+	char kind;
+	int ttl; /* a TTL hold */
+};
+
 /* Per-key outcome of a renewal batch. */
 struct rl_renew_item {
 	const char *key; /* lock key without prefix */
@@ -39,6 +48,8 @@ struct rl_renew_item {
 	enum rl_hold hold;
 	uint32_t permit; /* RH_LOCK: 0 for the key's lock */
 	const char *token;
+	const char *sid; /* a resumable session's hold: renewed only where its
+			    record names this instance; NULL otherwise */
 	void *owner;         /* caller's handle */
 	int yes;             /* counting masters that hold it for us now */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
@@ -76,18 +87,23 @@ void rl_token_new(char *out);
  * verdict: RL_OK when a majority answered, RL_QUORUM when it cannot.
  * will_wait: if the key is busy, ask its holder's release to be announced
  * (the masters then publish it; otherwise releases stay silent). */
+/* rec: the hold's session record, written with the grant (NULL: none). */
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
                            const char *token, int64_t lease_ms, const char *old_token,
-                           enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
-                           void *owner);
+                           enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
+                           rl_done_fn *release_done, void *owner);
 const struct rl_grant *rl_grant_of(const struct rl_call *c);
+/* Release what an acquire granted (from its done callback, the grant
+ * unused: its waiter left), with the record field it wrote. */
+void rl_undo(const struct rl_call *c);
 
 /* Compare-and-delete on every master. done (if set) runs once: RL_OK once
  * a majority of counting masters answered, RL_QUORUM once they cannot.
  * wait_flag_ms > 0: waiters of ours will ask again, so raise the waiting
  * flag for that long (a holder elsewhere then limits its handoffs). */
 struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-                           const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner);
+                           const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
+                           rl_done_fn *done, void *owner);
 enum rl_result rl_result_of(const struct rl_call *c);
 
 /* Renew (and write back where missing) items for lease_ms, one script
@@ -110,6 +126,8 @@ struct rl_release_item {
 	enum rl_hold hold;
 	uint32_t permit;
 	const char *token;
+	const char *sid; /* a resumable session's hold: dropped from its record */
+	char rkind;      /* with sid: the record's kind of the hold (struct rl_rec) */
 };
 
 /* Compare-and-delete many keys, one script per master (a session's end:
@@ -135,6 +153,73 @@ struct rl_status {
 const struct rl_status *rl_status_of(const struct rl_call *c);
 /* The key a call is about (without prefix; not for renewals). */
 const char *rl_key_of(const struct rl_call *c, size_t *klen);
+
+/* --- sessions that outlive a connection (1.2; rlsess.c) ---
+ * A resumable session has a record on every master (scripts.c): the
+ * instance that owns it, its secret's hash, its grace, one field per
+ * hold. Its holds' grants, renewals and releases name it (rl_rec, sid),
+ * so a lockd whose session was adopted elsewhere finds nothing of its
+ * own on a majority. */
+struct rl_sess_hold {
+	const char *key;
+	size_t klen;
+	char kind; /* 'x', 'p' or 's' (struct rl_rec) */
+	uint32_t permit;
+	const char *token;
+	uint64_t fence;
+	uint32_t holds;
+	int ttl;
+};
+/* Write the record where it is ours, or missing and secret is given:
+ * secret (NULL: keep), grace (< 0: keep), the holds given, expiry
+ * expire_ms (0: keep). rl_result_of: RL_OK once a majority of the
+ * counting masters wrote it. */
+struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
+                            int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                            rl_done_fn *done, void *owner);
+/* Delete the record where it is ours (done: once all answered). */
+struct rl_call *rl_sess_end(const char *sid, rl_done_fn *done, void *owner);
+struct rl_sess_item {
+	const char *sid; /* copied */
+	int64_t expire_ms; /* the record's expiry, where it is ours */
+	int moved;         /* a majority of the counting masters name another owner */
+	int missing;       /* some master lacks the record */
+	int yes, other;    /* counting masters: ours, another's */
+	char id[24];
+};
+/* Refresh many records' expiry; the call owns items (malloc'ed). */
+struct rl_call *rl_sess_touch(struct rl_sess_item *items, int n, rl_done_fn *done, void *owner);
+struct rl_sess_item *rl_sess_items(const struct rl_call *c, int *n);
+/* One hold of an adopted record. */
+struct rl_adopted {
+	char *key;
+	size_t klen;
+	char kind;
+	uint32_t permit;
+	char token[TOKEN_LEN + 1]; /* this instance's now */
+	uint64_t fence;
+	uint32_t holds;
+	int ttl;
+	int yes;             /* counting masters that hold it for this instance now */
+	int ok;              /* on a majority, within its validity */
+	int64_t lease_ms;    /* the shortest lease left where it is held */
+	int64_t start_us;    /* when the adoption was sent */
+	int64_t validity_us; /* ok: until when it is ours */
+};
+struct rl_adoption {
+	enum rl_result result; /* RL_OK: found on a majority, ours now; RL_BUSY: no such
+				  session (or another secret); RL_QUORUM */
+	int64_t grace_ms;
+	struct rl_adopted *holds;
+	int n;
+};
+/* RESUME: take the session's record over (it names this instance from
+ * now on) with every hold still held for it, each given a token of this
+ * instance and a lease of lease_ms (a TTL hold keeps its expiry). The
+ * verdict waits for every counting master (or the timeout). */
+struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease_ms,
+                              rl_done_fn *done, void *owner);
+const struct rl_adoption *rl_adoption_of(const struct rl_call *c);
 
 /* The owner goes away: its callbacks will not run; the call finishes
  * (and undoes a failed acquire) on its own. */

@@ -71,6 +71,8 @@ struct relq {
 	size_t klen;
 	enum rl_hold hold;
 	uint32_t permit;
+	char rkind;   /* with sid: the record's kind of the hold */
+	char sid[24]; /* a resumable session's id (its record), or "" */
 	char token[TOKEN_LEN + 1];
 	char key[];
 };
@@ -214,6 +216,7 @@ void rn_fill_item(struct rl_renew_item *it, struct hold *h)
 	it->hold = rl_hold_of(h->kind);
 	it->permit = h->permit;
 	it->token = h->token;
+	it->sid = h->holder ? h->holder->sid : NULL;
 	it->owner = h;
 }
 
@@ -296,6 +299,53 @@ void rn_extend(struct lt_client *s, struct hold *h, uint32_t ms)
 	h->ext_for = s;
 	s->verdict_h = h;
 	rn_lease_written(h, start, ms);
+}
+
+/* --- hold counts of resumable sessions (1.2) --- */
+
+static void counted(struct rl_call *c, void *owner)
+{
+	struct hold *h = owner;
+	struct lt_client *s = h->ext_for;
+	int delta = h->counting;
+
+	h->counting = 0;
+	h->refs--;
+	h->ext_for = NULL;
+	if (s)
+		s->verdict_h = NULL;
+	if (!s || h->holder != s) {
+		if (s)
+			reply(s, "ERR NOTHELD the lock was lost");
+		ops->unref(h);
+		return;
+	}
+	if (rl_result_of(c) != RL_OK) { /* the count stays as the record may have it */
+		h->holds -= (uint32_t)delta;
+		stats.quorum_failures++;
+		reply(s, "%s", MSG_NO_QUORUM);
+	} else if (delta > 0) {
+		reply(s, "OK %llu", (unsigned long long)h->fence);
+	} else {
+		reply(s, "OK %u", h->holds);
+	}
+}
+
+void rn_count(struct lt_client *s, struct hold *h, int delta)
+{
+	struct rl_sess_hold one = {h->lk->key,  h->lk->node.klen, hold_rec_kind(h->kind), h->permit,
+				   h->token,    h->fence,	  h->holds + (uint32_t)delta,
+				   h->state == HS_TTL};
+	struct rl_call *c = rl_sess_put(s->sid, NULL, -1, 0, &one, 1, counted, h);
+	if (!c) {
+		reply(s, "%s", MSG_OOM);
+		return;
+	}
+	h->holds += (uint32_t)delta;
+	h->counting = (int8_t)delta;
+	h->refs++;
+	h->ext_for = s;
+	s->verdict_h = h;
 }
 
 /* --- the watchdog --- */
@@ -443,6 +493,8 @@ static void rel_pump(evutil_socket_t fd, short what, void *arg)
 			items[n].hold = r->hold;
 			items[n].permit = r->permit;
 			items[n].token = r->token;
+			items[n].sid = r->sid[0] ? r->sid : NULL;
+			items[n].rkind = r->rkind;
 			batch[n++] = r;
 		}
 		struct rl_call *c = rl_release_many(items, n, rel_done, &relq_head);
@@ -467,7 +519,7 @@ static void rel_done(struct rl_call *c, void *owner)
 /* Released holds wait here, so that a session's many holds leave in few
  * scripts; the first batch goes out from the loop, once all are queued. */
 void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-		const char *token)
+		const char *token, const struct rl_rec *rec)
 {
 	struct relq *r = malloc(sizeof(*r) + klen + 1);
 	if (!r) {
@@ -479,6 +531,8 @@ void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit
 	r->klen = klen;
 	r->hold = hold;
 	r->permit = permit;
+	r->rkind = rec ? rec->kind : 0;
+	snprintf(r->sid, sizeof(r->sid), "%s", rec && rec->sid ? rec->sid : "");
 	memcpy(r->token, token, sizeof(r->token));
 	memcpy(r->key, key, klen);
 	r->key[klen] = '\0';

@@ -50,10 +50,14 @@ void rn_timer_at(struct event *ev, int64_t at_us);
  * rn_ops.reply once its verdict is in. */
 void rn_extend(struct lt_client *s, struct hold *h, uint32_t ms);
 
+/* A reentrant LOCK (delta 1) or UNLOCK (-1) of a resumable session's
+ * hold: its count written in its record first (1.2), then answered. */
+void rn_count(struct lt_client *s, struct hold *h, int delta);
+
 /* Release a hold nobody waits for, batched with others of the loop turn
  * (key and token are copied). */
 void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-		const char *token);
+		const char *token, const struct rl_rec *rec);
 /* Send every queued release now, whatever is in flight (shutdown). */
 void rn_release_all(void);
 /* Releases are still queued or in flight. */

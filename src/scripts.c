@@ -63,6 +63,8 @@
  * 5.4 us a script). */
 #define ACQUIRE_LUA                                                                                \
 	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                                    \
+	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
+	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"           \
 	"local function ours(v) return string.sub(v, 1, 16) == inst end\n"                         \
 	"local function busy(ttl)\n"                                                               \
 	"  if ARGV[ab + 3] ~= '' and redis.call('GET', KEYS[kb + 1]) == ARGV[ab + 3] then\n"                      \
@@ -125,6 +127,9 @@
 	"  redis.call('SET', KEYS[kb + 2], string.format('%.0f', f))\n"                            \
 	"end\n"                                                                                    \
 	"redis.call('PEXPIRE', KEYS[kb + 2], ARGV[ab + 6])\n"                                      \
+	"if rf ~= '' then\n"                                                                       \
+	"  redis.call('HSET', rk, string.sub(rf, 2), ARGV[ab + 1] .. ' ' .. string.format('%.0f', f) .. ' 1 ' .. string.sub(rf, 1, 1))\n" \
+	"end\n"                                                                                    \
 	"return {f, 0, (w and w ~= inst) and 1 or 0}\n"
 
 /* Positions: enum rel_arg (scripts.h).
@@ -138,6 +143,9 @@
  * plain release nobody waits for: MGET (lock, waiting flag), DEL. */
 #define RELEASE_LUA                                                                                \
 	"local w\n"                                                                                \
+	"if ARGV[ab + 8] ~= '' and redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5] then\n"  \
+	"  redis.call('HDEL', KEYS[kb + 5], ARGV[ab + 8])\n"                                         \
+	"end\n"                                                                                    \
 	"if ARGV[ab + 7] == 's' then\n"                                                                 \
 	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then return 0 end\n"                       \
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                             \
@@ -176,31 +184,37 @@
 
 /* The strides of the batch forms are the one-item scripts' argument
  * counts (enum acq_arg, enum rel_arg). */
-_Static_assert(AA_TOKEN - AA_LOCK == 6 && AA_ARGC - AA_TOKEN == 7, "BATCH_OF(ACQUIRE_LUA, 6, 7)");
-_Static_assert(RA_TOKEN - RA_LOCK == 4 && RA_ARGC - RA_TOKEN == 7, "BATCH_OF(RELEASE_LUA, 4, 7)");
+_Static_assert(AA_TOKEN - AA_LOCK == 7 && AA_ARGC - AA_TOKEN == 8, "BATCH_OF(ACQUIRE_LUA, 7, 8)");
+_Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(RELEASE_LUA, 5, 8)");
 
 static const char *const bodies[SCR_COUNT] = {
 	[SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
-	[SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 6, 7),
+	[SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 7, 8),
 	[SCR_RELEASE] = ONE_OF(RELEASE_LUA),
-	[SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 4, 7),
+	[SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 5, 8),
 	/* Counts: RNA_* (scripts.h).
-	 * KEYS: n locks (the key's or a permit's), then their n shared sets.
+	 * KEYS: n locks (the key's or a permit's), then their n shared sets,
+	 * then their n session records ("" for a version-1 session's hold).
 	 * ARGV: lease ms, then one token per item, then one kind per item.
+	 * A hold of a resumable session is renewed and written back only
+	 * where its record names this instance (1.2: a session resumed
+	 * elsewhere is that lockd's, whatever this one still believes).
 	 * Per item: 1 extended, 2 written back (missing, or a stale token of
 	 * ours where it should be), 0 held by another (a shared hold: the
 	 * key's lock of another instance; the key's lock: live shared holders
 	 * of another instance too). */
 	[SCR_RENEW] = LUA_NOW
-		      "local n = #KEYS / 2\n"
+		      "local n = #KEYS / 3\n"
 		      "local lease = tonumber(ARGV[1])\n"
 		      "local now\n"
 		      "local r = {}\n"
 		      "for i = 1, n do\n"
-		      "  local tok, kind, z = ARGV[i + 1], ARGV[n + i + 1], KEYS[n + i]\n"
+		      "  local tok, kind, z, rk = ARGV[i + 1], ARGV[n + i + 1], KEYS[n + i], KEYS[2 * n + i]\n"
 		      "  local inst = string.sub(tok, 1, 16)\n"
 		      "  local v = redis.call('GET', KEYS[i])\n"
-		      "  if kind == 's' then\n"
+		      "  if rk ~= '' and redis.call('HGET', rk, 'o') ~= inst then\n"
+		      "    r[i] = 0\n"
+		      "  elseif kind == 's' then\n"
 		      "    now = now or clock()\n"
 		      "    redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
 		      "    if redis.call('ZSCORE', z, tok) then\n"
@@ -270,10 +284,14 @@ static const char *const bodies[SCR_COUNT] = {
 	 * SCR_RELEASE with flag ms 0, for each item; returns how many it let
 	 * go. */
 	[SCR_RELEASE_MANY] = LUA_NOW
-			     "local n = #KEYS / 4\n"
+			     "local n = #KEYS / 5\n"
 			     "local r = 0\n"
 			     "for i = 1, n do\n"
 			     "  local tok, gone = ARGV[3 + i], false\n"
+			     "  local rk, rf = KEYS[4 * n + i], ARGV[3 + 3 * n + i]\n"
+			     "  if rf ~= '' and redis.call('HGET', rk, 'o') == ARGV[2] then\n"
+			     "    redis.call('HDEL', rk, rf)\n"
+			     "  end\n"
 			     "  if ARGV[3 + 2 * n + i] == 's' then\n"
 			     "    local z = KEYS[3 * n + i]\n"
 			     "    if redis.call('ZREM', z, tok) == 1 then\n"
@@ -313,6 +331,104 @@ static const char *const bodies[SCR_COUNT] = {
 		       "end\n"
 		       "for i = 3, #KEYS do r[#r + 1] = redis.call('PTTL', KEYS[i]) end\n"
 		       "return r\n",
+	/* Sessions that outlive a connection (1.2). A session's record, the
+	 * hash "P session ID": o the instance that owns it, s the SHA1 of its
+	 * secret, g its grace ms, and per hold a field "KINDPERMIT KEY" (the
+	 * kind x, p or s, the permit, one space, the key: "p3 jobs") whose value is
+	 * "TOKEN FENCE HOLDS TTL" (TTL 1: a TTL hold). Grants and releases
+	 * write their hold's field (ACQUIRE_LUA, RELEASE_LUA); these scripts
+	 * do the rest.
+	 * SESS_PUT. KEYS: the record. ARGV: instance, the secret ("": keep),
+	 * grace ("": keep), expiry ms (0: keep), then field, value pairs.
+	 * Writes where the record is ours, or missing and the secret given.
+	 * Returns 1 written, 0 not (another lockd owns it, or it is gone). */
+	[SCR_SESS_PUT] = "local o = redis.call('HGET', KEYS[1], 'o')\n"
+			 "if (o and o ~= ARGV[1]) or (not o and ARGV[2] == '') then return 0 end\n"
+			 "redis.call('HSET', KEYS[1], 'o', ARGV[1])\n"
+			 "if ARGV[2] ~= '' then\n"
+			 "  redis.call('HSET', KEYS[1], 's', redis.sha1hex(ARGV[2]))\n"
+			 "end\n"
+			 "if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'g', ARGV[3]) end\n"
+			 "for i = 5, #ARGV - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end\n"
+			 "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
+			 "return 1\n",
+	/* SESS_TOUCH. KEYS: n records. ARGV: instance, then n expiry ms. Per
+	 * record: 1 ours (its expiry set), 0 another lockd's, 2 missing. */
+	[SCR_SESS_TOUCH] = "local r = {}\n"
+			   "for i = 1, #KEYS do\n"
+			   "  local o = redis.call('HGET', KEYS[i], 'o')\n"
+			   "  if o == ARGV[1] then\n"
+			   "    redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]); r[i] = 1\n"
+			   "  else\n"
+			   "    r[i] = o and 0 or 2\n"
+			   "  end\n"
+			   "end\n"
+			   "return r\n",
+	/* SESS_END. KEYS: the record. ARGV: instance. Deletes it if ours. */
+	[SCR_SESS_END] = "if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then\n"
+			 "  redis.call('DEL', KEYS[1])\n"
+			 "end\n"
+			 "return 1\n",
+	/* SESS_ADOPT. KEYS: the record. ARGV: the secret, instance, lease
+	 * ms, key prefix. {0}: no record; {-1}: another secret (nothing
+	 * changed); else {1, grace, then per hold: field, value, 1 if it now
+	 * holds for this instance, the ms its lease has left}. The record
+	 * names this instance from now on, and each hold still held for the
+	 * session takes this instance's token (its random part kept): the
+	 * lockd that had it finds nothing of its own. A TTL hold keeps its
+	 * expiry, any other gets a new lease. */
+	[SCR_SESS_ADOPT] = LUA_NOW
+			   "local rk = KEYS[1]\n"
+			   "local all = redis.call('HGETALL', rk)\n"
+			   "if #all == 0 then return {0} end\n"
+			   "local h = {}\n"
+			   "for i = 1, #all, 2 do h[all[i]] = all[i + 1] end\n"
+			   "if h['s'] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
+			   "local inst, lease, p = ARGV[2], tonumber(ARGV[3]), ARGV[4]\n"
+			   "local g = tonumber(h['g'] or '0')\n"
+			   "redis.call('HSET', rk, 'o', inst)\n"
+			   "redis.call('PEXPIRE', rk, lease + g)\n"
+			   "local r = {1, g}\n"
+			   "local now\n"
+			   "for i = 1, #all, 2 do\n"
+			   "  local f, v = all[i], all[i + 1]\n"
+			   "  local sp = string.find(f, ' ', 1, true)\n"
+			   "  local tok, fence, cnt, ttl = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')\n"
+			   "  if sp and tok then\n"
+			   "    local kind, permit, key = string.sub(f, 1, 1), string.sub(f, 2, sp - 1), string.sub(f, sp + 1)\n"
+			   "    local nt = inst .. string.sub(tok, 17)\n"
+			   "    local ok, left = 0, -1\n"
+			   "    if kind == 's' then\n"
+			   "      local z = p .. key .. ' shared'\n"
+			   "      now = now or clock()\n"
+			   "      local sc = redis.call('ZSCORE', z, tok) or redis.call('ZSCORE', z, nt)\n"
+			   "      if sc and tonumber(sc) > now then\n"
+			   "        local til = ttl == '1' and tonumber(sc) or now + lease\n"
+			   "        redis.call('ZREM', z, tok)\n"
+			   "        redis.call('ZADD', z, string.format('%.0f', til), nt)\n"
+			   "        if redis.call('PTTL', z) < til - now then redis.call('PEXPIRE', z, til - now) end\n"
+			   "        ok, left = 1, til - now\n"
+			   "      end\n"
+			   "    else\n"
+			   "      local lk = p .. key\n"
+			   "      if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"
+			   "      local cur = redis.call('GET', lk)\n"
+			   "      if cur == tok or cur == nt then\n"
+			   "        if ttl == '1' then\n"
+			   "          left = redis.call('PTTL', lk)\n"
+			   "          redis.call('SET', lk, nt, 'KEEPTTL')\n"
+			   "        else\n"
+			   "          redis.call('SET', lk, nt, 'PX', lease); left = lease\n"
+			   "        end\n"
+			   "        ok = left > 0 and 1 or 0\n"
+			   "      end\n"
+			   "    end\n"
+			   "    local nv = nt .. ' ' .. fence .. ' ' .. cnt .. ' ' .. ttl\n"
+			   "    redis.call('HSET', rk, f, nv)\n"
+			   "    r[#r + 1] = f; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
+			   "  end\n"
+			   "end\n"
+			   "return r\n",
 };
 
 static char shas[SCR_COUNT][41];

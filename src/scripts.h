@@ -14,6 +14,10 @@ enum script_id {
 	SCR_STATUS,  /* what holds a key (and its permits) on one master */
 	SCR_ACQUIRE_N, /* SCR_ACQUIRE for each of n calls (one loop turn's) */
 	SCR_RELEASE_N, /* SCR_RELEASE for each of n calls */
+	SCR_SESS_PUT,   /* write a session's record where it is ours (1.2) */
+	SCR_SESS_TOUCH, /* refresh records' expiry; who owns each */
+	SCR_SESS_END,   /* delete a session's record where it is ours */
+	SCR_SESS_ADOPT, /* take a session's record and holds over (RESUME) */
 	SCR_COUNT
 };
 
@@ -29,13 +33,14 @@ enum script_arg {
 
 /* SCR_ACQUIRE (ACQUIRE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
 enum acq_arg {
-	AA_NKEYS = SA_NKEYS, /* "6" */
+	AA_NKEYS = SA_NKEYS, /* "7" */
 	AA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
 	AA_FENCE,            /* KEYS[2] the fence counter */
 	AA_WAITING,          /* KEYS[3] the waiting flag */
 	AA_RESERVED,         /* KEYS[4] the reservation */
 	AA_SHARED,           /* KEYS[5] the shared set */
 	AA_XWAIT,            /* KEYS[6] the exclusive-waiting flag */
+	AA_SESSION,          /* KEYS[7] the session's record (1.2), or "" */
 	AA_TOKEN,            /* ARGV[1] the token */
 	AA_LEASE,            /* ARGV[2] lease ms */
 	AA_OLD,              /* ARGV[3] the old token (a handoff), or "" */
@@ -43,16 +48,18 @@ enum acq_arg {
 	AA_INSTANCE,         /* ARGV[5] this lockd's instance */
 	AA_IDLE,             /* ARGV[6] fence idle ms */
 	AA_KIND,             /* ARGV[7] "x", "p" or "s" */
+	AA_RECORD,           /* ARGV[8] "" or the TTL flag and the hold's record field ("0x0 k") */
 	AA_ARGC
 };
 
 /* SCR_RELEASE (RELEASE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
 enum rel_arg {
-	RA_NKEYS = SA_NKEYS, /* "4" */
+	RA_NKEYS = SA_NKEYS, /* "5" */
 	RA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
 	RA_WAITING,          /* KEYS[2] the waiting flag */
 	RA_RESERVED,         /* KEYS[3] the reservation */
 	RA_SHARED,           /* KEYS[4] the shared set */
+	RA_SESSION,          /* KEYS[5] the session's record (1.2), or "" */
 	RA_TOKEN,            /* ARGV[1] the token */
 	RA_CHANNEL,          /* ARGV[2] the channel releases are announced on */
 	RA_KEY,              /* ARGV[3] the key, as announced */
@@ -60,6 +67,7 @@ enum rel_arg {
 	RA_INSTANCE,         /* ARGV[5] this lockd's instance */
 	RA_RESERVE_MS,       /* ARGV[6] how long a release is reserved for a waiter elsewhere */
 	RA_KIND,             /* ARGV[7] "x", "p" or "s" */
+	RA_RECORD,           /* ARGV[8] "" or the hold's record field */
 	RA_ARGC
 };
 
@@ -76,18 +84,20 @@ enum raise_arg {
  * turn (all the locks, then all the shared sets, ...), after a few fixed
  * ones; these are the counts, the order is in scripts.c. */
 enum batch_arg {
-	/* SCR_RENEW: KEYS[i] lock, KEYS[n + i] shared set; ARGV[1] lease
-	 * ms, ARGV[1 + i] token, ARGV[1 + n + i] kind */
-	RNA_KEYS = 2,  /* keys per item */
+	/* SCR_RENEW: KEYS[i] lock, KEYS[n + i] shared set, KEYS[2n + i]
+	 * session record; ARGV[1] lease ms, ARGV[1 + i] token, ARGV[1 + n +
+	 * i] kind */
+	RNA_KEYS = 3,  /* keys per item */
 	RNA_FIXED = 1, /* arguments before the items' */
 	RNA_ARGV = 2,  /* arguments per item */
 	/* SCR_RELEASE_MANY: KEYS[i] lock, KEYS[n + i] waiting flag,
-	 * KEYS[2n + i] reservation, KEYS[3n + i] shared set; ARGV[1]
-	 * channel, ARGV[2] instance, ARGV[3] reserve ms, ARGV[3 + i] token,
-	 * ARGV[3 + n + i] key, ARGV[3 + 2n + i] kind */
-	RMA_KEYS = 4,
+	 * KEYS[2n + i] reservation, KEYS[3n + i] shared set, KEYS[4n + i]
+	 * session record; ARGV[1] channel, ARGV[2] instance, ARGV[3] reserve
+	 * ms, ARGV[3 + i] token, ARGV[3 + n + i] key, ARGV[3 + 2n + i] kind,
+	 * ARGV[3 + 3n + i] record field */
+	RMA_KEYS = 5,
 	RMA_FIXED = 3,
-	RMA_ARGV = 3,
+	RMA_ARGV = 4,
 	/* SCR_STATUS: KEYS[1] the key's lock, KEYS[2] its shared set,
 	 * KEYS[2 + i] permit i (1 .. permits-1); no ARGV */
 	STA_KEYS = 2, /* keys before the permits' */

@@ -29,6 +29,7 @@
 
 #include "log.h"
 #include "proto.h"
+#include "resume.h"
 #include "session.h"
 #include "stats.h"
 #include "tls.h"
@@ -216,7 +217,7 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 			session_done(s);
 		return;
 	}
-	if (s->lt.eof && s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
+	if (s->lt->eof && s->state == SS_BLOCKED && lt_waiting(s->lt)) {
 		session_close(s); /* its LOCK started to wait after the peer left */
 		return;
 	}
@@ -225,13 +226,14 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 
 void session_poke(struct session *s) { event_active(s->resume, EV_TIMEOUT, 0); }
 
-/* locktab's way back to its clients (struct lt_client is s->lt). */
-static struct session *of_lt(struct lt_client *c) { return wq_entry(c, struct session, lt); }
+/* locktab's way back to its clients: a client's ctx is its connection,
+ * NULL while its session is detached (1.2). */
+static struct session *of_lt(struct lt_client *c) { return c->ctx; }
 
 static void lt_reply(struct lt_client *c, const char *fmt, va_list ap)
 {
 	struct session *s = of_lt(c);
-	if (s->state != SS_BLOCKED)
+	if (!s || s->state != SS_BLOCKED)
 		return;
 	vline(s, fmt, ap);
 	s->state = SS_READING;
@@ -242,6 +244,10 @@ static void lt_reply(struct lt_client *c, const char *fmt, va_list ap)
 static void lt_line(struct lt_client *c, const char *fmt, va_list ap)
 {
 	struct session *s = of_lt(c);
+	if (!s) {
+		rs_keep_line(c, fmt, ap); /* detached: sent after its RESUME */
+		return;
+	}
 	if (s->state != SS_CLOSING) {
 		vline(s, fmt, ap);
 		/* A LOST may leave it holding nothing (once locktab has
@@ -250,9 +256,23 @@ static void lt_line(struct lt_client *c, const char *fmt, va_list ap)
 	}
 }
 
-static void lt_wake(struct lt_client *c) { session_poke(of_lt(c)); }
+static void lt_wake(struct lt_client *c)
+{
+	if (of_lt(c))
+		session_poke(of_lt(c));
+}
 
-const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake};
+/* Its session moved to another connection or lockd: close, answer nothing more. */
+static void lt_close(struct lt_client *c)
+{
+	struct session *s = of_lt(c);
+	if (s) {
+		evbuffer_drain(s->out, evbuffer_get_length(s->out));
+		session_close(s);
+	}
+}
+
+const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake, lt_close};
 
 /* End the session: cancel its wait, release its locks, then close once
  * the output has been written (or CLOSE_FLUSH_SECS passed). */
@@ -262,9 +282,15 @@ static void session_close(struct session *s)
 		return;
 	s->state = SS_CLOSING;
 	stats.clients--;
-	log_debug("session %llu (%s): closing, releasing %u lock(s)", (unsigned long long)s->id,
-		  s->peer, s->lt.nlocks);
-	lt_client_end(&s->lt);
+	log_debug("session %llu (%s): closing with %u lock(s)", (unsigned long long)s->id, s->peer,
+		  s->lt->nlocks);
+	/* A resumable session is detached (its locks kept for its grace),
+	 * any other ends (its locks released). The connection keeps an empty
+	 * client of its own from now on. */
+	struct rsess *r = s->rs;
+	s->rs = NULL;
+	s->lt = &s->gone;
+	rs_conn_end(r, s->quit);
 	set_reading(s, 0);
 	evtimer_del(s->timer);
 	s->timer_us = 0;
@@ -302,7 +328,7 @@ static void note_pause(struct session *s)
 
 static int idle(struct session *s)
 {
-	return s->state == SS_READING && s->lt.nlocks == 0 && !s->lt.w.lk && !s->lt.call &&
+	return s->state == SS_READING && s->lt->nlocks == 0 && !s->lt->w.lk && !s->lt->call &&
 	       evbuffer_get_length(s->in) == 0;
 }
 
@@ -508,7 +534,7 @@ static void handle(struct session *s, const char *line, size_t len)
 				       (uint32_t)cfg->max_permits, &r, &msg);
 
 	s->state = SS_BLOCKED;
-	s->lt.req_us = now_us();
+	s->lt->req_us = now_us();
 	if (e != PE_NONE) {
 		stats.protocol_errors++;
 		session_reply(s, "ERR %s %s", proto_err_name(e), msg);
@@ -532,19 +558,19 @@ static void handle(struct session *s, const char *line, size_t len)
 		break;
 	case CMD_LOCK:
 	case CMD_TRYLOCK:
-		lt_lock(&s->lt, &r);
+		lt_lock(s->lt, &r);
 		break;
 	case CMD_UNLOCK:
-		lt_unlock(&s->lt, r.key, r.klen);
+		lt_unlock(s->lt, r.key, r.klen);
 		break;
 	case CMD_EXTEND:
-		lt_extend(&s->lt, r.key, r.klen, r.ttl_ms);
+		lt_extend(s->lt, r.key, r.klen, r.ttl_ms);
 		break;
 	case CMD_STATUS:
-		lt_status(&s->lt, r.key, r.klen, r.permits);
+		lt_status(s->lt, r.key, r.klen, r.permits);
 		break;
 	case CMD_HELD:
-		lt_held(&s->lt);
+		lt_held(s->lt);
 		break;
 	case CMD_STATS:
 		stats_write(s->out, locktab_keys());
@@ -562,7 +588,14 @@ static void handle(struct session *s, const char *line, size_t len)
 		break;
 	case CMD_QUIT:
 		session_reply(s, "OK");
+		s->quit = 1;
 		session_close(s);
+		break;
+	case CMD_SESSION:
+		rs_session(s->rs, r.has_grace, r.grace_ms);
+		break;
+	case CMD_RESUME:
+		rs_resume(s->rs, r.key, r.klen, r.word, r.wlen);
 		break;
 	case CMD_COUNT:
 		break;
@@ -628,12 +661,12 @@ static void process_lines(struct session *s)
 		}
 		handle(s, (const char *)line, ll);
 		evbuffer_drain(in, ll + 1);
-		if (s->lt.eof && s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
+		if (s->lt->eof && s->state == SS_BLOCKED && lt_waiting(s->lt)) {
 			session_close(s);
 			return;
 		}
 	}
-	if (s->lt.eof && s->state == SS_READING &&
+	if (s->lt->eof && s->state == SS_READING &&
 	    evbuffer_search(in, "\n", 1, NULL).pos < 0)
 		session_close(s); /* everything read has been answered */
 }
@@ -653,7 +686,7 @@ static void process(struct session *s)
 		s->inlen = evbuffer_get_length(s->in);
 		note_pause(s);
 		session_arm(s);
-		if (!s->bev && !s->lt.eof)
+		if (!s->bev && !s->lt->eof)
 			set_reading(s, read_room(s) > 0);
 	}
 }
@@ -669,10 +702,10 @@ static void on_input(struct session *s)
 
 static void on_eof(struct session *s)
 {
-	s->lt.eof = 1;
+	s->lt->eof = 1;
 	/* A waiting LOCK is cancelled without a reply, with every request
 	 * behind it; anything else in progress is answered. */
-	if (s->state == SS_BLOCKED && lt_waiting(&s->lt)) {
+	if (s->state == SS_BLOCKED && lt_waiting(s->lt)) {
 		session_close(s);
 		return;
 	}
@@ -830,14 +863,19 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	s->id = ++next_id;
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
 	s->resume = event_new(base, -1, 0, resume_cb, s);
 	s->timer = evtimer_new(base, timer_cb, s);
+	s->rs = rs_new(s, s->id, s->peer);
 	/* The I/O last: once made, it owns fd. */
-	if (!s->resume || !s->timer || io_new(s, base, fd, tls) != 0) {
+	if (!s->resume || !s->timer || !s->rs || io_new(s, base, fd, tls) != 0) {
 		if (s->resume)
 			event_free(s->resume);
 		if (s->timer)
 			event_free(s->timer);
+		if (s->rs)
+			rs_conn_end(s->rs, 1);
 		free(s);
 		return NULL;
 	}
@@ -845,12 +883,9 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 	s->on_free = on_free;
 	s->on_free_arg = on_free_arg;
 	s->line_us = s->active_us = now_us();
-	s->id = ++next_id;
 	s->authed = cfg->password[0] == '\0';
-	snprintf(s->peer, sizeof(s->peer), "%s", peer);
-	s->lt.id = s->id;
-	s->lt.peer = s->peer;
-	lt_client_init(&s->lt);
+	lt_client_init(&s->gone);
+	s->lt = rs_client(s->rs);
 	waitq_push(&all_sessions, &s->all);
 	log_debug("session %llu (%s): connected", (unsigned long long)s->id, s->peer);
 	stats.clients++;
@@ -867,7 +902,10 @@ void sessions_close_all(void)
 		if (s->state != SS_CLOSING) {
 			s->state = SS_CLOSING;
 			stats.clients--;
-			lt_client_end(&s->lt);
+			struct rsess *r = s->rs;
+			s->rs = NULL;
+			s->lt = &s->gone;
+			rs_conn_end(r, 0);
 		}
 		session_free(s);
 	}

@@ -36,9 +36,13 @@ struct session {
 	struct wq_link flushq;     /* on the list of sessions to write out */
 	enum sess_state state;
 	int authed; /* AUTH passed, or no password configured */
-	struct lt_client lt; /* locktab's part: its locks, its wait, its calls;
-				lt.eof: the peer shut its sending side (finish,
-				then close) */
+	struct rsess *rs;      /* its session (resume.h): its locks, its wait, its calls;
+				  NULL once closing (a resumable one lives on) */
+	struct lt_client *lt;  /* locktab's part of it (rs_client), then &gone;
+				  lt->eof: the peer shut its sending side (finish,
+				  then close) */
+	struct lt_client gone; /* an empty client, once closing */
+	int quit;              /* QUIT: the session ends with the connection */
 	char *key;           /* copy of the current request's key */
 	size_t klen, keycap;
 	struct event *resume;  /* go on reading after a reply or a yield */

@@ -66,6 +66,11 @@ static const struct field counters[] = {
 	{"renew_batches", "Renewal rounds (one script per master each)", &stats.renew_batches},
 	{"fence_writebacks", "Grants whose fence had to be written back", &stats.fence_writebacks},
 	{"protocol_errors", "Requests answered ERR PROTOCOL, ARG or KEY", &stats.protocol_errors},
+	{"sessions_resumable", "Resumable sessions here", &stats.sessions_resumable},
+	{"sessions_detached", "Resumable sessions without a connection", &stats.sessions_detached},
+	{"resumes", "RESUME answered OK", &stats.resumes},
+	{"adoptions", "Sessions resumed from another lockd", &stats.adoptions},
+	{"sessions_expired", "Detached sessions whose grace ran out", &stats.sessions_expired},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
@@ -137,7 +142,9 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 	for (size_t i = 0; i < NCOUNTERS; i++) {
 		const char *name = counters[i].name;
 		int gauge = counters[i].v == &stats.clients || counters[i].v == &stats.locks_held ||
-			    counters[i].v == &stats.sessions_waiting;
+			    counters[i].v == &stats.sessions_waiting ||
+			    counters[i].v == &stats.sessions_resumable ||
+			    counters[i].v == &stats.sessions_detached;
 		size_t nl = strlen(name);
 		/* a counter ends in _total, once (clients_total) */
 		int has_total = nl > 6 && strcmp(name + nl - 6, "_total") == 0;

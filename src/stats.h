@@ -36,6 +36,11 @@ struct stats {
 	uint64_t auth_failures;    /* AUTH with a wrong password */
 	uint64_t auth_closes;      /* sessions closed at limits.max_auth_failures */
 	uint64_t tls_failures;     /* TLS handshakes or connections that failed */
+	uint64_t sessions_resumable; /* resumable sessions here now (1.2) */
+	uint64_t sessions_detached;  /* of those, without a connection now */
+	uint64_t resumes;            /* RESUME answered OK */
+	uint64_t adoptions;          /* of those, sessions taken over from another lockd */
+	uint64_t sessions_expired;   /* detached sessions whose grace ran out */
 };
 
 extern struct stats stats;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <check.h>
+
 #include "fake_redlock.h"
 #include "util.h"
 
@@ -38,8 +40,8 @@ void rl_token_new(char *out)
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
 			   const char *token, int64_t lease_ms, const char *old_token,
-			   enum rl_wait will_wait, rl_done_fn *done, rl_done_fn *release_done,
-			   void *owner)
+			   enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
+			   rl_done_fn *release_done, void *owner)
 {
 	struct rl_call *c = add(FK_ACQUIRE, key, klen, done, owner);
 	c->hold = hold;
@@ -55,8 +57,14 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 
 const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->grant; }
 
+void rl_undo(const struct rl_call *c)
+{
+	rl_release(c->key, c->klen, c->hold, c->permit, c->token, NULL, 0, NULL, NULL);
+}
+
 struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, int64_t wait_flag_ms, rl_done_fn *done, void *owner)
+			   const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
+			   rl_done_fn *done, void *owner)
 {
 	struct rl_call *c = add(FK_RELEASE, key, klen, NULL, owner);
 	c->hold = hold;
@@ -222,4 +230,14 @@ void fake_reset(void)
 	}
 	tail = &calls;
 	released_keys = 0;
+}
+
+/* Sessions that outlive a connection are tested end to end
+ * (tests/integration): locktab's unit tests never make one resumable. */
+struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
+			    int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+			    rl_done_fn *done, void *owner)
+{
+	ck_abort_msg("rl_sess_put without a resumable session");
+	return NULL;
 }

@@ -1,0 +1,155 @@
+/* redlock_int: what the files of redlock share (redlock.c: a call's life,
+ * acquire and release; rlbatch.c: renewals, batched releases, status;
+ * rlsess.c: session records). Private to them: the rest of lockd sees
+ * redlock.h. redlock.c calls neither of the others: a call's verdict of
+ * theirs is decided by the check function they set (rl_call.check_fn). */
+#ifndef LOCKD_REDLOCK_INT_H
+#define LOCKD_REDLOCK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cfg.h"
+#include "master.h"
+#include "redlock.h"
+#include "scripts.h"
+#include "waitq.h"
+
+enum rl_kind {
+	RK_ACQUIRE, /* SCR_ACQUIRE, then SCR_RAISE where fences disagree */
+	RK_RELEASE, /* SCR_RELEASE */
+	RK_RENEW,   /* SCR_RENEW over a batch */
+	RK_RELEASE_MANY, /* SCR_RELEASE_MANY over a batch, nobody waits for it */
+	RK_STATUS,  /* SCR_STATUS */
+	RK_SESS,    /* SCR_SESS_PUT or SCR_SESS_END: one session record (rlsess.c) */
+	RK_TOUCH,   /* SCR_SESS_TOUCH over many records (rlsess.c) */
+	RK_ADOPT,   /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
+};
+
+enum mr {
+	MR_NONE, /* not asked (down) */
+	MR_WAIT, /* asked, no answer yet */
+	MR_YES,  /* acquire: set; others: answered */
+	MR_BUSY, /* acquire: another token holds it */
+	MR_FAIL, /* error reply, timeout or connection lost */
+};
+
+/* Argument positions of each call: scripts.h, beside the Lua. */
+#define FIXED_ARGC AA_ARGC /* the longest call of a fixed shape */
+/* Room for the longest suffix of a key beside a lock (" permit 4294967295"). */
+#define SFX_MAX 20
+
+/* Where an acquire is (RK_ACQUIRE). */
+enum acq_phase {
+	AP_SET,       /* SCR_ACQUIRE sent: st[] counts the grants */
+	AP_WRITEBACK, /* won, but too few granting masters hold the fence:
+	                 SCR_RAISE sent, raise_st[] counts who holds it now */
+};
+
+/* RK_ACQUIRE: the set round, then the fence write-back round. */
+struct acq_part {
+	enum acq_phase phase;
+	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
+	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
+	struct rl_grant grant;
+	const char *wargv[WA_ARGC];
+	size_t wargvlen[WA_ARGC];
+	char fencebuf[24];
+};
+
+/* RK_STATUS: SCR_STATUS on every master. */
+struct status_part {
+	struct rl_status v;
+	int64_t pttl[CONFIG_MAX_MASTERS];  /* the key's lock */
+	int64_t zcard[CONFIG_MAX_MASTERS]; /* live shared holders */
+	int64_t zttl[CONFIG_MAX_MASTERS];  /* the longest shared lease left, or -2 */
+	int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
+};
+
+/* RK_RENEW and RK_RELEASE_MANY: one script over many keys. */
+struct batch_part {
+	struct rl_renew_item *items; /* RK_RENEW; owned, freed with the call */
+	int nitems;
+};
+
+/* RK_TOUCH and RK_ADOPT (rlsess.c). */
+struct sess_part {
+	struct rl_sess_item *items; /* RK_TOUCH; owned, freed with the call */
+	int nitems;
+	struct rl_adoption a;       /* RK_ADOPT; a.holds owned, freed with the call */
+	int cap;                    /* room in a.holds */
+	int found, none;            /* counting masters that have the record, that do not */
+};
+
+struct rl_call {
+	/* the fan-out, common to every kind */
+	enum rl_kind kind;
+	int n, maj;
+	int pending; /* master replies still to come, plus one while deferred */
+	unsigned char st[CONFIG_MAX_MASTERS];     /* each master's answer (enum mr) */
+	unsigned char counts[CONFIG_MAX_MASTERS]; /* counted when the call started */
+	int done_fired; /* done has run, or will never run */
+	int rel_fired;  /* release_done has run, or will never run */
+	int in_fanout;  /* verdicts are held back while still sending */
+	int expired;    /* timeout_ms passed: masters still silent count as no */
+	int pooled;     /* from call_slab (buf has POOL_EXTRA bytes) */
+	struct wq_link exp_link; /* on expq until decided or expired */
+	struct rl_call *defer_next;
+	rl_done_fn *done, *rel_done;
+	void (*check_fn)(struct rl_call *c); /* RK_STATUS and later kinds: their verdict */
+	void *owner;
+	int64_t start_us; /* leases written by this call run from here */
+	int64_t lease_ms;
+	enum rl_result rel_result; /* a release, or a handoff's release side */
+	const char *keyp;  /* the key it is about, without prefix (not for batches) */
+	size_t klen;
+	enum rl_hold hold; /* acquire, release: what it takes or lets go */
+	uint32_t permit;
+	int argc;
+	const char **argv; /* fargv, or dargv */
+	const size_t *argvlen;
+	const char **dargv; /* the arguments of a call of variable shape (batches, status) */
+	size_t *dargvlen;
+	char *dbuf;
+	const char *fargv[FIXED_ARGC];
+	size_t fargvlen[FIXED_ARGC];
+	char leasebuf[24];
+	union {
+		struct acq_part acq;
+		struct status_part status;
+		struct batch_part batch;
+		struct sess_part sess;
+	} u;
+	char buf[]; /* keys and tokens of a fixed-shape call */
+};
+
+
+#define INSTANCE_LEN 16 /* hex characters: a token is instance + 16 random ones */
+
+extern char rl_prefix[80];
+extern size_t rl_prefix_len;
+extern char rl_channel[128];
+extern double rl_drift;
+extern char rl_fence_idle[24];
+extern char rl_instance[TOKEN_LEN + 1];
+extern char rl_reserve_ms[24];
+
+struct rl_call *rl_call_new(enum rl_kind kind, size_t extra);
+void rl_call_free(struct rl_call *c);
+int rl_count_st(const struct rl_call *c, const unsigned char *st, enum mr s);
+void rl_fire_done(struct rl_call *c);
+void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn);
+void rl_check(struct rl_call *c);
+size_t rl_key_at(char *p, const char *key, size_t klen, const char *sfx);
+const char *rl_lock_sfx(char *buf, size_t len, enum rl_hold hold, uint32_t permit);
+const char *rl_kind_arg(enum rl_hold hold, uint32_t permit);
+int rl_dyn_args(struct rl_call *c, int argc, size_t bytes);
+char *rl_put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n);
+/* "prefix session ID" at p; returns its length. */
+size_t rl_record_at(char *p, const char *sid);
+/* A hold's field in its record ("x0 key") at p; returns its length. */
+size_t rl_field_at(char *p, char kind, uint32_t permit, const char *key, size_t klen);
+
+#endif

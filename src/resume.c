@@ -1,0 +1,499 @@
+/* resume: sessions that outlive a connection (protocol 1.2).
+ *
+ * A connection's session (struct rsess) owns its locktab client. SESSION
+ * writes the session's record on the masters (scripts.c: the instance
+ * that owns it, the secret's hash, the grace, then one field per hold,
+ * written by every grant and release of its holds within the calls they
+ * make anyway) and makes it resumable. When its connection ends without
+ * QUIT it is detached: its wait is cancelled, its holds are renewed for
+ * its grace, then released. RESUME attaches a session to a connection by
+ * adopting its record on a majority of the masters (rl_sess_adopt): the
+ * record names this instance from then on, and every hold's token is
+ * replaced by one of this instance's, so the lockd that had it (which may
+ * come back) finds nothing of its own: its renewals, write-backs and
+ * releases compare tokens and owners on the masters. It learns of the
+ * move at its next touch of the record (every lease/3), and forgets the
+ * session without LOST. doc/design.md, "Sessions that outlive a
+ * connection", walks through the interleavings. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "cfg.h"
+#include "keytab.h"
+#include "log.h"
+#include "proto.h"
+#include "redlock.h"
+#include "renew.h"
+#include "resume.h"
+#include "stats.h"
+#include "util.h"
+
+#define RS_ID_LEN 16
+#define RS_SECRET_LEN TOKEN_LEN /* 128 random bits, hex */
+#define RS_MAX_HOLDS 100000     /* SESSION writes at most this many holds at once */
+
+enum rs_state {
+	RS_PLAIN,    /* version 1: ends with its connection */
+	RS_ATTACHED, /* resumable, with its connection */
+	RS_DETACHED, /* resumable, its connection gone: renewed until its grace ends */
+};
+
+struct rsess {
+	struct lt_client lt; /* its holds and wait; lt.ctx: the connection, NULL when
+				detached; lt.sid: id, once resumable */
+	enum rs_state state;
+	struct kt_node node;    /* in the table by id, while resumable */
+	struct wq_link link;    /* on the list of resumable sessions */
+	char id[RS_ID_LEN + 1];
+	char secret[RS_SECRET_LEN + 1];
+	int64_t grace_ms;
+	int64_t want_grace;     /* SESSION in flight: the grace asked */
+	int64_t grace_end_us;   /* detached: when its grace ends */
+	struct event *grace_ev; /* detached: its grace ends */
+	struct rl_call *call;   /* SESSION or RESUME in flight */
+	struct evbuffer *kept;  /* LOST lines while detached, for its RESUME */
+	char *rid;              /* RESUME in flight: the id asked */
+	char peer[64];
+};
+
+static struct event_base *base;
+static const struct config *cfg;
+static const struct lt_ops *ops;
+static struct keytab table; /* resumable sessions by id */
+static struct waitq all;    /* resumable sessions, for the touch */
+static struct event *touch_ev;
+static int calls; /* session calls in flight nobody waits for */
+static int stopping; /* SIGTERM: records stay as rs_shutdown_all left them */
+
+static void reply(struct rsess *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reply(struct rsess *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ops->reply(&r->lt, fmt, ap);
+	va_end(ap);
+}
+
+static void line(struct rsess *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(struct rsess *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ops->line(&r->lt, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t expire_attached(const struct rsess *r) { return cfg->lease_ms + r->grace_ms; }
+
+struct lt_client *rs_client(struct rsess *r) { return &r->lt; }
+
+struct rsess *rs_new(void *ctx, uint64_t id, const char *peer)
+{
+	struct rsess *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	snprintf(r->peer, sizeof(r->peer), "%s", peer);
+	r->lt.id = id;
+	r->lt.peer = r->peer;
+	r->lt.ctx = ctx;
+	lt_client_init(&r->lt);
+	return r;
+}
+
+static void rs_free(struct rsess *r)
+{
+	if (r->call)
+		rl_detach(r->call, r);
+	if (r->grace_ev)
+		event_free(r->grace_ev);
+	if (r->kept)
+		evbuffer_free(r->kept);
+	if (r->lt.w.timer)
+		event_free(r->lt.w.timer);
+	free(r->rid);
+	free(r);
+}
+
+/* Off the table and the list: no longer resumable here. */
+static void unlist(struct rsess *r)
+{
+	if (r->state == RS_PLAIN)
+		return;
+	if (r->state == RS_DETACHED)
+		stats.sessions_detached--;
+	stats.sessions_resumable--;
+	keytab_remove(&table, &r->node);
+	waitq_remove(&all, &r->link);
+	r->state = RS_PLAIN;
+	r->lt.sid = NULL;
+	if (r->grace_ev)
+		event_del(r->grace_ev);
+}
+
+static void list(struct rsess *r)
+{
+	r->node.key = r->id;
+	r->node.klen = RS_ID_LEN;
+	keytab_insert(&table, &r->node);
+	waitq_push(&all, &r->link);
+	r->state = RS_ATTACHED;
+	r->lt.sid = r->id;
+	stats.sessions_resumable++;
+}
+
+static struct rsess *find(const char *id, size_t len)
+{
+	struct kt_node *n = keytab_find(&table, id, len);
+	return n ? wq_entry(n, struct rsess, node) : NULL;
+}
+
+static void fire_and_forget(struct rl_call *c, void *owner) { calls--; }
+#define FORGET &calls /* the owner of calls nobody waits for */
+
+/* The session ends for good: its record goes, its holds are released. */
+static void end(struct rsess *r)
+{
+	if (r->state != RS_PLAIN && rl_sess_end(r->id, fire_and_forget, FORGET))
+		calls++;
+	unlist(r);
+	lt_client_end(&r->lt);
+	rs_free(r);
+}
+
+static void grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct rsess *r = arg;
+	stats.sessions_expired++;
+	log_info("session %s: its grace of %lld ms ran out: releasing %u lock(s)", r->id,
+		 (long long)r->grace_ms, r->lt.nlocks);
+	end(r);
+}
+
+/* Refresh one record's expiry now (a detach), or every one (the touch). */
+static void touch(struct rsess *only);
+
+void rs_conn_end(struct rsess *r, int quit)
+{
+	if (r->call) {
+		rl_detach(r->call, r);
+		r->call = NULL;
+	}
+	if (stopping && r->state != RS_PLAIN) {
+		unlist(r); /* its holds were left on the masters (lt_shutdown_all) */
+		lt_client_end(&r->lt);
+		rs_free(r);
+		return;
+	}
+	if (r->state != RS_ATTACHED || quit) {
+		end(r);
+		return;
+	}
+	lt_client_detach(&r->lt);
+	r->lt.ctx = NULL;
+	r->state = RS_DETACHED;
+	stats.sessions_detached++;
+	if (!r->grace_ev && !(r->grace_ev = evtimer_new(base, grace_cb, r))) {
+		end(r);
+		return;
+	}
+	r->grace_end_us = now_us() + r->grace_ms * 1000;
+	rn_timer_at(r->grace_ev, r->grace_end_us);
+	log_info("session %s (%s): connection ended: detached for %lld ms with %u lock(s)", r->id,
+		 r->peer, (long long)r->grace_ms, r->lt.nlocks);
+	touch(r);
+}
+
+void rs_keep_line(struct lt_client *c, const char *fmt, va_list ap)
+{
+	struct rsess *r = wq_entry(c, struct rsess, lt);
+	if (!r->kept && !(r->kept = evbuffer_new()))
+		return;
+	evbuffer_add_vprintf(r->kept, fmt, ap);
+	evbuffer_add(r->kept, "\n", 1);
+}
+
+/* The session moved to another lockd: forget it here, without LOST. */
+static void moved(struct rsess *r)
+{
+	log_info("session %s: resumed on another lockd: dropping it here (%u lock(s))", r->id,
+		 r->lt.nlocks);
+	unlist(r);
+	lt_client_forget(&r->lt);
+	if (r->lt.ctx)
+		ops->close(&r->lt); /* its connection ends: rs_conn_end frees it */
+	else
+		rs_free(r);
+}
+
+/* --- SESSION --- */
+
+static int put_holds(struct rsess *r, const char *secret, int64_t grace, rl_done_fn *done,
+		     void *owner, struct rl_call **out)
+{
+	int n = (int)r->lt.nlocks;
+	struct rl_sess_hold *h = calloc(n ? (size_t)n : 1, sizeof(*h));
+	if (!h)
+		return -1;
+	lt_holds_of(&r->lt, h, n);
+	*out = rl_sess_put(r->id, secret, grace, cfg->lease_ms + grace, h, n, done, owner);
+	free(h);
+	return *out ? 0 : -1;
+}
+
+static void session_put(struct rl_call *c, void *owner)
+{
+	struct rsess *r = owner;
+	r->call = NULL;
+	if (rl_result_of(c) != RL_OK) {
+		stats.quorum_failures++;
+		reply(r, "%s", MSG_NO_QUORUM);
+		return;
+	}
+	r->grace_ms = r->want_grace;
+	if (r->state == RS_PLAIN) {
+		list(r);
+		log_debug("session %llu (%s): resumable as %s", (unsigned long long)r->lt.id,
+			  r->peer, r->id);
+	}
+	reply(r, "SESSION %s %s %lld", r->id, r->secret, (long long)r->grace_ms);
+}
+
+void rs_session(struct rsess *r, int has_grace, uint32_t grace_ms)
+{
+	int64_t grace = has_grace ? (int64_t)grace_ms : cfg->grace_ms;
+	if (grace > cfg->max_grace_ms) {
+		reply(r, "ERR ARG GRACE must be at most sessions.max_grace_ms (%lld)",
+		      (long long)cfg->max_grace_ms);
+		return;
+	}
+	if (r->state == RS_PLAIN) {
+		char tok[TOKEN_LEN + 1];
+		token_new(tok);
+		memcpy(r->id, tok, RS_ID_LEN);
+		r->id[RS_ID_LEN] = '\0';
+		token_new(r->secret);
+		if (find(r->id, RS_ID_LEN)) { /* 64 random bits met again: ask again */
+			reply(r, "%s", MSG_NO_QUORUM);
+			return;
+		}
+	}
+	r->want_grace = grace;
+	if (put_holds(r, r->secret, grace, session_put, r, &r->call) != 0)
+		reply(r, "%s", MSG_OOM);
+}
+
+/* --- RESUME --- */
+
+static int hexword(const char *s, size_t len, size_t want)
+{
+	if (len != want)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Take over what a local session of that id had (its kept LOST lines,
+ * its holds, its connection closed), then forget it. */
+static void take_local(struct rsess *r, struct rsess *old)
+{
+	if (old->kept) {
+		if (!r->kept)
+			r->kept = evbuffer_new();
+		if (r->kept)
+			evbuffer_add_buffer(r->kept, old->kept);
+	}
+	if (old->call) {
+		rl_detach(old->call, old);
+		old->call = NULL;
+	}
+	lt_client_detach(&old->lt);
+	lt_client_move(&old->lt, &r->lt);
+	unlist(old);
+	if (old->lt.ctx)
+		ops->close(&old->lt); /* one connection per session: rs_conn_end frees it */
+	else
+		rs_free(old);
+}
+
+static void adopted(struct rl_call *c, void *owner)
+{
+	struct rsess *r = owner;
+	const struct rl_adoption *a = rl_adoption_of(c);
+	char *id = r->rid;
+
+	r->call = NULL;
+	r->rid = NULL;
+	if (a->result == RL_QUORUM) {
+		stats.quorum_failures++;
+		reply(r, "%s", MSG_NO_QUORUM);
+	} else if (a->result != RL_OK || lt_waiting(&r->lt) || r->lt.nlocks) {
+		reply(r, "ERR NOSESSION no such session");
+	} else {
+		struct rsess *old = find(id, RS_ID_LEN);
+		int local = old != NULL;
+		if (old)
+			take_local(r, old);
+		memcpy(r->id, id, RS_ID_LEN);
+		r->id[RS_ID_LEN] = '\0';
+		r->grace_ms = a->grace_ms;
+		list(r);
+		/* Lines of holds lost meanwhile are kept, to follow the OK. */
+		void *ctx = r->lt.ctx;
+		r->lt.ctx = NULL;
+		lt_resume(&r->lt, a->holds, a->n);
+		r->lt.ctx = ctx;
+		stats.resumes++;
+		stats.adoptions += !local;
+		log_info("session %s (%s): resumed%s with %u lock(s)", r->id, r->peer,
+			 local ? "" : " from another lockd", r->lt.nlocks);
+		reply(r, "OK %u", r->lt.nlocks);
+		if (r->kept) {
+			char *l;
+			while ((l = evbuffer_readln(r->kept, NULL, EVBUFFER_EOL_LF))) {
+				line(r, "%s", l);
+				free(l);
+			}
+		}
+	}
+	free(id);
+}
+
+void rs_resume(struct rsess *r, const char *id, size_t idlen, const char *secret, size_t seclen)
+{
+	if (r->lt.nlocks || r->lt.w.lk) {
+		reply(r, "ERR ARG this session holds or waits for locks: RESUME on a new connection");
+		return;
+	}
+	if (r->state != RS_PLAIN) {
+		reply(r, "ERR ARG this session is resumable itself: RESUME on a new connection");
+		return;
+	}
+	if (!hexword(id, idlen, RS_ID_LEN) || !hexword(secret, seclen, RS_SECRET_LEN)) {
+		reply(r, "ERR NOSESSION no such session");
+		return;
+	}
+	memcpy(r->secret, secret, RS_SECRET_LEN);
+	r->secret[RS_SECRET_LEN] = '\0';
+	if (!(r->rid = strndup(id, idlen)) ||
+	    !(r->call = rl_sess_adopt(r->rid, r->secret, cfg->lease_ms, adopted, r))) {
+		free(r->rid);
+		r->rid = NULL;
+		reply(r, "%s", MSG_OOM);
+	}
+}
+
+/* --- the touch: every lease/3, each record's expiry, and who owns it --- */
+
+static void touched(struct rl_call *c, void *owner)
+{
+	int n;
+	struct rl_sess_item *it = rl_sess_items(c, &n);
+	calls--;
+	for (int i = 0; i < n; i++) {
+		struct rsess *r = find(it[i].sid, RS_ID_LEN);
+		if (!r)
+			continue; /* ended meanwhile */
+		if (it[i].moved) {
+			moved(r);
+		} else if (it[i].missing && !r->call) {
+			/* A master lost it (restarted empty): write it again. */
+			struct rl_call *p;
+			if (put_holds(r, r->secret, r->grace_ms, fire_and_forget, FORGET, &p) == 0)
+				calls++;
+		}
+	}
+}
+
+static void touch(struct rsess *only)
+{
+	size_t n = only ? 1 : all.len, k = 0;
+	if (!n)
+		return;
+	struct rl_sess_item *it = calloc(n, sizeof(*it));
+	if (!it)
+		return;
+	int64_t now = now_us();
+	struct wq_link *l = all.head.next;
+	for (; k < n; k++, l = l->next) {
+		struct rsess *r = only ? only : wq_entry(l, struct rsess, link);
+		it[k].sid = r->id;
+		if (r->state == RS_DETACHED) /* the grace ends where lockd saw it end */
+			it[k].expire_ms = (r->grace_end_us - now) / 1000 > 1
+						  ? (r->grace_end_us - now) / 1000
+						  : 1;
+		else
+			it[k].expire_ms = expire_attached(r);
+	}
+	if (rl_sess_touch(it, (int)n, touched, &all))
+		calls++;
+	else
+		free(it);
+}
+
+static void touch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	log_debug("touching %zu session record(s)", all.len);
+	touch(NULL);
+	rn_timer_at(touch_ev, now_us() + cfg->lease_ms * 1000 / 3);
+}
+
+/* --- setup --- */
+
+int rs_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
+{
+	base = b;
+	cfg = c;
+	ops = o;
+	waitq_init(&all);
+	if (keytab_init(&table, 64) != 0 || !(touch_ev = evtimer_new(base, touch_cb, NULL)))
+		return -1;
+	rn_timer_at(touch_ev, now_us() + cfg->lease_ms * 1000 / 3);
+	return 0;
+}
+
+void rs_set_cfg(const struct config *c) { cfg = c; }
+
+void rs_shutdown_all(void)
+{
+	/* Each record lives on for the longer of its grace and the lease its
+	 * holds were last given (they are not renewed any more). */
+	stopping = 1;
+	for (struct wq_link *l = all.head.next; l != &all.head; l = l->next) {
+		struct rsess *r = wq_entry(l, struct rsess, link);
+		int64_t keep = r->grace_ms > cfg->lease_ms ? r->grace_ms : cfg->lease_ms;
+		struct rl_sess_item *it = calloc(1, sizeof(*it));
+		if (!it)
+			continue;
+		it->sid = r->id;
+		it->expire_ms = keep;
+		if (rl_sess_touch(it, 1, fire_and_forget, FORGET))
+			calls++;
+		else
+			free(it);
+	}
+}
+
+int rs_busy(void) { return calls > 0; }
+
+void rs_shutdown(void)
+{
+	struct wq_link *l;
+	while ((l = waitq_pop(&all))) {
+		struct rsess *r = wq_entry(l, struct rsess, link);
+		keytab_remove(&table, &r->node);
+		r->state = RS_PLAIN;
+		rs_free(r);
+	}
+	keytab_destroy(&table);
+	if (touch_ev)
+		event_free(touch_ev);
+	touch_ev = NULL;
+}

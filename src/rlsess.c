@@ -1,0 +1,342 @@
+/* rlsess: the session records of sessions that outlive a connection
+ * (protocol 1.2), on the call machinery of redlock.c (redlock_int.h).
+ * The records and what each script does with them: scripts.c. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "quorum.h"
+#include "redlock_int.h"
+#include "stats.h"
+
+/* A call about one record: EVALSHA sha 1 record instance ... */
+static struct rl_call *one_record(enum rl_kind kind, const char *sid, int nargs, size_t bytes)
+{
+	struct rl_call *c = rl_call_new(kind, 0);
+	if (!c)
+		return NULL;
+	if (rl_dyn_args(c, SA_KEYS + 1 + nargs, bytes + rl_prefix_len + 64)) {
+		rl_call_free(c);
+		return NULL;
+	}
+	c->rel_fired = kind != RK_SESS;  /* put and end answer through rel_done, */
+	c->done_fired = kind == RK_SESS; /* the others through done */
+	char *p = c->dbuf;
+	c->dargv[SA_NKEYS] = "1";
+	c->dargvlen[SA_NKEYS] = 1;
+	c->dargv[SA_KEYS] = p;
+	c->dargvlen[SA_KEYS] = rl_record_at(p, sid);
+	c->keyp = NULL;
+	c->klen = c->dargvlen[SA_KEYS] + 1; /* bytes used of dbuf */
+	return c;
+}
+
+/* Put a string argument (copied) at position at; returns where the next goes. */
+static char *arg(struct rl_call *c, int at, char *p, const char *v)
+{
+	return rl_put_copy(c, at, p, v, strlen(v));
+}
+
+static void record_reply(struct master *m, redisReply *r, void *arg_)
+{
+	struct rl_call *c = arg_;
+	c->pending--;
+	if (!c->expired)
+		c->st[m->idx] = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? MR_YES
+										       : MR_FAIL;
+	rl_check(c);
+}
+
+/* A put or an end: RL_OK once a majority of the counting masters wrote. */
+static void check_record(struct rl_call *c)
+{
+	enum quorum_state v = quorum_verdict(rl_count_st(c, c->st, MR_YES), 0,
+					     rl_count_st(c, c->st, MR_WAIT), c->maj);
+	if (c->rel_fired)
+		return;
+	if (v == Q_WON || v == Q_LOST || (!c->pending || c->expired)) {
+		c->rel_fired = 1;
+		c->rel_result = v == Q_WON ? RL_OK : RL_QUORUM;
+		if (c->rel_done && c->owner)
+			c->rel_done(c, c->owner);
+	}
+}
+
+struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
+			    int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+			    rl_done_fn *done, void *owner)
+{
+	size_t bytes = 128 + (secret ? strlen(secret) : 0);
+	for (int k = 0; k < n; k++)
+		bytes += 2 * holds[k].klen + TOKEN_LEN + 96;
+	struct rl_call *c = one_record(RK_SESS, sid, 4 + 2 * n, bytes);
+	if (!c)
+		return NULL;
+	char *p = c->dbuf + c->klen, num[24];
+	int a = SA_KEYS + 1;
+	p = arg(c, a++, p, rl_instance);
+	p = arg(c, a++, p, secret ? secret : "");
+	snprintf(num, sizeof(num), "%lld", (long long)grace_ms);
+	p = arg(c, a++, p, grace_ms >= 0 ? num : "");
+	snprintf(num, sizeof(num), "%lld", (long long)(expire_ms > 0 ? expire_ms : 0));
+	p = arg(c, a++, p, num);
+	for (int k = 0; k < n; k++) {
+		const struct rl_sess_hold *h = &holds[k];
+		c->dargv[a] = p;
+		c->dargvlen[a] = rl_field_at(p, h->kind, h->permit, h->key, h->klen);
+		p += c->dargvlen[a++] + 1;
+		c->dargv[a] = p;
+		c->dargvlen[a] = (size_t)sprintf(p, "%.*s %llu %u %d", TOKEN_LEN, h->token,
+						 (unsigned long long)h->fence, h->holds, h->ttl ? 1 : 0);
+		p += c->dargvlen[a++] + 1;
+	}
+	c->rel_done = done;
+	c->owner = owner;
+	c->check_fn = check_record;
+	rl_fanout(c, SCR_SESS_PUT, record_reply);
+	return c;
+}
+
+struct rl_call *rl_sess_end(const char *sid, rl_done_fn *done, void *owner)
+{
+	struct rl_call *c = one_record(RK_SESS, sid, 1, 64);
+	if (!c)
+		return NULL;
+	arg(c, SA_KEYS + 1, c->dbuf + c->klen, rl_instance);
+	c->rel_done = done;
+	c->owner = owner;
+	c->check_fn = check_record;
+	rl_fanout(c, SCR_SESS_END, record_reply);
+	return c;
+}
+
+/* --- the touch --- */
+
+static void touch_reply(struct master *m, redisReply *r, void *arg_)
+{
+	struct rl_call *c = arg_;
+	struct sess_part *sp = &c->u.sess;
+	int i = m->idx;
+	c->pending--;
+	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == sp->nitems) {
+		c->st[i] = MR_YES;
+		for (int k = 0; k < sp->nitems; k++) {
+			long long v = r->element[k]->type == REDIS_REPLY_INTEGER ? r->element[k]->integer
+										 : -1;
+			sp->items[k].missing |= v == 2;
+			if (!c->counts[i])
+				continue;
+			sp->items[k].yes += v == 1;
+			sp->items[k].other += v == 0;
+		}
+	} else if (!c->expired) {
+		c->st[i] = MR_FAIL;
+	}
+	rl_check(c);
+}
+
+static void check_touch(struct rl_call *c)
+{
+	if (c->pending && !c->expired)
+		return;
+	for (int k = 0; k < c->u.sess.nitems; k++)
+		c->u.sess.items[k].moved = quorum_reached(c->u.sess.items[k].other, c->maj);
+	rl_fire_done(c);
+}
+
+struct rl_call *rl_sess_touch(struct rl_sess_item *items, int n, rl_done_fn *done, void *owner)
+{
+	struct rl_call *c = rl_call_new(RK_TOUCH, 0);
+	if (!c)
+		return NULL;
+	c->u.sess.items = items;
+	c->u.sess.nitems = n;
+	if (rl_dyn_args(c, SA_KEYS + 2 * n + 1, (size_t)n * (rl_prefix_len + 64) + 64)) {
+		rl_call_free(c);
+		return NULL;
+	}
+	char *p = c->dbuf;
+	int a = SA_NKEYS;
+	c->dargv[a] = p;
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", n);
+	p += c->dargvlen[a - 1] + 1;
+	for (int k = 0; k < n; k++) {
+		snprintf(items[k].id, sizeof(items[k].id), "%s", items[k].sid);
+		items[k].sid = items[k].id; /* the caller's may go away before the verdict */
+		items[k].moved = items[k].missing = items[k].yes = items[k].other = 0;
+		c->dargv[a] = p;
+		c->dargvlen[a] = rl_record_at(p, items[k].sid);
+		p += c->dargvlen[a++] + 1;
+	}
+	p = arg(c, a++, p, rl_instance);
+	for (int k = 0; k < n; k++) {
+		c->dargv[a] = p;
+		c->dargvlen[a] = (size_t)sprintf(p, "%lld", (long long)items[k].expire_ms);
+		p += c->dargvlen[a++] + 1;
+	}
+	c->done = done;
+	c->owner = owner;
+	c->rel_fired = 1;
+	c->check_fn = check_touch;
+	rl_fanout(c, SCR_SESS_TOUCH, touch_reply);
+	return c;
+}
+
+struct rl_sess_item *rl_sess_items(const struct rl_call *c, int *n)
+{
+	*n = c->u.sess.nitems;
+	return c->u.sess.items;
+}
+
+/* --- the adoption --- */
+
+/* The entry of a's holds for a record field (made on first sight). */
+static struct rl_adopted *entry(struct sess_part *sp, const char *f, size_t flen)
+{
+	const char *sp_ = memchr(f, ' ', flen);
+	if (flen < 4 || !sp_ || (f[0] != 'x' && f[0] != 'p' && f[0] != 's'))
+		return NULL;
+	size_t klen = flen - (size_t)(sp_ + 1 - f);
+	uint32_t permit = (uint32_t)strtoul(f + 1, NULL, 10);
+	for (int i = 0; i < sp->a.n; i++) {
+		struct rl_adopted *e = &sp->a.holds[i];
+		if (e->kind == f[0] && e->permit == permit && e->klen == klen &&
+		    memcmp(e->key, sp_ + 1, klen) == 0)
+			return e;
+	}
+	if (sp->a.n == sp->cap) {
+		int cap = sp->cap ? 2 * sp->cap : 8;
+		struct rl_adopted *h = realloc(sp->a.holds, (size_t)cap * sizeof(*h));
+		if (!h)
+			return NULL;
+		sp->a.holds = h;
+		sp->cap = cap;
+	}
+	struct rl_adopted *e = &sp->a.holds[sp->a.n];
+	memset(e, 0, sizeof(*e));
+	if (!(e->key = malloc(klen + 1)))
+		return NULL;
+	memcpy(e->key, sp_ + 1, klen);
+	e->key[klen] = '\0';
+	e->klen = klen;
+	e->kind = f[0];
+	e->permit = permit;
+	e->lease_ms = -1;
+	sp->a.n++;
+	return e;
+}
+
+/* One master's {1, grace, field, value, ok, left, ...}. */
+static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
+{
+	struct sess_part *sp = &c->u.sess;
+	for (size_t k = 2; k + 3 < r->elements; k += 4) {
+		const redisReply *f = r->element[k], *v = r->element[k + 1];
+		const redisReply *ok = r->element[k + 2], *left = r->element[k + 3];
+		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+		    ok->type != REDIS_REPLY_INTEGER || left->type != REDIS_REPLY_INTEGER)
+			continue;
+		struct rl_adopted *e = entry(sp, f->str, f->len);
+		char tok[TOKEN_LEN + 1];
+		unsigned long long fence;
+		unsigned holds;
+		int ttl;
+		if (!e || sscanf(v->str, "%32s %llu %u %d", tok, &fence, &holds, &ttl) != 4 ||
+		    strlen(tok) != TOKEN_LEN)
+			continue;
+		if (fence >= e->fence) { /* the newest entry says how many holds */
+			e->fence = fence;
+			e->holds = holds;
+			e->ttl = ttl;
+			memcpy(e->token, tok, sizeof(e->token));
+		}
+		if (c->counts[i] && ok->integer == 1) {
+			e->yes++;
+			if (e->lease_ms < 0 || left->integer < e->lease_ms)
+				e->lease_ms = left->integer;
+		}
+	}
+}
+
+static void adopt_reply(struct master *m, redisReply *r, void *arg_)
+{
+	struct rl_call *c = arg_;
+	struct sess_part *sp = &c->u.sess;
+	int i = m->idx;
+	c->pending--;
+	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+	    r->element[0]->type == REDIS_REPLY_INTEGER) {
+		c->st[i] = MR_YES;
+		long long what = r->element[0]->integer;
+		if (what == 1 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_INTEGER) {
+			sp->found += c->counts[i];
+			if (r->element[1]->integer > sp->a.grace_ms)
+				sp->a.grace_ms = r->element[1]->integer;
+			adopt_holds(c, i, r);
+		} else {
+			sp->none += c->counts[i];
+		}
+	} else if (!c->expired) {
+		if (r && r->type == REDIS_REPLY_ERROR)
+			log_warn("master %s: adopt: %s", m->name, r->str);
+		c->st[i] = MR_FAIL;
+	}
+	rl_check(c);
+}
+
+/* Every counting master answered (or the time is up): found on a
+ * majority, each hold ours where a majority holds it for us in time. */
+static void check_adopt(struct rl_call *c)
+{
+	struct sess_part *sp = &c->u.sess;
+	if (c->pending && !c->expired)
+		return;
+	switch (quorum_verdict(sp->found, sp->none, 0, c->maj)) {
+	case Q_WON:
+		sp->a.result = RL_OK;
+		break;
+	case Q_BUSY:
+		sp->a.result = RL_BUSY;
+		break;
+	default:
+		sp->a.result = RL_QUORUM;
+		break;
+	}
+	int64_t now = now_us();
+	for (int k = 0; sp->a.result == RL_OK && k < sp->a.n; k++) {
+		struct rl_adopted *e = &sp->a.holds[k];
+		int64_t until = e->lease_ms > 0
+					? quorum_valid_until(e->lease_ms, c->start_us, now, rl_drift)
+					: 0;
+		e->start_us = c->start_us;
+		e->ok = quorum_reached(e->yes, c->maj) && until > 0;
+		e->validity_us = e->ok ? until : 0;
+	}
+	rl_fire_done(c);
+}
+
+struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease_ms,
+			      rl_done_fn *done, void *owner)
+{
+	struct rl_call *c = one_record(RK_ADOPT, sid, 4, strlen(secret) + 64);
+	if (!c)
+		return NULL;
+	char *p = c->dbuf + c->klen, num[24];
+	int a = SA_KEYS + 1;
+	snprintf(num, sizeof(num), "%lld", (long long)lease_ms);
+	p = arg(c, a++, p, secret);
+	p = arg(c, a++, p, rl_instance);
+	p = arg(c, a++, p, num);
+	arg(c, a++, p, rl_prefix);
+	c->lease_ms = lease_ms;
+	c->done = done;
+	c->owner = owner;
+	c->check_fn = check_adopt;
+	rl_fanout(c, SCR_SESS_ADOPT, adopt_reply);
+	return c;
+}
+
+const struct rl_adoption *rl_adoption_of(const struct rl_call *c) { return &c->u.sess.a; }
