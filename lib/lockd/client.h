@@ -41,17 +41,16 @@ extern "C" {
 #define LOCKD_DEFAULT_PORT       7390
 #define LOCKD_CONNECT_TIMEOUT_MS 5000      /* when lockd_opts.connect_timeout_ms is 0 */
 #define LOCKD_MAX_LINE           (1 << 20) /* when lockd_opts.max_line is 0 */
-#define LOCKD_MAX_KEY                                                                              \
-	65536                /* the longest key any lockd accepts                                  \
-	                        (limits.max_key_len at its highest) */
-#define LOCKD_EXCLUSIVE 0    /* hold of lockd_lock(): exclusive */
-#define LOCKD_SHARED    (-1) /* hold of lockd_lock(): SHARED */
+#define LOCKD_MAX_KEY            65536     /* the longest key any lockd accepts */
+#define LOCKD_EXCLUSIVE          0         /* hold of lockd_lock(): exclusive */
+#define LOCKD_SHARED             (-1)      /* hold of lockd_lock(): SHARED */
 
 enum lockd_status {
 	LOCKD_OK = 0,
 	LOCKD_EARG = -1,      /* a bad argument: empty request, CR, LF or NUL in it,
-	                         bad address or password, a struct lockd_opts
-	                         without its size; the client is unchanged */
+	                         a number out of range in a typed request, bad
+	                         address or password, a struct lockd_opts without
+	                         its size; a request leaves the client unchanged */
 	LOCKD_ENOMEM = -2,    /* out of memory */
 	LOCKD_ECONNECT = -3,  /* could not connect (every address refused) */
 	LOCKD_ETIMEDOUT = -4, /* connect, AUTH or a reply took longer than allowed */
@@ -83,7 +82,9 @@ enum lockd_status {
  * without breaking programs already built. A size of 0 (a struct zeroed
  * without LOCKD_OPTS_INIT) is refused with LOCKD_EARG; so is a larger
  * struct than this library knows whose extra bytes are not all zero (an
- * option this version cannot honour). */
+ * option this version cannot honour). The size field came with version 2
+ * of the interface (libtool 2:0:0, soname liblockd.so.2): liblockd(3),
+ * "ABI". */
 struct lockd_opts {
 	size_t size;            /* sizeof(struct lockd_opts): LOCKD_OPTS_INIT */
 	const char *host;       /* NULL: LOCKD_DEFAULT_HOST; a name or an IPv4/IPv6 literal
