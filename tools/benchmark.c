@@ -69,7 +69,7 @@ static struct target {
 	struct lockd_opts lo;
 	char host[NI_MAXHOST]; /* the numeric address */
 	char name[300];        /* as given, for messages */
-} target;
+} target = {.lo = LOCKD_OPTS_INIT};
 
 static void resolve_target(void)
 {

@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 	};
 	const char *cacert = NULL, *cert = NULL, *key = NULL;
 	int tls = 0;
-	struct lc_conn conn = {0};
+	struct lc_conn conn = {.o = LOCKD_OPTS_INIT};
 	const char *host = NULL, *port = NULL, *sock = NULL;
 	char *password = NULL;
 	int from_stdin = 0, opt, ex;

@@ -17,6 +17,10 @@
  *    lockd_timeout_ms() has passed, lockd_step(): it writes, reads, and
  *    calls the reply and event callbacks. The fd never blocks.
  *
+ * Requests are lines (lockd_call(), lockd_send(), and their printf forms,
+ * which refuse a line with CR, LF or NUL), or typed requests with a key
+ * (lockd_lock(), ...), which also refuse a key lockd would refuse.
+ *
  * Errors: functions return LOCKD_OK (0) or a negative enum lockd_status.
  * A failure of the connection (closed, I/O error, reply timeout, a reply
  * that is not protocol version 1) is final: the client keeps the first
@@ -37,11 +41,16 @@ extern "C" {
 #define LOCKD_DEFAULT_PORT       7390
 #define LOCKD_CONNECT_TIMEOUT_MS 5000      /* when lockd_opts.connect_timeout_ms is 0 */
 #define LOCKD_MAX_LINE           (1 << 20) /* when lockd_opts.max_line is 0 */
+#define LOCKD_MAX_KEY            65536     /* the longest key any lockd accepts */
+#define LOCKD_EXCLUSIVE          0         /* hold of lockd_lock(): exclusive */
+#define LOCKD_SHARED             (-1)      /* hold of lockd_lock(): SHARED */
 
 enum lockd_status {
 	LOCKD_OK = 0,
-	LOCKD_EARG = -1,      /* a bad argument: empty request, CR or LF in it,
-	                         bad address or password; the client is unchanged */
+	LOCKD_EARG = -1,      /* a bad argument: empty request, CR, LF or NUL in it,
+	                         a number out of range in a typed request, bad
+	                         address or password, a struct lockd_opts without
+	                         its size; a request leaves the client unchanged */
 	LOCKD_ENOMEM = -2,    /* out of memory */
 	LOCKD_ECONNECT = -3,  /* could not connect (every address refused) */
 	LOCKD_ETIMEDOUT = -4, /* connect, AUTH or a reply took longer than allowed */
@@ -57,10 +66,27 @@ enum lockd_status {
 	                         refused ours (or asked for one), a file of tls_ca,
 	                         tls_cert or tls_key did not load, or liblockd was
 	                         built without TLS (lockd_tls_available()) */
+	LOCKD_EKEY = -11,     /* a typed request (lockd_lock(), ...) was given a key
+	                         lockd would refuse: empty, longer than LOCKD_MAX_KEY,
+	                         or a byte outside 0x21-0x7e (a blank, CR, LF, NUL,
+	                         control or non-ASCII byte); nothing was sent and
+	                         the client is unchanged */
 };
 
-/* Where and how to connect. Zeroed fields take the defaults. */
+/* Where and how to connect. Zeroed fields take the defaults.
+ *
+ * The library reads only the fields that lie wholly within size, which
+ * the program sets to sizeof(struct lockd_opts) as it was compiled:
+ * LOCKD_OPTS_INIT does it. Fields appended in later versions then take
+ * their defaults for a program built before them, and the struct can grow
+ * without breaking programs already built. A size of 0 (a struct zeroed
+ * without LOCKD_OPTS_INIT) is refused with LOCKD_EARG; so is a larger
+ * struct than this library knows whose extra bytes are not all zero (an
+ * option this version cannot honour). The size field came with version 2
+ * of the interface (libtool 2:0:0, soname liblockd.so.2): liblockd(3),
+ * "ABI". */
 struct lockd_opts {
+	size_t size;            /* sizeof(struct lockd_opts): LOCKD_OPTS_INIT */
 	const char *host;       /* NULL: LOCKD_DEFAULT_HOST; a name or an IPv4/IPv6 literal
 	                           (names are resolved with getaddrinfo, which blocks) */
 	int port;               /* 0: LOCKD_DEFAULT_PORT */
@@ -68,8 +94,7 @@ struct lockd_opts {
 	const char *password;   /* set: AUTH with it first (one token, no blanks) */
 	int connect_timeout_ms; /* 0: LOCKD_CONNECT_TIMEOUT_MS; < 0: none. Covers AUTH. */
 	size_t max_line;        /* 0: LOCKD_MAX_LINE; longest reply line accepted */
-	/* TLS (appended: version 1 of the interface, libtool 1:0:1). The
-	 * handshake is part of connecting: connect_timeout_ms covers it. */
+	/* TLS. The handshake is part of connecting: connect_timeout_ms covers it. */
 	int tls;                     /* 1: speak TLS (a lockd listener with tls:) */
 	const char *tls_ca;          /* PEM file of the CAs that sign lockd's certificate;
 	                                NULL: the system's default CAs */
@@ -82,7 +107,15 @@ struct lockd_opts {
 	                                lockd_open_fd() and no name, only the chain is
 	                                verified */
 	int tls_no_verify;           /* 1: do not verify lockd's certificate (tests) */
+	/* New fields go here, at the end, and mean "as before" when zero. */
 };
+
+/* struct lockd_opts o = LOCKD_OPTS_INIT; then set fields. A designated
+ * initializer may instead name .size = sizeof(struct lockd_opts) itself. */
+#define LOCKD_OPTS_INIT                                                                            \
+	{                                                                                          \
+		.size = sizeof(struct lockd_opts)                                                  \
+	}
 
 enum lockd_kind {
 	LOCKD_R_OK,      /* "OK" or "OK n" (n: the fence, or holds left after UNLOCK) */
@@ -210,6 +243,44 @@ int lockd_timeout_ms(const struct lockd_client *c);
 size_t lockd_pending(const struct lockd_client *c);
 /* 1 once connected (and AUTH accepted, when a password was given). */
 int lockd_ready(const struct lockd_client *c);
+
+/* ---- typed requests ----
+ *
+ * Requests with a key, built from arguments: the key is checked first
+ * (lockd_check_key()), so a key such as "k WAIT" or "k\r\nQUIT" is
+ * refused with LOCKD_EKEY and never reaches lockd; a bad number gives
+ * LOCKD_EARG. Either way nothing is queued and the client is unchanged.
+ * The blocking forms wait like lockd_call() (reply, timeout_ms, and the
+ * same rules); the lockd_send_ forms queue like lockd_send() (timeout_ms,
+ * tag).
+ *
+ * hold: LOCKD_EXCLUSIVE (0) a plain lock, LOCKD_SHARED a shared hold
+ *       (SHARED), n > 0 one of the key's n permits (PERMITS n);
+ * wait_ms: < 0 wait without limit (no WAIT), else WAIT wait_ms (0: one
+ *       attempt, answered TIMEOUT rather than BUSY);
+ * ttl_ms: 0 a lease lockd renews while the session lives (no TTL), > 0
+ *       TTL ttl_ms; for lockd_extend() the new lease (> 0);
+ * permits: 0 plain STATUS, n > 0 STATUS key PERMITS n. */
+int lockd_check_key(const char *key); /* LOCKD_OK or LOCKD_EKEY */
+int lockd_lock(struct lockd_client *c, const char *key, int hold, int wait_ms, int ttl_ms,
+               int timeout_ms, const struct lockd_reply **reply);
+int lockd_trylock(struct lockd_client *c, const char *key, int hold, int ttl_ms, int timeout_ms,
+                  const struct lockd_reply **reply);
+int lockd_unlock(struct lockd_client *c, const char *key, int timeout_ms,
+                 const struct lockd_reply **reply);
+int lockd_extend(struct lockd_client *c, const char *key, int ttl_ms, int timeout_ms,
+                 const struct lockd_reply **reply);
+int lockd_key_status(struct lockd_client *c, const char *key, int permits, int timeout_ms,
+                     const struct lockd_reply **reply);
+int lockd_send_lock(struct lockd_client *c, const char *key, int hold, int wait_ms, int ttl_ms,
+                    int timeout_ms, void *tag);
+int lockd_send_trylock(struct lockd_client *c, const char *key, int hold, int ttl_ms,
+                       int timeout_ms, void *tag);
+int lockd_send_unlock(struct lockd_client *c, const char *key, int timeout_ms, void *tag);
+int lockd_send_extend(struct lockd_client *c, const char *key, int ttl_ms, int timeout_ms,
+                      void *tag);
+int lockd_send_key_status(struct lockd_client *c, const char *key, int permits, int timeout_ms,
+                          void *tag);
 
 /* ---- errors ---- */
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzz the parser and the config loader with libFuzzer (clang, Debian's
-# libclang-rt-14-dev). Not part of make check. Usage, from the top of a
+# Fuzz the request parser, the config loader and liblockd's reply parser
+# (lib/reply.c) with libFuzzer (clang, Debian's libclang-rt-14-dev), each
+# for SECONDS_EACH. Not part of make check. Usage, from the top of a
 # configured tree: tests/fuzz/run.sh [SECONDS_EACH]   (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -9,10 +10,14 @@ out=$(mktemp -d /tmp/lockd-fuzz.XXXXXX)
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -I. -Isrc -D_GNU_SOURCE -DHAVE_CONFIG_H"
 clang $flags tests/fuzz/fuzz_proto.c src/proto.c src/util.c -o "$out/fuzz_proto"
 clang $flags tests/fuzz/fuzz_cfg.c src/cfg.c src/util.c src/log.c -lyaml -o "$out/fuzz_cfg"
-mkdir -p "$out/c_proto" "$out/c_cfg"
+clang $flags -Ilib tests/fuzz/fuzz_reply.c lib/reply.c src/proto.c src/util.c -o "$out/fuzz_reply"
+mkdir -p "$out/c_proto" "$out/c_cfg" "$out/c_reply"
 printf 'LOCK k WAIT 10 TTL 5\r' >"$out/c_proto/1"
 printf 'TRYLOCK key TTL 1\n' >"$out/c_proto/2"
 cp conf/lockd.yml "$out/c_cfg/1"
+printf '\001KEY a 1 1 100\r\nLOST a 7\r\nEND\r\nERR QUORUM x\r\n' >"$out/c_reply/1"
+printf 'OK 41\r\nHELD 29998 0\r\nPONG w\r\nnightly-report' >"$out/c_reply/2"
 "$out/fuzz_proto" -max_total_time="$secs" -max_len=256 "$out/c_proto" 2>&1 | tail -3
 "$out/fuzz_cfg" -max_total_time="$secs" -max_len=4096 "$out/c_cfg" 2>&1 | tail -3
+"$out/fuzz_reply" -max_total_time="$secs" -max_len=256 "$out/c_reply" 2>&1 | tail -3
 rm -rf "$out"

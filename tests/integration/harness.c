@@ -1114,8 +1114,10 @@ static int answers_ping(const struct lockd_opts *o)
 static int wait_quorum(struct h_lockd *l, const struct h_opts *o)
 {
 	for (int t = 0; t < 400; t++) {
-		struct lockd_opts lo = {
-		    .unix_path = l->sock, .password = o->password, .connect_timeout_ms = 500};
+		struct lockd_opts lo = {.size = sizeof(struct lockd_opts),
+		                        .unix_path = l->sock,
+		                        .password = o->password,
+		                        .connect_timeout_ms = 500};
 		struct lockd_client *lc = NULL;
 		const struct lockd_reply *r;
 		int ok = lockd_connect(&lo, &lc) == LOCKD_OK &&
@@ -1161,13 +1163,16 @@ int h_lockd_start(const struct h_opts *o)
 		for (int k = 0; k < READY_TRIES; k++) {
 			if (!h_lockd_alive(idx))
 				break;
-			if (answers_ping(&(struct lockd_opts){.unix_path = l->sock})) {
+			if (answers_ping(&(struct lockd_opts){.size = sizeof(struct lockd_opts),
+			                                      .unix_path = l->sock})) {
 				up = 1;
 				break;
 			}
 			h_sleep_ms(25);
 		}
-		if (up && answers_ping(&(struct lockd_opts){.host = "127.0.0.1", .port = l->port}) &&
+		if (up &&
+		    answers_ping(&(struct lockd_opts){
+		        .size = sizeof(struct lockd_opts), .host = "127.0.0.1", .port = l->port}) &&
 		    h_lockd_alive(idx)) {
 			if (!o->no_quorum_wait && wait_quorum(l, o) != 0) {
 				h_lockd_log_tail(idx, 30);

@@ -169,7 +169,7 @@ static struct cl *cl_new(const char *file, int line, int fd, const char *where)
 		h_fail_at(file, line, "connect %s: %s", where, strerror(errno));
 	struct cl *c = calloc(1, sizeof(*c));
 	ck_assert(c != NULL);
-	struct lockd_opts o = {.max_line = CL_MAX_LINE};
+	struct lockd_opts o = {.size = sizeof(struct lockd_opts), .max_line = CL_MAX_LINE};
 	if (lockd_open_fd(fd, &o, &c->lc) != LOCKD_OK)
 		h_fail_at(file, line, "%s", c->lc ? lockd_error(c->lc) : "out of memory");
 	c->fd = fd;

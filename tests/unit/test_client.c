@@ -94,7 +94,8 @@ static struct lockd_client *pair(int *peer, const char *password, struct seen *s
 {
 	int sv[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	struct lockd_opts o = {.password = password, .max_line = 64};
+	struct lockd_opts o = {
+	    .size = sizeof(struct lockd_opts), .password = password, .max_line = 64};
 	struct lockd_client *c = NULL;
 	ck_assert_int_eq(lockd_open_fd(sv[0], &o, &c), LOCKD_OK);
 	ck_assert_ptr_nonnull(c);
@@ -628,7 +629,7 @@ START_TEST(auth_first)
 
 	int sv[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	struct lockd_opts o = {.password = "two words"};
+	struct lockd_opts o = {.size = sizeof(struct lockd_opts), .password = "two words"};
 	ck_assert_int_eq(lockd_open_fd(sv[0], &o, &c), LOCKD_EARG);
 	lockd_close(c);
 	close(sv[1]);
@@ -667,8 +668,10 @@ START_TEST(connect_failures)
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
 	close(fd);
-	struct lockd_opts o = {
-	    .host = "127.0.0.1", .port = ntohs(a.sin_port), .connect_timeout_ms = 1000};
+	struct lockd_opts o = {.size = sizeof(struct lockd_opts),
+	                       .host = "127.0.0.1",
+	                       .port = ntohs(a.sin_port),
+	                       .connect_timeout_ms = 1000};
 	struct lockd_client *c = NULL;
 	ck_assert_int_eq(lockd_connect(&o, &c), LOCKD_ECONNECT);
 	ck_assert_ptr_nonnull(c);
@@ -676,13 +679,14 @@ START_TEST(connect_failures)
 	ck_assert_ptr_nonnull(strstr(lockd_error(c), "127.0.0.1:"));
 	lockd_close(c);
 
-	struct lockd_opts u = {.unix_path = "/nonexistent/lockd.sock"};
+	struct lockd_opts u = {.size = sizeof(struct lockd_opts),
+	                       .unix_path = "/nonexistent/lockd.sock"};
 	ck_assert_int_eq(lockd_connect(&u, &c), LOCKD_ECONNECT);
 	ck_assert_str_eq(lockd_error(c), "connect unix:/nonexistent/lockd.sock: No such file or "
 	                                 "directory");
 	lockd_close(c);
 
-	struct lockd_opts bad = {.port = 70000};
+	struct lockd_opts bad = {.size = sizeof(struct lockd_opts), .port = 70000};
 	ck_assert_int_eq(lockd_connect(&bad, &c), LOCKD_EARG);
 	lockd_close(c);
 }
@@ -738,8 +742,10 @@ START_TEST(auth_timeout)
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	ck_assert_int_eq(listen(fd, 4), 0);
 	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &l), 0);
-	struct lockd_opts o = {
-	    .port = ntohs(a.sin_port), .password = "pw", .connect_timeout_ms = 120};
+	struct lockd_opts o = {.size = sizeof(struct lockd_opts),
+	                       .port = ntohs(a.sin_port),
+	                       .password = "pw",
+	                       .connect_timeout_ms = 120};
 	struct lockd_client *c = NULL;
 	double t0 = now_ms();
 	ck_assert_int_eq(lockd_connect(&o, &c), LOCKD_ETIMEDOUT);
@@ -758,7 +764,10 @@ START_TEST(tls_arguments)
 	struct lockd_client *c = NULL;
 	ck_assert_str_eq(lockd_status_name(LOCKD_ETLS), "LOCKD_ETLS");
 	ck_assert_ptr_nonnull(strstr(lockd_strerror(LOCKD_ETLS), "TLS"));
-	struct lockd_opts o = {.tls = 1, .tls_ca = "/nonexistent/ca.pem", .port = 1};
+	struct lockd_opts o = {.size = sizeof(struct lockd_opts),
+	                       .tls = 1,
+	                       .tls_ca = "/nonexistent/ca.pem",
+	                       .port = 1};
 	int rc = lockd_connect(&o, &c);
 	ck_assert_int_eq(rc, LOCKD_ETLS);
 	ck_assert_ptr_nonnull(
@@ -766,13 +775,14 @@ START_TEST(tls_arguments)
 	lockd_close(c);
 	if (!lockd_tls_available())
 		return;
-	struct lockd_opts k = {.tls = 1, .tls_key = "k.pem", .port = 1};
+	struct lockd_opts k = {
+	    .size = sizeof(struct lockd_opts), .tls = 1, .tls_key = "k.pem", .port = 1};
 	ck_assert_int_eq(lockd_connect(&k, &c), LOCKD_EARG);
 	lockd_close(c);
 	/* a plain lockd on the other end: the handshake fails, and says so */
 	int sv[2];
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	struct lockd_opts p = {.tls = 1, .tls_no_verify = 1};
+	struct lockd_opts p = {.size = sizeof(struct lockd_opts), .tls = 1, .tls_no_verify = 1};
 	ck_assert_int_eq(lockd_open_fd(sv[0], &p, &c), LOCKD_OK);
 	ck_assert_int_eq(lockd_ready(c), 0);
 	ck_assert(lockd_want(c) & POLLIN);
@@ -962,7 +972,8 @@ START_TEST(tls_steps_and_calls)
 		fprintf(stderr, "tls_steps_and_calls: no openssl command: skipped\n");
 		return;
 	}
-	struct lockd_opts o = {.tls_ca = tls_file("ca.pem"),
+	struct lockd_opts o = {.size = sizeof(struct lockd_opts),
+	                       .tls_ca = tls_file("ca.pem"),
 	                       .tls_cert = tls_file("client.pem"),
 	                       .tls_key = tls_file("client.key"),
 	                       .tls_server_name = "lockd.test"};
@@ -1018,7 +1029,8 @@ START_TEST(tls_refusals)
 	    {"ca.pem", "lockd.test", 0, "lockd asks for a client certificate"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct lockd_opts o = {.tls_ca = tls_file(cases[i].ca),
+		struct lockd_opts o = {.size = sizeof(struct lockd_opts),
+		                       .tls_ca = tls_file(cases[i].ca),
 		                       .tls_server_name = cases[i].name};
 		if (cases[i].cert) {
 			o.tls_cert = tls_file("client.pem");
