@@ -491,7 +491,9 @@ START_TEST(lockctl_run_not_acquired)
 	const char *a1[] = {"-p", port(), "run", "-n", "busy-job", "--", "sh", "-c", cmd, NULL};
 	double t0 = h_now_ms();
 	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, &err, a1), 75);
-	ck_assert_msg(h_now_ms() - t0 < 1000, "-n took %.0f ms", h_now_ms() - t0);
+	/* one attempt, not a wait: a reply's bound, plus starting lockctl */
+	ck_assert_msg(h_now_ms() - t0 < H_SLOW_LIMIT + H_LOADED, "-n took %.0f ms",
+	              h_now_ms() - t0);
 	ck_assert_str_eq(err, "");
 	free(err);
 	/* -w 300: about 300 ms */
@@ -500,7 +502,8 @@ START_TEST(lockctl_run_not_acquired)
 	t0 = h_now_ms();
 	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, a2), 75);
 	double took = h_now_ms() - t0;
-	ck_assert_msg(took >= 290 && took < 300 + 500 + H_JITTER, "-w 300 took %.0f ms", took);
+	/* WAIT 300, then BUSY's reply: within the reply bound after it */
+	ck_assert_msg(took >= 290 && took < 300 + H_SLOW_LIMIT, "-w 300 took %.0f ms", took);
 	/* -E 3 */
 	const char *a3[] = {"-p",       port(), "run", "-n", "-E", "3",
 	                    "busy-job", "--",   "sh",  "-c", cmd,  NULL};
@@ -621,7 +624,10 @@ START_TEST(lockctl_run_lost)
 	        gone - t_stop, LEASE, after_lost);
 	ck_assert_msg(gone - t_stop <= LEASE + 1000 + H_JITTER, "gone %.0f ms after the stop",
 	              gone - t_stop);
-	ck_assert_msg(after_lost >= 0 && after_lost < 100, "%.2f ms from LOST to gone", after_lost);
+	/* SIGTERM at once on LOST (the sleeps die of it), not at the end of
+	 * the grace (1000 ms): the bound above is the safety one */
+	ck_assert_msg(after_lost >= 0 && after_lost < H_LOADED, "%.2f ms from LOST to gone",
+	              after_lost);
 	free(err);
 	h_master_cont(0);
 	h_master_cont(1);
@@ -639,7 +645,9 @@ START_TEST(lockctl_run_lockd_killed)
 	ck_assert_msg(gone > 0, "CMD's group still there 3 s after lockd was killed");
 	fprintf(stderr, "lockctl_run_lockd_killed: lockd killed -> CMD's group gone: %.1f ms\n",
 	        gone - t0);
-	ck_assert_msg(gone - t0 < 500, "%.0f ms", gone - t0);
+	/* stopped at once on EOF (loaded headroom), not when the heartbeat
+	 * finds lockd silent near the lease's end (~2 s here) */
+	ck_assert_msg(gone - t0 < 500 + H_LOADED, "%.0f ms", gone - t0);
 	ck_assert_int_eq(wait_lc(&p, 5000), 70);
 	char *err = slurp(p.err);
 	ck_assert_msg(strstr(err, "connection to lockd lost") != NULL, "stderr '%s'", err);
@@ -696,9 +704,10 @@ START_TEST(lockctl_run_killed)
 	        "lockctl_run_killed: lockctl killed -> CMD's group gone: %.1f ms "
 	        "(grace 400 ms, sh ignores SIGTERM)\n",
 	        gone - t0);
-	ck_assert_msg(gone - t0 >= 350 && gone - t0 < 400 + 500, "%.0f ms", gone - t0);
-	/* then the session ends: released within the service level */
-	double end = h_now_ms() + 1000 + H_JITTER;
+	/* SIGKILL at the end of the grace (400 ms), not before; loaded headroom after */
+	ck_assert_msg(gone - t0 >= 350 && gone - t0 < 400 + H_LOADED, "%.0f ms", gone - t0);
+	/* then the session ends: released within the service level (1 s) */
+	double end = h_now_ms() + 1000 + H_LOADED;
 	while (cl_status(c, "job", &ttl, &waiters) != 0) {
 		ck_assert_msg(h_now_ms() < end, "not released 1 s after CMD's group was gone");
 		h_sleep_ms(10);

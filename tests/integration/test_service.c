@@ -332,7 +332,7 @@ START_TEST(sigterm_releases)
 	h_lockd_signal(0, SIGTERM);
 	cl_want_prefix(b, "ERR SHUTDOWN", 3000);
 	cl_want_prefix(c, "ERR SHUTDOWN", 3000);
-	int rem = (int)(t0 + 5000 + H_JITTER - h_now_ms());
+	int rem = (int)(t0 + 5000 + H_LOADED - h_now_ms());
 	int st = h_lockd_wait(0, rem > 0 ? rem : 0);
 	double took = h_now_ms() - t0;
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
