@@ -716,6 +716,77 @@ START_TEST(lockctl_run_killed)
 }
 END_TEST
 
+/* A key with a blank or a line end would reach lockd as several words (a
+ * key "k WAIT" as option WAIT, "k\r\nUNLOCK x" as a second request):
+ * lockctl refuses it, one-shot and run, with status 2 and a message
+ * naming it, and never connects: lockd counts no client, grants nothing
+ * and sees no error. A good one-shot after them does connect (the counter
+ * would have seen them). */
+START_TEST(lockctl_refuses_blank_keys)
+{
+	h_std(NULL);
+	static const char *const keys[] = {"k WAIT", "k\r\nUNLOCK x", "k\tTTL", "k\n"};
+	struct cl *s = cl_open();
+	char *clients0 = cl_stat(s, "clients_total"), *errs0 = cl_stat(s, "protocol_errors");
+	char *grants0 = cl_stat(s, "grants");
+	ck_assert(clients0 && errs0 && grants0);
+	char mark[PATH_MAX], cmd[PATH_MAX + 16];
+	snprintf(mark, sizeof(mark), "%s/ran", h_dir());
+	snprintf(cmd, sizeof(cmd), "touch %s", mark);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *k = keys[i];
+		char *out, *err;
+		const char *one[] = {"-p", port(), "LOCK", k, NULL};
+		int st = lc_sync(NULL, NULL, &out, &err, one);
+		ck_assert_msg(
+		    st == 2 && strcmp(out, "") == 0 && strstr(err, "argument 2 (") != NULL &&
+		        strstr(err, "contains a blank or a line end") != NULL,
+		    "lockctl LOCK '%s': status %d, stdout '%s', stderr '%s'", h_esc(k, strlen(k)),
+		    st, h_esc(out, strlen(out)), h_esc(err, strlen(err)));
+		free(out);
+		free(err);
+		const char *trylock[] = {"-p", port(), "TRYLOCK", k, "TTL", "5000", NULL};
+		ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, trylock), 2);
+		const char *run[] = {"-p", port(), "run", "-n", k, "--", "sh", "-c", cmd, NULL};
+		st = lc_sync(NULL, NULL, &out, &err, run);
+		ck_assert_msg(st == 2 && strcmp(out, "") == 0 &&
+		                  strstr(err, "want printable ASCII without blanks") != NULL,
+		              "lockctl run '%s': status %d, stdout '%s', stderr '%s'",
+		              h_esc(k, strlen(k)), st, h_esc(out, strlen(out)),
+		              h_esc(err, strlen(err)));
+		free(out);
+		free(err);
+		ck_assert_msg(access(mark, F_OK) == -1, "lockctl run '%s' ran CMD",
+		              h_esc(k, strlen(k)));
+	}
+	/* nothing reached lockd */
+	char *clients1 = cl_stat(s, "clients_total"), *errs1 = cl_stat(s, "protocol_errors");
+	ck_assert_msg(strcmp(clients1, clients0) == 0,
+	              "clients_total %s after the refused keys, %s before: lockctl connected",
+	              clients1, clients0);
+	ck_assert_str_eq(errs1, errs0);
+	char *grants1 = cl_stat(s, "grants");
+	ck_assert_str_eq(grants1, grants0);
+	cl_expect(s, "STATUS k", "FREE");
+	cl_expect(s, "STATUS x", "FREE");
+	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:k", NULL, NULL), 0);
+	/* the control: a good one-shot is counted */
+	const char *ping[] = {"-p", port(), "PING", NULL};
+	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, ping), 0);
+	char *clients2 = cl_stat(s, "clients_total");
+	ck_assert_msg(strtoll(clients2, NULL, 10) == strtoll(clients0, NULL, 10) + 1,
+	              "clients_total %s after one good lockctl, %s before", clients2, clients0);
+	free(clients0);
+	free(clients1);
+	free(clients2);
+	free(errs0);
+	free(errs1);
+	free(grants0);
+	free(grants1);
+	cl_close(s);
+}
+END_TEST
+
 /* ------------------------------------------------------------ the prompt */
 
 struct pty {
@@ -962,6 +1033,7 @@ TCase *tc_lockctl(void)
 	H_ADD(tc, lockctl_run_lockd_killed);
 	H_ADD(tc, lockctl_run_lockd_silent);
 	H_ADD(tc, lockctl_run_killed);
+	H_ADD(tc, lockctl_refuses_blank_keys);
 	H_ADD(tc, lockctl_prompt);
 	H_ADD(tc, lockctl_tls);
 	return tc;
