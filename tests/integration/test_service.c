@@ -254,7 +254,10 @@ START_TEST(sighup_fixed_keys)
 	snprintf(m2, sizeof(m2), ", \"127.0.0.1:%d\"]", h_master(2)->port);
 	char *a = h_replace1(orig, oldl, newl);
 	char *b = h_replace1(a, m2, "]");
-	char *c2 = h_replace1(b, "  timeout_ms: 50\n", "  timeout_ms: 50\n  key_prefix: \"zz:\"\n");
+	char tmo[64], tmo_prefix[96];
+	snprintf(tmo, sizeof(tmo), "  timeout_ms: %d\n", H_REDIS_TMO);
+	snprintf(tmo_prefix, sizeof(tmo_prefix), "%s  key_prefix: \"zz:\"\n", tmo);
+	char *c2 = h_replace1(b, tmo, tmo_prefix);
 	ck_assert_msg(strstr(c2, "limits:") == NULL, "unexpected limits section in %s", l->conf);
 	char *d = cat2(c2, "limits:\n  max_key_len: 8\n");
 	long off = h_lockd_reload(0, d);
