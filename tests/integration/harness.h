@@ -17,12 +17,34 @@
 #define H_MAX_MASTERS 7
 #define H_MAX_LOCKDS 3
 #define H_TMO 2000 /* default reply timeout, ms */
-/* allowance for scheduling noise on top of the service levels of doc/protocol.md */
-#define H_JITTER 150
-#define H_REDIS_TMO 50 /* redis.timeout_ms unless h_opts.timeout_ms says otherwise */
-/* the bound on any reply with healthy or failed masters (doc/protocol.md,
- * "Service levels": redis.timeout_ms + 500 ms), at H_REDIS_TMO */
-#define H_SLOW_LIMIT (H_REDIS_TMO + 500 + H_JITTER)
+/* Time bounds in tests. A test asserts the client contract, not a speed:
+ * an upper bound on how long something takes is a service level of
+ * PROTOCOL.md ("Service levels": handoff on one lockd 100 ms, to another
+ * lockd 500 ms, a lapsed lease's waiter 1 s after it ran out, a session's
+ * locks released 1 s after its end, no reply delayed by more than
+ * redis.timeout_ms + 500 ms) or a documented setting, plus H_LOADED; a
+ * speed that no contract promises is printed, and measured by
+ * lockd-benchmark, never asserted. The tests run on 2-core machines busy
+ * with other work (.ci/run, several builds at once), where lockd, the
+ * masters and the test wait for a CPU: H_LOADED is that headroom. Volume
+ * tests, whose work grows with that load, allow a multiple of the level.
+ *
+ * Lower bounds (nothing before X) and safety bounds (LOST before the
+ * validity ends, a fence, no overlap) get no headroom: they hold on any
+ * machine. H_JITTER is only the time to deliver a line lockd already
+ * sent (a LOST at the validity's end), in those bounds. */
+#define H_LOADED    500
+#define H_JITTER    150
+/* redis.timeout_ms unless h_opts.timeout_ms says otherwise: how long a
+ * healthy master may take to answer before it does not count. On a loaded
+ * machine a master can miss 50 ms: UNLOCK then answers ERR QUORUM, LOCKs
+ * retry until their WAIT ends (a flaky test, not a lockd fault). Less
+ * than a third of the shortest lease_ms of the tests (600), as lockd
+ * requires. */
+#define H_REDIS_TMO 150
+/* the bound on any reply with healthy or failed masters (PROTOCOL.md,
+ * "Service levels": redis.timeout_ms + 500 ms), at H_REDIS_TMO, loaded */
+#define H_SLOW_LIMIT (H_REDIS_TMO + 500 + H_LOADED)
 
 /* ---- time ---- */
 double h_now_ms(void); /* monotonic clock, ms */

@@ -63,8 +63,9 @@ START_TEST(lock_wait_timeout)
 		cl_send(b, "LOCK k WAIT 200\n");
 		cl_want(b, "TIMEOUT", 2000);
 		double el = h_now_ms() - t0;
-		ck_assert_msg(el >= 200 && el < 1000, "LOCK k WAIT 200 answered TIMEOUT after %.0f ms",
-			      el);
+		/* no earlier than WAIT; no later than WAIT + the reply bound */
+		ck_assert_msg(el >= 200 && el < 200 + H_SLOW_LIMIT,
+		              "LOCK k WAIT 200 answered TIMEOUT after %.0f ms", el);
 	}
 	/* the session still works and does not wait any more */
 	cl_expect(b, "PING", "PONG");
@@ -458,12 +459,12 @@ START_TEST(half_close)
 	cl_want(b, "PONG x", H_TMO);
 	cl_want_ok(b, H_TMO);
 	cl_want_eof(b, 2000);
-	/* and its locks are released (within 1 s) */
+	/* and its locks are released (service level: 1 s; loaded headroom;
+	 * the lease, 3 s, would be later) */
 	double t0 = h_now_ms();
 	cl_send(a, "LOCK k WAIT 3000\n");
 	cl_want_ok(a, 3000);
-	ck_assert_msg(h_now_ms() - t0 < 1000 + H_JITTER, "released after %.0f ms",
-		      h_now_ms() - t0);
+	ck_assert_msg(h_now_ms() - t0 < 1000 + H_LOADED, "released after %.0f ms", h_now_ms() - t0);
 	/* a waiting LOCK is cancelled without a reply, with the requests behind it */
 	cl_send(c, "LOCK k\nPING y\n");
 	cl_wait_waiters(a, "k", 1, 2000);

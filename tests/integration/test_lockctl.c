@@ -491,7 +491,9 @@ START_TEST(lockctl_run_not_acquired)
 	const char *a1[] = {"-p", port(), "run", "-n", "busy-job", "--", "sh", "-c", cmd, NULL};
 	double t0 = h_now_ms();
 	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, &err, a1), 75);
-	ck_assert_msg(h_now_ms() - t0 < 1000, "-n took %.0f ms", h_now_ms() - t0);
+	/* one attempt, not a wait: a reply's bound, plus starting lockctl */
+	ck_assert_msg(h_now_ms() - t0 < H_SLOW_LIMIT + H_LOADED, "-n took %.0f ms",
+	              h_now_ms() - t0);
 	ck_assert_str_eq(err, "");
 	free(err);
 	/* -w 300: about 300 ms */
@@ -500,7 +502,8 @@ START_TEST(lockctl_run_not_acquired)
 	t0 = h_now_ms();
 	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, a2), 75);
 	double took = h_now_ms() - t0;
-	ck_assert_msg(took >= 290 && took < 300 + 500 + H_JITTER, "-w 300 took %.0f ms", took);
+	/* WAIT 300, then BUSY's reply: within the reply bound after it */
+	ck_assert_msg(took >= 290 && took < 300 + H_SLOW_LIMIT, "-w 300 took %.0f ms", took);
 	/* -E 3 */
 	const char *a3[] = {"-p",       port(), "run", "-n", "-E", "3",
 	                    "busy-job", "--",   "sh",  "-c", cmd,  NULL};
@@ -621,7 +624,10 @@ START_TEST(lockctl_run_lost)
 	        gone - t_stop, LEASE, after_lost);
 	ck_assert_msg(gone - t_stop <= LEASE + 1000 + H_JITTER, "gone %.0f ms after the stop",
 	              gone - t_stop);
-	ck_assert_msg(after_lost >= 0 && after_lost < 100, "%.2f ms from LOST to gone", after_lost);
+	/* SIGTERM at once on LOST (the sleeps die of it), not at the end of
+	 * the grace (1000 ms): the bound above is the safety one */
+	ck_assert_msg(after_lost >= 0 && after_lost < H_LOADED, "%.2f ms from LOST to gone",
+	              after_lost);
 	free(err);
 	h_master_cont(0);
 	h_master_cont(1);
@@ -639,7 +645,9 @@ START_TEST(lockctl_run_lockd_killed)
 	ck_assert_msg(gone > 0, "CMD's group still there 3 s after lockd was killed");
 	fprintf(stderr, "lockctl_run_lockd_killed: lockd killed -> CMD's group gone: %.1f ms\n",
 	        gone - t0);
-	ck_assert_msg(gone - t0 < 500, "%.0f ms", gone - t0);
+	/* stopped at once on EOF (loaded headroom), not when the heartbeat
+	 * finds lockd silent near the lease's end (~2 s here) */
+	ck_assert_msg(gone - t0 < 500 + H_LOADED, "%.0f ms", gone - t0);
 	ck_assert_int_eq(wait_lc(&p, 5000), 70);
 	char *err = slurp(p.err);
 	ck_assert_msg(strstr(err, "connection to lockd lost") != NULL, "stderr '%s'", err);
@@ -696,14 +704,86 @@ START_TEST(lockctl_run_killed)
 	        "lockctl_run_killed: lockctl killed -> CMD's group gone: %.1f ms "
 	        "(grace 400 ms, sh ignores SIGTERM)\n",
 	        gone - t0);
-	ck_assert_msg(gone - t0 >= 350 && gone - t0 < 400 + 500, "%.0f ms", gone - t0);
-	/* then the session ends: released within the service level */
-	double end = h_now_ms() + 1000 + H_JITTER;
+	/* SIGKILL at the end of the grace (400 ms), not before; loaded headroom after */
+	ck_assert_msg(gone - t0 >= 350 && gone - t0 < 400 + H_LOADED, "%.0f ms", gone - t0);
+	/* then the session ends: released within the service level (1 s) */
+	double end = h_now_ms() + 1000 + H_LOADED;
 	while (cl_status(c, "job", &ttl, &waiters) != 0) {
 		ck_assert_msg(h_now_ms() < end, "not released 1 s after CMD's group was gone");
 		h_sleep_ms(10);
 	}
 	cl_close(c);
+}
+END_TEST
+
+/* A key with a blank or a line end would reach lockd as several words (a
+ * key "k WAIT" as option WAIT, "k\r\nUNLOCK x" as a second request):
+ * lockctl refuses it, one-shot and run, with status 2 and a message
+ * naming it, and never connects: lockd counts no client, grants nothing
+ * and sees no error. A good one-shot after them does connect (the counter
+ * would have seen them). */
+START_TEST(lockctl_refuses_blank_keys)
+{
+	h_std(NULL);
+	static const char *const keys[] = {"k WAIT", "k\r\nUNLOCK x", "k\tTTL", "k\n"};
+	struct cl *s = cl_open();
+	char *clients0 = cl_stat(s, "clients_total"), *errs0 = cl_stat(s, "protocol_errors");
+	char *grants0 = cl_stat(s, "grants");
+	ck_assert(clients0 && errs0 && grants0);
+	char mark[PATH_MAX], cmd[PATH_MAX + 16];
+	snprintf(mark, sizeof(mark), "%s/ran", h_dir());
+	snprintf(cmd, sizeof(cmd), "touch %s", mark);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *k = keys[i];
+		char *out, *err;
+		const char *one[] = {"-p", port(), "LOCK", k, NULL};
+		int st = lc_sync(NULL, NULL, &out, &err, one);
+		ck_assert_msg(
+		    st == 2 && strcmp(out, "") == 0 && strstr(err, "argument 2 (") != NULL &&
+		        strstr(err, "contains a blank or a line end") != NULL,
+		    "lockctl LOCK '%s': status %d, stdout '%s', stderr '%s'", h_esc(k, strlen(k)),
+		    st, h_esc(out, strlen(out)), h_esc(err, strlen(err)));
+		free(out);
+		free(err);
+		const char *trylock[] = {"-p", port(), "TRYLOCK", k, "TTL", "5000", NULL};
+		ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, trylock), 2);
+		const char *run[] = {"-p", port(), "run", "-n", k, "--", "sh", "-c", cmd, NULL};
+		st = lc_sync(NULL, NULL, &out, &err, run);
+		ck_assert_msg(st == 2 && strcmp(out, "") == 0 &&
+		                  strstr(err, "want printable ASCII without blanks") != NULL,
+		              "lockctl run '%s': status %d, stdout '%s', stderr '%s'",
+		              h_esc(k, strlen(k)), st, h_esc(out, strlen(out)),
+		              h_esc(err, strlen(err)));
+		free(out);
+		free(err);
+		ck_assert_msg(access(mark, F_OK) == -1, "lockctl run '%s' ran CMD",
+		              h_esc(k, strlen(k)));
+	}
+	/* nothing reached lockd */
+	char *clients1 = cl_stat(s, "clients_total"), *errs1 = cl_stat(s, "protocol_errors");
+	ck_assert_msg(strcmp(clients1, clients0) == 0,
+	              "clients_total %s after the refused keys, %s before: lockctl connected",
+	              clients1, clients0);
+	ck_assert_str_eq(errs1, errs0);
+	char *grants1 = cl_stat(s, "grants");
+	ck_assert_str_eq(grants1, grants0);
+	cl_expect(s, "STATUS k", "FREE");
+	cl_expect(s, "STATUS x", "FREE");
+	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:k", NULL, NULL), 0);
+	/* the control: a good one-shot is counted */
+	const char *ping[] = {"-p", port(), "PING", NULL};
+	ck_assert_int_eq(lc_sync(NULL, NULL, NULL, NULL, ping), 0);
+	char *clients2 = cl_stat(s, "clients_total");
+	ck_assert_msg(strtoll(clients2, NULL, 10) == strtoll(clients0, NULL, 10) + 1,
+	              "clients_total %s after one good lockctl, %s before", clients2, clients0);
+	free(clients0);
+	free(clients1);
+	free(clients2);
+	free(errs0);
+	free(errs1);
+	free(grants0);
+	free(grants1);
+	cl_close(s);
 }
 END_TEST
 
@@ -953,6 +1033,7 @@ TCase *tc_lockctl(void)
 	H_ADD(tc, lockctl_run_lockd_killed);
 	H_ADD(tc, lockctl_run_lockd_silent);
 	H_ADD(tc, lockctl_run_killed);
+	H_ADD(tc, lockctl_refuses_blank_keys);
 	H_ADD(tc, lockctl_prompt);
 	H_ADD(tc, lockctl_tls);
 	return tc;

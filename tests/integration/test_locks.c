@@ -120,7 +120,8 @@ START_TEST(two_lockds)
 		ck_assert_msg(ttl > 0 && ttl <= 3000, "ttl %lld", ttl);
 		cl_expect(c, "UNLOCK k", "OK 0");
 	}
-	/* a waiter on the other lockd gets the lock within 500 ms of the release */
+	/* a waiter on the other lockd gets the lock within 500 ms of the release
+	 * (the service level, loaded headroom; not at the lease's end, 3 s) */
 	for (int i = 0; i < 5; i++) {
 		cl_lock(a, "LOCK k");
 		cl_send(b, "LOCK k WAIT 5000\n");
@@ -129,8 +130,8 @@ START_TEST(two_lockds)
 		cl_expect(a, "UNLOCK k", "OK 0");
 		unsigned long long f = cl_want_ok(b, 3000);
 		double el = h_now_ms() - t0;
-		ck_assert_msg(el < 500 + H_JITTER, "granted on the other lockd %.0f ms after UNLOCK",
-			      el);
+		ck_assert_msg(el < 500 + H_LOADED,
+		              "granted on the other lockd %.0f ms after UNLOCK", el);
 		ck_assert_uint_gt(f, last);
 		last = f;
 		cl_expect(b, "UNLOCK k", "OK 0");
@@ -308,8 +309,11 @@ START_TEST(holder_disconnect)
 		cl_close(a);
 		cl_want_ok(b, 3000);
 		double el = h_now_ms() - t0;
-		ck_assert_msg(el < 1000, "%s lock released %.0f ms after its session ended",
-			      ttl ? "TTL" : "watchdog", el);
+		/* service level 1 s, loaded headroom; the lease (3 s, or the
+		 * TTL of 60 s) would be later */
+		ck_assert_msg(el < 1000 + H_LOADED,
+		              "%s lock released %.0f ms after its session ended",
+		              ttl ? "TTL" : "watchdog", el);
 		cl_expect(b, "UNLOCK k", "OK 0");
 		cl_close(b);
 		cl_close(c);
@@ -320,7 +324,7 @@ START_TEST(holder_disconnect)
 	cl_close(a);
 	double t0 = h_now_ms();
 	int n = 3;
-	while (n > 0 && h_now_ms() - t0 < 1000 + H_JITTER) {
+	while (n > 0 && h_now_ms() - t0 < 1000 + H_LOADED) {
 		n = h_masters_with_pttl(3, "lockd:k2", NULL, NULL);
 		if (n)
 			h_sleep_ms(10);

@@ -73,7 +73,7 @@ static unsigned long long first_grant(struct cl *c, const char *key, double tk, 
 	snprintf(req, sizeof(req), "TRYLOCK %s", key);
 	double limit = t0 + EXCL + 2000;
 	int quorum = 0;
-	for (int k = 0; k < 2000 && h_now_ms() < limit + H_JITTER; k++) {
+	for (int k = 0; k < 2000 && h_now_ms() < limit + H_LOADED; k++) {
 		double ts = h_now_ms();
 		const char *r = cl_cmd(c, req, 5000);
 		double tr = h_now_ms();
@@ -406,7 +406,9 @@ START_TEST(waiter_through_restarts)
 	/* the holder's TTL lapses meanwhile: LOST, nothing else */
 	char lost[64];
 	snprintf(lost, sizeof(lost), "LOST w %llu", fa);
-	double rem = ta + 1000 + H_SLOW_LIMIT - h_now_ms();
+	/* LOST by the TTL's end: a safety bound, kept where it was (700 ms
+	 * after the TTL) when H_SLOW_LIMIT got its loaded headroom */
+	double rem = ta + 1000 + 700 - h_now_ms();
 	const char *l = cl_line(a, rem > 0 ? (int)rem : 0);
 	ck_assert_msg(l && strcmp(l, lost) == 0,
 	              "holder: got '%s' %.0f ms after its TTL 1000 grant, "
@@ -415,7 +417,7 @@ START_TEST(waiter_through_restarts)
 
 	/* the waiter: one reply, the grant, once the masters count again */
 	double limit = (t0 + EXCL > ta + 1000 ? t0 + EXCL : ta + 1000) + 2000;
-	rem = limit + H_JITTER - h_now_ms();
+	rem = limit + H_LOADED - h_now_ms();
 	const char *r = cl_reply(b, rem > 0 ? (int)rem : 0);
 	double tb = h_now_ms();
 	ck_assert_msg(r != NULL, "waiter: no reply %.0f ms after the last master was back (%s)",
@@ -479,7 +481,7 @@ START_TEST(waiter_holder_leaves_in_restart)
 	/* the holder's lease, last written at most when it left, runs out by
 	 * tc + LEASE */
 	double limit = (t0 + EXCL > tc + LEASE ? t0 + EXCL : tc + LEASE) + 2000;
-	double rem = limit + H_JITTER - h_now_ms();
+	double rem = limit + H_LOADED - h_now_ms();
 	const char *r = cl_reply(b, rem > 0 ? (int)rem : 0);
 	double tb = h_now_ms();
 	ck_assert_msg(r != NULL, "waiter: no reply %.0f ms after the last master was back (%s)",
@@ -516,6 +518,12 @@ END_TEST
 
 #define VOL_SESSIONS 10
 #define VOL_LOCKS    10000
+/* A session's locks are released within 1 s of its end (service level).
+ * Here 10 sessions end at once with 10,000 locks each: 100,000 releases,
+ * 300,000 deletes on the masters, work that a loaded machine slows down
+ * with lockd and the masters alike. A volume test: x5 the level. How fast
+ * it really goes is printed (and lockd-benchmark measures it). */
+#define VOL_RELEASE_MS (5 * 1000)
 
 /* A field of /proc/pid/status in kB (VmRSS, VmHWM). */
 static long proc_kb(pid_t pid, const char *field)
@@ -751,8 +759,9 @@ static double time_scale(void)
 /* 10 sessions pipeline 10,000 LOCKs each (distinct keys, WAIT 1000), then
  * disconnect, while an observer session runs TRYLOCK o / UNLOCK o. The
  * observer gets no ERR QUORUM and no reply slower than redis.timeout_ms +
- * 500 ms; every lock key is gone from the masters within 2 s of the
- * disconnects; lockd's RSS comes back within 32 MiB of where it was. */
+ * 500 ms (H_SLOW_LIMIT); every lock key is gone from the masters within
+ * VOL_RELEASE_MS of the disconnects; lockd's RSS comes back within 32 MiB
+ * of where it was. */
 START_TEST(lock_volume_observer)
 {
 	h_std(NULL);
@@ -898,7 +907,8 @@ START_TEST(lock_volume_observer)
 	long left = -1, trace_n[64];
 	double t_gone = -1, trace_t[64];
 	int passes = 0, step = 100, ntrace = 0;
-	for (; passes < 1000 && h_now_ms() - t_disc < 6000; passes++) {
+	double release_ms = VOL_RELEASE_MS * time_scale();
+	for (; passes < 1000 && h_now_ms() - t_disc < release_ms + 2000; passes++) {
 		left = 0;
 		for (int i = 0; i < 3; i++)
 			left += bulk_keys_on(i, step);
@@ -923,9 +933,10 @@ START_TEST(lock_volume_observer)
 	long stray = 0;
 	for (int i = 0; i < 3 && t_gone >= 0; i++)
 		stray += lock_keys(i, "lockd:v*");
-	/* RSS back (bounded: a couple of seconds after the disconnects) */
+	/* RSS back (bounded: a second after the releases' bound) */
 	long rss_after = proc_kb(lpid, "VmRSS");
-	for (int k = 0; k < 1000 && rss_after - rss_before > 32768 && h_now_ms() - t_disc < 3000;
+	for (int k = 0;
+	     k < 1000 && rss_after - rss_before > 32768 && h_now_ms() - t_disc < release_ms + 1000;
 	     k++) {
 		h_sleep_ms(50);
 		rss_after = proc_kb(lpid, "VmRSS");
@@ -970,7 +981,7 @@ START_TEST(lock_volume_observer)
 	        o.ntry, o.ntry_burst, o.nok, o.nunlock, o.nquorum, o.nother, o.slowest,
 	        o.slowest_req, o.slowest_at, o.other[0] ? "; " : "", o.other);
 
-	if (t_gone < 0 || t_gone - t_disc > 2000 * time_scale() + H_JITTER)
+	if (t_gone < 0 || t_gone - t_disc > release_ms)
 		for (int k = 0; k < ntrace; k++)
 			fprintf(stderr,
 			        "lock_volume_observer: %.0f ms after the disconnects, %ld "
@@ -1004,9 +1015,9 @@ START_TEST(lock_volume_observer)
 	              "%ld lock keys still on the masters %.0f ms after the "
 	              "disconnects",
 	              left, h_now_ms() - t_disc);
-	ck_assert_msg(t_gone - t_disc <= 2000 * time_scale() + H_JITTER,
-	              "the lock keys were gone only %.0f ms after the disconnects",
-	              t_gone - t_disc);
+	ck_assert_msg(t_gone - t_disc <= release_ms,
+	              "the lock keys were gone only %.0f ms after the disconnects (bound %.0f ms)",
+	              t_gone - t_disc, release_ms);
 	ck_assert_msg(stray == 0, "%ld lock keys lockd:v* left on the masters", stray);
 	/* ASan keeps freed memory in quarantine: RSS says nothing there. */
 	if (getenv("LOCKD_TEST_SANITIZED"))

@@ -254,7 +254,10 @@ START_TEST(sighup_fixed_keys)
 	snprintf(m2, sizeof(m2), ", \"127.0.0.1:%d\"]", h_master(2)->port);
 	char *a = h_replace1(orig, oldl, newl);
 	char *b = h_replace1(a, m2, "]");
-	char *c2 = h_replace1(b, "  timeout_ms: 50\n", "  timeout_ms: 50\n  key_prefix: \"zz:\"\n");
+	char tmo[64], tmo_prefix[96];
+	snprintf(tmo, sizeof(tmo), "  timeout_ms: %d\n", H_REDIS_TMO);
+	snprintf(tmo_prefix, sizeof(tmo_prefix), "%s  key_prefix: \"zz:\"\n", tmo);
+	char *c2 = h_replace1(b, tmo, tmo_prefix);
 	ck_assert_msg(strstr(c2, "limits:") == NULL, "unexpected limits section in %s", l->conf);
 	char *d = cat2(c2, "limits:\n  max_key_len: 8\n");
 	long off = h_lockd_reload(0, d);
@@ -332,7 +335,7 @@ START_TEST(sigterm_releases)
 	h_lockd_signal(0, SIGTERM);
 	cl_want_prefix(b, "ERR SHUTDOWN", 3000);
 	cl_want_prefix(c, "ERR SHUTDOWN", 3000);
-	int rem = (int)(t0 + 5000 + H_JITTER - h_now_ms());
+	int rem = (int)(t0 + 5000 + H_LOADED - h_now_ms());
 	int st = h_lockd_wait(0, rem > 0 ? rem : 0);
 	double took = h_now_ms() - t0;
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)

@@ -755,8 +755,9 @@ START_TEST(permits_replies)
 	double t0 = h_now_ms();
 	cl_expect(a, "UNLOCK p", "OK 0");
 	unsigned long long fc = cl_want_ok(c, 1000);
-	ck_assert_msg(h_now_ms() - t0 < 100 + H_JITTER, "handed over after %.0f ms",
-		      h_now_ms() - t0);
+	/* service level on one lockd: 100 ms; loaded headroom */
+	ck_assert_msg(h_now_ms() - t0 < 100 + H_LOADED, "handed over after %.0f ms",
+	              h_now_ms() - t0);
 	ck_assert_uint_gt(fc, fe);
 	ck_assert_int_eq(held_lines(c, lines, 8), 1);
 	ck_assert_msg(strstr(lines[0], " PERMIT 0") != NULL, "HELD line '%s'", lines[0]);
@@ -833,8 +834,12 @@ START_TEST(shared_two_lockds)
 	cl_expect(r1, "UNLOCK k", "OK 0");
 	unsigned long long fw = cl_want_ok(w, 2000);
 	double el = h_now_ms() - t0;
-	ck_assert_msg(el < 500 + H_JITTER, "writer on the other lockd granted %.0f ms after the "
-		      "last reader left", el);
+	/* service level to another lockd: 500 ms; loaded headroom (the
+	 * reader's lease, 3 s, would be later) */
+	ck_assert_msg(el < 500 + H_LOADED,
+	              "writer on the other lockd granted %.0f ms after the "
+	              "last reader left",
+	              el);
 	ck_assert_uint_gt(fw, fy);
 	cl_expect(r2, "TRYLOCK k SHARED", "BUSY");
 	cl_expect(x, "LOCK k SHARED WAIT 0", "TIMEOUT");
@@ -845,7 +850,7 @@ START_TEST(shared_two_lockds)
 	cl_expect(w, "UNLOCK k", "OK 0");
 	unsigned long long fr = cl_want_ok(r2, 2000);
 	el = h_now_ms() - t0;
-	ck_assert_msg(el < 500 + H_JITTER, "reader granted %.0f ms after the writer left", el);
+	ck_assert_msg(el < 500 + H_LOADED, "reader granted %.0f ms after the writer left", el);
 	ck_assert_uint_gt(fr, fw);
 	cl_close(r1);
 	cl_close(r2);

@@ -102,9 +102,11 @@ START_TEST(handoff_latency)
 	}
 	qsort(lat, R, sizeof(lat[0]), cmp_d);
 	fprintf(stderr, "handoff_latency: median %.1f ms, max %.1f ms\n", lat[R / 2], lat[R - 1]);
-	ck_assert_msg(lat[R / 2] < 100, "median handoff %.1f ms (service level: 100 ms)", lat[R / 2]);
-	ck_assert_msg(lat[R - 1] < 100 + H_JITTER, "slowest handoff %.1f ms (service level: 100 ms)",
-		      lat[R - 1]);
+	/* every handoff within the service level (100 ms), loaded headroom;
+	 * the lease (3 s) would be later. How fast they are (the median
+	 * above) is a figure: lockd-benchmark measures it. */
+	ck_assert_msg(lat[R - 1] < 100 + H_LOADED,
+	              "slowest handoff %.1f ms (service level: 100 ms)", lat[R - 1]);
 	cl_close(a);
 	cl_close(b);
 }
@@ -136,7 +138,7 @@ START_TEST(waiter_disconnect)
 	cl_send(c, "UNLOCK k\n");
 	cl_close(d);
 	cl_want(c, "OK 0", H_TMO);
-	cl_want_ok(e, 1000 + H_JITTER);
+	cl_want_ok(e, 1000 + H_LOADED); /* d's session ended: 1 s, loaded headroom */
 	cl_close(a);
 	cl_close(c);
 	cl_close(e);
@@ -206,12 +208,14 @@ START_TEST(granted_while_waiting)
 	cl_expect(a, "UNLOCK k", "OK 0");
 	cl_want_ok(b, 1000);
 	double el = h_now_ms() - t0;
-	ck_assert_msg(el >= 300 && el < 400 + H_JITTER, "granted after %.0f ms", el);
-	/* keys are independent */
+	/* not before the UNLOCK (300 ms); the handoff within 100 ms of it,
+	 * loaded headroom (the lease, 3 s, would be later) */
+	ck_assert_msg(el >= 300 && el < 300 + 100 + H_LOADED, "granted after %.0f ms", el);
+	/* keys are independent: within the reply bound, not behind k's queue */
 	double t1 = h_now_ms();
 	cl_lock(a, "LOCK k2");
-	ck_assert_msg(h_now_ms() - t1 < 100 + H_JITTER, "LOCK of a free key took %.0f ms",
-		      h_now_ms() - t1);
+	ck_assert_msg(h_now_ms() - t1 < H_SLOW_LIMIT, "LOCK of a free key took %.0f ms",
+	              h_now_ms() - t1);
 	cl_close(a);
 	cl_close(b);
 }
@@ -265,8 +269,9 @@ START_TEST(foreign_lease_lapses)
 	cl_send(a, "LOCK k WAIT 5000\n");
 	cl_want_ok(a, 4000);
 	double el = h_now_ms() - t0;
-	ck_assert_msg(el >= 900 && el <= 2000 + H_JITTER,
-		      "granted %.0f ms after a foreign lease of 1000 ms was set", el);
+	/* not before the lease ends; within 1 s after (service level), loaded */
+	ck_assert_msg(el >= 900 && el <= 1000 + 1000 + H_LOADED,
+	              "granted %.0f ms after a foreign lease of 1000 ms was set", el);
 	cl_close(a);
 	cl_close(b);
 }
@@ -286,9 +291,10 @@ START_TEST(foreign_key_deleted)
 		ck_assert_int_eq(h_redis_int(i, "DEL", "lockd:k", NULL), 1);
 	cl_want_ok(a, 5000);
 	double el = h_now_ms() - t0;
-	ck_assert_msg(el <= 2500 + H_JITTER,
-		      "granted %.0f ms after a foreign lease of 1500 ms was set (deleted at 300 ms)",
-		      el);
+	/* the lease seen (1500) + 1 s (service level), loaded headroom */
+	ck_assert_msg(
+	    el <= 1500 + 1000 + H_LOADED,
+	    "granted %.0f ms after a foreign lease of 1500 ms was set (deleted at 300 ms)", el);
 	cl_close(a);
 }
 END_TEST
