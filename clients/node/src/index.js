@@ -39,6 +39,10 @@ export {
 
 const MAX_MS = 2 ** 31 - 1;
 const EVENTS = new Set(['LOST', 'ELECTED', 'NOLEADER']);
+// A request in flight when the connection broke is sent again after the
+// resume; one in flight at this many breaks in a row fails instead (it
+// may be what breaks the connection).
+const MAX_REPLAYS = 2;
 
 /** A key, value or password: 1..maxLen bytes of printable ASCII without
  * blanks (0x21-0x7E). Anything else could split the request line or reach
@@ -370,6 +374,11 @@ class Conn {
         // granted before the break, reply lost: answer from HELD
         this.heldKey = p.key;
         p.resolve(`OK ${held.get(p.key)}`);
+        continue;
+      }
+      p.replays = (p.replays ?? 0) + 1;
+      if (p.replays > MAX_REPLAYS) {
+        p.reject(new LockdConnectionError(`the connection broke ${MAX_REPLAYS + 1} times under ${p.line.split(' ')[0]}`));
         continue;
       }
       if (p.deadline !== null) {

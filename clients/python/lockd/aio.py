@@ -39,10 +39,16 @@ from .errors import (
 __all__ = ["Client", "Lock", "Leadership", "Observer", "Status"]
 
 
+# A request in flight when the connection broke is sent again after the
+# resume; one that was in flight at this many breaks in a row fails instead
+# (it may be what breaks the connection).
+_MAX_REPLAYS = 2
+
+
 class _Pending:
     """One request sent (or to send again after a resume) and not answered."""
 
-    __slots__ = ("fut", "line", "multi", "lines", "kind", "key", "deadline")
+    __slots__ = ("fut", "line", "multi", "lines", "kind", "key", "deadline", "replays")
 
     def __init__(self, fut, line, multi, kind, key, deadline):
         self.fut = fut
@@ -52,6 +58,7 @@ class _Pending:
         self.kind = kind  # "LOCK" or "CAMPAIGN" (grants a hold), else None
         self.key = key  # the key of a LOCK/CAMPAIGN
         self.deadline = deadline  # loop time a LOCK's WAIT ends, or None
+        self.replays = 0  # times sent again after a resume
 
 
 class _Conn:
@@ -324,6 +331,10 @@ class _Conn:
                 # granted before the break, reply lost: answer from HELD
                 self.held_key = p.key
                 p.fut.set_result(f"OK {held[p.key]}")
+                continue
+            p.replays += 1
+            if p.replays > _MAX_REPLAYS:
+                p.fut.set_exception(ConnectionError(f"the connection broke {_MAX_REPLAYS + 1} times under {p.line.split(' ')[0]}"))
                 continue
             if p.deadline is not None:
                 left = max(0, int((p.deadline - self.loop.time()) * 1000))
