@@ -108,6 +108,7 @@ class Conn {
     this.buf = '';
     this.pending = []; // requests sent and not answered, oldest first
     this.backlog = []; // requests made while resuming, sent after it
+    this.retry = []; // waits lockd answered ERR SHUTDOWN, sent after the resume
     this.sid = null; // set when the session is resumable
     this.secret = null;
     this.graceMs = 0;
@@ -228,6 +229,12 @@ class Conn {
       result = p.lines;
     }
     this.pending.shift();
+    if (p.kind && this.sid !== null && line.startsWith('ERR SHUTDOWN')) {
+      // lockd stops and closes this connection next; the session resumes
+      // elsewhere, where this wait is sent again
+      this.retry.push(p);
+      return;
+    }
     if (p.kind && line.startsWith('OK ')) {
       this.heldKey = p.key; // LOST may follow before the holder exists
       this.earlyLost = false;
@@ -287,7 +294,8 @@ class Conn {
     this.closeSock();
     if ((this.sid !== null || this.observers.size > 0) && !this.client.closed) {
       this.state = 'resuming';
-      this.backlog = [...this.pending, ...this.backlog];
+      this.backlog = [...this.retry, ...this.pending, ...this.backlog];
+      this.retry = [];
       this.pending = [];
       (this.sid !== null ? this.resume() : this.reobserve()).catch((e) => this.die(String(e)));
     } else {
@@ -304,7 +312,8 @@ class Conn {
     if (this.state === 'dead') return;
     this.state = 'dead';
     this.closeSock();
-    const waiting = [...this.pending, ...this.backlog];
+    const waiting = [...this.retry, ...this.pending, ...this.backlog];
+    this.retry = [];
     this.pending = [];
     this.backlog = [];
     for (const p of waiting) p.reject(new LockdConnectionError(why));
@@ -427,6 +436,7 @@ class Conn {
   async quit() {
     if (this.state === 'open') {
       this.sid = null;
+      this.sock?.ref(); // an idle session's socket is unref'd: wait for the OK
       try {
         await Promise.race([this.call('QUIT'), sleep(1000, true)]);
       } catch {
@@ -664,7 +674,10 @@ export class Client {
     if (this.closed) throw new LockdConnectionError('client closed');
     while (this._idle.length) {
       const c = this._idle.pop();
-      if (c.usable) return c;
+      if (c.usable) {
+        c.sock?.ref();
+        return c;
+      }
     }
     const c = new Conn(this);
     this._all.add(c);
@@ -677,8 +690,10 @@ export class Client {
   }
 
   _checkin(conn) {
-    if (conn.usable && !conn.holder && !this.closed && this._idle.length < this.maxIdle) this._idle.push(conn);
-    else if (conn.state !== 'dead') conn.close();
+    if (conn.usable && !conn.holder && !this.closed && this._idle.length < this.maxIdle) {
+      conn.sock?.unref(); // an idle session does not keep the process alive
+      this._idle.push(conn);
+    } else if (conn.state !== 'dead') conn.close();
   }
 
   _forget(conn) {

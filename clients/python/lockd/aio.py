@@ -70,6 +70,7 @@ class _Conn:
         self.reader = self.writer = None
         self.pending = collections.deque()
         self.backlog = []  # requests made while resuming, sent after it
+        self.retry = []  # waits lockd answered ERR SHUTDOWN, sent after the resume
         self.sid = self.secret = None  # set when the session is resumable
         self.grace_ms = 0
         self.addr_index = 0
@@ -191,6 +192,11 @@ class _Conn:
                 else:
                     result = line
                 self.pending.popleft()
+                if p.kind and self.sid is not None and line.startswith("ERR SHUTDOWN"):
+                    # lockd stops and closes this connection next; the session
+                    # resumes elsewhere, where this wait is sent again
+                    self.retry.append(p)
+                    continue
                 if p.kind and line.startswith("OK "):
                     self.held_key = p.key  # LOST may follow before the holder exists
                     self.early_lost = False
@@ -234,7 +240,8 @@ class _Conn:
         self._close_transport()
         if self.sid is not None and not self.client._closed:
             self.state = "resuming"
-            self.backlog = list(self.pending) + self.backlog
+            self.backlog = self.retry + list(self.pending) + self.backlog
+            self.retry = []
             self.pending = collections.deque()
             self.loop.create_task(self._resume())
         elif self.observers:
@@ -259,7 +266,8 @@ class _Conn:
         self._close_transport()
         if self.task is not None and self.task is not asyncio.current_task():
             self.task.cancel()
-        waiting = list(self.pending) + self.backlog
+        waiting = self.retry + list(self.pending) + self.backlog
+        self.retry = []
         self.pending.clear()
         self.backlog = []
         for p in waiting:
