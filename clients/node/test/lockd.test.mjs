@@ -1,0 +1,447 @@
+// lockd-client against real masters and two real lockd (clients/testenv.sh,
+// started in before() and always stopped in after()).
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, appendFileSync, rmSync, mkdirSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import net from 'node:net';
+import {
+  Client,
+  LockdError,
+  LockLostError,
+  LockTimeoutError,
+  LockdConnectionError,
+  InvalidArgumentError,
+} from '../src/index.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = dirname(here);
+const testenv = join(root, '..', 'testenv.sh');
+const SKIP_WHY = 'lockd does not speak 1.2/1.3 yet';
+let dir;
+let env;
+const clients = [];
+
+function run(...args) {
+  execFileSync(testenv, [args[0], dir, ...args.slice(1)], { stdio: 'inherit', timeout: 60000 });
+}
+
+function readEnv() {
+  const e = {};
+  for (const ln of readFileSync(join(dir, 'env'), 'utf8').split('\n')) {
+    const i = ln.indexOf('=');
+    if (i > 0) e[ln.slice(0, i)] = ln.slice(i + 1);
+  }
+  e.lease = Number(e.LEASE_MS);
+  return e;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+let seq = 0;
+const key = (n) => `js-${n}-${process.pid}-${++seq}`;
+
+async function client(addr, opts) {
+  const c = await Client.connect(addr, opts);
+  clients.push(c);
+  return c;
+}
+
+/** One request on a fresh connection: the first reply line. */
+function raw(addr, line) {
+  const i = addr.lastIndexOf(':');
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host: addr.slice(0, i), port: Number(addr.slice(i + 1)) });
+    let buf = '';
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error('no reply'));
+    }, 3000);
+    s.on('error', (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    s.on('connect', () => s.write(`${line}\r\n`));
+    s.on('data', (d) => {
+      buf += d;
+      const j = buf.indexOf('\n');
+      if (j >= 0) {
+        clearTimeout(t);
+        s.destroy();
+        resolve(buf.slice(0, j).replace(/\r$/, ''));
+      }
+    });
+  });
+}
+
+async function speaks(line) {
+  return !(await raw(env.LOCKD_A, line)).startsWith('ERR PROTOCOL');
+}
+
+function skipUnless(t, ok) {
+  if (ok) return false;
+  console.log(`skip: ${SKIP_WHY}`);
+  t.skip(SKIP_WHY);
+  return true;
+}
+
+/** Poll until both lockd grant a probe lock (the masters are healthy). */
+async function waitGrants(limitMs = 20000) {
+  const end = Date.now() + limitMs;
+  while (Date.now() < end) {
+    try {
+      const a = await raw(env.LOCKD_A, 'TRYLOCK ~probe TTL 100');
+      const b = await raw(env.LOCKD_B, 'TRYLOCK ~probe TTL 100');
+      if (a.startsWith('OK') && b.startsWith('OK')) return;
+    } catch {
+      // not up yet
+    }
+    await sleep(100);
+  }
+  throw new Error('lockd did not grant again in time');
+}
+
+/** A tryAcquire expected to succeed: right after a release or a contended
+ * phase, a master that answered an earlier attempt late may keep a key busy
+ * for up to that attempt's lease (PROTOCOL.md: liveness, never safety), so
+ * poll, bounded, instead of asserting the first try. */
+async function tryUntil(fn, limitMs = 5000) {
+  const end = Date.now() + limitMs;
+  for (;;) {
+    const l = await fn();
+    if (l !== null || Date.now() > end) return l;
+    await sleep(50);
+  }
+}
+
+function checkLog(log, total) {
+  const lines = readFileSync(log, 'utf8').trim().split('\n');
+  assert.equal(lines.length, 2 * total);
+  const fences = [];
+  for (let i = 0; i < lines.length; i += 2) {
+    const [e, f, id] = lines[i].split(' ');
+    const [x, f2, id2] = lines[i + 1].split(' ');
+    // enter and exit of one holder follow each other: no overlap
+    assert.deepEqual([e, x, f, id], ['enter', 'exit', f2, id2], `overlap at line ${i}`);
+    fences.push(BigInt(f));
+  }
+  for (let i = 1; i < fences.length; i++) assert.ok(fences[i - 1] < fences[i], `fence order at ${i}`);
+}
+
+describe('lockd-client', { concurrency: false }, () => {
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'lockd-js-'));
+    try {
+      run('start');
+    } catch (e) {
+      run('stop');
+      throw e;
+    }
+    env = readEnv();
+  });
+
+  after(async () => {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    if (dir) {
+      run('stop');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('8 async tasks and 2 processes exclude each other, fences grow', { timeout: 90000 }, async () => {
+    const ca = await client(env.LOCKD_A);
+    const cb = await client(env.LOCKD_B);
+    const k = key('mutex');
+    const log = join(dir, 'mutex.log');
+    const counter = join(dir, 'mutex.counter');
+    writeFileSync(log, '');
+    writeFileSync(counter, '0');
+    const rounds = 4;
+    const children = [env.LOCKD_A, env.LOCKD_B].map(
+      (addr, i) =>
+        new Promise((resolve, reject) => {
+          const p = spawn(process.execPath, [join(here, 'child.mjs'), addr, k, String(rounds), log, counter, `p${i}`], {
+            stdio: 'inherit',
+          });
+          p.on('error', reject);
+          p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exit ${code}`))));
+        }),
+    );
+    const tasks = Array.from({ length: 8 }, (_, i) =>
+      (async () => {
+        for (let r = 0; r < rounds; r++) {
+          await (i < 4 ? ca : cb).using(k, { wait: 60000 }, async (signal, lock) => {
+            appendFileSync(log, `enter ${lock.fence} t${i}\n`);
+            const v = Number(readFileSync(counter, 'utf8'));
+            await sleep(2); // others run meanwhile
+            writeFileSync(counter, String(v + 1));
+            appendFileSync(log, `exit ${lock.fence} t${i}\n`);
+          });
+        }
+      })(),
+    );
+    await Promise.all([...tasks, ...children]);
+    const total = (8 + 2) * rounds;
+    assert.equal(Number(readFileSync(counter, 'utf8')), total);
+    checkLog(log, total);
+  });
+
+  it('two acquires in one process exclude each other; timeout; tryAcquire busy', async () => {
+    const ca = await client(env.LOCKD_A);
+    const cb = await client(env.LOCKD_B);
+    const k = key('busy');
+    const l1 = await ca.acquire(k);
+    assert.equal(typeof l1.fence, 'bigint');
+    assert.equal(await ca.tryAcquire(k), null);
+    assert.equal(await cb.tryAcquire(k), null);
+    const t0 = Date.now();
+    await assert.rejects(ca.acquire(k, { wait: 300 }), (e) => e instanceof LockTimeoutError && e instanceof LockdError && e.code === 'TIMEOUT');
+    const took = Date.now() - t0;
+    assert.ok(took >= 290 && took < 2300, `${took} ms`);
+    const st = await cb.status(k);
+    assert.equal(st.state, 'HELD');
+    assert.ok(st.ttlMs > 0 && st.ttlMs <= env.lease);
+    await l1.release();
+    await l1.release(); // idempotent
+    assert.deepEqual(await cb.status(k), { state: 'FREE' });
+    const l2 = await tryUntil(() => cb.tryAcquire(k));
+    assert.ok(l2.fence > l1.fence);
+    await l2.release();
+  });
+
+  it('a waiter on one key is granted on release, and can be aborted', async () => {
+    const c = await client(env.LOCKD_A);
+    const k = key('handoff');
+    const l1 = await c.acquire(k);
+    const ac = new AbortController();
+    const aborted = c.acquire(k, { signal: ac.signal });
+    const waiting = c.acquire(k, { wait: 5000 });
+    await sleep(100);
+    ac.abort(new Error('no longer needed'));
+    await assert.rejects(aborted, /no longer needed/);
+    await l1.release();
+    const l2 = await waiting;
+    assert.ok(l2.fence > l1.fence);
+    await l2.release();
+  });
+
+  it('shared holds and permits', async () => {
+    const ca = await client(env.LOCKD_A);
+    const cb = await client(env.LOCKD_B);
+    const k = key('shared');
+    const readers = [await ca.tryAcquire(k, { shared: true }), await ca.tryAcquire(k, { shared: true }), await cb.tryAcquire(k, { shared: true })];
+    assert.ok(readers.every(Boolean));
+    assert.equal(await cb.tryAcquire(k), null);
+    assert.equal((await ca.status(k)).holders, 3);
+    for (const r of readers) await r.release();
+    const w = await tryUntil(() => cb.tryAcquire(k));
+    assert.ok(w);
+    assert.equal(await ca.tryAcquire(k, { shared: true }), null);
+    await w.release();
+
+    const kp = key('permits');
+    let inside = 0;
+    let max = 0;
+    await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (async () => {
+          for (let r = 0; r < 3; r++) {
+            await (i % 2 ? ca : cb).using(kp, { wait: 60000, permits: 2 }, async () => {
+              inside++;
+              max = Math.max(max, inside);
+              await sleep(20);
+              inside--;
+            });
+          }
+        })(),
+      ),
+    );
+    assert.equal(max, 2);
+    const p = [await tryUntil(() => ca.tryAcquire(kp, { permits: 2 })), await tryUntil(() => cb.tryAcquire(kp, { permits: 2 }))];
+    assert.ok(p.every(Boolean));
+    assert.equal(await ca.tryAcquire(kp, { permits: 2 }), null);
+    assert.equal((await ca.status(kp, { permits: 2 })).held, 2);
+    for (const x of p) await x.release();
+  });
+
+  it('refuses what it cannot send safely, before sending', async () => {
+    const c = new Client('127.0.0.1:1'); // nothing listens: sending would fail otherwise
+    for (const bad of ['k WAIT', 'k\tx', 'k\r', 'k\nPING', 'k\0', 'k\x7f', 'kä', '', 'x'.repeat(257), 42]) {
+      await assert.rejects(c.acquire(bad, { wait: 1 }), InvalidArgumentError);
+      await assert.rejects(c.tryAcquire(bad), InvalidArgumentError);
+      await assert.rejects(c.status(bad), InvalidArgumentError);
+      await assert.rejects(c.campaign('ok', bad), InvalidArgumentError);
+    }
+    for (const o of [{ wait: -1 }, { wait: 1.5 }, { wait: 2 ** 31 }, { ttl: 0 }, { permits: 0 }, { shared: true, permits: 2 }]) {
+      await assert.rejects(c.acquire('k', o), InvalidArgumentError);
+    }
+    assert.throws(() => new Client('host:port'), InvalidArgumentError);
+    await assert.rejects(c.ping(), LockdConnectionError);
+    await assert.rejects(Client.connect('127.0.0.1:1'), LockdConnectionError);
+  });
+
+  it('unix socket and failover to the next address', async () => {
+    const c = await client(`unix:${env.LOCKD_A_SOCK}`);
+    assert.equal(await c.ping(), true);
+    const f = await client(`127.0.0.1:1,${env.LOCKD_B}`);
+    const l = await f.acquire(key('failover'), { wait: 5000 });
+    assert.ok(l.fence > 0n);
+    await l.release();
+  });
+
+  it('LOST aborts the signal before the lease ends (two of three masters stopped)', { timeout: 60000 }, async () => {
+    const c = await client(env.LOCKD_A);
+    let t0;
+    let took;
+    let cb = 0;
+    try {
+      await assert.rejects(
+        c.using(key('lost'), { wait: 5000, onLost: () => cb++ }, async (signal, lock) => {
+          t0 = Date.now();
+          run('master-stop', '0');
+          run('master-stop', '1');
+          await new Promise((resolve, reject) => {
+            const t = setTimeout(() => reject(new Error('no LOST')), env.lease + 2000);
+            signal.addEventListener('abort', () => {
+              clearTimeout(t);
+              resolve();
+            });
+          });
+          took = Date.now() - t0;
+          assert.ok(signal.reason instanceof LockLostError);
+          assert.equal(lock.lost, true);
+          assert.throws(() => lock.check(), LockLostError);
+          // fn resolves: using() must still reject, a loss is never silent
+        }),
+        LockLostError,
+      );
+      assert.ok(took <= env.lease + 500, `${took} ms`);
+      assert.equal(cb, 1);
+    } finally {
+      run('master-cont', '0');
+      run('master-cont', '1');
+    }
+    await waitGrants();
+  });
+
+  it('a plain session loses its lock when its lockd dies, and says so', { timeout: 60000 }, async () => {
+    const c = await client(env.LOCKD_A, { resume: false });
+    const l = await c.acquire(key('kill'));
+    try {
+      run('lockd-kill', 'a');
+      await new Promise((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error('no loss notice')), 5000);
+        l.signal.addEventListener('abort', () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      assert.throws(() => l.check(), LockLostError);
+      await l.release();
+    } finally {
+      run('lockd-start', 'a');
+    }
+  });
+
+  it('asks SESSION on connect and falls back to a plain session', async () => {
+    const c = await client(env.LOCKD_A);
+    const l = await c.acquire(key('fallback'));
+    assert.equal(l._conn.sid !== null, await speaks('SESSION'));
+    await l.release();
+  });
+
+  it('resumable session keeps a held lock across a lockd restart (1.2)', { timeout: 60000 }, async (t) => {
+    if (skipUnless(t, await speaks('SESSION'))) return;
+    for (const how of ['lockd-term', 'lockd-kill']) {
+      const c = await client(env.LOCKD_A, { graceMs: 20000 });
+      const k = key('resume');
+      const l = await c.acquire(k, { wait: 5000 });
+      run(how, 'a');
+      run('lockd-start', 'a');
+      const held = async () => {
+        const lines = await l._conn.call('HELD', { multi: true });
+        return lines.map((s) => s.split(' ')).find((w) => w[1] === k)?.[2];
+      };
+      let f;
+      const end = Date.now() + 10000;
+      while (Date.now() < end) {
+        f = await held().catch(() => undefined);
+        if (f !== undefined) break;
+        await sleep(100);
+      }
+      assert.equal(BigInt(f), l.fence);
+      assert.equal(l.lost, false);
+      const other = await client(env.LOCKD_B);
+      assert.equal(await other.tryAcquire(k), null);
+      await l.release();
+      assert.equal(l.lost, false);
+      await c.close();
+      await waitGrants();
+    }
+  });
+
+  it('election failover and observe (1.3)', { timeout: 60000 }, async (t) => {
+    if (skipUnless(t, await speaks('LEADER x'))) return;
+    const name = key('elect');
+    const c1 = await client(env.LOCKD_A);
+    const c2 = await client(env.LOCKD_B);
+    const c3 = await client(env.LOCKD_B);
+    const obs = await c3.observe(name);
+    const it = obs[Symbol.asyncIterator]();
+    const next = async () => {
+      const r = await Promise.race([it.next(), sleep(5000).then(() => ({ timeout: true }))]);
+      assert.ok(!r.timeout, 'no event in time');
+      return r.value;
+    };
+    assert.equal(await next(), null);
+    const l1 = await c1.campaign(name, 'node-1', { wait: 5000 });
+    assert.deepEqual(await c2.leader(name), { fence: l1.fence, value: 'node-1' });
+    assert.deepEqual(await next(), { fence: l1.fence, value: 'node-1' });
+    await l1.proclaim('node-1b');
+    assert.deepEqual(await c2.leader(name), { fence: l1.fence, value: 'node-1b' });
+    assert.deepEqual(await next(), { fence: l1.fence, value: 'node-1b' });
+    const p2 = c2.campaign(name, 'node-2', { wait: 20000 });
+    let won = false;
+    p2.then(() => (won = true));
+    await sleep(200);
+    assert.equal(won, false);
+    await c1.close(); // the leader's session ends: failover
+    const l2 = await p2;
+    assert.ok(l2.fence > l1.fence);
+    let e;
+    const seen = [];
+    const end = Date.now() + 5000;
+    while (Date.now() < end) {
+      e = await next();
+      seen.push(e);
+      if (e && e.fence === l2.fence && e.value === 'node-2') break;
+    }
+    assert.deepEqual(e, { fence: l2.fence, value: 'node-2' });
+    const fs = seen.filter(Boolean).map((x) => x.fence);
+    for (let i = 1; i < fs.length; i++) assert.ok(fs[i - 1] <= fs[i]);
+    await l2.resign();
+    assert.equal(await c3.leader(name), null);
+    await obs.close();
+  });
+
+  it('the README example runs', { timeout: 60000 }, async () => {
+    const text = readFileSync(join(root, 'README.md'), 'utf8');
+    const blocks = [...text.matchAll(/<!-- example -->\n```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+    assert.ok(blocks.length > 0, 'README has no example block');
+    const tmp = mkdtempSync(join(tmpdir(), 'lockd-js-example-'));
+    try {
+      mkdirSync(join(tmp, 'node_modules'));
+      symlinkSync(root, join(tmp, 'node_modules', 'lockd-client'));
+      for (const [i, src] of blocks.entries()) {
+        const f = join(tmp, `example${i}.mjs`);
+        writeFileSync(f, src);
+        const out = execFileSync(process.execPath, [f], { env: { ...process.env, LOCKD_ADDRESS: env.LOCKD_A }, timeout: 30000 }).toString();
+        assert.match(out, /fence/);
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+});

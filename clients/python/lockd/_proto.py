@@ -1,0 +1,125 @@
+"""Pure helpers shared by the async and sync clients: what may be sent
+(keys, values, numbers), how addresses are written, how replies parse.
+Nothing here does I/O."""
+
+import math
+
+from .errors import InvalidArgument
+
+MAX_MS = 2**31 - 1
+EVENTS = ("LOST", "ELECTED", "NOLEADER")
+
+
+def check_word(s, what, max_len):
+    """A key, value, id or password: 1..max_len printable ASCII bytes
+    (0x21-0x7E). Anything else could split the request line or reach lockd
+    as another option (a key "k WAIT" must never be sent)."""
+    if not isinstance(s, str):
+        raise InvalidArgument(f"{what} must be a str, not {type(s).__name__}")
+    if not s:
+        raise InvalidArgument(f"{what} is empty")
+    if len(s) > max_len:
+        raise InvalidArgument(f"{what} is longer than {max_len} bytes")
+    for ch in s:
+        if not "\x21" <= ch <= "\x7e":
+            raise InvalidArgument(
+                f"{what} {s[:40]!r} has a byte lockd does not accept "
+                f"({ch!r}: only printable ASCII without blanks)"
+            )
+    return s
+
+
+def seconds_to_ms(v, what, minimum):
+    """Seconds (int or float) to whole milliseconds, rounded up so a wait is
+    never shorter than asked; minimum is 0 for waits, 1 for leases."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InvalidArgument(f"{what} must be a number of seconds")
+    if math.isnan(v) or v < 0:
+        raise InvalidArgument(f"{what} must not be negative")
+    ms = math.ceil(v * 1000)
+    if ms < minimum or ms > MAX_MS:
+        raise InvalidArgument(f"{what} must be {minimum} to {MAX_MS} ms")
+    return ms
+
+
+def check_count(n, what):
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > MAX_MS:
+        raise InvalidArgument(f"{what} must be an int from 1 to {MAX_MS}")
+    return n
+
+
+def parse_addresses(spec):
+    """"h:p", "unix:/path", "h1:p,h2:p", "[::1]:p" or a list of them, to a
+    list of ("tcp", host, port) / ("unix", path, None)."""
+    if isinstance(spec, str):
+        items = [x.strip() for x in spec.split(",")]
+    else:
+        items = list(spec)
+    out = []
+    for a in items:
+        if not isinstance(a, str) or not a:
+            raise InvalidArgument(f"bad address {a!r}")
+        if a.startswith("unix:"):
+            out.append(("unix", a[5:], None))
+            continue
+        host, port = a, 7390
+        if a.startswith("["):
+            end = a.find("]")
+            if end < 0:
+                raise InvalidArgument(f"bad address {a!r}")
+            host, rest = a[1:end], a[end + 1 :]
+            if rest:
+                if not rest.startswith(":"):
+                    raise InvalidArgument(f"bad address {a!r}")
+                port = rest[1:]
+        elif ":" in a:
+            host, port = a.rsplit(":", 1)
+        try:
+            port = int(port)
+        except ValueError:
+            raise InvalidArgument(f"bad port in address {a!r}") from None
+        if not 0 < port < 65536 or not host:
+            raise InvalidArgument(f"bad address {a!r}")
+        out.append(("tcp", host, port))
+    if not out:
+        raise InvalidArgument("no address")
+    return out
+
+
+def lock_line(cmd, key, wait_ms, ttl_ms, shared, permits):
+    parts = [cmd, key]
+    if shared:
+        parts.append("SHARED")
+    if permits is not None:
+        parts += ["PERMITS", str(permits)]
+    if wait_ms is not None:
+        parts += ["WAIT", str(wait_ms)]
+    if ttl_ms is not None:
+        parts += ["TTL", str(ttl_ms)]
+    return " ".join(parts)
+
+
+class Status:
+    """A parsed STATUS reply. state is "FREE", "HELD", "SHARED" or
+    "PERMITS"; the other fields are those the reply carries (else None)."""
+
+    __slots__ = ("state", "ttl_ms", "waiters", "holders", "held", "permits")
+
+    def __init__(self, line):
+        w = line.split()
+        self.state = w[0]
+        self.ttl_ms = self.waiters = self.holders = self.held = self.permits = None
+        if w[0] == "HELD":
+            self.ttl_ms, self.waiters = int(w[1]), int(w[2])
+        elif w[0] == "SHARED":
+            self.holders, self.ttl_ms, self.waiters = int(w[1]), int(w[2]), int(w[3])
+        elif w[0] == "PERMITS":
+            self.held, self.permits, self.waiters = int(w[1]), int(w[2]), int(w[3])
+
+    @property
+    def free(self):
+        return self.state == "FREE" or (self.state == "PERMITS" and self.held == 0)
+
+    def __repr__(self):
+        f = ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__ if getattr(self, k) is not None)
+        return f"Status({f})"
