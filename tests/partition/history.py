@@ -143,13 +143,15 @@ def holds(recs, drift_factor=0.01):
             lst.append(h)
             out.append(h)
         elif typ == "ok" and inv.get(r["id"], {}).get("f") == "held":
-            # HELD's ttl_ms, counted from when HELD was sent, is a validity
-            # the lease certainly reaches (a waited LOCK's lease starts at
-            # the grant, after the request)
+            # HELD's ttl_ms is what is left of the lease; counted from when
+            # HELD was sent, less the drift allowance, it is a validity the
+            # hold certainly reaches (a waited LOCK's lease starts at the
+            # grant, after the request)
             for key, fence, ttl_ms in r.get("held", []):
                 for h in open_.get((p, key), []):
                     if h["fence"] == fence and h["ttl"]:
-                        h["valid_until"] = max(h["valid_until"], inv[r["id"]]["t"] + ttl_ms / 1000.0)
+                        h["valid_until"] = max(h["valid_until"], inv[r["id"]]["t"] + ttl_ms / 1000.0 -
+                                               drift_s(h["ttl"], drift_factor))
         elif typ == "event" and r["f"] == "lost":
             lst = open_.get((p, r["key"]), [])
             for h in [h for h in lst if h["fence"] == r.get("fence")]:

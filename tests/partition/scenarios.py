@@ -286,6 +286,15 @@ def s3_pause(c):
 
 # ------------------------------------------------------------------ 4
 
+def last_reply(c, proc):
+    """When proc's last reply arrived."""
+    return max(r["t"] for r in c.hist.recs if r["proc"] == proc and r["type"] in ("ok", "fail", "info"))
+
+
+def last_ok(c, proc, fence):
+    return max(r["t"] for r in c.hist.recs if r["proc"] == proc and r["type"] == "ok" and r.get("fence") == fence)
+
+
 def s4_pubsub(c):
     """The pub/sub connections of masters cut while requests pass: waiters
     on the other lockd are still granted."""
@@ -310,13 +319,13 @@ def s4_pubsub(c):
         wt = bg(w.lock, key, wait=15000)
         time.sleep(0.3)
         h.unlock(key)
-        t_u = time.monotonic()
+        t_u = last_reply(c, "h")
         v = result(wt, 16)
         if not c.expect(isinstance(v, tuple) and v[0], "w LOCK %s: %r" % (key, v)):
             return None
-        ok = [r for r in c.hist.recs if r["type"] == "ok" and r["proc"] == "w" and r.get("fence") == v[0]]
+        t_w = last_ok(c, "w", v[0])
         w.unlock(key)
-        return (ok[0]["t"] - t_u) * 1000
+        return (t_w - t_u) * 1000
 
     ports = [c.subscriber_port(1, i) for i in range(3)]
     if not c.expect(all(ports), "B's subscriber ports: %s" % ports):
@@ -340,6 +349,14 @@ def s4_pubsub(c):
             c.expect(d <= c.lease_ms + 1000 + HEADROOM_MS,
                      "handoff took %.0f ms with every pub/sub cut (lease %d + 1 s)" % (d, c.lease_ms))
     c.heal()
+    # TCP backs off on the connections that were cut: give them time to
+    # end (the masters see them again), then check notices flow again
+    time.sleep(1.5)
+    for i in range(2):
+        d = handoff("ph%d" % i)
+        if d is not None:
+            c.note("handoff after the heal: %.0f ms" % d)
+            c.expect(d <= c.lease_ms + 1000 + HEADROOM_MS, "handoff took %.0f ms after the heal" % d)
     # pub/sub restarted by the masters: lockd must resubscribe
     fence, _ = h.lock("pk0")
     wt = bg(w.lock, "pk0", wait=15000)
@@ -347,13 +364,24 @@ def s4_pubsub(c):
     for ip in MASTER_IP:
         redis_cmd(ip, "CLIENT", "KILL", "TYPE", "pubsub")
     c.nemesis("cut", "masters", "CLIENT KILL TYPE pubsub on every master")
-    h.unlock("pk0")
-    t_u = time.monotonic()
+    text = h.unlock("pk0")
+    t_u = last_reply(c, "h")
     v = result(wt, 16)
     if c.expect(isinstance(v, tuple) and v[0], "w LOCK pk0: %r" % (v,)):
-        d = (time.monotonic() - t_u) * 1000
-        c.note("handoff across CLIENT KILL TYPE pubsub: %.0f ms" % d)
+        d = (last_ok(c, "w", v[0]) - t_u) * 1000
+        c.note("handoff across CLIENT KILL TYPE pubsub: %.0f ms (UNLOCK answered %s)" % (d, text))
         c.expect(d <= c.lease_ms + 1000 + HEADROOM_MS, "handoff across CLIENT KILL took %.0f ms" % d)
+        # The masters answer all along; only their pub/sub connections were
+        # restarted. lockd (as of this harness) takes a lost subscriber for
+        # a lost master and drops its command connection too, so an UNLOCK
+        # sent then gets ERR QUORUM and the waiter waits out the lease.
+        # Reported to the lead; PT_STRICT=1 holds lockd to the 500 ms level.
+        if os.environ.get("PT_STRICT"):
+            c.expect(text == "OK 0", "UNLOCK after CLIENT KILL TYPE pubsub answered %s" % text)
+            c.expect(d <= sl, "handoff across CLIENT KILL took %.0f ms (service level 500 ms)" % d)
+        elif text != "OK 0" or d > sl:
+            c.note("KNOWN DEFECT (reported, PT_STRICT=1 fails on it): masters healthy, yet UNLOCK "
+                   "answered %s and the waiter waited %.0f ms" % (text, d))
         w.unlock("pk0")
     time.sleep(1.0)
     for i in range(2):

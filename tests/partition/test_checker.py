@@ -97,6 +97,10 @@ class TestChecker(unittest.TestCase):
         self.assertEqual(h.rules(), ["overlap"])
         h = H().lock("a", "k", 0.0, 0.5, 10, ttl=500).lock("b", "k", 0.1, 0.8, 11)
         self.assertEqual(h.rules(), [])
+        # the lease less the drift allowance (500 x 0.01 + 2 ms): b at 0.995 is fine
+        h = (H().lock("a", "k", 0.0, 0.5, 10, ttl=500).held("a", 0.6, ("k", 10, 400))
+             .lock("b", "k", 0.1, 0.995, 11))
+        self.assertEqual(h.rules(), [])
 
     def test_permits(self):
         h = (H().lock("a", "p", 0.0, 0.01, 1, mode="p", n=2).lock("b", "p", 0.0, 0.02, 2, mode="p", n=2)
