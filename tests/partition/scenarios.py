@@ -52,9 +52,15 @@ class Ctx:
         self.notes = []
         self.conns = []
         self.subs = []
-        self.cl.start_masters()
-        self.A = self.cl.start_lockd(0, lease_ms, timeout_ms)
-        self.B = self.cl.start_lockd(1, lease_ms, timeout_ms)
+        try:
+            self.cl.start_masters()
+            self.A = self.cl.start_lockd(0, lease_ms, timeout_ms)
+            self.B = self.cl.start_lockd(1, lease_ms, timeout_ms)
+        except BaseException:
+            self.reactor.stop()
+            self.store.close()
+            self.cl.stop()
+            raise
         self.t0 = time.monotonic()
         self.bound_ms = timeout_ms + 500 + HEADROOM_MS
 
