@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from history import History, check, excerpt, fmt, holds  # noqa: E402
-from pt import (LOCKD_IP, LOCKD_PORT, MASTER_IP, REDIS_PORT, Cluster, Conn, Net, Reactor,  # noqa: E402
+from pt import (LOCKD_IP, MASTER_IP, REDIS_PORT, Cluster, Conn, Net, Reactor,  # noqa: E402
                 Store, StoreConn, redis_cmd)
 import client as clientmod  # noqa: E402
 
@@ -459,8 +459,8 @@ def s6_sessions(c):
     c1b = c.conn("c1", c.B)
     r = c1b.plain("RESUME %s %s" % (sid, secret), "resume")
     c.expect(r == "OK 1", "RESUME on B: %r" % r)
-    held = c1b.plain("HELD", "held")
-    c.expect(held.startswith("KEY s6 %d" % f1), "HELD after RESUME: %r" % held)
+    held = c1b.held()
+    c.expect(held is not None and [(k, f) for k, f, _ in held] == [("s6", f1)], "HELD after RESUME: %r" % held)
     other = c.conn("c2", c.B)
     f2, text = other.lock("s6", wait=c.lease_ms)
     c.expect(f2 is None, "c2 got s6 (%s) while the resumed session holds it" % text)
@@ -486,7 +486,7 @@ def s7_random(c):
     seed = int(os.environ.get("PT_SEED", str(int(time.time()))))
     secs = float(os.environ.get("PT_SECS", "60"))
     rng = random.Random(seed)
-    c.note("seed %d (PT_SEED=%d reproduces the schedule)" % (seed, seed))
+    c.note("seed %d (PT_SEED=%d gives the same faults and workloads)" % (seed, seed))
     keys = [("x1", "x", 1), ("x2", "x", 1), ("rw", "s", 1), ("sem", "p", 2)]
     stats = dict(ok=0, fail=0, slow=[], errors=[])
     deadline = time.monotonic() + secs
@@ -570,6 +570,11 @@ def s7_random(c):
         stats["fail"] += st["fail"]
         stats["errors"] += st["errors"]  # slow replies of a paused client are its own pause
     c.note("%d faults, %d grants, %d refusals" % (faults, stats["ok"], stats["fail"]))
+    kinds = {}
+    for h in holds(c.hist.recs):
+        kinds[h["mode"]] = kinds.get(h["mode"], 0) + 1
+    c.note("holds: %d exclusive, %d shared, %d permits" % (kinds.get("x", 0), kinds.get("s", 0), kinds.get("p", 0)))
+    c.expect(all(kinds.get(k) for k in "xsp"), "some kind of hold never happened: %s" % kinds)
     c.expect(stats["ok"] >= 100, "only %d grants in %.0f s" % (stats["ok"], secs))
     c.fails += ["slow reply: " + s for s in stats["slow"]] + stats["errors"]
 
