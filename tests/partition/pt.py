@@ -381,8 +381,9 @@ class Conn:
     def __init__(self, name, hist, reactor, addr, bound_ms=2000):
         self.name, self.hist, self.reactor, self.addr = name, hist, reactor, addr
         self.bound_ms = bound_ms  # what a reply may take beyond its WAIT
+        # blocking with a timeout: the reactor reads only when readable,
+        # and a request goes out whole or the session is given up
         self.sock = socket.create_connection(addr, timeout=5)
-        self.sock.setblocking(False)
         self.buf = b""
         self.replies = queue.Queue()
         self.lost = set()
@@ -418,10 +419,6 @@ class Conn:
         t0 = time.monotonic()
         try:
             self.sock.sendall((line + "\r\n").encode())
-        except BlockingIOError:
-            self.sock.setblocking(True)
-            self.sock.sendall((line + "\r\n").encode())
-            self.sock.setblocking(False)
         except OSError as e:
             self.hist.complete(self.name, oid, "info", text=str(e))
             self.close()
