@@ -1,0 +1,510 @@
+"""Parts of the partition harness: network namespaces and the cuts between
+them (Net), redis masters and lockd inside them (Cluster), the fenced store
+(Store), and clients speaking the lockd line protocol (Conn, StoreConn).
+
+Everything lives in namespaces named <prefix>-<role>; addresses are in
+10.213.0.0/24, which exists only inside them. The harness process itself
+moves into the clients' namespace (setns), so nothing it opens can reach
+anything outside.
+"""
+
+import ctypes
+import os
+import queue
+import selectors
+import signal
+import socket
+import socketserver
+import subprocess
+import threading
+import time
+
+NET = "10.213.0"
+MASTER_IP = ["%s.%d" % (NET, i) for i in (1, 2, 3)]
+LOCKD_IP = ["%s.%d" % (NET, i) for i in (11, 12)]
+CLIENT_IP = "%s.100" % NET
+STORE_PORT = 7400
+REDIS_PORT = 6379
+LOCKD_PORT = 7390
+CLONE_NEWNET = 0x40000000
+
+
+def sh(*argv, check=True):
+    """Run a command; its failure is the harness's failure."""
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(argv), r.stdout.strip()))
+    return r.stdout
+
+
+class Net:
+    """The namespaces: br (a bridge), m1..m3 (masters), l1, l2 (lockd), cl
+    (clients, the store and this harness); each but br has eth0, a veth to
+    the bridge, and an nftables table inet pt with an input and an output
+    chain where the cuts go."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        self.roles = ["m1", "m2", "m3", "l1", "l2", "cl"]
+        self.ip = dict(zip(self.roles, MASTER_IP + LOCKD_IP + [CLIENT_IP]))
+        self.made = []
+
+    def ns(self, role):
+        return "%s-%s" % (self.prefix, role)
+
+    def create(self):
+        br = self.ns("br")
+        sh("ip", "netns", "add", br)
+        self.made.append(br)
+        sh("ip", "-n", br, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", br, "link", "set", "br0", "up")
+        for role in self.roles:
+            ns = self.ns(role)
+            sh("ip", "netns", "add", ns)
+            self.made.append(ns)
+            sh("ip", "link", "add", "eth0", "netns", ns, "type", "veth", "peer", "name", role, "netns", br)
+            sh("ip", "-n", br, "link", "set", "dev", role, "master", "br0")
+            sh("ip", "-n", br, "link", "set", "dev", role, "up")
+            sh("ip", "-n", ns, "addr", "add", self.ip[role] + "/24", "dev", "eth0")
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            sh("ip", "-n", ns, "link", "set", "eth0", "up")
+            sh("ip", "netns", "exec", ns, "nft",
+               "add table inet pt; "
+               "add chain inet pt in { type filter hook input priority 0; }; "
+               "add chain inet pt out { type filter hook output priority 0; }")
+
+    def enter(self, role):
+        """Move this process's calling thread (call it before starting
+        threads: they inherit it) into a namespace."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open("/run/netns/" + self.ns(role), os.O_RDONLY)
+        try:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), "setns " + self.ns(role))
+        finally:
+            os.close(fd)
+
+    def destroy(self):
+        for ns in reversed(self.made):
+            sh("ip", "netns", "del", ns, check=False)
+        self.made = []
+
+    # ---- cuts
+    def nft(self, role, cmd):
+        sh("ip", "netns", "exec", self.ns(role), "nft", cmd)
+
+    def cut_peer(self, role, peer, direction="both", how="drop"):
+        """Drop (silently) or reject (TCP reset, ICMP otherwise) packets of
+        role's namespace to and/or from peer's address."""
+        pip = self.ip[peer]
+        act = "drop"
+        for chain, sel in (("in", "saddr"), ("out", "daddr")):
+            if direction not in ("both", chain):
+                continue
+            if how == "reject":
+                self.nft(role, "add rule inet pt %s ip %s %s meta l4proto tcp reject with tcp reset" %
+                         (chain, sel, pip))
+                act = "reject"
+            self.nft(role, "add rule inet pt %s ip %s %s %s" % (chain, sel, pip, act))
+
+    def cut_conn(self, role, peer, peer_port, local_port):
+        """Drop, silently and both ways, one TCP connection of role's
+        namespace: the one between local_port here and peer:peer_port."""
+        pip = self.ip[peer]
+        self.nft(role, "add rule inet pt in ip saddr %s tcp sport %d tcp dport %d drop" %
+                 (pip, peer_port, local_port))
+        self.nft(role, "add rule inet pt out ip daddr %s tcp dport %d tcp sport %d drop" %
+                 (pip, peer_port, local_port))
+
+    def link(self, role, up):
+        sh("ip", "-n", self.ns(role), "link", "set", "eth0", "up" if up else "down")
+
+    def heal(self):
+        for role in self.roles:
+            self.nft(role, "flush chain inet pt in; flush chain inet pt out")
+            self.link(role, True)
+
+
+# ------------------------------------------------------------------ redis
+
+def resp(sock, *args, timeout=2.0):
+    """One Redis command over a fresh or given socket; the reply decoded
+    roughly (enough for PING, CLIENT LIST, CLIENT KILL)."""
+    msg = "*%d\r\n" % len(args) + "".join("$%d\r\n%s\r\n" % (len(a.encode()), a) for a in args)
+    sock.settimeout(timeout)
+    sock.sendall(msg.encode())
+    buf = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("redis closed")
+        buf += chunk
+        if buf[:1] in (b"+", b"-", b":") and buf.endswith(b"\r\n"):
+            return buf[1:-2].decode()
+        if buf[:1] == b"$":
+            head, _, rest = buf.partition(b"\r\n")
+            n = int(head[1:])
+            if n < 0:
+                return None
+            if len(rest) >= n + 2:
+                return rest[:n].decode()
+
+
+def redis_cmd(ip, *args, timeout=2.0):
+    with socket.create_connection((ip, REDIS_PORT), timeout=timeout) as s:
+        return resp(s, *args, timeout=timeout)
+
+
+class Cluster:
+    """Three redis masters and two lockd, each in its namespace; every
+    process started here is killed here, by pid."""
+
+    def __init__(self, net, tmp, lockd_bin, hist=None):
+        self.net = net
+        self.tmp = tmp
+        self.bin = lockd_bin
+        self.procs = {}
+        self.hist = hist
+
+    def _spawn(self, name, role, argv, log):
+        f = open(log, "ab")
+        p = subprocess.Popen(["ip", "netns", "exec", self.net.ns(role)] + argv,
+                             stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        f.close()
+        self.procs[name] = p
+        return p
+
+    def start_masters(self):
+        for i, ip in enumerate(MASTER_IP):
+            d = os.path.join(self.tmp, "m%d" % (i + 1))
+            os.makedirs(d, exist_ok=True)
+            self._spawn("m%d" % (i + 1), "m%d" % (i + 1),
+                        ["redis-server", "--port", str(REDIS_PORT), "--bind", ip, "--save", "",
+                         "--appendonly", "no", "--dir", d, "--protected-mode", "no",
+                         "--daemonize", "no"], os.path.join(d, "redis.log"))
+        for ip in MASTER_IP:
+            self._until(lambda ip=ip: redis_cmd(ip, "PING", timeout=0.5) == "PONG", 10, "redis " + ip)
+
+    def start_lockd(self, j, lease_ms=1500, timeout_ms=100, extra=""):
+        name = "l%d" % (j + 1)
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d, exist_ok=True)
+        conf = os.path.join(d, "lockd.yml")
+        with open(conf, "w") as f:
+            f.write("# written by tests/partition\n")
+            f.write('listen: ["%s:%d", "unix:%s/lockd.sock"]\n' % (LOCKD_IP[j], LOCKD_PORT, d))
+            f.write("allow_unauthenticated: true\nlog_level: info\n")
+            f.write("redis:\n  masters: [%s]\n  timeout_ms: %d\n" %
+                    (", ".join('"%s:%d"' % (ip, REDIS_PORT) for ip in MASTER_IP), timeout_ms))
+            f.write("locks:\n  lease_ms: %d\n" % lease_ms)
+            f.write(extra)
+        self._spawn(name, name, [self.bin, "-c", conf], os.path.join(d, "lockd.log"))
+        addr = (LOCKD_IP[j], LOCKD_PORT)
+
+        def granted():
+            if self.procs[name].poll() is not None:
+                raise RuntimeError("%s exited: %s" % (name, self.log_tail(name)))
+            with socket.create_connection(addr, timeout=1) as s:
+                s.settimeout(2)
+                s.sendall(b"TRYLOCK ~\r\n")
+                r = s.recv(256)
+                if r.startswith(b"OK"):
+                    s.sendall(b"UNLOCK ~\r\n")
+                    s.recv(256)
+                    return True
+            return False
+        self._until(granted, 15, "%s granting" % name)
+        return addr
+
+    def _until(self, fn, secs, what):
+        end = time.monotonic() + secs
+        err = None
+        while time.monotonic() < end:
+            try:
+                if fn():
+                    return
+            except (OSError, ConnectionError) as e:
+                err = e
+            time.sleep(0.05)
+        raise RuntimeError("%s: not ready in %d s (%s)" % (what, secs, err))
+
+    def log_path(self, name):
+        return os.path.join(self.tmp, name, "lockd.log" if name.startswith("l") else "redis.log")
+
+    def log_tail(self, name, n=30):
+        try:
+            with open(self.log_path(name), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.terminate()
+        for p in self.procs.values():
+            try:
+                p.wait(3)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = {}
+
+
+# ------------------------------------------------------------------ store
+
+class Store:
+    """The fenced store: accepts "W key fence by" only with a fence larger
+    than the last one it accepted for key; every write is recorded in the
+    history (type store), accepted or not."""
+
+    def __init__(self, hist, addr=(CLIENT_IP, STORE_PORT)):
+        self.hist = hist
+        self.last = {}
+        self.lock = threading.Lock()
+        store = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self):
+                for line in self.rfile:
+                    w = line.decode().split()
+                    if len(w) != 4 or w[0] != "W":
+                        self.wfile.write(b"ERR\n")
+                        continue
+                    key, fence, by = w[1], int(w[2]), w[3]
+                    with store.lock:
+                        ok = key not in store.last or fence > store.last[key]
+                        if ok:
+                            store.last[key] = fence
+                        store.hist.add(dict(proc="store", type="store", key=key, fence=fence, by=by,
+                                            accepted=ok))
+                        last = store.last[key]
+                    self.wfile.write(b"OK\n" if ok else ("REFUSED %d\n" % last).encode())
+
+        socketserver.ThreadingTCPServer.allow_reuse_address = True
+        socketserver.ThreadingTCPServer.daemon_threads = True
+        self.srv = socketserver.ThreadingTCPServer(addr, Handler)
+        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
+class StoreConn:
+    def __init__(self, name, hist, addr=(CLIENT_IP, STORE_PORT)):
+        self.name, self.hist = name, hist
+        self.s = socket.create_connection(addr, timeout=5)
+        self.f = self.s.makefile("rb")
+
+    def write(self, key, fence):
+        oid = self.hist.invoke(self.name, "write", key=key, fence=fence)
+        try:
+            self.s.sendall(("W %s %d %s\n" % (key, fence, self.name)).encode())
+            r = self.f.readline().decode().strip()
+        except OSError as e:
+            self.hist.complete(self.name, oid, "info", text=str(e))
+            return None
+        self.hist.complete(self.name, oid, "ok" if r == "OK" else "fail", text=r)
+        return r == "OK"
+
+    def close(self):
+        self.s.close()
+
+
+# ------------------------------------------------------------------ clients
+
+class Reactor:
+    """One thread reads every client connection of this process, so replies
+    and events of all clients are timestamped in arrival order: every line
+    read after one wake-up gets the time of that wake-up."""
+
+    def __init__(self, hist):
+        self.hist = hist
+        self.sel = selectors.DefaultSelector()
+        self.rd, self.wr = os.pipe()
+        self.sel.register(self.rd, selectors.EVENT_READ, None)
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def add(self, conn):
+        with self.lock:
+            self.sel.register(conn.sock, selectors.EVENT_READ, conn)
+
+    def remove(self, conn):
+        with self.lock:
+            try:
+                self.sel.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+
+    def run(self):
+        while not self.stopping:
+            ready = self.sel.select(0.2)
+            t = time.monotonic()
+            for key, _ in ready:
+                conn = key.data
+                if conn is None:
+                    os.read(self.rd, 4096)
+                    continue
+                try:
+                    data = conn.sock.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    self.remove(conn)
+                    conn.on_eof(t)
+                    continue
+                conn.on_data(data, t)
+
+    def stop(self):
+        self.stopping = True
+        os.write(self.wr, b"x")
+        self.thread.join(2)
+
+
+class Dead(Exception):
+    """The connection is gone, or a reply did not come in time."""
+
+
+class Conn:
+    """A lockd client session: one TCP connection. Requests are sent from
+    the caller's thread and their replies taken from a queue the reactor
+    fills; LOST lines are events, recorded when they arrive."""
+
+    def __init__(self, name, hist, reactor, addr, bound_ms=2000):
+        self.name, self.hist, self.reactor, self.addr = name, hist, reactor, addr
+        self.bound_ms = bound_ms  # what a reply may take beyond its WAIT
+        # blocking with a timeout: the reactor reads only when readable,
+        # and a request goes out whole or the session is given up
+        self.sock = socket.create_connection(addr, timeout=5)
+        self.buf = b""
+        self.replies = queue.Queue()
+        self.lost = set()
+        self.dead = False
+        self.slow = []  # requests answered later than WAIT + bound
+        reactor.add(self)
+
+    def on_data(self, data, t):
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            line = line.decode(errors="replace").rstrip("\r")
+            w = line.split()
+            if w and w[0] == "LOST":
+                fence = int(w[2]) if len(w) > 2 else None
+                self.lost.add((w[1], fence))
+                self.hist.add(dict(t=t, proc=self.name, type="event", f="lost", key=w[1], fence=fence))
+            else:
+                self.replies.put((t, line))
+
+    def on_eof(self, t):
+        if not self.dead:
+            self.dead = True
+            self.hist.add(dict(t=t, proc=self.name, type="event", f="closed"))
+        self.replies.put((t, None))
+
+    def call(self, line, f, wait_ms=0, **fields):
+        """Send one request; its reply (t, text). No reply within wait_ms +
+        bound_ms: the outcome is unknown (info) and the session is closed."""
+        if self.dead:
+            raise Dead("connection closed")
+        oid = self.hist.invoke(self.name, f, **fields)
+        t0 = time.monotonic()
+        try:
+            self.sock.sendall((line + "\r\n").encode())
+        except OSError as e:
+            self.hist.complete(self.name, oid, "info", text=str(e))
+            self.close()
+            raise Dead(str(e))
+        try:
+            t, text = self.replies.get(timeout=(wait_ms + self.bound_ms) / 1000.0)
+        except queue.Empty:
+            self.hist.complete(self.name, oid, "info", text="no reply in %d ms" % (wait_ms + self.bound_ms))
+            self.slow.append("%s: no reply in %d ms" % (line, wait_ms + self.bound_ms))
+            self.close()
+            raise Dead("no reply")
+        if text is None:
+            self.hist.complete(self.name, oid, "info", t=t, text="connection closed")
+            raise Dead("connection closed")
+        took = (t - t0) * 1000
+        if took > wait_ms + self.bound_ms:
+            self.slow.append("%s: answered %s after %.0f ms" % (line, text, took))
+        return oid, t, text
+
+    def lock(self, key, mode="x", n=1, wait=None, ttl=None, try_=False):
+        """LOCK or TRYLOCK; the fence, or None with the reply text."""
+        words = ["TRYLOCK" if try_ else "LOCK", key]
+        if mode == "s":
+            words.append("SHARED")
+        elif mode == "p":
+            words += ["PERMITS", str(n)]
+        if wait is not None and not try_:
+            words += ["WAIT", str(wait)]
+        if ttl is not None:
+            words += ["TTL", str(ttl)]
+        line = " ".join(words)
+        oid, t, text = self.call(line, "lock", wait_ms=0 if try_ else (wait or 0), key=key, mode=mode, n=n,
+                                 ttl=ttl, wait=(0 if try_ else wait), cmd=line)
+        w = text.split()
+        if len(w) == 2 and w[0] == "OK":
+            self.hist.complete(self.name, oid, "ok", t=t, fence=int(w[1]))
+            return int(w[1]), text
+        self.hist.complete(self.name, oid, "fail", t=t, text=text)
+        return None, text
+
+    def unlock(self, key):
+        oid, t, text = self.call("UNLOCK " + key, "unlock", key=key)
+        self.hist.complete(self.name, oid, "ok" if text.startswith("OK") else "fail", t=t, text=text)
+        return text
+
+    def held(self):
+        """HELD: [(key, fence, ttl_ms)] of the holds this session has."""
+        oid, t, text = self.call("HELD", "held")
+        items = []
+        while text != "END":
+            w = text.split()
+            if len(w) < 5 or w[0] != "KEY":
+                self.hist.complete(self.name, oid, "fail", t=t, text=text)
+                return None
+            items.append((w[1], int(w[2]), int(w[4])))
+            try:
+                t, text = self.replies.get(timeout=self.bound_ms / 1000.0)
+            except queue.Empty:
+                text = None
+            if text is None:
+                self.hist.complete(self.name, oid, "info", t=t, text="HELD unfinished")
+                self.close()
+                raise Dead("HELD unfinished")
+        self.hist.complete(self.name, oid, "ok", t=t, held=items)
+        return items
+
+    def plain(self, line, f):
+        oid, t, text = self.call(line, f, cmd=line)
+        self.hist.complete(self.name, oid, "fail" if text.startswith("ERR") else "ok", t=t, text=text)
+        return text
+
+    def wait_lost(self, key, fence, secs):
+        """Wait up to secs for LOST key fence; whether it came."""
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            if (key, fence) in self.lost:
+                return True
+            time.sleep(0.005)
+        return (key, fence) in self.lost
+
+    def close(self):
+        if not self.dead:
+            self.hist.invoke(self.name, "close")
+            self.dead = True
+        self.reactor.remove(self)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
