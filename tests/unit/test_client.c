@@ -645,6 +645,33 @@ START_TEST(formatted_requests_refuse_line_ends)
 }
 END_TEST
 
+/* A NUL byte that a formatted value brings in (%c) is LOCKD_EARG too:
+ * today lockd_sendf() and lockd_callf() send the request cut short at it
+ * ("LOCK k" for "LOCK k\0WAIT 0"). Nothing is written. */
+START_TEST(formatted_requests_refuse_nul)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	const struct lockd_reply *r = NULL;
+	char long_key[700];
+	memset(long_key, 'a', sizeof(long_key) - 1);
+	long_key[sizeof(long_key) - 1] = '\0';
+	ck_assert_int_eq(lockd_sendf(c, -1, NULL, "LOCK k%cWAIT 0", '\0'), LOCKD_EARG);
+	ck_assert_int_eq(lockd_callf(c, 10, &r, "UNLOCK k%cx", '\0'), LOCKD_EARG);
+	ck_assert_int_eq(lockd_sendf(c, -1, NULL, "LOCK %s%c", long_key, '\0'), LOCKD_EARG);
+	ck_assert_int_eq(lockd_status(c), LOCKD_OK);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	ck_assert_int_eq(lockd_sendf(c, -1, NULL, "PING %s", "x"), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "PING x\n", 1000);
+	struct pollfd pf = {peer, POLLIN, 0};
+	ck_assert_int_eq(poll(&pf, 1, 50), 0);
+	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
 START_TEST(auth_first)
 {
 	int peer;
@@ -1122,6 +1149,7 @@ Suite *client_suite(void)
 	tcase_add_test(tc, closed_by_lockd);
 	tcase_add_test(tc, bad_requests);
 	tcase_add_test(tc, formatted_requests_refuse_line_ends);
+	tcase_add_test(tc, formatted_requests_refuse_nul);
 	tcase_add_test(tc, auth_first);
 	tcase_add_test(tc, close_from_callback);
 	tcase_add_test(tc, connect_failures);
