@@ -66,6 +66,9 @@ func isEvent(word string) bool {
 // dialConn opens a connection, authenticates and, when resumable, asks for
 // a resumable session (falling back silently to version 1 on ERR PROTOCOL).
 func (c *Client) dialConn(ctx context.Context, resumable bool) (*conn, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
 	nc, br, err := c.dialRaw(ctx)
 	if err != nil {
 		return nil, err

@@ -187,7 +187,7 @@ func (c *Client) Observe(ctx context.Context, name string) (<-chan Leader, error
 			case pending <- v:
 				last = nil
 			case <-o.broke:
-				for ctx.Err() == nil {
+				for ctx.Err() == nil && !c.isClosed() {
 					if cn, o, err = start(); err == nil {
 						break
 					}
@@ -196,7 +196,7 @@ func (c *Client) Observe(ctx context.Context, name string) (<-chan Leader, error
 					case <-time.After(200 * time.Millisecond):
 					}
 				}
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || c.isClosed() {
 					return
 				}
 			}

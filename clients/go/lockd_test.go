@@ -113,6 +113,20 @@ func TestWaitTimeoutAndBusy(t *testing.T) {
 		t.Fatalf("Extend: %v", err)
 	}
 	l2.Unlock(ctx)
+
+	// A TTL that lapses is a loss: the context is cancelled.
+	l3, err := c.Lock(ctx, "go-timeout", Wait(2*time.Second), TTL(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l3.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("a lapsed TTL did not cancel the lock's context")
+	}
+	if !errors.Is(l3.Err(), ErrLost) {
+		t.Fatalf("Err after the TTL lapsed: %v", l3.Err())
+	}
 }
 
 // Cancelling ctx abandons the wait on lockd's side too: the waiter goes
