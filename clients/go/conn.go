@@ -364,7 +364,7 @@ func (cn *conn) broken(err error) *bufio.Reader {
 
 func (cn *conn) resume() *bufio.Reader {
 	deadline := time.Now().Add(cn.c.cfg.resumeWindow)
-	for back := 50 * time.Millisecond; time.Now().Before(deadline); back = minDur(2*back, time.Second) {
+	for back := 50 * time.Millisecond; time.Now().Before(deadline); back = minDur(2*back, 250*time.Millisecond) {
 		if cn.c.isClosed() {
 			return nil
 		}

@@ -310,7 +310,7 @@ final class Conn {
             } catch (InterruptedException e) {
                 break;
             }
-            back = Math.min(back * 2, 1000);
+            back = Math.min(back * 2, 250); // lockd restarts fast; the lease left is short
         }
         SocketChannel c;
         lock.lock();

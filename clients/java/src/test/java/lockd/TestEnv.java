@@ -24,6 +24,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  */
 public final class TestEnv implements BeforeAllCallback, ExtensionContext.Store.CloseableResource {
     private static TestEnv env;
+    private static Thread hook;
     static Map<String, String> vars = new HashMap<>();
     static Path dir;
     private static final Path SCRIPT = Paths.get(System.getProperty("lockd.testenv", "../testenv.sh"));
@@ -57,7 +58,7 @@ public final class TestEnv implements BeforeAllCallback, ExtensionContext.Store.
                 return;
             }
             dir = Files.createTempDirectory("lockd-java-test-");
-            Thread hook = new Thread(() -> run("stop", dir.toString()));
+            hook = new Thread(() -> run("stop", dir.toString()));
             Runtime.getRuntime().addShutdownHook(hook);
             try {
                 run("start", dir.toString());
@@ -77,8 +78,12 @@ public final class TestEnv implements BeforeAllCallback, ExtensionContext.Store.
     }
 
     @Override
-    public void close() {
+    public void close() throws IOException {
         run("stop", dir.toString());
+        Runtime.getRuntime().removeShutdownHook(hook);
+        try (var paths = Files.walk(dir)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        }
     }
 
     static String a() {
