@@ -32,6 +32,12 @@ func TestEightHoldersExclude(t *testing.T) {
 	var fences []uint64
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
+	fail := func(err error) { // never blocks: the first errors are kept
+		select {
+		case errs <- err:
+		default:
+		}
+	}
 	for g := 0; g < 8; g++ {
 		c := ca
 		if g%2 == 1 {
@@ -43,11 +49,11 @@ func TestEightHoldersExclude(t *testing.T) {
 			for r := 0; r < 3; r++ {
 				l, err := c.Lock(ctx, "go-eight")
 				if err != nil {
-					errs <- err
+					fail(err)
 					return
 				}
 				if n := atomic.AddInt32(&inside, 1); n != 1 {
-					errs <- errors.New("two holders at once")
+					fail(errors.New("two holders at once"))
 				}
 				mu.Lock()
 				fences = append(fences, l.Fence())
@@ -56,7 +62,7 @@ func TestEightHoldersExclude(t *testing.T) {
 				time.Sleep(3 * time.Millisecond)
 				atomic.AddInt32(&inside, -1)
 				if err := l.Unlock(ctx); err != nil {
-					errs <- err
+					fail(err)
 					return
 				}
 			}

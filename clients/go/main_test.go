@@ -30,18 +30,25 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "lockd-go-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	// run-tests.sh starts the environment itself (and stops it from a
+	// trap, even when this process dies of a panic or a timeout, which
+	// skips deferred calls); plain `go test` starts its own.
+	dir := os.Getenv("LOCKD_TESTENV_DIR")
+	if dir == "" {
+		var err error
+		dir, err = os.MkdirTemp("", "lockd-go-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		defer testenv("stop", dir)
+		if err := testenv("start", dir); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv start:", err)
+			return 1
+		}
 	}
 	envDir = dir
-	defer os.RemoveAll(dir)
-	defer testenv("stop", dir)
-	if err := testenv("start", dir); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv start:", err)
-		return 1
-	}
 	b, err := os.ReadFile(filepath.Join(dir, "env"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

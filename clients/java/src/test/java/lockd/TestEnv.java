@@ -57,14 +57,21 @@ public final class TestEnv implements BeforeAllCallback, ExtensionContext.Store.
             if (env != null) {
                 return;
             }
-            dir = Files.createTempDirectory("lockd-java-test-");
-            hook = new Thread(() -> run("stop", dir.toString()));
-            Runtime.getRuntime().addShutdownHook(hook);
-            try {
-                run("start", dir.toString());
-            } catch (RuntimeException e) {
-                run("stop", dir.toString());
-                throw e;
+            String given = System.getProperty("lockd.testenv.dir");
+            if (given != null) {
+                // run-tests.sh started it and stops it from a trap, even if this JVM dies.
+                dir = Paths.get(given);
+            } else {
+                dir = Files.createTempDirectory("lockd-java-test-");
+                hook = new Thread(() -> run("stop", dir.toString()));
+                Runtime.getRuntime().addShutdownHook(hook);
+                try {
+                    run("start", dir.toString());
+                } catch (RuntimeException e) {
+                    run("stop", dir.toString());
+                    throw e;
+                }
+                ctx.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).put("lockd-testenv", this);
             }
             for (String l : Files.readAllLines(dir.resolve("env"))) {
                 int eq = l.indexOf('=');
@@ -73,7 +80,6 @@ public final class TestEnv implements BeforeAllCallback, ExtensionContext.Store.
                 }
             }
             env = this;
-            ctx.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).put("lockd-testenv", this);
         }
     }
 
