@@ -187,18 +187,31 @@ func (c *Client) grant(ctx context.Context, key, line string) (*hold, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cn, err := c.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	h := newHold(c, cn, key)
-	cn.setOwner(h)
-	r, err := cn.do(ctx, line, false)
-	if err != nil {
-		if err == errBroken {
-			cn.abandon()
+	var h *hold
+	var cn *conn
+	var r reply
+	// A pooled connection may have been closed by lockd meanwhile (its
+	// idle timeout): one more try on a new one then. A broken connection
+	// may have carried a grant: its session is ended (abandon), never
+	// reused.
+	for try := 0; ; try++ {
+		var err error
+		if cn, err = c.get(ctx); err != nil {
+			return nil, err
 		}
-		return nil, err
+		h = newHold(c, cn, key)
+		cn.setOwner(h)
+		r, err = cn.do(ctx, line, false)
+		if err == nil {
+			break
+		}
+		if err != errBroken {
+			return nil, err
+		}
+		cn.abandon()
+		if try > 0 || ctx.Err() != nil {
+			return nil, err
+		}
 	}
 	f := strings.Fields(r.line)
 	if len(f) == 2 && f[0] == "OK" {

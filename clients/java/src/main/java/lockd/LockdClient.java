@@ -400,11 +400,27 @@ public final class LockdClient implements AutoCloseable {
      * own. Returns the handle on "OK fence", null on TIMEOUT or BUSY.
      */
     LockHandle grant(String key, String line, String releaseLine, boolean interruptible) throws InterruptedException {
-        Conn c = get();
-        LockHandle h = new LockHandle(this, c, key, releaseLine);
-        c.owner = h;
-        CompletableFuture<Reply> f = c.send(line, false);
-        Reply r = interruptible ? interruptibly(c, f) : uninterruptibly(c, f);
+        Conn c;
+        LockHandle h;
+        Reply r;
+        // A pooled connection may have been closed by lockd meanwhile (its
+        // idle timeout): one more try on a new one then. A broken
+        // connection may have carried a grant: its session is ended
+        // (abandoned), never reused.
+        for (int attempt = 0;; attempt++) {
+            c = get();
+            h = new LockHandle(this, c, key, releaseLine);
+            c.owner = h;
+            CompletableFuture<Reply> f = c.send(line, false);
+            try {
+                r = interruptible ? interruptibly(c, f) : uninterruptibly(c, f);
+                break;
+            } catch (LockdException e) {
+                if (attempt > 0 || !(e.getCause() instanceof Conn.Broken)) {
+                    throw e;
+                }
+            }
+        }
         String[] w = r.words();
         if (w.length == 2 && w[0].equals("OK")) {
             h.granted(Long.parseUnsignedLong(w[1]));
