@@ -40,7 +40,10 @@ char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 #define CALL_GRACE_MS 450
 static int64_t timeout_us; /* a call's verdict never waits longer than this */
 char rl_instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
-char rl_reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
+char rl_reserve_ms[24];
+int rl_adopts;
+
+int rl_adopting(void) { return rl_adopts > 0; }          /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_us, so the first is
  * always the next to expire, and one timer serves them all. */
 static struct waitq expq;
@@ -164,6 +167,7 @@ void rl_call_free(struct rl_call *c)
 	if (c->kind == RK_TOUCH)
 		free(c->u.sess.items);
 	if (c->kind == RK_ADOPT) {
+		rl_adopts--;
 		for (int i = 0; i < c->u.sess.a.n; i++)
 			free(c->u.sess.a.holds[i].key);
 		free(c->u.sess.a.holds);

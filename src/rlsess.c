@@ -337,6 +337,7 @@ struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease
 	c->done = done;
 	c->owner = owner;
 	c->check_fn = check_adopt;
+	rl_adopts++;
 	rl_fanout(c, SCR_SESS_ADOPT, adopt_reply);
 	return c;
 }
