@@ -590,7 +590,8 @@ static double pubsub_handoff(struct cl *a, struct cl *b, struct cl *s, const cha
 	ck_assert_msg(strcmp(r, "OK 0") == 0,
 		      "UNLOCK %s %s answered '%s' (masters healthy, the command connections "
 		      "untouched)",
-		      key, kill ? "right after CLIENT KILL TYPE pubsub" : "after the resubscribe", r);
+		      key, kill ? "right after CLIENT KILL TYPE pubsub" : "after the resubscribe",
+		      r);
 	free(r);
 	double t0 = h_now_ms();
 	cl_want_ok(b, 500 + H_LOADED + 500);
