@@ -550,6 +550,24 @@ void lt_notice(const char *key, size_t klen)
 	lk_maybe_free(lk);
 }
 
+/* Notices may have been missed (a master's subscriber was lost and has
+ * subscribed again): every key whose head waiter sleeps on its retry asks
+ * again now, once, and an acquire in flight goes again after its answer,
+ * as after a notice. The retries fire from the loop: nothing here changes
+ * the table while it is walked. */
+void lt_notice_all(void)
+{
+	int64_t now = now_us();
+	for (size_t i = 0; i < table.nslots; i++)
+		for (struct kt_node *k = table.slots[i]; k; k = k->next) {
+			struct lkey *lk = wq_entry(k, struct lkey, node);
+			if (lk->state == LK_ACQUIRING)
+				lk->noticed = 1;
+			else if (lk->retry_armed)
+				rn_timer_at(lk->retry, now);
+		}
+}
+
 /* Who gets a released lock (the key's, or permit i) by a handoff: the
  * head waiter for the key's lock (unless it asks shared: it asks on its
  * own), the first permit waiter whose n is above i for permit i. */

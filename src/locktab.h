@@ -138,5 +138,7 @@ void lt_shutdown_all(void);
 int locktab_busy(void);
 /* A released-key notice from a master's channel. */
 void lt_notice(const char *key, size_t klen);
+/* Release notices may have been missed: every sleeping waiter asks again. */
+void lt_notice_all(void);
 
 #endif

@@ -59,6 +59,7 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->password = c->redis_password;
 	o->prefix = c->key_prefix;
 	o->on_notice = lt_notice;
+	o->on_subscribed = lt_notice_all;
 	o->on_up = mb_up;
 	o->on_down = mb_down;
 }

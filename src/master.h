@@ -24,6 +24,16 @@ enum master_state {
 	MS_UP,         /* answering; calls go to it */
 };
 
+/* A master's pub/sub subscriber, for released-key notices. It exists only
+ * while its master is MS_UP and is lost and made again on its own: the
+ * command connection and its calls never depend on it. */
+enum sub_state {
+	SUB_OFF,        /* none: the master is not up (made again when it comes up) */
+	SUB_WAIT,       /* lost while the master is up: sub_timer reconnects after a backoff */
+	SUB_CONNECTING, /* connect, AUTH, SUBSCRIBE in flight: notices may be missed meanwhile */
+	SUB_UP,         /* subscribed: notices arrive; a PING when it is quiet proves it alive */
+};
+
 /* reply is NULL when the master failed, timed out or went away. It is
  * called exactly once for every master_call that returned 0, never
  * from inside master_call itself. */
@@ -31,6 +41,10 @@ typedef void master_reply_fn(struct master *m, redisReply *reply, void *arg);
 
 /* Released-key notices from the master's pub/sub channel. */
 typedef void master_notice_fn(const char *key, size_t klen);
+
+/* A subscriber is subscribed (again): release notices sent before, while
+ * it was not, may have been missed. */
+typedef void master_subscribed_fn(void);
 
 /* The handshake finished: m is MS_UP. restarted: its run_id differs from
  * the one of an earlier connection (m->prev_run_id -> m->run_id), so it may
@@ -47,6 +61,7 @@ struct master_opts {
 	const char *password; /* "" for none */
 	const char *prefix;   /* key prefix, for the marker and channel */
 	master_notice_fn *on_notice;
+	master_subscribed_fn *on_subscribed;
 	master_up_fn *on_up;
 	master_down_fn *on_down;
 };
@@ -57,7 +72,7 @@ struct master {
 	struct addr addr;
 	enum master_state state;
 	struct redisAsyncContext *ac;  /* commands */
-	struct redisAsyncContext *sub; /* pub/sub subscriber */
+	struct redisAsyncContext *sub; /* pub/sub subscriber (sub_state) */
 	struct waitq inflight;         /* struct mreq, in send order */
 	struct waitq pend;             /* batchable calls of this loop turn, not
 					  sent yet: joined at its end */
@@ -76,6 +91,15 @@ struct master {
 	int64_t last_reply_us; /* when it last answered */
 	uint64_t reconnects;
 	char last_error[128];
+	/* the subscriber */
+	enum sub_state sub_state;
+	struct event *sub_timer; /* SUB_WAIT: reconnect; SUB_CONNECTING: its deadline;
+				    SUB_UP: the next PING, or the deadline of the one out */
+	int64_t sub_since_us;    /* sub_state entered */
+	int64_t sub_backoff_ms;
+	int64_t sub_heard_us;    /* bytes last read from it */
+	int64_t sub_ping_us;     /* a PING out since then and not answered yet; 0: none */
+	uint64_t sub_reconnects;
 };
 
 int masters_init(struct event_base *base, char **names, int n, const struct master_opts *o);
