@@ -756,6 +756,33 @@ START_TEST(sigstop_resume_other)
 }
 END_TEST
 
+/* The same with the client's first connection still open (the client lost
+ * its way to A, A is stopped): when A runs again it closes that connection
+ * without a LOST ("drops the session without LOST and closes any
+ * connection still attached"), although its renewals were refused. */
+START_TEST(sigstop_attached_no_lost)
+{
+	h_std(&sess_opts);
+	int b = h_lockd_start(&sess_opts);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 1000", 1000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+	h_lockd_signal(0, SIGSTOP);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	h_sleep_ms(LEASE + 500); /* A's lease on k ran out while it was stopped */
+	h_lockd_signal(0, SIGCONT);
+	cl_want_eof(c, LEASE / 3 + H_SLOW_LIMIT);
+	cl_close(c);
+	cl_silence(c2, 300);
+	ck_assert_int_eq(c2->nlost, 0);
+	cl_expect_held(c2, "k");
+	(void)f;
+	cl_close(c2);
+}
+END_TEST
+
 /* SIGTERM of lockd A with a resumable and a plain session: the plain lock
  * is released at once (granted on B within the release service level),
  * the resumable one stays held and resumes on B with its fence. */
@@ -893,6 +920,7 @@ TCase *tc_sessions(void)
 	H_ADD(tc, sigkill_resume_other);
 	H_ADD(tc, adopt_keeps_fences);
 	H_ADD(tc, sigstop_resume_other);
+	H_ADD(tc, sigstop_attached_no_lost);
 	H_ADD(tc, sigterm_resumable_and_plain);
 	H_ADD(tc, resume_takes_over_attached);
 	H_ADD(tc, lost_while_detached);
