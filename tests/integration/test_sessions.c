@@ -321,7 +321,7 @@ static struct poller poller_start(int port, const char *const *reqs)
 	return (struct poller){.pid = pid, .stop = sp[1], .report = rp[0], .t0 = h_now_ms()};
 }
 
-/* Has the poller failed already? (Its report, if it has: malloc'd.) */
+/* Fail the test if the poller has failed already (it reports and exits then). */
 static void poller_check_at(const char *file, int line, struct poller *p)
 {
 	struct pollfd pf = {.fd = p->report, .events = POLLIN};
@@ -453,7 +453,9 @@ START_TEST(session_replies)
 	wait_sess_stats(o, "0 0 1 0 1", 300 + RELEASE_LIMIT);
 	fprintf(stderr, "session_replies: expired %.0f ms after the blip (grace 300)\n",
 	        h_now_ms() - t0);
-	ck_assert(h_log_find(h_lockd(0)->log, 0, "its grace of 300 ms ran out", NULL) != NULL);
+	char *gl = h_log_find(h_lockd(0)->log, 0, "its grace of 300 ms ran out", NULL);
+	ck_assert_msg(gl && strstr(gl, s.id), "lockd logged no end of grace for %s", s.id);
+	free(gl);
 	char *log = h_slurp(h_lockd(0)->log);
 	ck_assert(log != NULL);
 	ck_assert_msg(!strstr(log, s.secret), "the log shows the secret");
@@ -619,7 +621,9 @@ START_TEST(grace_expiry_releases)
 	struct cl *d = cl_tcp(h_lockd(b)->port);
 	resume(d, &s, NOSESSION);
 	sess_stats(a, "0 0 0 0 1");
-	ck_assert(h_log_find(h_lockd(0)->log, 0, "its grace of 500 ms ran out", NULL) != NULL);
+	char *gl = h_log_find(h_lockd(0)->log, 0, "its grace of 500 ms ran out", NULL);
+	ck_assert_msg(gl && strstr(gl, s.id), "lockd logged no end of grace for %s", s.id);
+	free(gl);
 	cl_close(a);
 	cl_close(d);
 	cl_close(o);
