@@ -11,6 +11,21 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* p[0..n) is a non-empty part of line[0..size). */
+static int in_line(const char *line, size_t size, const char *p, size_t n)
+{
+	return n >= 1 && p >= line && p + n <= line + size;
+}
+
+/* A word: no blank (the tokens' separators), no NUL (refused). */
+static int blank_free(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == ' ' || p[i] == '\t' || p[i] == '\0')
+			return 0;
+	return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct request r;
@@ -24,6 +39,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (e != PE_NONE) {
 		if (!msg || !*msg)
 			abort(); /* every error has a message */
+	} else if (r.cmd == CMD_RESUME) {
+		/* RESUME id secret: two words of the line, not checked as keys
+		 * (resume.c refuses a malformed one as it refuses an unknown one) */
+		if (!r.key || !r.word || !in_line(line, size, r.key, r.klen) ||
+		    !in_line(line, size, r.word, r.wlen) || r.key + r.klen > r.word)
+			abort();
+		if (!blank_free(r.key, r.klen) || !blank_free(r.word, r.wlen))
+			abort();
+	} else if (r.cmd == CMD_SESSION) {
+		if (r.key || (r.has_grace && r.grace_ms < 1) || r.grace_ms > PROTO_MS_MAX)
+			abort();
 	} else if (r.key) {
 		/* A parsed key is 1..16 printable bytes inside the line. */
 		if (r.klen < 1 || r.klen > 16 || r.key < line || r.key + r.klen > line + size)

@@ -354,5 +354,6 @@ TCase *tc_restarts(void); /* test_restarts.c */
 TCase *tc_hostile(void);  /* test_hostile.c */
 TCase *tc_shared(void);   /* test_shared.c */
 TCase *tc_lockctl(void);  /* test_lockctl.c */
+TCase *tc_sessions(void); /* test_sessions.c */
 
 #endif
