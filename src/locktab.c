@@ -375,6 +375,24 @@ static void hold_lost(struct hold *h)
 	lk_maybe_free(lk);
 }
 
+/* A hold's validity ended (rn_ops.lost). When the deadline comes late, as
+ * after lockd was stopped, a resumable session may have moved to another
+ * lockd meanwhile, which drops it here without LOST: LOST waits for one
+ * check of its record, at most a call's time (1.2). */
+#define LATE_US 100000
+static void deadline_lost(struct hold *h)
+{
+	struct lt_client *s = h->holder;
+	int64_t now = now_us();
+	if (s && s->sid && !h->verifying && ops->verify && now - h->dl.at > LATE_US) {
+		h->verifying = 1;
+		rn_deadline(h, now + (cfg->timeout_ms + 500) * 1000);
+		ops->verify(s);
+		return;
+	}
+	hold_lost(h);
+}
+
 /* --- acquiring --- */
 
 static void handoff_released(struct rl_call *c, void *owner)
@@ -1031,7 +1049,7 @@ void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
 
 /* --- setup --- */
 
-static struct rn_ops renew_ops = {hold_lost, hold_unref, NULL};
+static struct rn_ops renew_ops = {deadline_lost, hold_unref, NULL};
 
 int locktab_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {

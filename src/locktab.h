@@ -95,6 +95,10 @@ struct lt_ops {
 	/* End c's connection now, answering nothing more there (its session
 	 * moved to another connection or lockd: 1.2). Not used by locktab. */
 	void (*close)(struct lt_client *c);
+	/* A hold of c's resumable session reached its deadline late (lockd
+	 * was stopped or stalled): check now whether the session moved to
+	 * another lockd, which drops it without LOST (1.2). */
+	void (*verify)(struct lt_client *c);
 };
 
 int locktab_init(struct event_base *base, const struct config *cfg, const struct lt_ops *ops);

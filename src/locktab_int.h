@@ -55,6 +55,7 @@ struct hold {
 	enum hold_kind kind : 8;
 	enum hold_state state : 8;
 	int8_t counting; /* a hold count write in flight (1.2): +1 LOCK, -1 UNLOCK */
+	uint8_t verifying; /* its deadline came late: its session's move is being checked */
 	char token[TOKEN_LEN + 1];
 };
 

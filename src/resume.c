@@ -434,6 +434,13 @@ static void touch(struct rsess *only)
 		free(it);
 }
 
+void rs_verify(struct lt_client *c)
+{
+	struct rsess *r = wq_entry(c, struct rsess, lt);
+	if (r->state != RS_PLAIN)
+		touch(r);
+}
+
 static void touch_cb(evutil_socket_t fd, short what, void *arg)
 {
 	log_debug("touching %zu session record(s)", all.len);

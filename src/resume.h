@@ -41,6 +41,8 @@ void rs_resume(struct rsess *r, const char *id, size_t idlen, const char *secret
 /* A line locktab sends a detached session's client (LOST): kept, and sent
  * after the OK of its RESUME. */
 void rs_keep_line(struct lt_client *c, const char *fmt, va_list ap);
+/* lt_ops.verify: check the record of c's session now (has it moved?). */
+void rs_verify(struct lt_client *c);
 /* SIGTERM: resumable sessions stay resumable on the masters for the
  * longer of their grace and the validity left on their holds. */
 void rs_shutdown_all(void);

@@ -272,7 +272,7 @@ static void lt_close(struct lt_client *c)
 	}
 }
 
-const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake, lt_close};
+const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake, lt_close, rs_verify};
 
 /* End the session: cancel its wait, release its locks, then close once
  * the output has been written (or CLOSE_FLUSH_SECS passed). */

@@ -49,7 +49,7 @@ static void t_reply(struct lt_client *c, const char *fmt, va_list ap)
 static void t_line(struct lt_client *c, const char *fmt, va_list ap) { add_out(of(c), fmt, ap); }
 static void t_wake(struct lt_client *c) { of(c)->wakes++; }
 
-static const struct lt_ops ops = {t_reply, t_line, t_wake, NULL};
+static const struct lt_ops ops = {t_reply, t_line, t_wake, NULL, NULL};
 
 static void setup(void)
 {
