@@ -223,9 +223,19 @@ static void prompt_reply(struct lockd_client *c, const struct lockd_reply *r, vo
 		P.quit = 1;
 }
 
-/* An event at the prompt goes above it. */
+/* "ID@PEER> ": the session and the lockd it is on now. */
+static void set_prompt(void)
+{
+	const char *id = lockd_session_id(P.c);
+	snprintf(P.prompt, sizeof(P.prompt), "%s%s%s> ", id, *id ? "@" : "", lockd_peer(P.c));
+}
+
+/* An event at the prompt goes above it (RESUMING and RESUMED too: the
+ * session is resumed when its connection breaks). */
 static void prompt_event(struct lockd_client *c, const struct lockd_event *ev, void *arg)
 {
+	if (strcmp(ev->name, "RESUMED") == 0)
+		set_prompt();
 	if (P.prompt_up) {
 		ed_above(ev->line);
 		return;
@@ -259,7 +269,9 @@ int lc_prompt(const struct lc_conn *conn)
 		lc_err("signalfd: %s", strerror(errno));
 		return LC_EXIT_OSERR;
 	}
-	int rc = lockd_connect(&conn->o, &P.c);
+	struct lockd_opts o = conn->o;
+	o.resume = 1;
+	int rc = lockd_connect(&o, &P.c);
 	if (rc != LOCKD_OK) {
 		lc_err("%s", P.c ? lockd_error(P.c) : lockd_strerror(rc));
 		lockd_close(P.c);
@@ -267,7 +279,7 @@ int lc_prompt(const struct lc_conn *conn)
 		return rc == LOCKD_EAUTH ? LC_EXIT_REFUSED : lc_conn_exit(rc);
 	}
 	lockd_set_callbacks(P.c, prompt_reply, prompt_event, NULL);
-	snprintf(P.prompt, sizeof(P.prompt), "%s> ", lockd_peer(P.c));
+	set_prompt();
 
 	char hbuf[4096];
 	const char *hist = history_file(hbuf, sizeof(hbuf));
