@@ -357,7 +357,9 @@ static void hold_lost(struct hold *h)
 
 	if (!s)
 		return;
-	struct rl_rec rec = rec_of(s, h->kind, 0);
+	/* A detached session's hold stays listed in its record: its RESUME,
+	 * here or on another lockd, reports it LOST from there (1.2). */
+	struct rl_rec rec = rec_of(s->ctx ? s : NULL, h->kind, 0);
 	log_warn("session %llu (%s): lock %s (fence %llu) lost: %s", (unsigned long long)s->id,
 		 s->peer, lk->key, (unsigned long long)h->fence,
 		 h->state == HS_TTL ? "TTL lapsed" : "lease could not be renewed on a majority");
@@ -508,6 +510,10 @@ static void kick(struct lkey *lk)
 	} else {
 		lk->noticed = 0;
 	}
+	if (rl_adopting()) { /* see rl_adopting: ask a moment later */
+		schedule_retry(lk, 2);
+		return;
+	}
 	rl_token_new(lk->acq_token);
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
@@ -578,7 +584,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		lk->handoffs = 0;
 	/* A resumable session's hold is released plainly: the swap of a
 	 * handoff would leave it in its session's record (1.2). */
-	if (kind != HK_SHARED && lk->state == LK_IDLE && !rec.sid &&
+	if (kind != HK_SHARED && lk->state == LK_IDLE && !rec.sid && !rl_adopting() &&
 	    lk->handoffs < (uint32_t)cfg->handoff_limit && !shutting_down)
 		w = handoff_to(lk, permit);
 	if (w) {

@@ -40,7 +40,10 @@ char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 #define CALL_GRACE_MS 450
 static int64_t timeout_us; /* a call's verdict never waits longer than this */
 char rl_instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
-char rl_reserve_ms[24];          /* how long a release is kept for a waiter elsewhere */
+char rl_reserve_ms[24];
+int rl_adopts;
+
+int rl_adopting(void) { return rl_adopts > 0; }          /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_us, so the first is
  * always the next to expire, and one timer serves them all. */
 static struct waitq expq;
@@ -164,6 +167,7 @@ void rl_call_free(struct rl_call *c)
 	if (c->kind == RK_TOUCH)
 		free(c->u.sess.items);
 	if (c->kind == RK_ADOPT) {
+		rl_adopts--;
 		for (int i = 0; i < c->u.sess.a.n; i++)
 			free(c->u.sess.a.holds[i].key);
 		free(c->u.sess.a.holds);
@@ -260,7 +264,8 @@ static void start_writeback(struct rl_call *c)
 			continue;
 		}
 		c->u.acq.raise_st[i] = MR_FAIL;
-		if (!c->counts[i])
+		/* a resumable hold's record is corrected where it was written */
+		if (!c->counts[i] && !(c->fargvlen[AA_RECORD] && c->st[i] == MR_YES))
 			continue;
 		if (master_call(master_get(i), SCR_RAISE, WA_ARGC, c->u.acq.wargv,
 				c->u.acq.wargvlen, raise_reply, c) == 0) {
@@ -308,6 +313,11 @@ static void check_acquire(struct rl_call *c)
 			if (c->counts[i] && c->st[i] == MR_YES)
 				ctr[k++] = c->u.acq.fence_of[i];
 		c->u.acq.grant.fence = (uint64_t)quorum_fence(ctr, k, c->maj, &wb);
+		/* A resumable hold's record must hold the granted fence on every
+		 * master that wrote it (its own counter, maybe another). */
+		for (int i = 0; c->fargvlen[AA_RECORD] && i < c->n; i++)
+			wb |= c->st[i] == MR_YES &&
+			      (uint64_t)c->u.acq.fence_of[i] != c->u.acq.grant.fence;
 		if (!wb) {
 			finish_acquire(c, RL_OK);
 			return;
@@ -563,7 +573,7 @@ static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const s
 	return p;
 }
 #define REC_MAX(klen) (rl_prefix_len + 48 + (klen) + 16) /* a record key and a field */
-_Static_assert(WA_VALUE - WA_FENCE == 1, "enum raise_arg: 1 key");
+_Static_assert(WA_VALUE - WA_FENCE == 2, "enum raise_arg: 2 keys");
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
 			   const char *token, int64_t lease_ms, const char *old_token,
@@ -603,10 +613,16 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	put_arg(c, AA_IDLE, rl_fence_idle);
 	put_arg(c, AA_KIND, rl_kind_arg(hold, permit));
 	/* the write-back, if the granting masters' fences disagree */
-	c->u.acq.wargv[WA_NKEYS] = "1";
+	c->u.acq.wargv[WA_NKEYS] = "2";
 	c->u.acq.wargvlen[WA_NKEYS] = 1;
 	c->u.acq.wargv[WA_FENCE] = c->fargv[AA_FENCE];
 	c->u.acq.wargvlen[WA_FENCE] = c->fargvlen[AA_FENCE];
+	c->u.acq.wargv[WA_SESSION] = c->fargv[AA_SESSION];
+	c->u.acq.wargvlen[WA_SESSION] = c->fargvlen[AA_SESSION];
+	c->u.acq.wargv[WA_FIELD] = c->fargvlen[AA_RECORD] ? c->fargv[AA_RECORD] + 1 : "";
+	c->u.acq.wargvlen[WA_FIELD] = c->fargvlen[AA_RECORD] ? c->fargvlen[AA_RECORD] - 1 : 0;
+	c->u.acq.wargv[WA_TOKEN] = c->fargv[AA_TOKEN];
+	c->u.acq.wargvlen[WA_TOKEN] = c->fargvlen[AA_TOKEN];
 	rl_fanout(c, SCR_ACQUIRE, acquire_reply);
 	return c;
 }

@@ -220,6 +220,12 @@ struct rl_adoption {
 struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease_ms,
                               rl_done_fn *done, void *owner);
 const struct rl_adoption *rl_adoption_of(const struct rl_call *c);
+/* An adoption is on its way to a master: until it is done, this lockd
+ * asks for no key. Its tokens become this instance's, which an acquire of
+ * ours would take for stale leftovers of its own and overwrite (the
+ * scripts' rule: lockd never asks for what its sessions hold), before
+ * locktab knows that a session here holds them. */
+int rl_adopting(void);
 
 /* The owner goes away: its callbacks will not run; the call finishes
  * (and undoes a failed acquire) on its own. */

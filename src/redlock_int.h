@@ -135,6 +135,7 @@ extern double rl_drift;
 extern char rl_fence_idle[24];
 extern char rl_instance[TOKEN_LEN + 1];
 extern char rl_reserve_ms[24];
+extern int rl_adopts; /* RK_ADOPT calls not freed yet (rl_adopting) */
 
 struct rl_call *rl_call_new(enum rl_kind kind, size_t extra);
 void rl_call_free(struct rl_call *c);

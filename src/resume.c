@@ -300,16 +300,12 @@ static int hexword(const char *s, size_t len, size_t want)
 	return 1;
 }
 
-/* Take over what a local session of that id had (its kept LOST lines,
- * its holds, its connection closed), then forget it. */
+/* Take over what a local session of that id had (its holds, its
+ * connection closed), then forget it. Its kept LOST lines go with it: a
+ * hold lost while detached stays listed in the record, and the adoption
+ * reports it lost, as it would on another lockd. */
 static void take_local(struct rsess *r, struct rsess *old)
 {
-	if (old->kept) {
-		if (!r->kept)
-			r->kept = evbuffer_new();
-		if (r->kept)
-			evbuffer_add_buffer(r->kept, old->kept);
-	}
 	if (old->call) {
 		rl_detach(old->call, old);
 		old->call = NULL;

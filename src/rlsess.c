@@ -247,7 +247,9 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 		if (!e || sscanf(v->str, "%32s %llu %u %d", tok, &fence, &holds, &ttl) != 4 ||
 		    strlen(tok) != TOKEN_LEN)
 			continue;
-		if (fence >= e->fence) { /* the newest entry says how many holds */
+		/* The fence a counting master holds: a raise made each one the
+		 * fence granted (a master that did not count may hold its own). */
+		if (c->counts[i] && fence >= e->fence) {
 			e->fence = fence;
 			e->holds = holds;
 			e->ttl = ttl;
@@ -335,6 +337,7 @@ struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease
 	c->done = done;
 	c->owner = owner;
 	c->check_fn = check_adopt;
+	rl_adopts++;
 	rl_fanout(c, SCR_SESS_ADOPT, adopt_reply);
 	return c;
 }

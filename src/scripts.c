@@ -249,7 +249,12 @@ static const char *const bodies[SCR_COUNT] = {
 	/* Positions: enum raise_arg (scripts.h).
 	 * KEYS: fence counter. ARGV: value, fence idle ms. Returns the
 	 * counter afterwards (a grant: its idle time starts again). */
-	[SCR_RAISE] = "local c = redis.call('GET', KEYS[1])\n"
+	[SCR_RAISE] = "if ARGV[3] ~= '' then\n" /* the granted fence in the session's record */
+		      "  local v = redis.call('HGET', KEYS[2], ARGV[3])\n"
+		      "  local rest = v and string.sub(v, 1, 32) == ARGV[4] and string.match(v, '^%S+ %S+ (.*)$')\n"
+		      "  if rest then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4] .. ' ' .. ARGV[1] .. ' ' .. rest) end\n"
+		      "end\n"
+		      "local c = redis.call('GET', KEYS[1])\n"
 		      "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
 		      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
 		      "  return tonumber(ARGV[1])\n"

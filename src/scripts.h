@@ -73,10 +73,13 @@ enum rel_arg {
 
 /* SCR_RAISE: the fence write-back of an acquire. */
 enum raise_arg {
-	WA_NKEYS = SA_NKEYS, /* "1" */
+	WA_NKEYS = SA_NKEYS, /* "2" */
 	WA_FENCE,            /* KEYS[1] the fence counter */
-	WA_VALUE,            /* ARGV[1] the value to raise it to */
+	WA_SESSION,          /* KEYS[2] the session's record (1.2), or "" */
+	WA_VALUE,            /* ARGV[1] the value to raise it to (the fence granted) */
 	WA_IDLE,             /* ARGV[2] fence idle ms */
+	WA_FIELD,            /* ARGV[3] the hold's field in the record, or "" */
+	WA_TOKEN,            /* ARGV[4] the hold's token */
 	WA_ARGC
 };
 

@@ -590,8 +590,9 @@ static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *
 	run.last_line = t;
 	run.outstanding--;
 	if (tag == &ping_tag) {
-		if (r->kind != LOCKD_R_PONG)
-			fail("session %d: unexpected reply to PING: \"%.300s\"", s->id, r->line);
+		if (options.resumable ? strncmp(r->line, "SESSION ", 8) != 0 : r->kind != LOCKD_R_PONG)
+			fail("session %d: unexpected reply to %s: \"%.300s\"", s->id,
+			     options.resumable ? "SESSION" : "PING", r->line);
 		else
 			session_ready(s);
 		return;
@@ -723,8 +724,9 @@ static void connect_more(void)
 			return;
 		}
 		lockd_set_callbacks(s->c, on_reply, on_event, s);
-		/* sent once connected (after AUTH, with -a); PONG means ready */
-		send_req(s, &ping_tag, "PING");
+		/* sent once connected (after AUTH, with -a); PONG (or, with
+		 * --resumable, the SESSION reply) means ready */
+		send_req(s, &ping_tag, options.resumable ? "SESSION" : "PING");
 	}
 }
 

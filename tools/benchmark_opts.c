@@ -31,7 +31,7 @@ static void usage(void)
 {
 	printf("Usage: " BM_PROG " [-h host] [-p port] [-s socket] [-a password] [-c sessions]\n"
 	       "       [-n cycles] [-d duration] [-k keys] [--scenario list] [--hold ms]\n"
-	       "       [--pipeline n] [--wait ms] [--ttl ms] [--trylock]\n"
+	       "       [--pipeline n] [--wait ms] [--ttl ms] [--trylock] [--resumable]\n"
 	       "       [--locks-per-session n] [--pid pid] [--read-ratio pct] [--permits n]\n"
 	       "       [--masters host:port,...]\n"
 	       "       [--csv | --json]\n"
@@ -58,6 +58,7 @@ static void usage(void)
 	       "  --wait ms            LOCK key WAIT ms (default 10000)\n"
 	       "  --ttl ms             add TTL ms to every LOCK (not with held)\n"
 	       "  --trylock            TRYLOCK instead of LOCK ... WAIT (not with held)\n"
+	       "  --resumable          resumable sessions: each sends SESSION first (1.2)\n"
 	       "  --locks-per-session n  held: locks per session (default 10)\n"
 	       "  --pid pid            lockd's pid, to read its CPU (and, held, its memory)\n"
 	       "                       from /proc (default: from STATS, if a local lockd)\n"
@@ -210,6 +211,7 @@ void parse_args(int argc, char **argv)
 		O_WAIT,
 		O_TTL,
 		O_TRYLOCK,
+		O_RESUMABLE,
 		O_READ_RATIO,
 		O_PERMITS
 	};
@@ -227,6 +229,7 @@ void parse_args(int argc, char **argv)
 	    {"wait", required_argument, NULL, O_WAIT},
 	    {"ttl", required_argument, NULL, O_TTL},
 	    {"trylock", no_argument, NULL, O_TRYLOCK},
+	    {"resumable", no_argument, NULL, O_RESUMABLE},
 	    {"read-ratio", required_argument, NULL, O_READ_RATIO},
 	    {"permits", required_argument, NULL, O_PERMITS},
 	    {NULL, 0, NULL, 0},
@@ -315,6 +318,9 @@ void parse_args(int argc, char **argv)
 			break;
 		case O_TRYLOCK:
 			options.trylock = 1;
+			break;
+		case O_RESUMABLE:
+			options.resumable = 1;
 			break;
 		case O_READ_RATIO:
 			options.read_ratio = (int)parse_int("--read-ratio", optarg, 0, 100),

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,6 +142,10 @@ struct sess {
 	int replies;     /* replies received (any) */
 	char *lines[16]; /* this round's lines */
 	int nlines;
+	/* resumable (1.2): its session's id and secret; while it holds, its
+	 * connection is reset at t_blip and the session resumed on either lockd */
+	char sid[24], secret[40];
+	double t_blip;
 };
 
 struct run {
@@ -153,7 +158,7 @@ struct run {
 	int holder;   /* the session that believes it holds, or -1 */
 	unsigned long long last_fence;
 	long grants, overlaps, regressions, lost, lost_stale, quorum, quorum_unlock, timeouts,
-	    notheld_after_lost, bad;
+	    notheld_after_lost, bad, resumes, resumes_failed;
 	char first_overlap[320], first_regression[200], first_bad[320];
 	/* the last release, for handoff latency: 0 none, 1 UNLOCK sent, 2 its OK 0 received */
 	int rel_state, rel_owner, rel_inst;
@@ -300,6 +305,7 @@ static void on_grant(struct run *r, int i, unsigned long long f, double now)
 	s->fence = f;
 	s->st = S_HOLDING;
 	s->t_next = now + rnd(&r->seed, s->hold_min, s->hold_max);
+	s->t_blip = s->sid[0] && rnd(&r->seed, 0, 2) == 0 ? now + (s->t_next - now) / 2 : 0;
 	if (s->lost_fence == f) {
 		s->holds = 0; /* its LOST came in the same round */
 	} else {
@@ -386,11 +392,68 @@ static void on_reply(struct run *r, int i, const char *l, double now)
 	run_bad(r, i, "unexpected line", l);
 }
 
+/* A resumable session: SESSION GRACE 1000 on its connection. */
+static void make_resumable(struct sess *s)
+{
+	const char *l = cl_cmd(s->c, "SESSION GRACE 1000", H_TMO);
+	ck_assert_msg(l && sscanf(l, "SESSION %23s %39s", s->sid, s->secret) == 2, "SESSION: '%s'",
+	              l ? l : "no reply");
+}
+
+/* A blip while it holds: its connection reset (its LOST events read
+ * first), the session resumed on either lockd. It holds through the gap;
+ * a RESUME that does not answer "OK 1" ends its hold (retried a few
+ * times on ERR QUORUM: the soak faults the masters), and it starts a new
+ * session. */
+static void blip(struct run *r, int i)
+{
+	struct sess *s = &r->s[i];
+	const char *l;
+	char req[96];
+	struct linger lg = {1, 0};
+	cl_fill(s->c);
+	while ((l = cl_take_line(s->c)))
+		if (strncmp(l, "LOST ", 5) == 0)
+			on_event(r, i, l);
+		else
+			run_bad(r, i, "a line while holding", l);
+	if (!s->holds)
+		return;
+	setsockopt(s->c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	cl_close(s->c);
+	s->inst = rnd(&r->seed, 0, 1);
+	s->c = cl_tcp(h_lockd(s->inst)->port);
+	snprintf(req, sizeof(req), "RESUME %s %s", s->sid, s->secret);
+	for (int t = 0; t < 5; t++) {
+		l = cl_cmd(s->c, req, H_TMO);
+		if (!l || strncmp(l, "ERR QUORUM", 10) != 0)
+			break;
+		h_sleep_ms(100);
+	}
+	r->resumes++;
+	if (l && strcmp(l, "OK 1") == 0)
+		return;
+	r->resumes_failed++;
+	stop_holding(r, i);
+	s->st = S_IDLE;
+	s->t_next = h_now_ms();
+	if (!l || strncmp(l, "OK", 2) != 0) {
+		cl_close(s->c);
+		s->c = cl_tcp(h_lockd(s->inst)->port);
+		make_resumable(s);
+	}
+}
+
 /* Send what is due. */
 static void run_timers(struct run *r, double now)
 {
 	for (int i = 0; i < r->n; i++) {
 		struct sess *s = &r->s[i];
+		if (s->sid[0] && s->st == S_HOLDING && s->t_blip && now >= s->t_blip &&
+		    now < s->t_next) {
+			s->t_blip = 0;
+			blip(r, i);
+		}
 		if (s->st == S_HOLDING && now >= s->t_next) {
 			int had = s->holds;
 			stop_holding(r, i);
@@ -1223,6 +1286,13 @@ START_TEST(safety_soak)
 		r.s[i].think_max = 3;
 		r.s[i].t_next = h_now_ms() + i; /* spread the first LOCKs a little */
 	}
+	/* 4 resumable sessions on each lockd (1.2), blipped while they hold */
+	for (int i = 0; i < N; i++)
+		if (i % PER < 4) {
+			make_resumable(&r.s[i]);
+			r.s[i].hold_min = 20;
+			r.s[i].hold_max = 60;
+		}
 	r.stall_ms = 250;
 	struct faults f = {.phase = F_GAP, .seed = 99};
 	f.ctl[0] = cl_tcp(h_lockd(0)->port);
@@ -1248,6 +1318,9 @@ START_TEST(safety_soak)
 	    el / 1000, r.grants, r.counter, r.refused, r.overlaps, r.regressions, f.n, f.kills,
 	    f.stops, f.majs, f.worst_recover, f.worst_first_grant, r.quorum, r.quorum_unlock,
 	    r.timeouts, r.lost, r.notheld_after_lost, r.lost_stale, r.last_fence);
+	printf("safety_soak: resumable sessions reset while holding and resumed on either lockd: "
+	       "%ld resumes, %ld that did not keep the lock\n",
+	       r.resumes, r.resumes_failed);
 	print_lat("safety_soak", "cross-instance handoff", &r.xlat);
 	print_lat("safety_soak", "same-instance handoff", &r.llat);
 	printf("safety_soak: %d stalls (no grant for more than %.0f ms):", r.stall_at.n,
@@ -1269,6 +1342,7 @@ START_TEST(safety_soak)
 	run_check(&r);
 	ck_assert_msg(r.refused == 0, "%ld counter writes with a stale fence", r.refused);
 	ck_assert_msg(r.grants > MIN_GRANTS, "only %ld grants in %.0f s", r.grants, el / 1000);
+	ck_assert_msg(r.resumes >= 10, "only %ld resumes", r.resumes);
 	ck_assert_msg(f.kills >= 1 && f.stops >= 1, "faults: %d kills, %d stops", f.kills, f.stops);
 	if (secs >= 20)
 		ck_assert_msg(f.majs >= 1, "no majority restart in %d s", secs);

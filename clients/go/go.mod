@@ -1,0 +1,3 @@
+module lockd
+
+go 1.19

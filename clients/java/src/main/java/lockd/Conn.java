@@ -1,0 +1,384 @@
+package lockd;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One connection to lockd, and so one lockd session. Requests are written
+ * in order and replies matched to them in order (each request gets one
+ * reply, in request order); events (a line whose first word is LOST,
+ * ELECTED or NOLEADER) go to the owner. Reading happens on the client's
+ * I/O thread; writing on the caller's thread (non-blocking, the rest
+ * finished by the I/O thread).
+ */
+final class Conn {
+    enum State {
+        /** reading and writing */
+        OPEN,
+        /** broke; a background task is reconnecting to RESUME the session */
+        RESUMING,
+        /** closed on purpose or broke for good; never used again */
+        DEAD
+    }
+
+    static final class Broken extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        Broken() {
+            super("connection to lockd broke");
+        }
+    }
+
+    private static final class Call {
+        final boolean multi;
+        final CompletableFuture<Reply> f = new CompletableFuture<>();
+
+        Call(boolean multi) {
+            this.multi = multi;
+        }
+    }
+
+    final LockdClient client;
+    private final ReentrantLock lock = new ReentrantLock();
+    private SocketChannel ch; // guarded by lock
+    private SocketChannel handled; // the channel shutdown already dealt with
+    SelectionKey key;
+    private final ArrayDeque<Call> pending = new ArrayDeque<>();
+    private final ArrayDeque<ByteBuffer> out = new ArrayDeque<>();
+    volatile State state = State.OPEN;
+    volatile String sessId, secret;
+    volatile Owner owner;
+    // I/O thread only:
+    private final ByteBuffer in = ByteBuffer.allocate(16384);
+    private final StringBuilder partial = new StringBuilder();
+    private List<String> multi;
+
+    Conn(LockdClient client, SocketChannel ch) {
+        this.client = client;
+        this.ch = ch;
+    }
+
+    CompletableFuture<Reply> send(String line, boolean multiLine) {
+        return send(line, multiLine, false);
+    }
+
+    CompletableFuture<Reply> send(String line, boolean multiLine, boolean duringResume) {
+        lock.lock();
+        try {
+            State st = state;
+            if (st == State.DEAD || (st == State.RESUMING && !duringResume)) {
+                return CompletableFuture.failedFuture(new Broken());
+            }
+            Call c = new Call(multiLine);
+            pending.add(c);
+            ByteBuffer b = ByteBuffer.wrap((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
+            if (out.isEmpty()) {
+                try {
+                    ch.write(b);
+                } catch (IOException e) {
+                    SocketChannel w = ch;
+                    client.loop.execute(() -> shutdown(w, true));
+                    return c.f;
+                }
+            }
+            if (b.hasRemaining()) {
+                out.add(b);
+                SelectionKey k = key;
+                client.loop.execute(() -> {
+                    if (k.isValid()) {
+                        k.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+                    }
+                });
+            }
+            return c.f;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void onWritable(SelectionKey k) {
+        SocketChannel c = (SocketChannel) k.channel();
+        lock.lock();
+        try {
+            while (!out.isEmpty()) {
+                ByteBuffer b = out.peek();
+                c.write(b);
+                if (b.hasRemaining()) {
+                    return;
+                }
+                out.poll();
+            }
+            k.interestOps(SelectionKey.OP_READ);
+        } catch (IOException e) {
+            client.loop.execute(() -> shutdown(c, true));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void onReadable(SelectionKey k) {
+        SocketChannel c = (SocketChannel) k.channel();
+        int n;
+        try {
+            n = c.read(in);
+        } catch (IOException e) {
+            n = -1;
+        }
+        if (n < 0) {
+            shutdown(c, true);
+            return;
+        }
+        in.flip();
+        while (in.hasRemaining()) {
+            byte b = in.get();
+            if (b == '\n') {
+                int len = partial.length();
+                if (len > 0 && partial.charAt(len - 1) == '\r') {
+                    partial.setLength(len - 1);
+                }
+                String s = partial.toString();
+                partial.setLength(0);
+                line(s);
+            } else {
+                partial.append((char) (b & 0xff));
+            }
+        }
+        in.clear();
+    }
+
+    static boolean isEvent(String word) {
+        return word.equals("LOST") || word.equals("ELECTED") || word.equals("NOLEADER");
+    }
+
+    private void line(String s) {
+        String t = s.trim();
+        String[] w = t.split("[ \t]+");
+        if (multi == null && isEvent(w[0])) {
+            Owner o = owner;
+            if (o != null) {
+                o.event(w);
+            }
+            return;
+        }
+        Call c;
+        lock.lock();
+        try {
+            c = pending.peek();
+            if (c == null) {
+                return; // a reply nobody asked for
+            }
+            if (c.multi && !(multi == null && t.startsWith("ERR")) && !t.equals("END")) {
+                if (multi == null) {
+                    multi = new ArrayList<>();
+                }
+                multi.add(t);
+                return;
+            }
+            pending.poll();
+        } finally {
+            lock.unlock();
+        }
+        Reply r = new Reply(t, multi == null ? List.of() : multi);
+        multi = null;
+        c.f.complete(r);
+    }
+
+    /**
+     * The end of channel which (I/O thread). Calls in flight fail. A
+     * resumable session that holds something is resumed in the background;
+     * otherwise the session is over and the owner told.
+     */
+    void shutdown(SocketChannel which, boolean mayResume) {
+        List<Call> calls;
+        boolean resume;
+        boolean wasResuming;
+        Owner o;
+        lock.lock();
+        try {
+            if (which == null || which == handled || which != ch) {
+                closeQuietly(which);
+                return;
+            }
+            handled = which;
+            calls = new ArrayList<>(pending);
+            pending.clear();
+            out.clear();
+            State st = state;
+            wasResuming = st == State.RESUMING;
+            resume = mayResume && st == State.OPEN && sessId != null && owner != null && !client.isClosed();
+            if (resume) {
+                state = State.RESUMING;
+            } else if (!wasResuming) {
+                state = State.DEAD;
+            }
+            o = owner;
+            closeQuietly(which);
+        } finally {
+            lock.unlock();
+        }
+        partial.setLength(0);
+        multi = null;
+        for (Call c : calls) {
+            c.f.completeExceptionally(new Broken());
+        }
+        if (wasResuming) {
+            return; // the resume task tries again
+        }
+        if (resume) {
+            client.bg(this::resume);
+            return;
+        }
+        client.untrack(this);
+        if (o != null) {
+            o.ended();
+        }
+    }
+
+    private static void closeQuietly(SocketChannel c) {
+        if (c == null) {
+            return;
+        }
+        try {
+            c.close();
+        } catch (IOException e) {
+            // closed anyway
+        }
+    }
+
+    /** Background task: RESUME the session on a new connection, for up to the resume window. */
+    private void resume() {
+        long deadline = System.nanoTime() + client.resumeWindow.toNanos();
+        long back = 50;
+        while (System.nanoTime() < deadline && state == State.RESUMING && !client.isClosed()) {
+            SocketChannel nch = null;
+            try {
+                nch = client.openChannel();
+                lock.lock();
+                try {
+                    if (state != State.RESUMING) {
+                        closeQuietly(nch);
+                        break;
+                    }
+                    ch = nch;
+                } finally {
+                    lock.unlock();
+                }
+                key = client.loop.register(nch, this).get(5, TimeUnit.SECONDS);
+                if (client.password != null) {
+                    Reply a = send("AUTH " + client.password, false, true).get(5, TimeUnit.SECONDS);
+                    if (!a.line().equals("OK")) {
+                        break;
+                    }
+                }
+                Reply r = send("RESUME " + sessId + " " + secret, false, true).get(5, TimeUnit.SECONDS);
+                if (r.line().startsWith("OK")) {
+                    lock.lock();
+                    try {
+                        if (state == State.RESUMING) {
+                            state = State.OPEN;
+                            return;
+                        }
+                    } finally {
+                        lock.unlock();
+                    }
+                    break;
+                }
+                if (!r.line().startsWith("ERR QUORUM")) {
+                    break; // ERR NOSESSION: the session is gone
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            } catch (Exception e) {
+                // not reachable yet: try again
+            }
+            if (nch != null) {
+                SocketChannel c = nch;
+                client.loop.execute(() -> shutdown(c, false));
+            }
+            try {
+                Thread.sleep(back);
+            } catch (InterruptedException e) {
+                break;
+            }
+            back = Math.min(back * 2, 250); // lockd restarts fast; the lease left is short
+        }
+        SocketChannel c;
+        lock.lock();
+        try {
+            state = State.DEAD;
+            c = ch;
+        } finally {
+            lock.unlock();
+        }
+        client.loop.execute(() -> shutdown(c, false));
+        client.untrack(this);
+        Owner o = owner;
+        if (o != null) {
+            o.ended();
+        }
+    }
+
+    /**
+     * End the session now: close the connection, so that lockd cancels a
+     * waiting LOCK (the protocol has no cancel command) and releases what
+     * the session holds. A resumable session would only be detached by a
+     * close, so it is resumed on a fresh connection and ended with QUIT in
+     * the background.
+     */
+    void abandon() {
+        String id, sec;
+        SocketChannel c;
+        lock.lock();
+        try {
+            if (state == State.DEAD) {
+                return;
+            }
+            state = State.DEAD;
+            c = ch;
+            id = sessId;
+            sec = secret;
+        } finally {
+            lock.unlock();
+        }
+        client.loop.execute(() -> shutdown(c, false));
+        if (id != null) {
+            client.bg(() -> client.endDetached(id, sec));
+        }
+    }
+
+    /** End the session with QUIT (bounded), then close. */
+    void quit() {
+        if (state != State.OPEN) {
+            abandon();
+            return;
+        }
+        try {
+            send("QUIT", false).get(1, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            abandon();
+            return;
+        }
+        SocketChannel c;
+        lock.lock();
+        try {
+            state = State.DEAD;
+            c = ch;
+        } finally {
+            lock.unlock();
+        }
+        client.loop.execute(() -> shutdown(c, false));
+    }
+}

@@ -1,0 +1,610 @@
+package lockd;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * A client of lockd (protocol 1.0-1.3). Thread-safe; one per process is
+ * enough.
+ *
+ * <p>Concurrency model: every held lock, leadership and observation has a
+ * connection (a lockd session) of its own; connections that hold nothing
+ * are pooled. lockd's reentrancy is per session, so threads sharing a
+ * session would all be granted the same key: with a session per holder,
+ * threads of one JVM exclude each other exactly as two processes do, and
+ * wait in lockd's one FIFO queue. All connections are served by one I/O
+ * thread (a selector); listeners run on one event thread; a cached pool
+ * runs the rare background jobs (resume, ending an abandoned session). No
+ * thread per lock, and waiting threads block on futures (no monitors), so
+ * virtual threads wait as well as platform threads.
+ */
+public final class LockdClient implements AutoCloseable {
+    final List<String> addresses;
+    final String password;
+    final boolean resume;
+    final Duration resumeWindow;
+    final int maxKeyLength;
+    final int connectTimeoutMs;
+    final long requestTimeoutMs;
+    final IoLoop loop;
+    final ExecutorService events;
+    final ExecutorService background;
+    private final AtomicBoolean noSession = new AtomicBoolean();
+    private volatile boolean closed;
+    private final ArrayDeque<Conn> idle = new ArrayDeque<>();
+    private final Set<Conn> all = ConcurrentHashMap.newKeySet();
+    final ConcurrentHashMap<ThreadKey, ThreadHold> threadHolds = new ConcurrentHashMap<>();
+    private static final int MAX_IDLE = 64;
+
+    record ThreadKey(String name, Thread thread) {}
+
+    /** What one thread holds of one name: one session, with local counts. */
+    static final class ThreadHold {
+        final LockHandle handle;
+        int writes, reads;
+
+        ThreadHold(LockHandle handle) {
+            this.handle = handle;
+        }
+    }
+
+    /** Connects to lockd at "host:port" (or "unix:/path") with resumable sessions. */
+    public static LockdClient connect(String address) {
+        return builder().address(address).build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Options of a client. */
+    public static final class Builder {
+        private final List<String> addresses = new ArrayList<>();
+        private String password;
+        private boolean resume = true;
+        private Duration resumeWindow = Duration.ofSeconds(10);
+        private int maxKeyLength = 256;
+        private Duration connectTimeout = Duration.ofSeconds(5);
+        private Duration requestTimeout = Duration.ofSeconds(10);
+
+        /** A lockd address, "host:port" or "unix:/path"; several are tried in order (same masters). */
+        public Builder address(String... a) {
+            addresses.addAll(List.of(a));
+            return this;
+        }
+
+        /** Sent with AUTH first on every connection. */
+        public Builder password(String p) {
+            password = Words.check("password", p, 4096);
+            return this;
+        }
+
+        /** Ask for resumable sessions (protocol 1.2; default true; silently plain on an older lockd). */
+        public Builder resume(boolean r) {
+            resume = r;
+            return this;
+        }
+
+        /** How long a broken connection of a resumable session is retried before its locks count as lost. */
+        public Builder resumeWindow(Duration d) {
+            resumeWindow = d;
+            return this;
+        }
+
+        /** The longest key or value sent (lockd's limits.max_key_len; default 256). */
+        public Builder maxKeyLength(int n) {
+            maxKeyLength = n;
+            return this;
+        }
+
+        public Builder connectTimeout(Duration d) {
+            connectTimeout = d;
+            return this;
+        }
+
+        /** Bound on requests that do not wait for a lock (UNLOCK, STATUS, ...). */
+        public Builder requestTimeout(Duration d) {
+            requestTimeout = d;
+            return this;
+        }
+
+        /** Connects (one connection, kept in the pool) and returns the client. */
+        public LockdClient build() {
+            if (addresses.isEmpty()) {
+                throw new IllegalArgumentException("lockd: no address");
+            }
+            LockdClient c;
+            try {
+                c = new LockdClient(this);
+            } catch (IOException e) {
+                throw new LockdException("IO", "lockd: " + e, e);
+            }
+            try {
+                c.put(c.newConn(true));
+            } catch (RuntimeException e) {
+                c.close();
+                throw e;
+            }
+            return c;
+        }
+    }
+
+    private LockdClient(Builder b) throws IOException {
+        addresses = List.copyOf(b.addresses);
+        password = b.password;
+        resume = b.resume;
+        resumeWindow = b.resumeWindow;
+        maxKeyLength = b.maxKeyLength;
+        connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, b.connectTimeout.toMillis());
+        requestTimeoutMs = b.requestTimeout.toMillis();
+        loop = new IoLoop("lockd-io");
+        events = Executors.newSingleThreadExecutor(r -> daemon(r, "lockd-events"));
+        background = Executors.newCachedThreadPool(r -> daemon(r, "lockd-background"));
+    }
+
+    private static Thread daemon(Runnable r, String name) {
+        Thread t = new Thread(r, name);
+        t.setDaemon(true);
+        return t;
+    }
+
+    // ---- connections ----
+
+    SocketChannel openChannel() throws IOException {
+        IOException last = null;
+        for (String a : addresses) {
+            SocketChannel ch = null;
+            try {
+                if (a.startsWith("unix:") || a.startsWith("/")) {
+                    ch = SocketChannel.open(StandardProtocolFamily.UNIX);
+                    ch.connect(UnixDomainSocketAddress.of(a.startsWith("unix:") ? a.substring(5) : a));
+                } else {
+                    int colon = a.lastIndexOf(':');
+                    if (colon < 0) {
+                        throw new IOException("lockd: address " + a + " is not host:port");
+                    }
+                    String host = a.substring(0, colon).replace("[", "").replace("]", "");
+                    int port = Integer.parseInt(a.substring(colon + 1));
+                    ch = SocketChannel.open();
+                    ch.socket().connect(new InetSocketAddress(host, port), connectTimeoutMs);
+                    ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
+                }
+                ch.configureBlocking(false);
+                return ch;
+            } catch (IOException | RuntimeException e) {
+                if (ch != null) {
+                    ch.close();
+                }
+                last = e instanceof IOException ? (IOException) e : new IOException(e);
+            }
+        }
+        throw last;
+    }
+
+    /** A new connection: AUTH when a password is set, SESSION when resumable (plain on ERR PROTOCOL). */
+    Conn newConn(boolean resumable) {
+        if (closed) {
+            throw new IllegalStateException("lockd: client closed");
+        }
+        SocketChannel ch;
+        try {
+            ch = openChannel();
+        } catch (IOException e) {
+            throw new LockdException("IO", "lockd: cannot connect to " + addresses + ": " + e, e);
+        }
+        Conn c = new Conn(this, ch);
+        all.add(c);
+        try {
+            c.key = loop.register(ch, c).get(connectTimeoutMs, TimeUnit.MILLISECONDS);
+            if (password != null) {
+                Reply r = timed(c, c.send("AUTH " + password, false));
+                if (!r.line().equals("OK")) {
+                    throw LockdException.fromReply(r.line());
+                }
+            }
+            if (resumable && resume && !noSession.get()) {
+                Reply r = timed(c, c.send("SESSION", false));
+                String[] w = r.words();
+                if (w.length == 4 && w[0].equals("SESSION")) {
+                    c.sessId = w[1];
+                    c.secret = w[2];
+                } else if (r.line().startsWith("ERR PROTOCOL")) {
+                    noSession.set(true); // lockd speaks 1.0/1.1: plain sessions from now on
+                }
+            }
+            return c;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            c.abandon();
+            throw new LockdException("IO", "lockd: interrupted while connecting", e);
+        } catch (ExecutionException | TimeoutException e) {
+            c.abandon();
+            throw new LockdException("IO", "lockd: cannot connect: " + e, e);
+        } catch (RuntimeException e) {
+            c.abandon();
+            throw e;
+        }
+    }
+
+    Conn get() {
+        synchronized (idle) {
+            Conn c;
+            while ((c = idle.pollLast()) != null) {
+                if (c.state == Conn.State.OPEN) {
+                    return c;
+                }
+            }
+        }
+        return newConn(true);
+    }
+
+    void put(Conn c) {
+        c.owner = null;
+        if (c.state != Conn.State.OPEN) {
+            return;
+        }
+        synchronized (idle) {
+            if (!closed && idle.size() < MAX_IDLE) {
+                idle.addLast(c);
+                return;
+            }
+        }
+        if (closed) {
+            c.abandon();
+        } else {
+            bg(c::quit);
+        }
+    }
+
+    /** Runs r on the background pool (nothing once the client is closed). */
+    void bg(Runnable r) {
+        try {
+            background.execute(r);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closed
+        }
+    }
+
+    /** Runs a listener on the event thread, in order; its exceptions are reported, not thrown. */
+    void fire(Runnable r) {
+        try {
+            events.execute(() -> {
+                try {
+                    r.run();
+                } catch (Throwable t) {
+                    t.printStackTrace();
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closed
+        }
+    }
+
+    void untrack(Conn c) {
+        all.remove(c);
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /** Whether new sessions are resumable (lockd speaks 1.2, resume not turned off). */
+    public boolean isResumable() {
+        return resume && !noSession.get();
+    }
+
+    /** Resumes a detached session and ends it with QUIT. */
+    void endDetached(String id, String secret) {
+        for (int i = 0; i < 3 && !closed; i++) {
+            Conn c = null;
+            try {
+                c = newConn(false);
+                Reply r = timed(c, c.send("RESUME " + id + " " + secret, false));
+                if (r.line().startsWith("OK")) {
+                    c.quit();
+                } else {
+                    c.abandon();
+                }
+                return;
+            } catch (RuntimeException e) {
+                if (c != null) {
+                    c.abandon();
+                }
+                try {
+                    Thread.sleep(100);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+            }
+        }
+    }
+
+    // ---- waiting for replies ----
+
+    /** A reply within the request timeout; the connection is abandoned otherwise. */
+    Reply timed(Conn c, CompletableFuture<Reply> f) {
+        try {
+            return f.get(requestTimeoutMs, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            c.abandon();
+            Thread.currentThread().interrupt();
+            throw new LockdException("IO", "lockd: interrupted", e);
+        } catch (TimeoutException e) {
+            c.abandon();
+            throw new LockdException("IO", "lockd: no reply within " + requestTimeoutMs + " ms");
+        } catch (ExecutionException e) {
+            throw broken(e);
+        }
+    }
+
+    static LockdException broken(ExecutionException e) {
+        return new LockdException("IO", "lockd: connection broke", e.getCause());
+    }
+
+    /** Waits for a granting reply; an interrupt abandons the session (lockd drops the waiting LOCK). */
+    Reply interruptibly(Conn c, CompletableFuture<Reply> f) throws InterruptedException {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            c.abandon();
+            throw e;
+        } catch (ExecutionException e) {
+            c.abandon();
+            throw broken(e);
+        }
+    }
+
+    /** Waits for a granting reply ignoring interrupts (restored afterwards), as Lock.lock() must. */
+    static Reply uninterruptibly(Conn c, CompletableFuture<Reply> f) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    c.abandon();
+                    throw broken(e);
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Sends a granting request (LOCK, TRYLOCK, CAMPAIGN) on a session of its
+     * own. Returns the handle on "OK fence", null on TIMEOUT or BUSY.
+     */
+    LockHandle grant(String key, String line, String releaseLine, boolean interruptible) throws InterruptedException {
+        Conn c;
+        LockHandle h;
+        Reply r;
+        // A pooled connection may have been closed by lockd meanwhile (its
+        // idle timeout): one more try on a new one then. A broken
+        // connection may have carried a grant: its session is ended
+        // (abandoned), never reused.
+        for (int attempt = 0;; attempt++) {
+            c = get();
+            h = new LockHandle(this, c, key, releaseLine);
+            c.owner = h;
+            CompletableFuture<Reply> f = c.send(line, false);
+            try {
+                r = interruptible ? interruptibly(c, f) : uninterruptibly(c, f);
+                break;
+            } catch (LockdException e) {
+                if (attempt > 0 || !(e.getCause() instanceof Conn.Broken)) {
+                    throw e;
+                }
+            }
+        }
+        String[] w = r.words();
+        if (w.length == 2 && w[0].equals("OK")) {
+            h.granted(Long.parseUnsignedLong(w[1]));
+            if (c.state == Conn.State.DEAD) {
+                h.lose();
+            }
+            return h;
+        }
+        put(c);
+        if (r.line().equals("TIMEOUT") || r.line().equals("BUSY")) {
+            return null;
+        }
+        throw LockdException.fromReply(r.line());
+    }
+
+    Reply query(String line, boolean multi) {
+        Conn c = get();
+        Reply r = timed(c, c.send(line, multi));
+        put(c);
+        return r;
+    }
+
+    String key(String k) {
+        return Words.check("key", k, maxKeyLength);
+    }
+
+    static String waitArg(Duration wait) {
+        return " WAIT " + Words.ms("wait", wait, true);
+    }
+
+    // ---- API ----
+
+    /** The lock of name: a java.util.concurrent.locks.Lock owned per thread, reentrant. */
+    public DistributedLock getLock(String name) {
+        return new DistributedLock(this, key(name), false);
+    }
+
+    /** A read-write lock: the read lock takes SHARED holds, the write lock exclusive ones. */
+    public LockdReadWriteLock getReadWriteLock(String name) {
+        return new LockdReadWriteLock(this, key(name));
+    }
+
+    /** A counting semaphore of n permits (LOCK name PERMITS n). */
+    public LockdSemaphore getSemaphore(String name, int permits) {
+        if (permits < 1 || permits > 1 << 20) {
+            throw new IllegalArgumentException("lockd: permits " + permits + " out of range");
+        }
+        return new LockdSemaphore(this, key(name), permits);
+    }
+
+    /**
+     * Takes key for a handle not bound to a thread (close it to unlock),
+     * waiting at most wait; LockdException with code TIMEOUT when it passes.
+     * An interrupt abandons the wait.
+     */
+    public LockHandle acquire(String key, Duration wait) throws InterruptedException {
+        String k = key(key);
+        LockHandle h = grant(k, "LOCK " + k + waitArg(wait), "UNLOCK " + k, true);
+        if (h == null) {
+            throw new LockdException("TIMEOUT", "lockd: " + k + " not granted within " + wait);
+        }
+        return h;
+    }
+
+    /**
+     * As acquire(key, wait), with a fixed lease (TTL ms) that nobody renews:
+     * it lapses after ttl (a LOST event) unless {@link LockHandle#extend}ed.
+     */
+    public LockHandle acquire(String key, Duration wait, Duration ttl) throws InterruptedException {
+        String k = key(key);
+        String line = "LOCK " + k + waitArg(wait) + " TTL " + Words.ms("ttl", ttl, false);
+        LockHandle h = grant(k, line, "UNLOCK " + k, true);
+        if (h == null) {
+            throw new LockdException("TIMEOUT", "lockd: " + k + " not granted within " + wait);
+        }
+        return h;
+    }
+
+    /** Takes key now if it is free, as a handle not bound to a thread. */
+    public Optional<LockHandle> tryAcquire(String key) {
+        String k = key(key);
+        try {
+            return Optional.ofNullable(grant(k, "TRYLOCK " + k, "UNLOCK " + k, false));
+        } catch (InterruptedException e) {
+            throw new AssertionError(e); // not interruptible
+        }
+    }
+
+    /** Checks that lockd answers. */
+    public void ping() {
+        Reply r = query("PING", false);
+        if (!r.line().equals("PONG")) {
+            throw LockdException.fromReply(r.line());
+        }
+    }
+
+    /** STATUS key: state FREE, HELD or SHARED; holders; ttl left; waiters on this lockd. */
+    public record Status(String state, int holders, long ttlMillis, int waiters) {}
+
+    public Status status(String key) {
+        Reply r = query("STATUS " + key(key), false);
+        String[] w = r.words();
+        if (w.length == 1 && w[0].equals("FREE")) {
+            return new Status("FREE", 0, 0, 0);
+        }
+        if (w.length == 3 && w[0].equals("HELD")) {
+            return new Status("HELD", 1, Long.parseLong(w[1]), Integer.parseInt(w[2]));
+        }
+        if (w.length == 4 && w[0].equals("SHARED")) {
+            return new Status("SHARED", Integer.parseInt(w[1]), Long.parseLong(w[2]), Integer.parseInt(w[3]));
+        }
+        throw LockdException.fromReply(r.line());
+    }
+
+    // ---- election (1.3) ----
+
+    /** Campaigns for name, waiting without limit, and publishes value once leader. Interruptible. */
+    public Leadership campaign(String name, String value) throws InterruptedException {
+        return campaign0(name, value, "").orElseThrow();
+    }
+
+    /** Campaigns for name for at most wait; empty when it passes. */
+    public Optional<Leadership> campaign(String name, String value, Duration wait) throws InterruptedException {
+        return campaign0(name, value, waitArg(wait));
+    }
+
+    private Optional<Leadership> campaign0(String name, String value, String opt) throws InterruptedException {
+        String n = key(name);
+        String v = Words.check("value", value, maxKeyLength);
+        LockHandle h = grant(n, "CAMPAIGN " + n + " " + v + opt, "RESIGN " + n, true);
+        return Optional.ofNullable(h == null ? null : new Leadership(h));
+    }
+
+    /** Who leads name (LEADER name), empty when nobody does. */
+    public Optional<Leader> leader(String name) {
+        String n = key(name);
+        Reply r = query("LEADER " + n, false);
+        String[] w = r.words();
+        if (w.length == 1 && w[0].equals("NONE")) {
+            return Optional.empty();
+        }
+        if ((w.length == 2 || w.length == 3) && w[0].equals("LEADER")) {
+            return Optional.of(new Leader(n, Long.parseUnsignedLong(w[1]), w.length == 3 ? w[2] : null));
+        }
+        throw LockdException.fromReply(r.line());
+    }
+
+    /**
+     * Watches name: listener gets the current leader at once (not elected
+     * when nobody leads) and every change after, in order, on the client's
+     * event thread, until the Observation is closed.
+     */
+    public Observation observe(String name, Consumer<Leader> listener) {
+        Observation o = new Observation(this, key(name), listener);
+        o.start();
+        return o;
+    }
+
+    /** Ends every session of the client (QUIT: their locks are released) and stops its threads. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        synchronized (idle) {
+            idle.clear();
+        }
+        List<CompletableFuture<Void>> fs = new ArrayList<>();
+        for (Conn c : all) {
+            fs.add(CompletableFuture.runAsync(c::quit, background));
+        }
+        try {
+            CompletableFuture.allOf(fs.toArray(CompletableFuture<?>[]::new)).get(3, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        for (Conn c : all) {
+            c.abandon();
+        }
+        loop.execute(loop::close);
+        events.shutdown();
+        background.shutdown();
+    }
+}
