@@ -95,26 +95,18 @@ static void ed_drop_line(void)
 	rl_forced_update_display();
 }
 
-static void ed_drain(void)
-{
-}
+static void ed_drain(void) {}
 #else
 static struct {
 	char buf[65536];
 	size_t len;
 } E;
 
-static void ed_init(const char *hist)
-{
-}
+static void ed_init(const char *hist) {}
 
-static void ed_finish(const char *hist)
-{
-}
+static void ed_finish(const char *hist) {}
 
-static void ed_history(const char *line)
-{
-}
+static void ed_history(const char *line) {}
 
 static void ed_up(void)
 {
@@ -122,9 +114,7 @@ static void ed_up(void)
 	fflush(stdout);
 }
 
-static void ed_down(void)
-{
-}
+static void ed_down(void) {}
 
 /* Lines typed ahead wait here while a reply is awaited. */
 static void ed_drain(void)
@@ -209,8 +199,7 @@ static void prompt_down(void)
 	P.prompt_up = 0;
 }
 
-static void prompt_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag,
-			 void *arg)
+static void prompt_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag, void *arg)
 {
 	printf("%s\n", r->line);
 	for (size_t i = 1; i < r->nlines; i++)
@@ -290,9 +279,9 @@ int lc_prompt(const struct lc_conn *conn)
 		ed_drain();
 		prompt_up();
 		struct pollfd pf[3] = {
-			{P.waiting ? -1 : 0, POLLIN, 0},
-			{lockd_fd(P.c), lockd_want(P.c), 0},
-			{sfd, POLLIN, 0},
+		    {P.waiting ? -1 : 0, POLLIN, 0},
+		    {lockd_fd(P.c), lockd_want(P.c), 0},
+		    {sfd, POLLIN, 0},
 		};
 		if (poll(pf, 3, lockd_timeout_ms(P.c)) < 0 && errno != EINTR) {
 			lc_err("poll: %s", strerror(errno));

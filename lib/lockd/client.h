@@ -25,8 +25,10 @@
  * A failure of the connection (closed, I/O error, reply timeout, a reply
  * that is not protocol version 1) is final: the client keeps the first
  * error, lockd_error() says what happened, and only lockd_close() is left
- * to do. Nothing in the library prints, exits or raises signals (sends use
- * MSG_NOSIGNAL). A client is not safe for use by two threads at once. */
+ * to do, unless the session is resumable (lockd_opts.resume, protocol
+ * 1.2): then a broken connection is resumed (see lockd_session_id()). Nothing in the library
+ * prints, exits or raises signals (sends use MSG_NOSIGNAL). A client is not safe for use by two
+ * threads at once. */
 #ifndef LOCKD_CLIENT_H
 #define LOCKD_CLIENT_H
 

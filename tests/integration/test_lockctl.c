@@ -235,8 +235,8 @@ static pid_t run_two_sleeps(struct proc *p, const char *grace, const char *extra
 	snprintf(pgf, sizeof(pgf), "%s/pg", h_dir());
 	snprintf(cmd, sizeof(cmd), "%secho $$ > %s; sleep 100 & sleep 100", extra ? extra : "",
 	         pgf);
-	const char *with_k[] = {"-p", port(), "run", "-k", grace, "job", "--", "sh", "-c", cmd,
-	                        NULL};
+	const char *with_k[] = {"-p", port(), "run", "-k", grace, "job",
+	                        "--", "sh",   "-c",  cmd,  NULL};
 	const char *plain[] = {"-p", port(), "run", "job", "--", "sh", "-c", cmd, NULL};
 	spawn_lc(p, NULL, NULL, grace ? with_k : plain);
 	wait_file(pgf, 5000);
