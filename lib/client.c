@@ -123,17 +123,44 @@ static struct pend *q_push(struct lockd_client *c)
 	return p;
 }
 
+static int is_internal(unsigned who)
+{
+	return who == W_AUTH || who == W_SESSION || who == W_RESUME;
+}
+
+/* Drop the head (its key is the caller's to free). */
 static void q_pop(struct lockd_client *c)
 {
+	if (is_internal(q_at(c, 0)->who))
+		c->nint--;
 	c->qhead = (c->qhead + 1) % c->qcap;
 	c->qlen--;
+}
+
+/* A new entry before every other (the AUTH and RESUME of a reconnection). */
+static struct pend *q_push_front(struct lockd_client *c)
+{
+	if (!q_push(c))
+		return NULL;
+	c->qlen--; /* q_push made room; take the slot before the head instead */
+	c->qhead = (c->qhead + c->qcap - 1) % c->qcap;
+	c->qlen++;
+	struct pend *p = q_at(c, 0);
+	memset(p, 0, sizeof(*p));
+	return p;
+}
+
+/* A resumable session between connections: requests wait in rz.later. */
+static int resuming(const struct lockd_client *c)
+{
+	return c->rz && (c->rz->st == RZ_WAIT || c->rz->st == RZ_TRYING);
 }
 
 /* ------------------------------------------------------------ requests */
 
 /* Queue req + LF with its pending entry. */
-static int enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
-                   enum who who)
+int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
+                enum who who)
 {
 	if (!c)
 		return LOCKD_EARG;
@@ -141,14 +168,27 @@ static int enqueue(struct lockd_client *c, const char *req, size_t n, int timeou
 		return c->status;
 	if (rp_check_request(req, n) != LOCKD_OK)
 		return LOCKD_EARG;
-	if (buf_reserve(&c->out, n + 1) != 0)
+	struct buf *ob = resuming(c) ? &c->rz->later : &c->out;
+	enum rz_op op = RZ_OP_NONE;
+	char *key = NULL;
+	if (c->rz && c->rz->resume && rz_request(req, n, &op, &key) != 0)
 		return LOCKD_ENOMEM;
+	if (buf_reserve(ob, n + 1) != 0) {
+		free(key);
+		return LOCKD_ENOMEM;
+	}
 	struct pend *p = q_push(c);
-	if (!p)
+	if (!p) {
+		free(key);
 		return LOCKD_ENOMEM;
-	memcpy(c->out.p + c->out.len, req, n);
-	c->out.p[c->out.len + n] = '\n';
-	c->out.len += n + 1;
+	}
+	memcpy(ob->p + ob->len, req, n);
+	ob->p[ob->len + n] = '\n';
+	ob->len += n + 1;
+	p->op = (unsigned char)op;
+	p->key = key;
+	if (is_internal(who))
+		c->nint++;
 	p->tag = tag;
 	p->who = (unsigned char)who;
 	p->sent_us = cli_now_us();
@@ -158,10 +198,17 @@ static int enqueue(struct lockd_client *c, const char *req, size_t n, int timeou
 	rp_command(req, n, p->cmd, sizeof(p->cmd));
 	if (who == W_AUTH)
 		snprintf(p->cmd, sizeof(p->cmd), "AUTH");
+	/* QUIT ends the session: a break after it is final */
+	if (c->rz && c->rz->resume && (c->rz->st == RZ_LIVE || c->rz->st == RZ_NONE) &&
+	    strcasecmp(p->cmd, "QUIT") == 0)
+		c->rz->st = RZ_OVER;
 	return LOCKD_OK;
 }
 
 /* ------------------------------------------------------------ replies */
+
+static void handle_session(struct lockd_client *c, const char *line);
+static void handle_resume(struct lockd_client *c, const char *line);
 
 /* Fill r from the lines in rs (complete). */
 static void build_reply(struct lockd_reply *r, struct rstore *rs, int list, int64_t latency)
@@ -199,6 +246,22 @@ static void reply_done(struct lockd_client *c)
 		rs_reset(&c->acc);
 		return;
 	}
+	if (p.who == W_SESSION || p.who == W_RESUME) {
+		char line[512];
+		snprintf(line, sizeof(line), "%s", c->acc.text);
+		rs_reset(&c->acc);
+		if (p.who == W_SESSION)
+			handle_session(c, line);
+		else
+			handle_resume(c, line);
+		memset(line, 0, sizeof(line));
+		return;
+	}
+	if (p.key) {
+		if (c->rz && rz_track(c->rz, (enum rz_op)p.op, p.key, c->acc.text) != 0)
+			cli_fail(c, LOCKD_ENOMEM, "out of memory");
+		free(p.key);
+	}
 	if (p.who == W_CALL) {
 		struct rstore t = c->res;
 		c->res = c->acc;
@@ -221,6 +284,11 @@ static void reply_done(struct lockd_client *c)
 
 static int handle_event(struct lockd_client *c, const char *line, size_t n)
 {
+	if (c->rz && c->rz->nkeys && strncmp(line, "LOST ", 5) == 0) {
+		char key[LOCKD_MAX_KEY + 1];
+		if (sscanf(line + 5, "%65536s", key) == 1)
+			rz_lost(c->rz, key);
+	}
 	if (!c->on_event)
 		return 0;
 	if (n + 1 > c->evcap) {
@@ -330,6 +398,7 @@ static int do_flush(struct lockd_client *c)
 			break;
 		if (w > 0) {
 			c->out.off += (size_t)w;
+			c->wrote += (size_t)w;
 			continue;
 		}
 		if (w < 0 && errno == EINTR)
@@ -397,14 +466,22 @@ static int check_deadlines(struct lockd_client *c)
 	if (c->st == CS_FAILED)
 		return c->status;
 	int64_t now = cli_now_us();
-	if (c->connect_deadline_us && (c->st != CS_OPEN || !c->authed) &&
-	    now >= c->connect_deadline_us)
+	if (c->st == CS_DOWN || c->st == CS_BROKEN)
+		return 0;
+	if (c->connect_deadline_us && (c->st != CS_OPEN || c->nint > 0) &&
+	    now >= c->connect_deadline_us) {
+		if (c->st == CS_OPEN)
+			return cli_fail(c, LOCKD_ETIMEDOUT, "%s to %s: no reply within %d ms",
+			                c->qlen ? q_at(c, 0)->cmd : "AUTH", c->peer,
+			                c->connect_timeout_ms);
 		return cli_fail(c, LOCKD_ETIMEDOUT,
-		                c->st == CS_CONNECTING ? "connect %s: no connection within %d ms"
-		                : c->st == CS_HANDSHAKE
-		                    ? "TLS handshake with %s: not done within %d ms"
-		                    : "AUTH to %s: no reply within %d ms",
+		                c->st == CS_CONNECTING
+		                    ? "connect %s: no connection within %d ms"
+		                    : "TLS handshake with %s: not done within %d ms",
 		                c->peer, c->connect_timeout_ms);
+	}
+	if (resuming(c))
+		return 0; /* the requests wait for the session's new connection */
 	for (size_t i = 0; i < c->qlen; i++) {
 		struct pend *p = q_at(c, i);
 		if (p->deadline_us && now >= p->deadline_us)
@@ -412,6 +489,267 @@ static int check_deadlines(struct lockd_client *c)
 			                p->cmd, c->peer, p->timeout_ms);
 	}
 	return 0;
+}
+
+/* ------------------------------------------------------------ resume */
+
+/* An event of the library's own making (resume), as if lockd sent it. */
+static void hand_event(struct lockd_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void hand_event(struct lockd_client *c, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	handle_event(c, line, (size_t)n);
+}
+
+/* The session is gone: report each key it held LOST, then fail. */
+static void give_up(struct lockd_client *c, const char *why)
+{
+	struct rz *rz = c->rz;
+	char msg[sizeof(c->err)];
+	snprintf(msg, sizeof(msg), "%s", why);
+	rz->st = RZ_OVER;
+	if (c->st == CS_BROKEN)
+		c->st = CS_DOWN; /* so that cli_fail fails */
+	while (rz->nkeys > 0 && c->st != CS_FAILED) {
+		size_t before = rz->nkeys;
+		char key[LOCKD_MAX_KEY + 1];
+		snprintf(key, sizeof(key), "%s", rz->keys[0].key);
+		hand_event(c, "LOST %s %llu", key, (unsigned long long)rz->keys[0].fence);
+		if (rz->nkeys == before)
+			rz_lost(rz, key); /* a key too long for hand_event's line */
+	}
+	cli_fail(c, LOCKD_ENOSESSION, "%s", msg);
+}
+
+/* Close the broken connection and forget what was read or queued on it. */
+static void conn_reset(struct lockd_client *c)
+{
+	ctls_free(c);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->in.len = c->in.off = 0;
+	c->scan = 0;
+	c->eof = 0;
+	c->send_errno = 0;
+	if (c->out.p)
+		memset(c->out.p, 0, c->out.cap); /* may hold AUTH and RESUME */
+	c->out.len = c->out.off = 0;
+	c->in_list = 0;
+	rs_reset(&c->acc);
+	c->wrote = 0;
+	c->authed = 1;
+	c->connect_deadline_us = 0;
+}
+
+/* Connect to address i of c->rz (the connect deadline starts now). */
+static void connect_ep(struct lockd_client *c, int i)
+{
+	struct lockd_opts o;
+	rz_ep_opts(c->rz, i, &o);
+	c->naddr = 0;
+	c->ai = 0;
+	if (c->connect_timeout_ms > 0)
+		c->connect_deadline_us = cli_now_us() + (int64_t)c->connect_timeout_ms * 1000;
+	if (net_resolve(c, &o) == 0 && net_start_tls(c, &o, 0) == 0)
+		net_connect_next(c);
+}
+
+/* Append a line to the output (an internal request: its entry is pushed
+ * in front of the queue with push_internal). */
+static int out_line(struct lockd_client *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int out_line(struct lockd_client *c, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line) - 1 || buf_reserve(&c->out, (size_t)n + 1) != 0)
+		return cli_fail(c, LOCKD_ENOMEM, "out of memory");
+	line[n] = '\n';
+	memcpy(c->out.p + c->out.len, line, (size_t)n + 1);
+	c->out.len += (size_t)n + 1;
+	memset(line, 0, sizeof(line));
+	return 0;
+}
+
+/* Queue an internal request before all others. */
+static int push_internal(struct lockd_client *c, enum who who, const char *cmd)
+{
+	struct pend *p = q_push_front(c);
+	if (!p)
+		return cli_fail(c, LOCKD_ENOMEM, "out of memory");
+	p->who = (unsigned char)who;
+	p->sent_us = cli_now_us();
+	p->timeout_ms = -1;
+	snprintf(p->cmd, sizeof(p->cmd), "%s", cmd);
+	c->nint++;
+	return 0;
+}
+
+/* One attempt to resume: connect to the next address, AUTH, RESUME. */
+static void attempt(struct lockd_client *c)
+{
+	struct rz *rz = c->rz;
+	rz->st = RZ_TRYING;
+	int i = (rz->ep + rz->tried) % rz->nep;
+	/* in front of the requests that wait: AUTH, RESUME */
+	if (push_internal(c, W_RESUME, "RESUME") != 0)
+		return;
+	if (rz->o.password) {
+		if (push_internal(c, W_AUTH, "AUTH") != 0 ||
+		    out_line(c, "AUTH %s", rz->o.password) != 0)
+			return;
+		c->authed = 0;
+	}
+	if (out_line(c, "RESUME %s %s", rz->id, rz->secret) != 0)
+		return;
+	connect_ep(c, i);
+	if (c->connect_deadline_us == 0 || c->connect_deadline_us > rz->deadline_us)
+		c->connect_deadline_us = rz->deadline_us;
+}
+
+/* c->st is CS_BROKEN: connect to the next address (connecting), or start
+ * resuming (the session's connection broke), or go on with it. */
+static void on_break(struct lockd_client *c)
+{
+	struct rz *rz = c->rz;
+	char why[sizeof(rz->why) + 64];
+	while (c->st == CS_BROKEN) {
+		int64_t now = cli_now_us();
+		if (rz->st == RZ_NONE) {
+			/* connecting, nothing written: the next address, same requests */
+			ctls_free(c);
+			if (c->fd >= 0)
+				close(c->fd);
+			c->fd = -1;
+			c->st = CS_CONNECTING;
+			connect_ep(c, ++rz->tried);
+			continue;
+		}
+		if (rz->st == RZ_LIVE) {
+			snprintf(rz->was, sizeof(rz->was), "%s", c->peer);
+			conn_reset(c);
+			for (size_t i = 0; i < c->qlen; i++)
+				q_at(c, i)->dead = 1;
+			rz->broke_us = now;
+			rz->deadline_us = now + (int64_t)rz->grace_ms * 1000;
+			rz->tried = 0;
+			rz->backoff_us = 100000;
+			rz->st = RZ_WAIT;
+			c->st = CS_DOWN;
+			hand_event(c, "RESUMING %s %s", rz->was, rz->why);
+			if (c->st == CS_FAILED || c->close_pending)
+				return;
+		} else {
+			/* an attempt failed: its AUTH and RESUME go with it */
+			conn_reset(c);
+			while (c->qlen && is_internal(q_at(c, 0)->who)) {
+				free(q_at(c, 0)->key);
+				q_pop(c);
+			}
+			rz->tried++;
+			c->st = CS_DOWN;
+		}
+		if (now >= rz->deadline_us) {
+			snprintf(why, sizeof(why),
+			         "no lockd resumed the session within its grace (%d ms); last: %s",
+			         rz->grace_ms, rz->why);
+			give_up(c, why);
+			return;
+		}
+		if (rz->tried >= rz->nep) {
+			/* a round of every address failed: pause, then again */
+			rz->tried = 0;
+			rz->next_us = now + rz->backoff_us;
+			if (rz->next_us > rz->deadline_us)
+				rz->next_us = rz->deadline_us;
+			rz->backoff_us =
+			    rz->backoff_us * 2 > 2000000 ? 2000000 : rz->backoff_us * 2;
+			rz->st = RZ_WAIT;
+			return;
+		}
+		attempt(c);
+	}
+}
+
+static void handle_session(struct lockd_client *c, const char *line)
+{
+	char e[128];
+	if (rz_session_reply(c->rz, line) == 0) {
+		c->rz->st = RZ_LIVE;
+		c->rz->tried = 0;
+		return;
+	}
+	c->rz->st = RZ_OVER;
+	rp_escape(e, sizeof(e), line, strlen(line));
+	cli_fail(c, LOCKD_ENOSESSION, "SESSION refused by %s: \"%s\"", c->peer, e);
+}
+
+static void handle_resume(struct lockd_client *c, const char *line)
+{
+	struct rz *rz = c->rz;
+	char e[128], msg[1024];
+	rp_escape(e, sizeof(e), line, strlen(line));
+	if (strncmp(line, "ERR NOSESSION", 13) == 0) {
+		snprintf(msg, sizeof(msg), "RESUME on %s: \"%s\": every lock is lost", c->peer, e);
+		give_up(c, msg);
+		return;
+	}
+	if (!(strncmp(line, "OK", 2) == 0 && (line[2] == '\0' || line[2] == ' '))) {
+		cli_fail(c, LOCKD_ECLOSED, "RESUME on %s: \"%s\"", c->peer, e);
+		return; /* broken: the next address */
+	}
+	rz->st = RZ_LIVE;
+	rz->ep = (rz->ep + rz->tried) % rz->nep;
+	rz->tried = 0;
+	rz->resumes++;
+	c->connect_deadline_us = 0;
+	/* what was sent on the broken connection is answered now, in order */
+	int n = snprintf(msg, sizeof(msg),
+	                 "ERR DISCONNECTED the connection to %s broke before the reply; "
+	                 "the session was resumed on %s",
+	                 rz->was, c->peer);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		n = (int)sizeof(msg) - 1;
+	while (c->qlen && q_at(c, 0)->dead && c->st != CS_FAILED && !c->close_pending) {
+		rs_reset(&c->acc);
+		if (rs_add(&c->acc, msg, (size_t)n) != 0) {
+			cli_fail(c, LOCKD_ENOMEM, "out of memory");
+			return;
+		}
+		reply_done(c);
+	}
+	/* what was sent while resuming goes out now, with fresh deadlines */
+	int64_t now = cli_now_us();
+	for (size_t i = 0; i < c->qlen; i++) {
+		struct pend *p = q_at(c, i);
+		if (p->timeout_ms >= 0)
+			p->deadline_us = now + (int64_t)p->timeout_ms * 1000;
+	}
+	struct buf *l = &rz->later;
+	if (l->len > l->off) {
+		if (buf_reserve(&c->out, l->len - l->off) != 0) {
+			cli_fail(c, LOCKD_ENOMEM, "out of memory");
+			return;
+		}
+		memcpy(c->out.p + c->out.len, l->p + l->off, l->len - l->off);
+		c->out.len += l->len - l->off;
+		memset(l->p, 0, l->len);
+	}
+	l->len = l->off = 0;
+	hand_event(c, "RESUMED %s %s", c->peer, line[2] ? line + 3 : "0");
 }
 
 /* ------------------------------------------------------------ public */
@@ -454,7 +792,7 @@ static int start_auth(struct lockd_client *c, const char *password)
 		return cli_fail(c, LOCKD_ENOMEM, "out of memory");
 	memcpy(req, "AUTH ", 5);
 	memcpy(req + 5, password, n + 1);
-	int rc = enqueue(c, req, n + 5, -1, NULL, W_AUTH);
+	int rc = cli_enqueue(c, req, n + 5, -1, NULL, W_AUTH);
 	memset(req, 0, n + 5);
 	free(req);
 	if (rc != 0)
@@ -477,14 +815,36 @@ int lockd_connect_start(const struct lockd_opts *uo, struct lockd_client **out)
 		return rc;
 	if (c->connect_timeout_ms > 0)
 		c->connect_deadline_us = cli_now_us() + (int64_t)c->connect_timeout_ms * 1000;
-	rc = net_resolve(c, &o);
+	rc = rz_new(c, &o);
+	if (rc != 0)
+		return rc;
+	if (!c->rz) {
+		rc = net_resolve(c, &o);
+		if (rc == 0)
+			rc = start_auth(c, o.password);
+		if (rc == 0)
+			rc = net_start_tls(c, &o, 0);
+		if (rc == 0)
+			rc = net_connect_next(c);
+		return rc;
+	}
+	/* addresses, resume: tried in turn (on_break) */
+	rc = start_auth(c, o.password);
+	if (rc == 0 && o.resume) {
+		char req[40];
+		int n = o.grace_ms > 0 ? snprintf(req, sizeof(req), "SESSION GRACE %d", o.grace_ms)
+		                       : snprintf(req, sizeof(req), "SESSION");
+		rc = cli_enqueue(c, req, (size_t)n, -1, NULL, W_SESSION);
+		if (rc == 0)
+			snprintf(q_at(c, c->qlen - 1)->cmd, sizeof(q_at(c, 0)->cmd), "SESSION");
+		else
+			cli_fail(c, rc, "out of memory");
+	}
 	if (rc == 0)
-		rc = start_auth(c, o.password);
-	if (rc == 0)
-		rc = net_start_tls(c, &o, 0);
-	if (rc == 0)
-		rc = net_connect_next(c);
-	return rc;
+		connect_ep(c, 0);
+	if (c->st == CS_BROKEN)
+		on_break(c);
+	return c->st == CS_FAILED ? c->status : 0;
 }
 
 int lockd_open_fd(int fd, const struct lockd_opts *uo, struct lockd_client **out)
@@ -519,18 +879,32 @@ int lockd_step(struct lockd_client *c)
 		return LOCKD_EARG;
 	if (c->depth)
 		return LOCKD_ESTATE;
+	if (c->st == CS_BROKEN)
+		on_break(c);
+	if (c->st == CS_DOWN && c->rz->st == RZ_WAIT && cli_now_us() >= c->rz->next_us) {
+		attempt(c);
+		if (c->st == CS_BROKEN)
+			on_break(c);
+	}
 	if (c->st == CS_CONNECTING)
 		net_connect_check(c);
 	if (c->st == CS_HANDSHAKE)
 		ctls_handshake(c);
 	do_flush(c);
 	do_read(c);
+	if (c->st == CS_BROKEN)
+		on_break(c);
+	if (!c->close_pending) {
+		check_deadlines(c);
+		if (c->st == CS_BROKEN)
+			on_break(c);
+	}
 	if (c->close_pending && c->depth == 0) {
 		c->close_pending = 0;
 		lockd_close(c);
 		return LOCKD_ECLOSED;
 	}
-	return check_deadlines(c);
+	return c->st == CS_FAILED ? c->status : 0;
 }
 
 int lockd_flush(struct lockd_client *c)
@@ -552,7 +926,10 @@ short lockd_want(const struct lockd_client *c)
 {
 	if (!c || c->st == CS_FAILED)
 		return 0;
-	if (c->st == CS_CONNECTING || c->out.off < c->out.len || ctls_wants_write(c))
+	if (c->st == CS_DOWN)
+		return POLLIN; /* fd -1: poll() waits lockd_timeout_ms() */
+	if (c->st == CS_CONNECTING || c->st == CS_BROKEN || c->out.off < c->out.len ||
+	    ctls_wants_write(c))
 		return POLLIN | POLLOUT;
 	return POLLIN;
 }
@@ -564,9 +941,13 @@ int lockd_timeout_ms(const struct lockd_client *c)
 	int64_t d = 0;
 	if (c->st == CS_OPEN && ctls_pending(c))
 		return 0; /* decrypted bytes wait in OpenSSL, not in the socket */
-	if (c->connect_deadline_us && (c->st != CS_OPEN || !c->authed))
+	if (c->st == CS_BROKEN)
+		return 0;
+	if (c->st == CS_DOWN)
+		d = c->rz->next_us;
+	if (c->connect_deadline_us && (c->st != CS_OPEN || c->nint > 0))
 		d = c->connect_deadline_us;
-	for (size_t i = 0; i < c->qlen; i++) {
+	for (size_t i = 0; i < c->qlen && !resuming(c); i++) {
 		const struct pend *p = &c->q[(c->qhead + i) % c->qcap];
 		if (p->deadline_us && (!d || p->deadline_us < d))
 			d = p->deadline_us;
@@ -587,7 +968,18 @@ size_t lockd_pending(const struct lockd_client *c)
 
 int lockd_ready(const struct lockd_client *c)
 {
-	return c && c->st == CS_OPEN && c->authed;
+	return c && c->st == CS_OPEN && c->authed &&
+	       (!c->rz || !c->rz->resume || c->rz->st == RZ_LIVE || c->rz->st == RZ_OVER);
+}
+
+const char *lockd_session_id(const struct lockd_client *c)
+{
+	return c && c->rz && c->rz->resume ? c->rz->id : "";
+}
+
+unsigned lockd_resumes(const struct lockd_client *c)
+{
+	return c && c->rz ? c->rz->resumes : 0;
 }
 
 int lockd_status(const struct lockd_client *c)
@@ -670,9 +1062,9 @@ int lockd_call(struct lockd_client *c, const char *request, int timeout_ms,
 		return LOCKD_ESTATE;
 	if (c->st == CS_FAILED)
 		return c->status;
-	if (c->qlen > (c->authed ? 0u : 1u))
+	if (c->qlen > c->nint)
 		return LOCKD_ESTATE;
-	int rc = enqueue(c, request, strlen(request), timeout_ms, NULL, W_CALL);
+	int rc = cli_enqueue(c, request, strlen(request), timeout_ms, NULL, W_CALL);
 	if (rc != 0)
 		return rc;
 	c->call_done = 0;
@@ -733,7 +1125,7 @@ int lockd_send(struct lockd_client *c, const char *request, int timeout_ms, void
 {
 	if (!request)
 		return LOCKD_EARG;
-	return enqueue(c, request, strlen(request), timeout_ms, tag, W_USER);
+	return cli_enqueue(c, request, strlen(request), timeout_ms, tag, W_USER);
 }
 
 int lockd_sendf(struct lockd_client *c, int timeout_ms, void *tag, const char *fmt, ...)
@@ -752,107 +1144,6 @@ int lockd_sendf(struct lockd_client *c, int timeout_ms, void *tag, const char *f
 	return rc;
 }
 
-/* ------------------------------------------------------------ typed requests */
-
-/* Build the request of cmd (reply.c checks the key and the numbers), then
- * lockd_call() it (reply set) or lockd_send() it. */
-static int typed(struct lockd_client *c, enum rp_cmd cmd, const char *key, int hold, int wait_ms,
-                 int ttl_ms, int timeout_ms, const struct lockd_reply **reply, void *tag)
-{
-	char sb[512];
-	char *req = sb;
-	if (!c)
-		return LOCKD_EARG;
-	long n = rp_format(sb, sizeof(sb), cmd, key, LOCKD_MAX_KEY, hold, wait_ms, ttl_ms);
-	if (n < 0)
-		return (int)n;
-	if ((size_t)n >= sizeof(sb)) {
-		req = malloc((size_t)n + 1);
-		if (!req)
-			return LOCKD_ENOMEM;
-		rp_format(req, (size_t)n + 1, cmd, key, LOCKD_MAX_KEY, hold, wait_ms, ttl_ms);
-	}
-	int rc = reply ? lockd_call(c, req, timeout_ms, reply)
-	               : enqueue(c, req, (size_t)n, timeout_ms, tag, W_USER);
-	if (req != sb)
-		free(req);
-	return rc;
-}
-
-int lockd_check_key(const char *key)
-{
-	return rp_check_key(key, LOCKD_MAX_KEY);
-}
-
-int lockd_lock(struct lockd_client *c, const char *key, int hold, int wait_ms, int ttl_ms,
-               int timeout_ms, const struct lockd_reply **reply)
-{
-	if (!reply)
-		return LOCKD_EARG;
-	return typed(c, RP_LOCK, key, hold, wait_ms, ttl_ms, timeout_ms, reply, NULL);
-}
-
-int lockd_trylock(struct lockd_client *c, const char *key, int hold, int ttl_ms, int timeout_ms,
-                  const struct lockd_reply **reply)
-{
-	if (!reply)
-		return LOCKD_EARG;
-	return typed(c, RP_TRYLOCK, key, hold, -1, ttl_ms, timeout_ms, reply, NULL);
-}
-
-int lockd_unlock(struct lockd_client *c, const char *key, int timeout_ms,
-                 const struct lockd_reply **reply)
-{
-	if (!reply)
-		return LOCKD_EARG;
-	return typed(c, RP_UNLOCK, key, 0, -1, 0, timeout_ms, reply, NULL);
-}
-
-int lockd_extend(struct lockd_client *c, const char *key, int ttl_ms, int timeout_ms,
-                 const struct lockd_reply **reply)
-{
-	if (!reply)
-		return LOCKD_EARG;
-	return typed(c, RP_EXTEND, key, 0, -1, ttl_ms, timeout_ms, reply, NULL);
-}
-
-int lockd_key_status(struct lockd_client *c, const char *key, int permits, int timeout_ms,
-                     const struct lockd_reply **reply)
-{
-	if (!reply)
-		return LOCKD_EARG;
-	return typed(c, RP_STATUS, key, permits, -1, 0, timeout_ms, reply, NULL);
-}
-
-int lockd_send_lock(struct lockd_client *c, const char *key, int hold, int wait_ms, int ttl_ms,
-                    int timeout_ms, void *tag)
-{
-	return typed(c, RP_LOCK, key, hold, wait_ms, ttl_ms, timeout_ms, NULL, tag);
-}
-
-int lockd_send_trylock(struct lockd_client *c, const char *key, int hold, int ttl_ms,
-                       int timeout_ms, void *tag)
-{
-	return typed(c, RP_TRYLOCK, key, hold, -1, ttl_ms, timeout_ms, NULL, tag);
-}
-
-int lockd_send_unlock(struct lockd_client *c, const char *key, int timeout_ms, void *tag)
-{
-	return typed(c, RP_UNLOCK, key, 0, -1, 0, timeout_ms, NULL, tag);
-}
-
-int lockd_send_extend(struct lockd_client *c, const char *key, int ttl_ms, int timeout_ms,
-                      void *tag)
-{
-	return typed(c, RP_EXTEND, key, 0, -1, ttl_ms, timeout_ms, NULL, tag);
-}
-
-int lockd_send_key_status(struct lockd_client *c, const char *key, int permits, int timeout_ms,
-                          void *tag)
-{
-	return typed(c, RP_STATUS, key, permits, -1, 0, timeout_ms, NULL, tag);
-}
-
 /* ------------------------------------------------------------ closing, statuses */
 
 void lockd_close(struct lockd_client *c)
@@ -863,9 +1154,22 @@ void lockd_close(struct lockd_client *c)
 		c->close_pending = 1;
 		return;
 	}
+	if (c->rz && c->rz->resume && c->rz->st == RZ_LIVE && c->st == CS_OPEN) {
+		/* end the session now, not at the end of its grace (best effort:
+		   lockd reads it unless a LOCK waits ahead of it) */
+		c->rz->st = RZ_OVER;
+		if (buf_reserve(&c->out, 5) == 0) {
+			memcpy(c->out.p + c->out.len, "QUIT\n", 5);
+			c->out.len += 5;
+			do_flush(c);
+		}
+	}
 	ctls_free(c);
 	if (c->fd >= 0)
 		close(c->fd);
+	for (size_t i = 0; i < c->qlen; i++)
+		free(q_at(c, i)->key);
+	rz_free(c->rz);
 	if (c->out.p)
 		memset(c->out.p, 0, c->out.cap); /* may hold AUTH password */
 	free(c->out.p);
@@ -875,38 +1179,4 @@ void lockd_close(struct lockd_client *c)
 	rs_free(&c->res);
 	free(c->evbuf);
 	free(c);
-}
-
-static const struct {
-	int status;
-	const char *name, *text;
-} statuses[] = {
-    {LOCKD_OK, "LOCKD_OK", "success"},
-    {LOCKD_EARG, "LOCKD_EARG", "bad argument"},
-    {LOCKD_ENOMEM, "LOCKD_ENOMEM", "out of memory"},
-    {LOCKD_ECONNECT, "LOCKD_ECONNECT", "cannot connect to lockd"},
-    {LOCKD_ETIMEDOUT, "LOCKD_ETIMEDOUT", "lockd did not answer in time"},
-    {LOCKD_ECLOSED, "LOCKD_ECLOSED", "lockd closed the connection"},
-    {LOCKD_EIO, "LOCKD_EIO", "input/output error on the connection"},
-    {LOCKD_EPROTO, "LOCKD_EPROTO", "lockd broke the protocol"},
-    {LOCKD_EAUTH, "LOCKD_EAUTH", "lockd refused the password"},
-    {LOCKD_ESTATE, "LOCKD_ESTATE", "not allowed in this state"},
-    {LOCKD_ETLS, "LOCKD_ETLS", "TLS failed (certificate, handshake, or no TLS built in)"},
-    {LOCKD_EKEY, "LOCKD_EKEY", "a key lockd would refuse (nothing was sent)"},
-};
-
-const char *lockd_status_name(int status)
-{
-	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		if (statuses[i].status == status)
-			return statuses[i].name;
-	return "LOCKD_E?";
-}
-
-const char *lockd_strerror(int status)
-{
-	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		if (statuses[i].status == status)
-			return statuses[i].text;
-	return "unknown status";
 }

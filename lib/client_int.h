@@ -4,7 +4,11 @@
  * other's names):
  *
  *   client.c  the public API: buffers, the request queue, lines to
- *             replies and events, callbacks, deadlines, typed requests
+ *             replies and events, callbacks, deadlines, and the resume
+ *             of a resumable session (when to reconnect, what to hand)
+ *   typed.c   typed requests (lockd_lock(), ...) and status names
+ *   resume.c  a resumable session's state: its addresses, id and
+ *             secret, the keys it holds, backoff (no I/O, no callbacks)
  *   net.c     options, addresses, connecting (TCP, Unix socket), and the
  *             bytes in and out, plain or through tls.c
  *   tls.c     the TLS layer over OpenSSL (every #ifdef HAVE_TLS)
@@ -31,13 +35,26 @@ enum conn_state {
 	CS_CONNECTING, /* non-blocking connect in progress (addr[ai]) */
 	CS_HANDSHAKE,  /* connected; the TLS handshake is under way */
 	CS_OPEN,       /* connected; requests flow */
+	CS_BROKEN,     /* the connection broke and the session may be resumed, or
+	                  the next address may be tried: client.c takes over at
+	                  its next safe point (rz.why says what broke) */
+	CS_DOWN,       /* no connection: the next attempt is due at rz.next_us */
 	CS_FAILED,     /* status and err say why; only lockd_close() is left */
 };
 
 enum who {
-	W_USER, /* lockd_send(): reply to the reply callback */
-	W_AUTH, /* the AUTH of connecting: handled here */
-	W_CALL, /* lockd_call(): reply kept in res */
+	W_USER,    /* lockd_send(): reply to the reply callback */
+	W_AUTH,    /* the AUTH of connecting: handled here */
+	W_CALL,    /* lockd_call(): reply kept in res */
+	W_SESSION, /* the SESSION of connecting (resume): handled here */
+	W_RESUME,  /* the RESUME of a reconnection: handled here */
+};
+
+/* What a request does to the keys a resumable session holds. */
+enum rz_op {
+	RZ_OP_NONE,   /* nothing */
+	RZ_OP_LOCK,   /* LOCK, TRYLOCK: "OK fence" grants key */
+	RZ_OP_UNLOCK, /* UNLOCK: "OK 0" or ERR NOTHELD drops key */
 };
 
 struct pend {
@@ -47,7 +64,11 @@ struct pend {
 	int timeout_ms;      /* for the message */
 	unsigned char list;  /* HELD, STATS: lines up to END */
 	unsigned char who;   /* enum who */
+	unsigned char op;    /* enum rz_op (resume only) */
+	unsigned char dead;  /* sent on a connection that broke: answered
+	                        ERR DISCONNECTED once the session is resumed */
 	char cmd[14];        /* the command word, for messages */
+	char *key;           /* op's key (malloc'd; resume only) */
 };
 
 struct buf {
@@ -65,6 +86,50 @@ struct rstore {
 };
 
 struct ctls; /* tls.c: the TLS state of one connection */
+
+/* A lockd to connect to (lockd_opts.addresses). */
+struct rz_ep {
+	char *host; /* NULL with unix_path */
+	int port;
+	char *unix_path;
+};
+
+enum rz_state {
+	RZ_NONE,   /* no session yet: connecting, SESSION unanswered (or not asked) */
+	RZ_LIVE,   /* the session is resumable and its connection is up */
+	RZ_WAIT,   /* the connection broke: the next attempt is due at next_us */
+	RZ_TRYING, /* an attempt is under way: connecting, AUTH and RESUME sent */
+	RZ_OVER,   /* QUIT sent, or no resume possible: a break is final */
+};
+
+struct rz_key {
+	char *key;
+	uint64_t fence;
+};
+
+/* A client's addresses and, with resume, its session (resume.c). */
+struct rz {
+	enum rz_state st;
+	int resume;          /* lockd_opts.resume */
+	struct lockd_opts o; /* the options, their strings copied (o.password too) */
+	struct rz_ep *eps;
+	int nep;
+	int ep;              /* the address in use (or tried first when resuming) */
+	int tried;           /* addresses tried in this round (or at connect) */
+	int64_t backoff_us;  /* the pause after the next failed round */
+	int64_t next_us;     /* RZ_WAIT: the next attempt */
+	int64_t deadline_us; /* resuming: give up then (the grace) */
+	int64_t broke_us;    /* when the connection broke */
+	char id[64];
+	char secret[96];
+	int grace_ms; /* as SESSION answered */
+	unsigned resumes;
+	struct rz_key *keys; /* granted and not released or lost */
+	size_t nkeys, kcap;
+	struct buf later; /* requests sent while resuming: out after RESUME */
+	char why[384];    /* what broke the connection */
+	char was[320];    /* the peer it broke with */
+};
 
 struct lockd_client {
 	int fd;
@@ -101,6 +166,9 @@ struct lockd_client {
 	int depth; /* > 0 while a callback runs */
 	int close_pending;
 	struct ctls *tls; /* NULL: plain */
+	size_t wrote;     /* bytes written on this connection */
+	size_t nint;      /* internal requests (AUTH, SESSION, RESUME) in the queue */
+	struct rz *rz;    /* addresses and resume (NULL: neither asked) */
 };
 
 static inline int64_t cli_now_us(void)
@@ -114,11 +182,22 @@ static inline int64_t cli_now_us(void)
  * lockd_error(). Returns the client's status. */
 static inline int cli_fail(struct lockd_client *c, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+int rz_breaks(const struct lockd_client *c, int status);
 static inline int cli_fail(struct lockd_client *c, int status, const char *fmt, ...)
 {
 	if (c->st == CS_FAILED)
 		return c->status;
+	if (c->st == CS_BROKEN)
+		return status; /* the first break is the one to report */
 	va_list ap;
+	if (c->rz && rz_breaks(c, status)) {
+		/* a resumable session, or another address to try: not final */
+		va_start(ap, fmt);
+		vsnprintf(c->rz->why, sizeof(c->rz->why), fmt, ap);
+		va_end(ap);
+		c->st = CS_BROKEN;
+		return status;
+	}
 	va_start(ap, fmt);
 	vsnprintf(c->err, sizeof(c->err), fmt, ap);
 	va_end(ap);
@@ -150,6 +229,30 @@ int net_start_tls(struct lockd_client *c, const struct lockd_opts *o, int open_f
  * never raise SIGPIPE. */
 ssize_t net_send(struct lockd_client *c, const char *p, size_t n);
 ssize_t net_recv(struct lockd_client *c, char *p, size_t n);
+
+/* ---- resume.c: addresses and the resumable session's state ---- */
+
+/* Make c->rz when o asks for resume or addresses (copying what it needs). */
+int rz_new(struct lockd_client *c, const struct lockd_opts *o);
+void rz_free(struct rz *rz);
+/* The options to connect to address i (o's, with its host, port or path). */
+void rz_ep_opts(const struct rz *rz, int i, struct lockd_opts *out);
+/* 1: a failure with status breaks the connection without failing the
+ * client (rz_breaks is declared above cli_fail). */
+/* The op and key of a request line (key malloc'd, NULL for RZ_OP_NONE). */
+int rz_request(const char *req, size_t n, enum rz_op *op, char **key);
+/* A reply line to a request of op on key: the keys held change. */
+int rz_track(struct rz *rz, enum rz_op op, const char *key, const char *line);
+/* A LOST event for key. */
+void rz_lost(struct rz *rz, const char *key);
+/* "SESSION id secret grace_ms": 0 when line is that (kept), else -1. */
+int rz_session_reply(struct rz *rz, const char *line);
+
+/* ---- client.c, for typed.c ---- */
+
+/* Queue a request (as lockd_send() with who). */
+int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
+                enum who who);
 
 /* ---- tls.c: the TLS layer ---- */
 

@@ -67,6 +67,9 @@ int net_opts(struct lockd_client *c, const struct lockd_opts *o, struct lockd_op
 	OPT_TAKE(dst, o, tls_key);
 	OPT_TAKE(dst, o, tls_server_name);
 	OPT_TAKE(dst, o, tls_no_verify);
+	OPT_TAKE(dst, o, resume);
+	OPT_TAKE(dst, o, grace_ms);
+	OPT_TAKE(dst, o, addresses);
 	return 0;
 }
 

@@ -43,7 +43,8 @@ static void usage(FILE *f)
 	    "[-v]\n"
 	    "               KEY -- CMD [ARGS...]\n"
 	    "\n"
-	    "  -h host      lockd's host (LOCKD_HOST, default %s)\n"
+	    "  -h host      lockd's host (LOCKD_HOST, default %s); host,host,...: lockds\n"
+	    "               on the same masters, tried in order (host:port takes its own port)\n"
 	    "  -p port      lockd's port (LOCKD_PORT, default %d)\n"
 	    "  -s socket    lockd's Unix socket instead (LOCKD_SOCKET)\n"
 	    "  -a password  AUTH with it (LOCKD_PASSWORD); \"-a -\": read it from stdin.\n"
@@ -317,6 +318,12 @@ int main(int argc, char **argv)
 	}
 	conn.o.unix_path = sock;
 	conn.o.host = host && *host ? host : NULL;
+	if (conn.o.host && strchr(conn.o.host, ',')) {
+		/* several lockds on the same masters: tried in turn (liblockd's
+		   addresses); run and the prompt resume their session on them */
+		conn.o.addresses = conn.o.host;
+		conn.o.host = NULL;
+	}
 	if (port) {
 		conn.o.port = (int)lc_number(port, 1, 65535);
 		if (conn.o.port < 0)

@@ -95,26 +95,18 @@ static void ed_drop_line(void)
 	rl_forced_update_display();
 }
 
-static void ed_drain(void)
-{
-}
+static void ed_drain(void) {}
 #else
 static struct {
 	char buf[65536];
 	size_t len;
 } E;
 
-static void ed_init(const char *hist)
-{
-}
+static void ed_init(const char *hist) {}
 
-static void ed_finish(const char *hist)
-{
-}
+static void ed_finish(const char *hist) {}
 
-static void ed_history(const char *line)
-{
-}
+static void ed_history(const char *line) {}
 
 static void ed_up(void)
 {
@@ -122,9 +114,7 @@ static void ed_up(void)
 	fflush(stdout);
 }
 
-static void ed_down(void)
-{
-}
+static void ed_down(void) {}
 
 /* Lines typed ahead wait here while a reply is awaited. */
 static void ed_drain(void)
@@ -209,8 +199,7 @@ static void prompt_down(void)
 	P.prompt_up = 0;
 }
 
-static void prompt_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag,
-			 void *arg)
+static void prompt_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag, void *arg)
 {
 	printf("%s\n", r->line);
 	for (size_t i = 1; i < r->nlines; i++)
@@ -223,9 +212,19 @@ static void prompt_reply(struct lockd_client *c, const struct lockd_reply *r, vo
 		P.quit = 1;
 }
 
-/* An event at the prompt goes above it. */
+/* "ID@PEER> ": the session and the lockd it is on now. */
+static void set_prompt(void)
+{
+	const char *id = lockd_session_id(P.c);
+	snprintf(P.prompt, sizeof(P.prompt), "%s%s%s> ", id, *id ? "@" : "", lockd_peer(P.c));
+}
+
+/* An event at the prompt goes above it (RESUMING and RESUMED too: the
+ * session is resumed when its connection breaks). */
 static void prompt_event(struct lockd_client *c, const struct lockd_event *ev, void *arg)
 {
+	if (strcmp(ev->name, "RESUMED") == 0)
+		set_prompt();
 	if (P.prompt_up) {
 		ed_above(ev->line);
 		return;
@@ -259,7 +258,9 @@ int lc_prompt(const struct lc_conn *conn)
 		lc_err("signalfd: %s", strerror(errno));
 		return LC_EXIT_OSERR;
 	}
-	int rc = lockd_connect(&conn->o, &P.c);
+	struct lockd_opts o = conn->o;
+	o.resume = 1;
+	int rc = lockd_connect(&o, &P.c);
 	if (rc != LOCKD_OK) {
 		lc_err("%s", P.c ? lockd_error(P.c) : lockd_strerror(rc));
 		lockd_close(P.c);
@@ -267,7 +268,7 @@ int lc_prompt(const struct lc_conn *conn)
 		return rc == LOCKD_EAUTH ? LC_EXIT_REFUSED : lc_conn_exit(rc);
 	}
 	lockd_set_callbacks(P.c, prompt_reply, prompt_event, NULL);
-	snprintf(P.prompt, sizeof(P.prompt), "%s> ", lockd_peer(P.c));
+	set_prompt();
 
 	char hbuf[4096];
 	const char *hist = history_file(hbuf, sizeof(hbuf));
@@ -278,9 +279,9 @@ int lc_prompt(const struct lc_conn *conn)
 		ed_drain();
 		prompt_up();
 		struct pollfd pf[3] = {
-			{P.waiting ? -1 : 0, POLLIN, 0},
-			{lockd_fd(P.c), lockd_want(P.c), 0},
-			{sfd, POLLIN, 0},
+		    {P.waiting ? -1 : 0, POLLIN, 0},
+		    {lockd_fd(P.c), lockd_want(P.c), 0},
+		    {sfd, POLLIN, 0},
 		};
 		if (poll(pf, 3, lockd_timeout_ms(P.c)) < 0 && errno != EINTR) {
 			lc_err("poll: %s", strerror(errno));

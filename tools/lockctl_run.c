@@ -16,6 +16,14 @@
  * A guard process (a child that keeps the session's socket) stops CMD's
  * group too if lockctl itself dies, before the session ends.
  *
+ * The session is resumable (protocol 1.2): when the connection breaks
+ * (a lockd restart, a lockd that died while another on the same masters
+ * is listed in -h a,b), liblockd reconnects and resumes it, and CMD runs
+ * on with the same fence. While no lockd has resumed the session, the
+ * lease last confirmed counts as if lockd were silent: CMD is stopped
+ * that grace before it ends. LOST (from lockd, or from liblockd when the
+ * session cannot be resumed) stops CMD as before.
+ *
  * One poll loop over the lockd socket and a signalfd (SIGCHLD, and the
  * signals forwarded to CMD's group); no work in signal handlers. lockctl
  * is a child subreaper, so it reaps CMD's orphans and can tell when the
@@ -34,6 +42,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +117,12 @@ static struct {
 	int64_t t_killed;  /* SIGKILL sent (0: not) */
 	int64_t t_gone;    /* the group was seen gone */
 	char why[512];     /* why CMD is being stopped */
+
+	char *lockreq;   /* the LOCK or TRYLOCK request (sent again after a resume) */
+	int lock_tmo;    /* its reply timeout */
+	int64_t t_broke; /* the connection broke, no resume yet (0: none pending) */
+	int guard_sock;  /* the socket the guard keeps (-1: none) */
+	int tls;         /* the connection is TLS */
 } R;
 
 /* ------------------------------------------------------------ the group */
@@ -197,6 +212,14 @@ static void stop_cmd(const char *fmt, ...)
  * the read end of a pipe. It gets CMD's group id, then either "done"
  * (lockctl finished: exit) or EOF (lockctl died: stop the group first;
  * the session, and the lock, end when the guard exits). */
+/* The session's socket as the guard has it: QUIT ends the session at
+ * once (a resumable session would otherwise be kept for its grace). */
+static void guard_quit(void)
+{
+	if (R.guard_sock >= 0 && !R.tls)
+		(void)!send(R.guard_sock, "QUIT\n", 5, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 static void guard_main(int rfd, int64_t grace_us)
 {
 	pid_t pg = 0;
@@ -215,8 +238,10 @@ static void guard_main(int rfd, int64_t grace_us)
 		}
 		break; /* EOF: lockctl is gone */
 	}
-	if (pg <= 0 || kill(-pg, 0) != 0)
+	if (pg <= 0 || kill(-pg, 0) != 0) {
+		guard_quit();
 		_exit(0);
+	}
 	fprintf(stderr, "%s: lockctl died; stopping CMD's process group %d\n", lc_prog, (int)pg);
 	kill(-pg, SIGTERM);
 	kill(-pg, SIGCONT);
@@ -224,6 +249,7 @@ static void guard_main(int rfd, int64_t grace_us)
 	while (lc_now_us() < end && kill(-pg, 0) == 0)
 		usleep(GROUP_POLL_MS * 1000);
 	kill(-pg, SIGKILL);
+	guard_quit();
 	_exit(0);
 }
 
@@ -252,6 +278,7 @@ static int guard_start(void)
 	if (g == 0) {
 		close(p[1]);
 		close(R.sfd);
+		R.guard_sock = lockd_fd(R.c);
 		sigprocmask(SIG_SETMASK, &R.oldmask, NULL);
 		guard_main(p[0], R.grace_us);
 	}
@@ -429,9 +456,38 @@ static void on_lock(const struct lockd_reply *r, int64_t now)
 		R.exit = r->kind == LOCKD_R_ERR ? LC_EXIT_REFUSED : LC_EXIT_PROTOCOL;
 }
 
+/* The reply liblockd gives a request whose connection broke before its
+ * reply came (the session was resumed since). */
+static int disconnected(const struct lockd_reply *r)
+{
+	return r->kind == LOCKD_R_ERR && strcmp(r->code, "DISCONNECTED") == 0;
+}
+
 static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag, void *arg)
 {
 	int64_t now = lc_now_us();
+	if (disconnected(r)) {
+		switch ((enum tag)(intptr_t)tag) {
+		case TAG_LOCK:
+			/* a waiting LOCK is not resumed: ask again (granted already,
+			   it answers the same fence, one hold more: UNLOCK and the
+			   QUIT at the end release it all) */
+			send_or_dead("LOCK",
+			             lockd_send(c, R.lockreq, R.lock_tmo, (void *)TAG_LOCK));
+			return;
+		case TAG_HELD:
+			R.hb_sent = 0;
+			R.hb_next = now;
+			if (R.st == RS_CHECKING) {
+				R.hb_sent = now;
+				send_or_dead("HELD", lockd_send(c, "HELD", -1, (void *)TAG_HELD));
+			}
+			return;
+		case TAG_UNLOCK:
+			R.st = RS_DONE; /* the QUIT of lockd_close() ends the session */
+			return;
+		}
+	}
 	switch ((enum tag)(intptr_t)tag) {
 	case TAG_LOCK:
 		on_lock(r, now);
@@ -452,10 +508,28 @@ static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *
 
 static void on_event(struct lockd_client *c, const struct lockd_event *ev, void *arg)
 {
+	int64_t now = lc_now_us();
+	if (strcmp(ev->name, "RESUMING") == 0) {
+		R.t_broke = now;
+		if (R.verbose)
+			lc_err("connection to lockd lost (%s): resuming session %s",
+			       ev->line + strlen("RESUMING "), lockd_session_id(c));
+		return;
+	}
+	if (strcmp(ev->name, "RESUMED") == 0) {
+		if (R.verbose)
+			lc_err("session %s resumed on %s (%llu held) %.1f ms after the connection "
+			       "broke",
+			       lockd_session_id(c), ev->key, (unsigned long long)ev->fence,
+			       R.t_broke ? (now - R.t_broke) / 1000.0 : 0.0);
+		R.t_broke = 0;
+		if (!R.hb_sent)
+			R.hb_next = now; /* confirm the lease at once */
+		return;
+	}
 	if (strcmp(ev->name, "LOST") != 0 || strcmp(ev->key, R.key) != 0 ||
 	    (ev->fence && R.fence && ev->fence != R.fence))
 		return;
-	int64_t now = lc_now_us();
 	if (!R.t_lost)
 		R.t_lost = now;
 	switch (R.st) {
@@ -495,6 +569,12 @@ static void tick(int64_t now)
 		int silent = R.hb_sent && now - R.hb_sent > silent_us();
 		if (now >= R.lease_end)
 			stop_cmd("the lease lockd last confirmed ended without a word from it");
+		else if (R.t_broke && now >= R.lease_end - R.grace_us)
+			stop_cmd("no lockd resumed the session within %lld ms of the connection's "
+			         "end (%s), and the lease it confirmed ends in %lld ms",
+			         (long long)((now - R.t_broke) / 1000),
+			         lockd_error(R.c)[0] ? lockd_error(R.c) : "still trying",
+			         (long long)((R.lease_end - now) / 1000));
 		else if (silent && now >= R.lease_end - R.grace_us)
 			stop_cmd("lockd silent for %lld ms, the lease it confirmed ends in %lld ms",
 			         (long long)((now - R.hb_sent) / 1000),
@@ -769,7 +849,11 @@ int lc_run(const struct lc_conn *conn, int argc, char **argv)
 		lc_err("signals: %s", strerror(errno));
 		return LC_EXIT_OSERR;
 	}
-	rc = lockd_connect(&conn->o, &R.c);
+	struct lockd_opts o = conn->o;
+	o.resume = 1;
+	R.tls = o.tls;
+	R.guard_sock = -1;
+	rc = lockd_connect(&o, &R.c);
 	if (rc != LOCKD_OK) {
 		lc_err("%s", R.c ? lockd_error(R.c) : lockd_strerror(rc));
 		lockd_close(R.c);
@@ -786,18 +870,25 @@ int lc_run(const struct lc_conn *conn, int argc, char **argv)
 	if (R.ttl_ms)
 		snprintf(ttl + strlen(ttl), sizeof(ttl) - strlen(ttl), " TTL %lld", R.ttl_ms);
 	R.t_lock = lc_now_us();
+	if (R.verbose)
+		lc_err("session %s on %s", lockd_session_id(R.c), lockd_peer(R.c));
+	int n;
 	if (R.nowait) {
-		rc = lockd_sendf(R.c, REPLY_SLACK_MS, (void *)TAG_LOCK, "TRYLOCK %s%s", R.key, ttl);
+		R.lock_tmo = REPLY_SLACK_MS;
+		n = asprintf(&R.lockreq, "TRYLOCK %s%s", R.key, ttl);
 	} else if (R.wait_ms >= 0) {
-		rc = lockd_sendf(R.c, (int)(R.wait_ms + REPLY_SLACK_MS), (void *)TAG_LOCK,
-		                 "LOCK %s WAIT %lld%s", R.key, R.wait_ms, ttl);
+		R.lock_tmo = (int)(R.wait_ms + REPLY_SLACK_MS);
+		n = asprintf(&R.lockreq, "LOCK %s WAIT %lld%s", R.key, R.wait_ms, ttl);
 	} else {
-		rc = lockd_sendf(R.c, -1, (void *)TAG_LOCK, "LOCK %s%s", R.key, ttl);
+		R.lock_tmo = -1;
+		n = asprintf(&R.lockreq, "LOCK %s%s", R.key, ttl);
 	}
+	rc = n < 0 ? LOCKD_ENOMEM : lockd_send(R.c, R.lockreq, R.lock_tmo, (void *)TAG_LOCK);
 	int ex = rc == LOCKD_OK ? loop() : LC_EXIT_OSERR;
 	guard_finish();
 	take_terminal();
 	lockd_close(R.c);
 	close(R.sfd);
+	free(R.lockreq);
 	return ex;
 }

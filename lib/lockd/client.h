@@ -25,8 +25,10 @@
  * A failure of the connection (closed, I/O error, reply timeout, a reply
  * that is not protocol version 1) is final: the client keeps the first
  * error, lockd_error() says what happened, and only lockd_close() is left
- * to do. Nothing in the library prints, exits or raises signals (sends use
- * MSG_NOSIGNAL). A client is not safe for use by two threads at once. */
+ * to do, unless the session is resumable (lockd_opts.resume, protocol
+ * 1.2): then a broken connection is resumed (see lockd_session_id()). Nothing in the library
+ * prints, exits or raises signals (sends use MSG_NOSIGNAL). A client is not safe for use by two
+ * threads at once. */
 #ifndef LOCKD_CLIENT_H
 #define LOCKD_CLIENT_H
 
@@ -47,30 +49,34 @@ extern "C" {
 
 enum lockd_status {
 	LOCKD_OK = 0,
-	LOCKD_EARG = -1,      /* a bad argument: empty request, CR, LF or NUL in it,
-	                         a number out of range in a typed request, bad
-	                         address or password, a struct lockd_opts without
-	                         its size; a request leaves the client unchanged */
-	LOCKD_ENOMEM = -2,    /* out of memory */
-	LOCKD_ECONNECT = -3,  /* could not connect (every address refused) */
-	LOCKD_ETIMEDOUT = -4, /* connect, AUTH or a reply took longer than allowed */
-	LOCKD_ECLOSED = -5,   /* lockd closed the connection */
-	LOCKD_EIO = -6,       /* send or receive failed (the errno is in the message) */
-	LOCKD_EPROTO = -7,    /* lockd sent something protocol version 1 does not allow:
-	                         a line not ended by CR LF, a NUL byte, an over-long
-	                         line, a reply without a request */
-	LOCKD_EAUTH = -8,     /* lockd refused the password (or asks for one) */
-	LOCKD_ESTATE = -9,    /* not allowed now: lockd_call() from a callback or
-	                         with requests of lockd_send() unanswered */
-	LOCKD_ETLS = -10,     /* TLS failed: lockd's certificate did not verify, lockd
-	                         refused ours (or asked for one), a file of tls_ca,
-	                         tls_cert or tls_key did not load, or liblockd was
-	                         built without TLS (lockd_tls_available()) */
-	LOCKD_EKEY = -11,     /* a typed request (lockd_lock(), ...) was given a key
-	                         lockd would refuse: empty, longer than LOCKD_MAX_KEY,
-	                         or a byte outside 0x21-0x7e (a blank, CR, LF, NUL,
-	                         control or non-ASCII byte); nothing was sent and
-	                         the client is unchanged */
+	LOCKD_EARG = -1,        /* a bad argument: empty request, CR, LF or NUL in it,
+	                           a number out of range in a typed request, bad
+	                           address or password, a struct lockd_opts without
+	                           its size; a request leaves the client unchanged */
+	LOCKD_ENOMEM = -2,      /* out of memory */
+	LOCKD_ECONNECT = -3,    /* could not connect (every address refused) */
+	LOCKD_ETIMEDOUT = -4,   /* connect, AUTH or a reply took longer than allowed */
+	LOCKD_ECLOSED = -5,     /* lockd closed the connection */
+	LOCKD_EIO = -6,         /* send or receive failed (the errno is in the message) */
+	LOCKD_EPROTO = -7,      /* lockd sent something protocol version 1 does not allow:
+	                           a line not ended by CR LF, a NUL byte, an over-long
+	                           line, a reply without a request */
+	LOCKD_EAUTH = -8,       /* lockd refused the password (or asks for one) */
+	LOCKD_ESTATE = -9,      /* not allowed now: lockd_call() from a callback or
+	                           with requests of lockd_send() unanswered */
+	LOCKD_ETLS = -10,       /* TLS failed: lockd's certificate did not verify, lockd
+	                           refused ours (or asked for one), a file of tls_ca,
+	                           tls_cert or tls_key did not load, or liblockd was
+	                           built without TLS (lockd_tls_available()) */
+	LOCKD_EKEY = -11,       /* a typed request (lockd_lock(), ...) was given a key
+	                           lockd would refuse: empty, longer than LOCKD_MAX_KEY,
+	                           or a byte outside 0x21-0x7e (a blank, CR, LF, NUL,
+	                           control or non-ASCII byte); nothing was sent and
+	                           the client is unchanged */
+	LOCKD_ENOSESSION = -12, /* lockd_opts.resume: lockd refused SESSION, or the
+	                         session could not be resumed (ERR NOSESSION, or no
+	                         lockd answered RESUME within its grace): every lock
+	                         it held is lost, each reported by a LOST event first */
 };
 
 /* Where and how to connect. Zeroed fields take the defaults.
@@ -107,7 +113,15 @@ struct lockd_opts {
 	                                lockd_open_fd() and no name, only the chain is
 	                                verified */
 	int tls_no_verify;           /* 1: do not verify lockd's certificate (tests) */
-	/* New fields go here, at the end, and mean "as before" when zero. */
+	/* Sessions that outlive a connection (protocol 1.2; interface 3). */
+	int resume;            /* 1: a resumable session: SESSION right after connecting,
+	                          RESUME on a broken connection (see below) */
+	int grace_ms;          /* resume: SESSION GRACE grace_ms; 0: lockd's default */
+	const char *addresses; /* "host:port,[v6]:port,host,unix:/path": lockds on the
+	                          same masters, tried in order to connect and to resume
+	                          (a host without port takes port); set, it replaces
+	                          host and unix_path. NULL: host/port or unix_path */
+	                       /* New fields go here, at the end, and mean "as before" when zero. */
 };
 
 /* struct lockd_opts o = LOCKD_OPTS_INIT; then set fields. A designated
@@ -145,7 +159,14 @@ struct lockd_reply {
 	int64_t latency_us; /* from the request's lockd_send() to the reply's last line */
 };
 
-/* An event: "LOST key fence". */
+/* An event: "LOST key fence". With lockd_opts.resume the library adds
+ * events of its own (never sent by lockd), with the peer as key:
+ *   "RESUMING peer why"  the connection to peer broke; resuming (fence 0)
+ *   "RESUMED peer holds" RESUME answered "OK holds" on peer (fence: holds);
+ *                        lockd's LOST events for holds lost meanwhile follow
+ * and, when the session cannot be resumed, "LOST key fence" for each key
+ * the library saw granted and not released or lost, before the client
+ * fails with LOCKD_ENOSESSION. */
 struct lockd_event {
 	const char *line; /* the whole line, without CR LF */
 	const char *name; /* "LOST" */
@@ -296,8 +317,31 @@ const char *lockd_strerror(int status);
 /* 1 when liblockd was built with TLS (OpenSSL), else 0: then connecting
  * with lockd_opts.tls fails with LOCKD_ETLS. */
 int lockd_tls_available(void);
-/* "127.0.0.1:7390", "[::1]:7390" or "unix:PATH": the peer, for messages. */
+/* "127.0.0.1:7390", "[::1]:7390" or "unix:PATH": the peer, for messages.
+ * With resume it changes when the session is resumed on another lockd. */
 const char *lockd_peer(const struct lockd_client *c);
+
+/* ---- resumable sessions (lockd_opts.resume) ----
+ *
+ * lockd_connect() returns once SESSION is answered too. When the
+ * connection breaks (closed, reset, an I/O error, a reply timeout), the
+ * client does not fail: lockd_step() (and lockd_call(), lockd_wait())
+ * reconnect, to the same lockd first, then to the other addresses in
+ * order, each round after a backoff (100 ms doubling to 2 s), each attempt
+ * bounded by connect_timeout_ms, all within the grace lockd gave the
+ * session, and send AUTH and "RESUME id secret". Meanwhile lockd_fd() is
+ * -1 (wait lockd_timeout_ms()) or a new socket: read it again after every
+ * lockd_step(). Requests sent meanwhile are queued and go out after RESUME
+ * is answered. Requests that were sent and not answered when the
+ * connection broke are answered "ERR DISCONNECTED ..." (kind LOCKD_R_ERR,
+ * code "DISCONNECTED") once the session is resumed: a LOCK that was
+ * waiting waits no more (send it again), and a LOCK, TRYLOCK or UNLOCK so
+ * answered may or may not have been done (HELD tells). lockd_close() sends
+ * QUIT first, so that the session ends at once. */
+/* The session's id ("" before SESSION is answered, or without resume). */
+const char *lockd_session_id(const struct lockd_client *c);
+/* How many times the session was resumed so far. */
+unsigned lockd_resumes(const struct lockd_client *c);
 
 #ifdef __cplusplus
 }

@@ -1192,6 +1192,34 @@ int h_lockd_start(const struct h_opts *o)
 	ck_abort_msg("lockd %d did not start (%d tries); config %s", idx, PORT_TRIES, l->conf);
 }
 
+int h_lockd_restart(int idx)
+{
+	struct h_lockd *l = h_lockd(idx);
+	ck_assert_msg(!h_lockd_alive(idx), "lockd %d still runs: stop it first", idx);
+	char *argv[] = {(char *)h_built("lockd"), "-c", l->conf, NULL};
+	FILE *lf = fopen(l->log, "a");
+	if (lf) {
+		fprintf(lf, "==== test_lockd: restart on port %d\n", l->port);
+		fclose(lf);
+	}
+	double t0 = h_now_ms();
+	l->pid = spawn(argv, &(struct h_spawn){.out = l->log});
+	for (int k = 0; k < READY_TRIES; k++) {
+		if (!h_lockd_alive(idx))
+			break;
+		if (answers_ping(&(struct lockd_opts){
+		        .size = sizeof(struct lockd_opts), .host = "127.0.0.1", .port = l->port})) {
+			static const struct h_opts defaults;
+			ck_assert_msg(wait_quorum(l, &defaults) == 0,
+			              "lockd %d: no lock granted within 10 s of its restart", idx);
+			return (int)(h_now_ms() - t0);
+		}
+		h_sleep_ms(10);
+	}
+	h_lockd_log_tail(idx, 30);
+	ck_abort_msg("lockd %d did not answer on port %d after its restart", idx, l->port);
+}
+
 void h_std(const struct h_opts *o)
 {
 	h_masters_start(3);

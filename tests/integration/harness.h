@@ -197,6 +197,10 @@ void h_lockd_signal(int idx, int sig);
  * timeout. */
 int h_lockd_wait(int idx, int timeout_ms);
 int h_lockd_alive(int idx);
+/* Start lockd idx again, as systemctl restart does after its SIGTERM: the
+ * same configuration, port and socket (it must have exited: h_lockd_wait).
+ * Returns once it answers and grants (the ms that took). No password. */
+int h_lockd_restart(int idx);
 /* Print the tail of lockd idx's log to stderr. */
 void h_lockd_log_tail(int idx, int lines);
 /* Write text as lockd idx's configuration and send SIGHUP; returns the
@@ -355,5 +359,6 @@ TCase *tc_hostile(void);  /* test_hostile.c */
 TCase *tc_shared(void);   /* test_shared.c */
 TCase *tc_lockctl(void);  /* test_lockctl.c */
 TCase *tc_sessions(void); /* test_sessions.c */
+TCase *tc_lockctl_resume(void); /* test_lockctl_resume.c */
 
 #endif

@@ -35,6 +35,7 @@ int main(void)
 	suite_add_tcase(s, tc_restarts());
 	suite_add_tcase(s, tc_hostile());
 	suite_add_tcase(s, tc_lockctl());
+	suite_add_tcase(s, tc_lockctl_resume());
 	suite_add_tcase(s, tc_shared());
 	suite_add_tcase(s, tc_sessions());
 	suite_add_tcase(s, tc_soak());

@@ -233,11 +233,11 @@ START_TEST(wait_returns_with_what_arrived)
 	ck_assert_int_eq(lockd_wait(c, 3000), LOCKD_OK);
 	ck_assert_str_eq(s.log, "E:a/7 ");
 	ck_assert_msg(now_ms() - t0 < 1000, "lockd_wait took %.0f ms with an event there",
-		      now_ms() - t0);
+	              now_ms() - t0);
 	t0 = now_ms();
 	ck_assert_int_eq(lockd_wait(c, 200), LOCKD_OK);
 	ck_assert_msg(now_ms() - t0 >= 150, "lockd_wait returned after %.0f ms with nothing",
-		      now_ms() - t0);
+	              now_ms() - t0);
 	ck_assert_int_eq(s.nevents, 1);
 	lockd_close(c);
 	close(peer);
@@ -1110,7 +1110,7 @@ START_TEST(tls_refusals)
 		int rc;
 		struct lockd_client *c = tls_pair(&o, 1, &pid, &rc);
 		ck_assert_msg(rc == LOCKD_OK || rc == LOCKD_ETLS, "case %zu: %s", i,
-			      lockd_status_name(rc));
+		              lockd_status_name(rc));
 		/* TLS 1.3: lockd judges the client's certificate after the
 		 * client's handshake is done, so the refusal may come on a reply */
 		if (rc == LOCKD_OK) {
