@@ -56,6 +56,7 @@ static int nmasters;
 static struct master_opts opts;
 static char marker_key[128];
 static char channel[128];
+static char elected[128]; /* election notices (1.3) */
 /* Requests come from a slab: no malloc per request, and a burst's leave
  * no holes in the heap (slab.h). */
 static struct slab req_slab;
@@ -602,9 +603,20 @@ static void sub_msg_cb(redisAsyncContext *ac, void *reply, void *priv)
 		return;
 	}
 	/* ["message", channel, key]; the subscribe confirmation is skipped. */
-	if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-	    r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "message") == 0 &&
-	    r->element[2]->type == REDIS_REPLY_STRING && opts.on_notice)
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+		return;
+	int el = strcmp(r->element[1]->str, elected) == 0;
+	if (strcmp(r->element[0]->str, "subscribe") == 0) {
+		if (el && opts.on_subscribed)
+			opts.on_subscribed(m); /* election notices may have been missed */
+		return;
+	}
+	if (strcmp(r->element[0]->str, "message") != 0 || r->element[2]->type != REDIS_REPLY_STRING)
+		return;
+	if (el && opts.on_elected)
+		opts.on_elected(r->element[2]->str, r->element[2]->len);
+	else if (!el && opts.on_notice)
 		opts.on_notice(r->element[2]->str, r->element[2]->len);
 }
 
@@ -641,7 +653,7 @@ static void start_subscriber(struct master *m)
 	m->sub = s;
 	if (opts.password[0])
 		redisAsyncCommand(s, NULL, NULL, "AUTH %s", opts.password);
-	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s", channel);
+	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s %s", channel, elected);
 }
 
 static void marker_cb(struct master *m, redisReply *r, void *arg)
@@ -811,6 +823,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(channel, sizeof(channel), "%s released", o->prefix);
+	snprintf(elected, sizeof(elected), "%s elected", o->prefix);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;

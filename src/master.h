@@ -47,6 +47,10 @@ struct master_opts {
 	const char *password; /* "" for none */
 	const char *prefix;   /* key prefix, for the marker and channel */
 	master_notice_fn *on_notice;
+	master_notice_fn *on_elected; /* an election's change notice (1.3), or NULL */
+	/* The subscriber of a master is subscribed (again): notices sent
+	 * while it was not were missed. NULL: not told. */
+	void (*on_subscribed)(struct master *m);
 	master_up_fn *on_up;
 	master_down_fn *on_down;
 };
