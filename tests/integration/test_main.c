@@ -37,6 +37,7 @@ int main(void)
 	suite_add_tcase(s, tc_lockctl());
 	suite_add_tcase(s, tc_shared());
 	suite_add_tcase(s, tc_soak());
+	suite_add_tcase(s, tc_election());
 
 	SRunner *sr = srunner_create(s);
 	const char *tap = getenv("LOCKD_TEST_TAP");
