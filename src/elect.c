@@ -100,6 +100,12 @@ struct el_client {
 	char *value;      /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
+	/* A request of a resumable session that holds a name's lock here with
+	 * no leader known here (its session was resumed from another lockd,
+	 * 1.2), answered once a majority read said whether it leads: the
+	 * command, and "NAME" or "NAME VALUE". */
+	enum cmd pend_cmd;
+	char *pend_value;
 };
 
 static struct keytab leads, watches;
@@ -323,6 +329,94 @@ static void proclaim(struct lead *ld, struct lt_client *c, const struct request 
 	put(ld, c, fence);
 }
 
+static void resign(struct lead *ld, struct lt_client *c, int unlock);
+
+/* The read for a leader adopted with its session (1.2): the masters know
+ * whether the hold c has is a leader's, with its value and version. */
+static void adopt_done(struct rl_call *call, void *owner)
+{
+	struct lt_client *c = owner;
+	struct el_client *e = c->el;
+	const struct rl_leader *v = rl_leader_of(call);
+	size_t klen;
+	const char *key = e ? e->pend_value : NULL;
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	c->call = NULL;
+	if (!e || !key)
+		return;
+	klen = strcspn(key, " ");
+	const char *val = key[klen] ? key + klen + 1 : "";
+	struct lead *ld = NULL;
+	/* A majority holds the lock with the record's token, and c holds the
+	 * lock (on a majority, for its validity): the leader is c. */
+	if (v->ok && v->kind == RLE_LEADER && lt_lock_holder(key, klen, &fence, token) == c &&
+	    !lead_find(key, klen) && (ld = calloc(1, sizeof(*ld) + klen + 1)) &&
+	    (ld->value = dup_bytes(v->value, v->vlen))) {
+		memcpy(ld->key, key, klen);
+		ld->node.key = ld->key;
+		ld->node.klen = klen;
+		keytab_insert(&leads, &ld->node);
+		waitq_push(&lead_list, &ld->link);
+		ld->state = LD_LEADING;
+		stats.leaders++;
+		memcpy(ld->token, token, sizeof(ld->token));
+		ld->fence = v->fence; /* the leader's, as published */
+		ld->version = v->version;
+		ld->vlen = v->vlen;
+	} else if (ld) {
+		free(ld);
+		ld = NULL;
+	}
+	struct request r = {
+	    .cmd = e->pend_cmd, .key = key, .klen = klen, .word = val, .wlen = strlen(val)};
+	char *hold = e->pend_value;
+	e->pend_value = NULL;
+	if (!v->ok)
+		reply(c, "%s", MSG_NO_QUORUM);
+	else if (!ld && r.cmd == CMD_CAMPAIGN)
+		reply(c, "ERR ARG this session holds %.*s without leading it", (int)klen, key);
+	else if (!ld)
+		reply(c, "%s", MSG_NOT_LEADER);
+	else if (r.cmd == CMD_RESIGN)
+		resign(ld, c, 0);
+	else
+		proclaim(ld, c, &r, r.cmd == CMD_CAMPAIGN);
+	free(hold);
+}
+
+/* c holds the name's lock but no leader of it is known here: a resumable
+ * session may have campaigned on another lockd. Read, then answer (1 when
+ * the request is taken). */
+static int adopt_first(struct lt_client *c, const struct request *r)
+{
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	struct el_client *e;
+	if (!c->sid || lt_lock_holder(r->key, r->klen, &fence, token) != c ||
+	    lead_find(r->key, r->klen) || !(e = el_of(c)))
+		return 0;
+	char *p = malloc(r->klen + r->wlen + 2);
+	if (!p)
+		return 0;
+	memcpy(p, r->key, r->klen);
+	p[r->klen] = ' ';
+	memcpy(p + r->klen + 1, r->word ? r->word : "", r->wlen);
+	p[r->klen + 1 + r->wlen] = '\0';
+	if (!r->wlen)
+		p[r->klen] = '\0';
+	free(e->pend_value);
+	e->pend_value = p;
+	e->pend_cmd = r->cmd;
+	c->call = rl_el_read(r->key, r->klen, (size_t)cfg->max_value_len, adopt_done, c);
+	if (!c->call) {
+		free(e->pend_value);
+		e->pend_value = NULL;
+		return 0;
+	}
+	return 1;
+}
+
 void el_campaign(struct lt_client *c, const struct request *r)
 {
 	int ok;
@@ -335,6 +429,8 @@ void el_campaign(struct lt_client *c, const struct request *r)
 		proclaim(ld, c, r, 1); /* the leader campaigns again: one hold */
 		return;
 	}
+	if (!ld && adopt_first(c, r))
+		return;
 	if (lt_holds(c, r->key, r->klen)) {
 		reply(c, "ERR ARG this session holds %.*s without leading it", (int)r->klen,
 		      r->key);
@@ -359,6 +455,8 @@ void el_proclaim(struct lt_client *c, const struct request *r)
 	if (!ok)
 		return;
 	struct lead *ld = led_by(c, r->key, r->klen);
+	if (!ld && adopt_first(c, r))
+		return;
 	if (!ld || ld->state != LD_LEADING) {
 		reply(c, "%s", MSG_NOT_LEADER);
 		return;
@@ -402,6 +500,9 @@ static void resign(struct lead *ld, struct lt_client *c, int unlock)
 void el_resign(struct lt_client *c, const char *key, size_t klen)
 {
 	struct lead *ld = led_by(c, key, klen);
+	struct request r = {.cmd = CMD_RESIGN, .key = key, .klen = klen};
+	if (!ld && adopt_first(c, &r))
+		return;
 	if (!ld || ld->state != LD_LEADING) {
 		reply(c, "%s", MSG_NOT_LEADER);
 		return;
@@ -672,6 +773,7 @@ void el_conn_end(struct lt_client *c)
 	while ((l = waitq_first(&e->obs)))
 		obs_end(e, wq_entry(l, struct obs, clink));
 	free(e->value);
+	free(e->pend_value);
 	free(e);
 	c->el = NULL;
 }

@@ -516,6 +516,41 @@ START_TEST(election_events_not_in_lists)
 }
 END_TEST
 
+/* A leader that resumes (1.2) on another lockd keeps its fence and its
+ * value, and may PROCLAIM and RESIGN there. */
+START_TEST(election_resume_elsewhere)
+{
+	two_lockds();
+	struct ec *a = ec_open(P0), *q = ec_open(P1);
+	char id[64], secret[64], req[160], want[160];
+	const char *r = ec_cmd(a, "SESSION", H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "SESSION %63s %63s", id, secret) == 2, "SESSION: %s",
+		      r ? r : "");
+	unsigned long long f = ok_fence(ec_cmd(a, "CAMPAIGN rs one", H_SLOW_LIMIT));
+	ec_close(a); /* detached: the lead is kept for the grace */
+	struct ec *b = ec_open(P1);
+	snprintf(req, sizeof(req), "RESUME %s %s", id, secret);
+	ec_expect(b, req, "OK 1");
+	ec_send(b, "HELD");
+	printf("election_resume_elsewhere: granted fence %llu, HELD after RESUME: %s\n", f,
+	       ec_reply(b, H_SLOW_LIMIT));
+	ck_assert_str_eq(ec_line(b, H_SLOW_LIMIT), "END");
+	snprintf(want, sizeof(want), "LEADER %llu one", f);
+	ec_expect(q, "LEADER rs", want);
+	ec_expect(b, "PROCLAIM rs two", "OK");
+	snprintf(want, sizeof(want), "LEADER %llu two", f);
+	ec_expect(q, "LEADER rs", want);
+	snprintf(want, sizeof(want), "OK %llu", f);
+	ec_expect(b, "CAMPAIGN rs three", want);
+	ec_expect(b, "RESIGN rs", "OK");
+	ec_expect(q, "LEADER rs", "NONE");
+	ec_expect_prefix(b, "PROCLAIM rs four", "ERR NOTLEADER");
+	ec_expect(b, "QUIT", "OK");
+	ec_close(b);
+	ec_close(q);
+}
+END_TEST
+
 TCase *tc_election(void)
 {
 	TCase *tc = tcase_create("election");
@@ -527,5 +562,6 @@ TCase *tc_election(void)
 	H_ADD(tc, election_leader_lost);
 	H_ADD(tc, election_notice_dropped);
 	H_ADD(tc, election_events_not_in_lists);
+	H_ADD(tc, election_resume_elsewhere);
 	return tc;
 }
