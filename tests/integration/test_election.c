@@ -551,6 +551,48 @@ START_TEST(election_resume_elsewhere)
 }
 END_TEST
 
+/* A leader's value outlives a master restart as its lock does: written
+ * back on the restarted master, it still answers LEADER once another
+ * master is gone. */
+START_TEST(election_value_survives_restart)
+{
+	struct h_opts o = {.lease_ms = 900, .redis_extra = "  restart_exclusion_ms: 1000\n"};
+	h_std(&o);
+	struct ec *a = ec_open(P0), *q = ec_open(P0);
+	unsigned long long f = ok_fence(ec_cmd(a, "CAMPAIGN vr v1", H_SLOW_LIMIT));
+	ec_expect(a, "PROCLAIM vr v2", "OK");
+	h_master_restart(0);
+	double t0 = h_now_ms();
+	char *v = NULL;
+	while (h_now_ms() - t0 < 3000) {
+		free(v);
+		v = h_redis(0, "HGET", "lockd:vr leader", "val", NULL);
+		if (v && strcmp(v, "v2") == 0)
+			break;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(v && strcmp(v, "v2") == 0, "value on the restarted master: %s",
+		      v ? v : "(none)");
+	free(v);
+	printf("election_value_survives_restart: written back after %.0f ms\n", h_now_ms() - t0);
+	h_sleep_ms(1500); /* restart_exclusion_ms: master 0 counts again */
+	h_master_kill(1);
+	char want[128];
+	snprintf(want, sizeof(want), "LEADER %llu v2", f);
+	const char *r = NULL;
+	for (t0 = h_now_ms(); h_now_ms() - t0 < 5000; h_sleep_ms(100)) {
+		r = ec_cmd(q, "LEADER vr", H_SLOW_LIMIT);
+		if (r && strcmp(r, want) == 0)
+			break;
+	}
+	ck_assert_str_eq(r ? r : "(nothing)", want);
+	ck_assert_int_eq(a->nev, 0); /* no LOST */
+	ec_expect(a, "RESIGN vr", "OK");
+	ec_close(a);
+	ec_close(q);
+}
+END_TEST
+
 TCase *tc_election(void)
 {
 	TCase *tc = tcase_create("election");
@@ -563,5 +605,6 @@ TCase *tc_election(void)
 	H_ADD(tc, election_notice_dropped);
 	H_ADD(tc, election_events_not_in_lists);
 	H_ADD(tc, election_resume_elsewhere);
+	H_ADD(tc, election_value_survives_restart);
 	return tc;
 }
