@@ -532,6 +532,8 @@ static void wb_cb(evutil_socket_t fd, short what, void *arg)
 		nx = l->next;
 		if (!lt_lock_holder(ld->key, ld->node.klen, &fence, token) ||
 		    strcmp(token, ld->token) != 0) {
+			if (ld->reply_to) /* its CAMPAIGN or PROCLAIM gets its one reply */
+				reply(ld->reply_to, "%s", MSG_NO_QUORUM);
 			lead_free(ld);
 			continue;
 		}
