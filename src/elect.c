@@ -136,11 +136,15 @@ static int64_t third(void)
 	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
 }
 
-/* The record lives as long as three leases without a write-back. */
-static int64_t record_expiry(void)
-{
-	return 3 * cfg->lease_ms;
-}
+/* The record has no expiry: a leader's end deletes it, and one left by
+ * a lockd that died means nothing (its lock is gone) until the name's next
+ * leader replaces it. An expiry would have to be refreshed on every
+ * master all the time, which idle elections must not cost. */
+static int64_t record_expiry(void) { return 0; }
+
+/* Until when the write-back runs: a master connected again may have
+ * restarted empty (its lock comes back with the next renewal). */
+static int64_t wb_until_us;
 
 static char *dup_bytes(const char *p, size_t n)
 {
@@ -519,10 +523,12 @@ int el_unlock(struct lt_client *c, const char *key, size_t klen)
 	return 1;
 }
 
-/* Every lease/3: write each leader's value back where a master lost it
- * (a restarted master gets its lock back from the renewals, and its value
- * from here), and forget leaders whose lock left this lockd unseen (their
- * session was resumed elsewhere). */
+/* Every lease/3: forget leaders whose lock left this lockd unseen (their
+ * session was resumed elsewhere). For a lease (three ticks) after a
+ * master connected again, also write each leader's value back where it
+ * is missing: a master that restarted empty gets its lock back from the
+ * renewals, and its value from here once the lock is there. Nothing is
+ * sent otherwise: a value is lost only with a master's data. */
 static void wb_cb(evutil_socket_t fd, short what, void *arg)
 {
 	for (struct wq_link *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
@@ -537,7 +543,7 @@ static void wb_cb(evutil_socket_t fd, short what, void *arg)
 			lead_free(ld);
 			continue;
 		}
-		if (ld->state == LD_LEADING && !ld->call)
+		if (ld->state == LD_LEADING && !ld->call && now_us() < wb_until_us)
 			rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->version,
 			          ld->value, ld->vlen, record_expiry(), NULL, NULL);
 	}
@@ -682,6 +688,9 @@ void el_notice(const char *key, size_t klen)
 
 void el_resync(void)
 {
+	int64_t until = now_us() + (cfg->lease_ms + third()) * 1000;
+	if (until > wb_until_us)
+		wb_until_us = until;
 	for (size_t i = 0; i < watches.nslots; i++)
 		for (struct kt_node *k = watches.slots[i]; k; k = k->next)
 			watch_read(wq_entry(k, struct watch, node));

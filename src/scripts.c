@@ -440,15 +440,16 @@ static const char *const bodies[SCR_COUNT] = {
 	 * each notice, so a lost notice costs time, never the last state.
 	 * EL_PUT. Positions: enum elput_arg. Writes the value where the lock
 	 * holds the token, unless this or a later version is there already
-	 * (then only the expiry is refreshed): 1, else 0. */
+	 * (a write-back then costs two reads): 1, else 0. Expiry ms 0: none
+	 * (lockd's choice: a record is deleted with its leader's lock, or
+	 * replaced by the next leader's, and means nothing without it). */
 	[SCR_EL_PUT] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
 		       "local cur = redis.call('HMGET', KEYS[2], 't', 'v')\n"
 		       "if cur[1] == ARGV[1] and tonumber(cur[2]) >= tonumber(ARGV[3]) then\n"
-		       "  redis.call('PEXPIRE', KEYS[2], ARGV[5])\n"
 		       "  return 1\n"
 		       "end\n"
 		       "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'v', ARGV[3], 'val', ARGV[4])\n"
-		       "redis.call('PEXPIRE', KEYS[2], ARGV[5])\n"
+		       "if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end\n"
 		       "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
 		       "return 1\n",
 	/* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
