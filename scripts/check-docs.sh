@@ -62,7 +62,7 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
 
 # The error codes of protocol version 1 (ERR CODE text).
-codes="PROTOCOL ARG KEY NOTHELD QUORUM LIMIT NOAUTH AUTH SHUTDOWN NOSESSION"
+codes="PROTOCOL ARG KEY NOTHELD QUORUM LIMIT NOAUTH AUTH SHUTDOWN NOSESSION NOTLEADER"
 
 for f in "$conf5" "$proto7" "$protomd" "$lockd8" "$yml" "$demo"; do
 	[ -r "$f" ] || fail "$f is missing"

@@ -64,6 +64,7 @@ static int shutting_down;
 #define LK_SLAB_SMALL 256 /* entry and key, bytes */
 #define LK_SLAB_BIG 512
 static struct slab hold_slab, lk_small, lk_big;
+static struct lt_elect_hooks el_hooks; /* leader election (1.3), or zeroes */
 
 static void kick(struct lkey *lk);
 static void hold_lost(struct hold *h);
@@ -306,8 +307,12 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *
 	stats_observe(HIST_ACQUIRE, now - w->since_us);
 	if (lk->was_handoff)
 		stats_observe(HIST_HANDOFF, now - lk->handoff_from_us);
+	int campaign = w->campaign && el_hooks.granted;
 	waiter_leave(w);
-	reply(s, "OK %llu", (unsigned long long)h->fence);
+	if (campaign)
+		el_hooks.granted(s, lk->key, lk->node.klen, h->fence, h->token);
+	else
+		reply(s, "OK %llu", (unsigned long long)h->fence);
 }
 
 /* Free an ended hold once nothing points at it. */
@@ -366,10 +371,14 @@ static void hold_lost(struct hold *h)
 	stats.lost++;
 	line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 	memcpy(token, h->token, sizeof(token));
+	int lock = h->kind == HK_LOCK;
 	hold_end(h);
 	lk->handoffs = 0;
-	/* It may still sit on some masters: clear it before the next try. */
-	rl_release(lk->key, lk->node.klen, rh, permit, token, &rec, 0, NULL, NULL);
+	/* It may still sit on some masters: clear it before the next try (a
+	 * leader's with its value). */
+	if (!lock || !el_hooks.releasing ||
+	    !el_hooks.releasing(s, lk->key, lk->node.klen, token, 1))
+		rl_release(lk->key, lk->node.klen, rh, permit, token, &rec, 0, NULL, NULL);
 	freed_here(lk);
 	kick(lk);
 	lk_maybe_free(lk);
@@ -613,7 +622,15 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	struct rl_rec rec = rec_of(h->holder, kind, 0);
 
 	memcpy(old, h->token, sizeof(old));
+	struct lt_client *holder = h->holder;
 	hold_end(h);
+	if (kind == HK_LOCK && !rs && el_hooks.releasing &&
+	    el_hooks.releasing(holder, lk->key, lk->node.klen, old, 0)) {
+		freed_here(lk); /* a leader's: released with its value */
+		kick(lk);
+		lk_maybe_free(lk);
+		return;
+	}
 	/* Hand over directly, unless a waiter on another lockd has asked and
 	 * this key went from hand to hand here handoff_limit times already. */
 	if (!lk->remote_waiters)
@@ -705,6 +722,10 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	enum hold_kind kind = r->shared ? HK_SHARED : r->permits ? HK_PERMIT : HK_LOCK;
 	struct hold *h = lk ? hold_of(lk, s) : NULL;
 
+	if (h && r->cmd == CMD_CAMPAIGN) { /* elect.c answers a holder's CAMPAIGN itself */
+		reply(s, "ERR ARG this session holds %s", lk->key);
+		return;
+	}
 	if (h) {
 		enum reentry e = lt_reentry(h->kind, h->permit, kind, r->permits);
 		if (e == RE_UPGRADE) /* two readers upgrading would wait for each other */
@@ -763,6 +784,7 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	w->next_permit = 0;
 	w->round_pttl = -1;
 	w->xraised = 0;
+	w->campaign = r->cmd == CMD_CAMPAIGN;
 	w->has_ttl = r->has_ttl;
 	w->ttl_ms = r->ttl_ms;
 	w->quorum_failed = 0;
@@ -946,6 +968,43 @@ void lt_client_forget(struct lt_client *s)
 		kick(lk);
 		lk_maybe_free(lk);
 	}
+}
+
+/* --- leader election (1.3) --- */
+
+void lt_set_elect_hooks(const struct lt_elect_hooks *h) { el_hooks = *h; }
+
+struct lt_client *lt_lock_holder(const char *key, size_t klen, uint64_t *fence, char *token)
+{
+	struct lkey *lk = lk_find(key, klen);
+	if (!lk || !lk->nlock)
+		return NULL;
+	for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+		struct hold *h = wq_entry(l, struct hold, key_link);
+		if (h->kind == HK_SHARED || h->permit != 0)
+			continue;
+		*fence = h->fence;
+		memcpy(token, h->token, TOKEN_LEN + 1);
+		return h->holder;
+	}
+	return NULL;
+}
+
+int lt_holds(struct lt_client *c, const char *key, size_t klen)
+{
+	return held_by(c, key, klen) != NULL;
+}
+
+void lt_drop(struct lt_client *c, const char *key, size_t klen)
+{
+	struct hold *h = held_by(c, key, klen);
+	if (!h)
+		return;
+	struct lkey *lk = h->lk;
+	hold_end(h);
+	freed_here(lk);
+	kick(lk);
+	lk_maybe_free(lk);
 }
 
 /* --- sessions that outlive a connection (1.2) --- */

@@ -25,6 +25,7 @@ struct lt_client;
 struct rl_adopted;
 struct rl_call;
 struct rl_sess_hold;
+struct el_client;
 
 enum wait_mode {
 	WM_TRY,  /* TRYLOCK: one attempt, BUSY on failure */
@@ -58,6 +59,7 @@ struct waiter {
 	uint32_t next_permit; /* HK_PERMIT: the permit to try next in this round */
 	int64_t round_pttl;   /* HK_PERMIT: the shortest lease seen busy this round */
 	int xraised;          /* an attempt raised the exclusive-waiting flag */
+	int campaign;         /* CAMPAIGN (1.3): its grant goes to lt_elect_hooks.granted */
 	int has_ttl;
 	uint32_t ttl_ms;
 	int quorum_failed; /* the last attempt found no majority */
@@ -82,6 +84,8 @@ struct lt_client {
 	struct rl_call *call;    /* the quorum call that answers its current request */
 	struct lkey *verdict_lk; /* a key whose handoff's release answers it */
 	struct hold *verdict_h;  /* a hold whose EXTEND answers it */
+	struct el_client *el;    /* elect.c's part (1.3): observations, a CAMPAIGN's
+				    value; NULL when none */
 };
 
 /* How locktab answers its clients. Each request gets exactly one reply;
@@ -144,5 +148,29 @@ int locktab_busy(void);
 void lt_notice(const char *key, size_t klen);
 /* Release notices may have been missed: every sleeping waiter asks again. */
 void lt_notice_all(void);
+
+/* --- leader election (1.3): a campaign is the exclusive lock of its name
+ * (LOCK name WAIT ms, with request cmd CMD_CAMPAIGN); elect.c, above
+ * locktab, publishes the value and answers. --- */
+struct lt_elect_hooks {
+	/* A CAMPAIGN was granted: locktab sent no reply, the hook answers. */
+	void (*granted)(struct lt_client *c, const char *key, size_t klen, uint64_t fence,
+			const char *token);
+	/* c's hold of the key's lock ends (its last UNLOCK, its session's end,
+	 * shutdown: lost 0; LOST: lost 1, the line sent already). Returns 1
+	 * when the hook releases it on the masters itself (a leader's lock,
+	 * with its value), 0 to let locktab release it as usual. */
+	int (*releasing)(struct lt_client *c, const char *key, size_t klen, const char *token,
+			 int lost);
+};
+void lt_set_elect_hooks(const struct lt_elect_hooks *h);
+/* Who holds the key's lock (exclusively, permit 0) here, or NULL; with
+ * its fence and token. */
+struct lt_client *lt_lock_holder(const char *key, size_t klen, uint64_t *fence, char *token);
+/* c holds the key (in any way). */
+int lt_holds(struct lt_client *c, const char *key, size_t klen);
+/* c lets go of all its holds of the key here, with no release: the
+ * caller released it on the masters (a leader's RESIGN). */
+void lt_drop(struct lt_client *c, const char *key, size_t klen);
 
 #endif

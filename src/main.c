@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cfg.h"
+#include "elect.h"
 #include "locktab.h"
 #include "log.h"
 #include "master.h"
@@ -51,6 +52,16 @@ static void usage(FILE *f)
 		   "      --stats-fields  print every STATS field\n");
 }
 
+/* A master's subscriber is back: election notices may have been missed. */
+/* A master's subscriber is subscribed (again): notices may have been
+ * missed, so sleeping waiters ask now and observed elections are read. */
+static void on_subscribed(struct master *m)
+{
+	(void)m;
+	lt_notice_all();
+	el_resync();
+}
+
 static void master_opts_from(const struct config *c, struct master_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -59,7 +70,8 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->password = c->redis_password;
 	o->prefix = c->key_prefix;
 	o->on_notice = lt_notice;
-	o->on_subscribed = lt_notice_all;
+	o->on_elected = el_notice;
+	o->on_subscribed = on_subscribed;
 	o->on_up = mb_up;
 	o->on_down = mb_down;
 }
@@ -216,6 +228,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		redlock_set_opts(cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 		locktab_set_cfg(&cfg);
 		rs_set_cfg(&cfg);
+		el_set_cfg(&cfg);
 		apply_log(&cfg);
 		log_info("reloaded %s", cfg_path);
 		warn_credential_copy();
@@ -386,6 +399,7 @@ int main(int argc, char **argv)
 	sessions_set_cfg(&cfg);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    rs_init(base, &cfg, &session_lt_ops) != 0 ||
+	    el_init(base, &cfg, &session_lt_ops) != 0 ||
 	    mb_init(base, cfg.nmasters, &mbo) != 0 ||
 	    masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");
@@ -429,6 +443,7 @@ int main(int argc, char **argv)
 	metrics_stop();
 	sessions_close_all();
 	rs_shutdown();
+	el_shutdown();
 	masters_shutdown();
 	mb_shutdown();
 	locktab_shutdown();

@@ -68,6 +68,7 @@ static int nmasters;
 static struct master_opts opts;
 static char marker_key[128];
 static char channel[128];
+static char elected[128]; /* election notices (1.3) */
 /* Requests come from a slab: no malloc per request, and a burst's leave
  * no holes in the heap (slab.h). */
 static struct slab req_slab;
@@ -752,23 +753,29 @@ static void sub_msg_cb(redisAsyncContext *ac, void *reply, void *priv)
 		return;
 	}
 	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element[0]->type != REDIS_REPLY_STRING)
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
 		return;
-	/* ["message", channel, key] */
+	int el = strcmp(r->element[1]->str, elected) == 0;
+	/* ["message", channel, key]: a release, or an election's change (1.3) */
 	if (strcmp(r->element[0]->str, "message") == 0) {
-		if (r->element[2]->type == REDIS_REPLY_STRING && opts.on_notice)
+		if (r->element[2]->type != REDIS_REPLY_STRING)
+			return;
+		if (el && opts.on_elected)
+			opts.on_elected(r->element[2]->str, r->element[2]->len);
+		else if (!el && opts.on_notice)
 			opts.on_notice(r->element[2]->str, r->element[2]->len);
 		return;
 	}
-	/* ["subscribe", channel, count]: notices flow from here on */
-	if (strcmp(r->element[0]->str, "subscribe") == 0 && m->sub_state == SUB_CONNECTING) {
+	/* ["subscribe", channel, count], for each channel in turn: notices
+	 * flow from the last one (the elections') on */
+	if (strcmp(r->element[0]->str, "subscribe") == 0 && el && m->sub_state == SUB_CONNECTING) {
 		if (m->sub_reconnects)
 			log_info("master %s: subscribed again", m->name);
 		sub_set_state(m, SUB_UP);
 		m->sub_ping_us = 0;
 		sub_arm(m);
 		if (opts.on_subscribed)
-			opts.on_subscribed();
+			opts.on_subscribed(m);
 	}
 }
 
@@ -811,7 +818,7 @@ static void start_subscriber(struct master *m)
 	m->sub_heard_us = now_us();
 	if (opts.password[0])
 		redisAsyncCommand(s, NULL, NULL, "AUTH %s", opts.password);
-	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s", channel);
+	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s %s", channel, elected);
 	sub_arm(m);
 }
 
@@ -983,6 +990,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(channel, sizeof(channel), "%s released", o->prefix);
+	snprintf(elected, sizeof(elected), "%s elected", o->prefix);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;

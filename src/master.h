@@ -44,7 +44,6 @@ typedef void master_notice_fn(const char *key, size_t klen);
 
 /* A subscriber is subscribed (again): release notices sent before, while
  * it was not, may have been missed. */
-typedef void master_subscribed_fn(void);
 
 /* The handshake finished: m is MS_UP. restarted: its run_id differs from
  * the one of an earlier connection (m->prev_run_id -> m->run_id), so it may
@@ -61,7 +60,10 @@ struct master_opts {
 	const char *password; /* "" for none */
 	const char *prefix;   /* key prefix, for the marker and channel */
 	master_notice_fn *on_notice;
-	master_subscribed_fn *on_subscribed;
+	master_notice_fn *on_elected; /* an election's change notice (1.3), or NULL */
+	/* The subscriber of a master is subscribed (again): release and
+	 * election notices sent while it was not were missed. NULL: not told. */
+	void (*on_subscribed)(struct master *m);
 	master_up_fn *on_up;
 	master_down_fn *on_down;
 };

@@ -28,6 +28,7 @@ enum shape {
 	SH_KEY_OPTS, /* a key and options */
 	SH_OPTS,     /* options only (SESSION) */
 	SH_TWO,      /* two words, not checked as keys (RESUME id secret) */
+	SH_KEY_VAL,  /* a key, a value, then options (CAMPAIGN, PROCLAIM) */
 };
 
 enum opt {
@@ -55,6 +56,12 @@ static const struct {
 	[CMD_QUIT] = {"QUIT", SH_NONE, 0},
 	[CMD_SESSION] = {"SESSION", SH_OPTS, OPT_GRACE},
 	[CMD_RESUME] = {"RESUME", SH_TWO, 0},
+	[CMD_CAMPAIGN] = {"CAMPAIGN", SH_KEY_VAL, OPT_WAIT},
+	[CMD_PROCLAIM] = {"PROCLAIM", SH_KEY_VAL, 0},
+	[CMD_RESIGN] = {"RESIGN", SH_KEY, 0},
+	[CMD_LEADER] = {"LEADER", SH_KEY, 0},
+	[CMD_OBSERVE] = {"OBSERVE", SH_KEY, 0},
+	[CMD_UNOBSERVE] = {"UNOBSERVE", SH_KEY, 0},
 };
 
 const char *proto_cmd_name(enum cmd c) { return c < CMD_COUNT ? cmds[c].name : "?"; }
@@ -143,7 +150,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 
 	/* Pass 1: syntax. */
 	const struct tok *wait = NULL, *ttl = NULL, *permits = NULL, *shared = NULL, *ms = NULL;
-	const struct tok *grace = NULL;
+	const struct tok *grace = NULL, *val = NULL;
 	switch (cmds[c].shape) {
 	case SH_NONE:
 		if (nt > 1)
@@ -195,11 +202,22 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 	case SH_KEY:
 	case SH_KEY_MS:
 	case SH_KEY_OPTS:
+	case SH_KEY_VAL:
 		if (cmds[c].shape == SH_OPTS)
 			goto opts;
 		if (nt < 2) {
 			*msg = "missing key";
 			return PE_PROTOCOL;
+		}
+		if (cmds[c].shape == SH_KEY_VAL) {
+			if (nt < 3) {
+				*msg = "missing value";
+				return PE_PROTOCOL;
+			}
+			val = &t[2];
+			if (!cmds[c].opts && nt > 3)
+				goto extra;
+			goto opts;
 		}
 		if (cmds[c].shape == SH_KEY) {
 			if (nt > 2)
@@ -214,7 +232,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 			ms = &t[2];
 		} else {
 		opts:
-			for (size_t j = cmds[c].shape == SH_OPTS ? 1 : 2; j < nt; j += 2) {
+			for (size_t j = cmds[c].shape == SH_OPTS ? 1 : val ? 3 : 2; j < nt; j += 2) {
 				const struct tok **slot;
 				if ((cmds[c].opts & OPT_SHARED) && tok_is(&t[j], "SHARED")) {
 					if (shared) {
@@ -266,11 +284,23 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 			return e;
 		req->has_grace = 1;
 	}
-	if (cmds[c].shape >= SH_KEY && cmds[c].shape <= SH_KEY_OPTS) {
+	if ((cmds[c].shape >= SH_KEY && cmds[c].shape <= SH_KEY_OPTS) ||
+	    cmds[c].shape == SH_KEY_VAL) {
 		if ((e = check_key(&t[1], max_key_len, msg)) != PE_NONE)
 			return e;
 		req->key = t[1].p;
 		req->klen = t[1].n;
+	}
+	if (val) { /* printable ASCII as a key; its length: limits.max_value_len */
+		for (size_t k = 0; k < val->n; k++) {
+			unsigned char ch = (unsigned char)val->p[k];
+			if (ch < 0x21 || ch > 0x7e) {
+				*msg = "value must be printable ASCII (0x21-0x7E)";
+				return PE_ARG;
+			}
+		}
+		req->word = val->p;
+		req->wlen = val->n;
 	}
 	if (ms && (e = check_ms(ms, 1, &req->ttl_ms, "ms must be 1 to 2147483647", msg)) != PE_NONE)
 		return e;

@@ -18,6 +18,12 @@ enum cmd {
 	CMD_QUIT,    /* QUIT */
 	CMD_SESSION, /* SESSION [GRACE ms] (1.2) */
 	CMD_RESUME,  /* RESUME id secret (1.2) */
+	CMD_CAMPAIGN,  /* CAMPAIGN name value [WAIT ms] (1.3) */
+	CMD_PROCLAIM,  /* PROCLAIM name value (1.3) */
+	CMD_RESIGN,    /* RESIGN name (1.3) */
+	CMD_LEADER,    /* LEADER name (1.3) */
+	CMD_OBSERVE,   /* OBSERVE name (1.3) */
+	CMD_UNOBSERVE, /* UNOBSERVE name (1.3) */
 	CMD_COUNT
 };
 
@@ -35,7 +41,9 @@ struct request {
 	enum cmd cmd;
 	const char *key; /* points into the parsed line (RESUME: the session id) */
 	size_t klen;
-	const char *word; /* PING word, AUTH password, RESUME secret; NULL if none */
+	const char *word; /* PING word, AUTH password, RESUME secret, CAMPAIGN and
+			     PROCLAIM value (printable ASCII; its length is the
+			     caller's to check: limits.max_value_len); NULL if none */
 	size_t wlen;
 	int has_wait, has_ttl;
 	uint32_t wait_ms; /* LOCK WAIT */
@@ -57,6 +65,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 #define MSG_NO_QUORUM "ERR QUORUM no majority of masters answered"
 #define MSG_NOT_HELD "ERR NOTHELD this session does not hold the key"
 #define MSG_RELEASE_UNCONFIRMED "ERR QUORUM release not confirmed by a majority"
+#define MSG_NOT_LEADER "ERR NOTLEADER this session does not lead that election"
 
 const char *proto_cmd_name(enum cmd c);
 const char *proto_err_name(enum proto_err e);

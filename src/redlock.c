@@ -30,6 +30,7 @@ static struct rl_call *defer_head;
 char rl_prefix[80];
 size_t rl_prefix_len;
 char rl_channel[128];
+char rl_elected[128];
 double rl_drift;
 char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 /* A master that stops answering is dropped after timeout_ms (master.c);
@@ -81,6 +82,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	snprintf(rl_prefix, sizeof(rl_prefix), "%s", p);
 	rl_prefix_len = strlen(rl_prefix);
 	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
+	snprintf(rl_elected, sizeof(rl_elected), "%s elected", p);
 	redlock_set_opts(drift_factor, timeout_ms, fence_idle_ms);
 }
 

@@ -227,6 +227,41 @@ const struct rl_adoption *rl_adoption_of(const struct rl_call *c);
  * locktab knows that a session here holds them. */
 int rl_adopting(void);
 
+/* --- leader election (1.3; rlelect.c) ---
+ * A leader's value is kept beside the lock of its name (scripts.c, "P
+ * NAME leader"), written only where that lock holds the leader's token. */
+/* Write version of a leader's value where the lock of key holds token
+ * (a write-back: also where it is missing). done runs once; rl_result_of:
+ * RL_OK once a majority of the counting masters hold that version. */
+struct rl_call *rl_el_put(const char *key, size_t klen, const char *token, uint64_t fence,
+                          uint64_t version, const char *value, size_t vlen, int64_t expire_ms,
+                          rl_done_fn *done, void *owner);
+/* Release a leader's lock and its value where the lock holds token, and
+ * announce both (RESIGN, UNLOCK, the leader's end, LOST). rec: its
+ * session's record (1.2), or NULL. done (if set) runs once; rl_result_of:
+ * RL_OK once a majority of the counting masters answered. */
+struct rl_call *rl_el_resign(const char *key, size_t klen, const char *token,
+                             const struct rl_rec *rec, rl_done_fn *done, void *owner);
+/* Who leads key: read every master (values of up to vmax bytes). done
+ * runs once every master answered or the call expired. */
+struct rl_call *rl_el_read(const char *key, size_t klen, size_t vmax, rl_done_fn *done,
+                           void *owner);
+enum rl_lead {
+	RLE_NONE,   /* the lock of the name is free */
+	RLE_PLAIN,  /* held without a value (a plain LOCK, or a leader not yet published) */
+	RLE_LEADER, /* held by a leader with a value */
+};
+/* What a majority of the counting masters say of an election. */
+struct rl_leader {
+	int ok;             /* a majority of the counting masters answered */
+	enum rl_lead kind;
+	uint64_t fence;     /* RLE_LEADER: the leader's; RLE_PLAIN: the key's latest */
+	uint64_t version;   /* RLE_LEADER: of its value */
+	const char *value;  /* RLE_LEADER: valid until done returns */
+	size_t vlen;
+};
+const struct rl_leader *rl_leader_of(const struct rl_call *c);
+
 /* The owner goes away: its callbacks will not run; the call finishes
  * (and undoes a failed acquire) on its own. */
 void rl_detach(struct rl_call *c, void *owner);

@@ -26,6 +26,8 @@ enum rl_kind {
 	RK_SESS,    /* SCR_SESS_PUT or SCR_SESS_END: one session record (rlsess.c) */
 	RK_TOUCH,   /* SCR_SESS_TOUCH over many records (rlsess.c) */
 	RK_ADOPT,   /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
+	RK_EL_WRITE, /* SCR_EL_PUT or SCR_EL_RESIGN: one election (rlelect.c) */
+	RK_EL_READ,  /* SCR_EL_READ: who leads (rlelect.c) */
 };
 
 enum mr {
@@ -83,6 +85,18 @@ struct sess_part {
 	int found, none;            /* counting masters that have the record, that do not */
 };
 
+/* RK_EL_READ (rlelect.c): what each master said. */
+struct el_part {
+	struct rl_leader v;
+	unsigned char kind[CONFIG_MAX_MASTERS]; /* enum rl_lead, where answered */
+	uint64_t fence[CONFIG_MAX_MASTERS];     /* RLE_LEADER: the record's */
+	uint64_t ver[CONFIG_MAX_MASTERS];
+	uint64_t counter[CONFIG_MAX_MASTERS];   /* the fence counter */
+	size_t vlen[CONFIG_MAX_MASTERS];
+	char *vals; /* in dbuf: vmax + 1 bytes per master */
+	size_t vmax;
+};
+
 struct rl_call {
 	/* the fan-out, common to every kind */
 	enum rl_kind kind;
@@ -121,6 +135,7 @@ struct rl_call {
 		struct status_part status;
 		struct batch_part batch;
 		struct sess_part sess;
+		struct el_part el;
 	} u;
 	char buf[]; /* keys and tokens of a fixed-shape call */
 };
@@ -131,6 +146,7 @@ struct rl_call {
 extern char rl_prefix[80];
 extern size_t rl_prefix_len;
 extern char rl_channel[128];
+extern char rl_elected[128]; /* election changes are announced here (1.3) */
 extern double rl_drift;
 extern char rl_fence_idle[24];
 extern char rl_instance[TOKEN_LEN + 1];

@@ -434,6 +434,66 @@ static const char *const bodies[SCR_COUNT] = {
 			   "  end\n"
 			   "end\n"
 			   "return r\n",
+	/* Leader election (1.3). A leader's value lives beside its lock in
+	 * the hash "P NAME leader": t the leader's token, f its fence, v the
+	 * value's version (1 at the grant, +1 per PROCLAIM), val the value.
+	 * It counts only where the lock of NAME holds a token with the same
+	 * random part as t (a resume on another lockd replaces the instance
+	 * part of a token, 1.2): a record left by a leader that lapsed means
+	 * nothing. Every change of a leader or its value is announced on the
+	 * channel "P elected" with the name; observers read a majority on
+	 * each notice, so a lost notice costs time, never the last state.
+	 * EL_PUT. Positions: enum elput_arg. Writes the value where the lock
+	 * holds the token, unless this or a later version is there already
+	 * (a write-back then costs two reads): 1, else 0. Expiry ms 0: none
+	 * (lockd's choice: a record is deleted with its leader's lock, or
+	 * replaced by the next leader's, and means nothing without it). */
+	[SCR_EL_PUT] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+		       "local cur = redis.call('HMGET', KEYS[2], 't', 'v')\n"
+		       "if cur[1] == ARGV[1] and tonumber(cur[2]) >= tonumber(ARGV[3]) then\n"
+		       "  return 1\n"
+		       "end\n"
+		       "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'v', ARGV[3], 'val', ARGV[4])\n"
+		       "if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end\n"
+		       "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
+		       "return 1\n",
+	/* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
+	 * free; {1, counter}: held without a value (a plain lock, or a leader
+	 * whose value is not written there yet); {2, fence, version, value,
+	 * counter}: held by the leader of the record. The fence counter is
+	 * "0" when missing. */
+	[SCR_EL_READ] = "local l = redis.call('GET', KEYS[1])\n"
+			"if not l then return {0} end\n"
+			"local c = redis.call('GET', KEYS[3]) or '0'\n"
+			"local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val')\n"
+			"if h[1] and h[4] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
+			"  return {2, h[2], h[3], h[4], c}\n"
+			"end\n"
+			"return {1, c}\n",
+	/* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
+	 * lock for its leader, and the leader's record with it (where t is
+	 * this leader's); announces the release (to a waiter elsewhere, as
+	 * RELEASE_LUA does) and the change (to observers). Returns 1. */
+	[SCR_EL_RESIGN] = "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
+			  "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
+			  "  redis.call('HDEL', rk, rf)\n"
+			  "end\n"
+			  "local changed = false\n"
+			  "local t = redis.call('HGET', KEYS[4], 't')\n"
+			  "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
+			  "  redis.call('DEL', KEYS[4]); changed = true\n"
+			  "end\n"
+			  "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+			  "  redis.call('DEL', KEYS[1]); changed = true\n"
+			  "  local w = redis.call('GET', KEYS[2])\n"
+			  "  if w then\n"
+			  "    redis.call('DEL', KEYS[2])\n"
+			  "    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+			  "    if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
+			  "  end\n"
+			  "end\n"
+			  "if changed then redis.call('PUBLISH', ARGV[6], ARGV[3]) end\n"
+			  "return 1\n",
 };
 
 static char shas[SCR_COUNT][41];

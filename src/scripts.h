@@ -18,6 +18,9 @@ enum script_id {
 	SCR_SESS_TOUCH, /* refresh records' expiry; who owns each */
 	SCR_SESS_END,   /* delete a session's record where it is ours */
 	SCR_SESS_ADOPT, /* take a session's record and holds over (RESUME) */
+	SCR_EL_PUT,    /* write a leader's value where its lock holds its token (1.3) */
+	SCR_EL_READ,   /* who leads an election on one master, with what value */
+	SCR_EL_RESIGN, /* release a leader's lock and value, announce both */
 	SCR_COUNT
 };
 
@@ -81,6 +84,48 @@ enum raise_arg {
 	WA_FIELD,            /* ARGV[3] the hold's field in the record, or "" */
 	WA_TOKEN,            /* ARGV[4] the hold's token */
 	WA_ARGC
+};
+
+/* SCR_EL_PUT (1.3): a leader's value, "P NAME leader" beside its lock. */
+enum elput_arg {
+	EPA_NKEYS = SA_NKEYS, /* "2" */
+	EPA_LOCK,             /* KEYS[1] the lock of the name */
+	EPA_RECORD,           /* KEYS[2] the leader's record */
+	EPA_TOKEN,            /* ARGV[1] the leader's token */
+	EPA_FENCE,            /* ARGV[2] its fence */
+	EPA_VERSION,          /* ARGV[3] the value's version */
+	EPA_VALUE,            /* ARGV[4] the value */
+	EPA_EXPIRE,           /* ARGV[5] the record's expiry ms */
+	EPA_CHANNEL,          /* ARGV[6] the channel changes are announced on */
+	EPA_NAME,             /* ARGV[7] the name, as announced */
+	EPA_ARGC
+};
+
+/* SCR_EL_READ (1.3). */
+enum elread_arg {
+	ERA_NKEYS = SA_NKEYS, /* "3" */
+	ERA_LOCK,             /* KEYS[1] the lock of the name */
+	ERA_RECORD,           /* KEYS[2] the leader's record */
+	ERA_FENCE,            /* KEYS[3] the fence counter */
+	ERA_ARGC
+};
+
+/* SCR_EL_RESIGN (1.3): RELEASE_LUA for a leader, with its record. */
+enum elres_arg {
+	ESA_NKEYS = SA_NKEYS, /* "5" */
+	ESA_LOCK,             /* KEYS[1] the lock of the name */
+	ESA_WAITING,          /* KEYS[2] the waiting flag */
+	ESA_RESERVED,         /* KEYS[3] the reservation */
+	ESA_RECORD,           /* KEYS[4] the leader's record */
+	ESA_SESSION,          /* KEYS[5] the session's record (1.2), or "" */
+	ESA_TOKEN,            /* ARGV[1] the leader's token */
+	ESA_CHANNEL,          /* ARGV[2] the channel releases are announced on */
+	ESA_KEY,              /* ARGV[3] the name, as announced */
+	ESA_INSTANCE,         /* ARGV[4] this lockd's instance */
+	ESA_RESERVE_MS,       /* ARGV[5] how long a release is reserved for a waiter elsewhere */
+	ESA_ELECTED,          /* ARGV[6] the channel election changes are announced on */
+	ESA_FIELD,            /* ARGV[7] "" or the hold's field in the session's record */
+	ESA_ARGC
 };
 
 /* The scripts over n items take each kind of argument for every item in

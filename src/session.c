@@ -27,6 +27,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "elect.h"
 #include "log.h"
 #include "proto.h"
 #include "resume.h"
@@ -288,6 +289,7 @@ static void session_close(struct session *s)
 	 * any other ends (its locks released). The connection keeps an empty
 	 * client of its own from now on. */
 	struct rsess *r = s->rs;
+	el_conn_end(s->lt); /* observations end with the connection */
 	s->rs = NULL;
 	s->lt = &s->gone;
 	rs_conn_end(r, s->quit);
@@ -561,7 +563,8 @@ static void handle(struct session *s, const char *line, size_t len)
 		lt_lock(s->lt, &r);
 		break;
 	case CMD_UNLOCK:
-		lt_unlock(s->lt, r.key, r.klen);
+		if (!el_unlock(s->lt, r.key, r.klen)) /* a leader's: with its value */
+			lt_unlock(s->lt, r.key, r.klen);
 		break;
 	case CMD_EXTEND:
 		lt_extend(s->lt, r.key, r.klen, r.ttl_ms);
@@ -596,6 +599,24 @@ static void handle(struct session *s, const char *line, size_t len)
 		break;
 	case CMD_RESUME:
 		rs_resume(s->rs, r.key, r.klen, r.word, r.wlen);
+		break;
+	case CMD_CAMPAIGN:
+		el_campaign(s->lt, &r);
+		break;
+	case CMD_PROCLAIM:
+		el_proclaim(s->lt, &r);
+		break;
+	case CMD_RESIGN:
+		el_resign(s->lt, r.key, r.klen);
+		break;
+	case CMD_LEADER:
+		el_leader(s->lt, r.key, r.klen);
+		break;
+	case CMD_OBSERVE:
+		el_observe(s->lt, r.key, r.klen);
+		break;
+	case CMD_UNOBSERVE:
+		el_unobserve(s->lt, r.key, r.klen);
 		break;
 	case CMD_COUNT:
 		break;
@@ -903,6 +924,7 @@ void sessions_close_all(void)
 			s->state = SS_CLOSING;
 			stats.clients--;
 			struct rsess *r = s->rs;
+			el_conn_end(s->lt);
 			s->rs = NULL;
 			s->lt = &s->gone;
 			rs_conn_end(r, 0);

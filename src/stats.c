@@ -71,6 +71,10 @@ static const struct field counters[] = {
 	{"resumes", "RESUME answered OK", &stats.resumes},
 	{"adoptions", "Sessions resumed from another lockd", &stats.adoptions},
 	{"sessions_expired", "Detached sessions whose grace ran out", &stats.sessions_expired},
+	{"campaigns", "CAMPAIGN requests", &stats.campaigns},
+	{"leaders", "Sessions here that lead an election", &stats.leaders},
+	{"observers", "Observations of elections by connections here", &stats.observers},
+	{"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
@@ -144,7 +148,8 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 		int gauge = counters[i].v == &stats.clients || counters[i].v == &stats.locks_held ||
 			    counters[i].v == &stats.sessions_waiting ||
 			    counters[i].v == &stats.sessions_resumable ||
-			    counters[i].v == &stats.sessions_detached;
+			    counters[i].v == &stats.sessions_detached ||
+			    counters[i].v == &stats.leaders || counters[i].v == &stats.observers;
 		size_t nl = strlen(name);
 		/* a counter ends in _total, once (clients_total) */
 		int has_total = nl > 6 && strcmp(name + nl - 6, "_total") == 0;

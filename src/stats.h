@@ -41,6 +41,10 @@ struct stats {
 	uint64_t resumes;            /* RESUME answered OK */
 	uint64_t adoptions;          /* of those, sessions taken over from another lockd */
 	uint64_t sessions_expired;   /* detached sessions whose grace ran out */
+	uint64_t campaigns;          /* CAMPAIGN requests (1.3) */
+	uint64_t leaders;            /* sessions here that lead an election now */
+	uint64_t observers;          /* observations (OBSERVE) of connections here now */
+	uint64_t elected_events;     /* ELECTED and NOLEADER events sent */
 };
 
 extern struct stats stats;

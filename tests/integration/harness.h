@@ -356,6 +356,7 @@ TCase *tc_soak(void);
 TCase *tc_safety(void);   /* test_safety.c */
 TCase *tc_restarts(void); /* test_restarts.c */
 TCase *tc_hostile(void);  /* test_hostile.c */
+TCase *tc_election(void); /* test_election.c */
 TCase *tc_shared(void);   /* test_shared.c */
 TCase *tc_lockctl(void);  /* test_lockctl.c */
 TCase *tc_sessions(void); /* test_sessions.c */

@@ -39,6 +39,7 @@ int main(void)
 	suite_add_tcase(s, tc_shared());
 	suite_add_tcase(s, tc_sessions());
 	suite_add_tcase(s, tc_soak());
+	suite_add_tcase(s, tc_election());
 
 	SRunner *sr = srunner_create(s);
 	const char *tap = getenv("LOCKD_TEST_TAP");

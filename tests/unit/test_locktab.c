@@ -104,6 +104,7 @@ static void req(struct tclient *t, const char *line)
 	switch (r.cmd) {
 	case CMD_LOCK:
 	case CMD_TRYLOCK:
+	case CMD_CAMPAIGN:
 		lt_lock(&t->lt, &r);
 		break;
 	case CMD_UNLOCK:
@@ -978,6 +979,85 @@ START_TEST(status_shared_and_permits)
 }
 END_TEST
 
+/* Leader election's hooks (1.3): a CAMPAIGN's grant goes to the hook,
+ * not to the client; the end of a hold of a key's lock is offered to the
+ * hook, which may release it itself; lt_drop lets go with no release. */
+static struct {
+	struct lt_client *c;
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	int granted, releasing, lost, taken;
+} hk;
+
+static void hk_granted(struct lt_client *c, const char *key, size_t klen, uint64_t fence,
+		       const char *token)
+{
+	hk.c = c;
+	hk.fence = fence;
+	memcpy(hk.token, token, sizeof(hk.token));
+	hk.granted++;
+}
+
+static int hk_releasing(struct lt_client *c, const char *key, size_t klen, const char *token,
+			int lost)
+{
+	hk.releasing++;
+	hk.lost += lost;
+	int mine = hk.granted && strcmp(token, hk.token) == 0;
+	hk.taken += mine;
+	return mine;
+}
+
+START_TEST(election_hooks)
+{
+	static const struct lt_elect_hooks h = {hk_granted, hk_releasing};
+	lt_set_elect_hooks(&h);
+	struct tclient *a = client(1), *b = client(2), *c = client(3);
+	req(a, "CAMPAIGN k v");
+	fake_acquire_done(fake_oldest(FK_ACQUIRE), RL_OK, 5, 10000, 0);
+	ck_assert_int_eq(hk.granted, 1);
+	ck_assert_ptr_eq(hk.c, &a->lt);
+	ck_assert_uint_eq(hk.fence, 5);
+	ck_assert_int_eq(a->replies, 0); /* the hook answers */
+	a->blocked = 0;
+	uint64_t f = 0;
+	char tok[TOKEN_LEN + 1];
+	ck_assert_ptr_eq(lt_lock_holder("k", 1, &f, tok), &a->lt);
+	ck_assert_uint_eq(f, 5);
+	ck_assert_str_eq(tok, hk.token);
+	ck_assert_int_eq(lt_holds(&a->lt, "k", 1), 1);
+	req(c, "CAMPAIGN k w WAIT 0");
+	want(c, "TIMEOUT"); /* held here: never jumps the queue */
+	/* the hook takes the leader's release: locktab sends none */
+	int rel = fake_pending(FK_RELEASE) + fake_pending(FK_RELEASE_MANY);
+	leave(a);
+	run(10);
+	ck_assert_int_eq(hk.releasing, 1);
+	ck_assert_int_eq(hk.taken, 1);
+	ck_assert_int_eq(fake_pending(FK_RELEASE) + fake_pending(FK_RELEASE_MANY), rel);
+	ck_assert_ptr_null(lt_lock_holder("k", 1, &f, tok));
+	/* a plain LOCK: offered, not taken, released by locktab */
+	grant(b, "LOCK j", 7);
+	want(b, "OK 7");
+	leave(b);
+	run(10);
+	ck_assert_int_eq(hk.releasing, 2);
+	ck_assert_int_eq(hk.taken, 1);
+	ck_assert_int_gt(fake_pending(FK_RELEASE) + fake_pending(FK_RELEASE_MANY), rel);
+	/* lt_drop: all holds let go, nothing sent */
+	grant(c, "LOCK m", 9);
+	req(c, "LOCK m");
+	want(c, "OK 9");
+	rel = fake_pending(FK_RELEASE) + fake_pending(FK_RELEASE_MANY);
+	lt_drop(&c->lt, "m", 1);
+	ck_assert_int_eq(lt_holds(&c->lt, "m", 1), 0);
+	ck_assert_int_eq(fake_pending(FK_RELEASE) + fake_pending(FK_RELEASE_MANY), rel);
+	leave(c);
+	static const struct lt_elect_hooks none = {NULL, NULL};
+	lt_set_elect_hooks(&none);
+}
+END_TEST
+
 Suite *locktab_suite(void)
 {
 	Suite *s = suite_create("locktab");
@@ -998,6 +1078,7 @@ Suite *locktab_suite(void)
 	tcase_add_test(tc, reset_during_extend);
 	tcase_add_test(tc, late_verdicts_are_lost);
 	tcase_add_test(tc, client_end_batches_releases);
+	tcase_add_test(tc, election_hooks);
 	tcase_add_test(tc, reload_renews_with_new_lease);
 	tcase_add_test(tc, reload_during_acquire);
 	tcase_add_test(tc, status_counts_waiters);

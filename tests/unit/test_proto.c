@@ -743,6 +743,54 @@ START_TEST(names)
 }
 END_TEST
 
+/* Leader election (1.3): CAMPAIGN name value [WAIT ms], PROCLAIM name
+ * value, RESIGN, LEADER, OBSERVE, UNOBSERVE name. */
+START_TEST(election_commands)
+{
+	struct request r;
+	const char *msg;
+	const char *line = "campaign jobs node-1:7000 wait 250";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_CAMPAIGN);
+	ck_assert_key(&r, line, 9, "jobs");
+	ck_assert_ptr_eq(r.word, line + 14);
+	ck_assert_uint_eq(r.wlen, strlen("node-1:7000"));
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 250);
+	parse_ok("CAMPAIGN jobs v", &r);
+	ck_assert_int_eq(r.has_wait, 0);
+	parse_ok("PROCLAIM jobs v2", &r);
+	ck_assert_int_eq(r.cmd, CMD_PROCLAIM);
+	ck_assert_uint_eq(r.wlen, 2);
+	const char *one[] = {"RESIGN", "LEADER", "OBSERVE", "UNOBSERVE"};
+	const enum cmd cmd[] = {CMD_RESIGN, CMD_LEADER, CMD_OBSERVE, CMD_UNOBSERVE};
+	for (int i = 0; i < 4; i++) {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%s jobs", one[i]);
+		parse_ok(buf, &r);
+		ck_assert_int_eq(r.cmd, cmd[i]);
+		ck_assert_uint_eq(r.klen, 4);
+		snprintf(buf, sizeof(buf), "%s jobs x", one[i]);
+		ck_assert_int_eq(parse(buf, &r, &msg), PE_PROTOCOL);
+		snprintf(buf, sizeof(buf), "%s", one[i]);
+		ck_assert_int_eq(parse(buf, &r, &msg), PE_PROTOCOL);
+	}
+	/* syntax first, then key, value and WAIT from the left */
+	ck_assert_int_eq(parse("CAMPAIGN jobs", &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "missing value");
+	ck_assert_int_eq(parse("CAMPAIGN jobs v TTL 5", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("CAMPAIGN jobs v WAIT", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("PROCLAIM jobs v WAIT 5", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("CAMPAIGN jo\x01 v\x02 WAIT x", &r, &msg), PE_KEY);
+	ck_assert_int_eq(parse("CAMPAIGN jobs v\x02 WAIT x", &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, "value must be printable ASCII (0x21-0x7E)");
+	ck_assert_int_eq(parse("CAMPAIGN jobs v\x7f", &r, &msg), PE_ARG);
+	ck_assert_int_eq(parse("PROCLAIM jobs \xc3\xa9", &r, &msg), PE_ARG);
+	ck_assert_int_eq(parse("CAMPAIGN jobs v WAIT x", &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, "WAIT must be 0 to 2147483647 ms");
+}
+END_TEST
+
 Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -764,6 +812,7 @@ Suite *proto_suite(void)
 	tcase_add_test(tc, command_names_case_insensitive);
 	tcase_add_test(tc, keys_are_case_sensitive);
 	tcase_add_test(tc, names);
+	tcase_add_test(tc, election_commands);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("framing");

@@ -1,0 +1,841 @@
+/* elect: leader election (protocol 1.3).
+ *
+ * A campaign is locktab's exclusive LOCK of the name (request cmd
+ * CMD_CAMPAIGN): one FIFO with plain LOCKs of the name, renewals, LOST,
+ * fences, master restarts. locktab hands its grant to el_granted instead
+ * of answering; elect then writes the value beside the lock on every
+ * master (rl_el_put: only where the lock holds the leader's token, a
+ * compare-and-set the masters enforce) and answers "OK fence" once a
+ * majority holds it. The leaders of this lockd (struct lead, one per name
+ * at most: the lock is exclusive) keep their value and its version; every
+ * lease/3 their value is written back where a master lost it (the same
+ * compare-and-set, a no-op but for the record's expiry where it is there).
+ * A leader's lock is released with its value (rl_el_resign) whenever it
+ * ends: RESIGN, UNLOCK, its session's end, LOST (locktab's releasing
+ * hook), so observers everywhere hear of it.
+ *
+ * Observers: one struct watch per observed name on this lockd, shared by
+ * its connections' observations (struct obs). A watch learns of changes
+ * from the masters' "P elected" channel (el_notice), from a master's
+ * subscriber connection coming back (el_resync), and every lease/3 while
+ * a leader stands (a leader whose lockd died sends no notice), and then
+ * reads a majority (rl_el_read), one read at a time (a notice during a
+ * read asks for one more after it), so the last read always starts after
+ * the last change it heard of. A notice is never believed, only read.
+ * A watch keeps the last leader it reported (fence, version) and never
+ * reports one that is not newer: leaders in fence order, and after
+ * NOLEADER never the old one again. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "cfg.h"
+#include "elect.h"
+#include "keytab.h"
+#include "log.h"
+#include "proto.h"
+#include "redlock.h"
+#include "renew.h"
+#include "stats.h"
+#include "util.h"
+#include "waitq.h"
+
+static struct event_base *base;
+static const struct config *cfg;
+static const struct lt_ops *ops;
+
+/* Where a leader of this lockd is. */
+enum lead_state {
+	LD_PUBLISHING, /* granted; its first value is being written (CAMPAIGN waits) */
+	LD_LEADING,    /* its value is on a majority: it leads */
+};
+
+struct lead {
+	struct kt_node node; /* in leads, by name */
+	struct wq_link link; /* on lead_list, for the write-back */
+	enum lead_state state;
+	char token[TOKEN_LEN + 1];
+	uint64_t fence;
+	uint64_t version; /* of value: 1 at the grant, +1 per PROCLAIM */
+	char *value;
+	size_t vlen;
+	struct rl_call *call;       /* a put of value in flight, answering reply_to */
+	struct lt_client *reply_to; /* CAMPAIGN or PROCLAIM waiting for the put */
+	int reply_fence;            /* answer "OK fence" (CAMPAIGN), else "OK" */
+	char key[];
+};
+
+/* One observed name on this lockd. */
+struct watch {
+	struct kt_node node;
+	struct waitq obs;        /* struct obs.wlink */
+	struct rl_call *call;    /* the read in flight */
+	int again;               /* a change was heard during the read: read once more */
+	int known;               /* a read has told the state */
+	int leader;              /* the last state reported is a leader (else NOLEADER) */
+	uint64_t fence, version; /* the last leader reported (kept after NOLEADER) */
+	char *value;
+	size_t vlen;
+	struct event *timer; /* the next read while a leader stands */
+	char key[];
+};
+
+/* One connection's observation of a name. */
+struct obs {
+	struct wq_link wlink; /* on watch->obs */
+	struct wq_link clink; /* on el_client.obs */
+	struct watch *w;
+	struct lt_client *c;
+	int fresh; /* wants the state now (OBSERVE), sent at the next verdict */
+};
+
+/* What elect keeps of a client (lt_client.el). */
+struct el_client {
+	struct waitq obs; /* struct obs.clink */
+	char *value;      /* the value of its CAMPAIGN waiting in locktab */
+	size_t vlen;
+	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
+	/* A request of a resumable session that holds a name's lock here with
+	 * no leader known here (its session was resumed from another lockd,
+	 * 1.2), answered once a majority read said whether it leads: the
+	 * command, and "NAME" or "NAME VALUE". */
+	enum cmd pend_cmd;
+	char *pend_value;
+};
+
+static struct keytab leads, watches;
+static struct waitq lead_list;
+static struct event *wb_ev; /* the write-back of leaders' values */
+static int stopping;
+
+static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reply(struct lt_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ops->reply(c, fmt, ap);
+	va_end(ap);
+}
+
+static void line(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(struct lt_client *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ops->line(c, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t third(void)
+{
+	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
+}
+
+/* The record has no expiry: a leader's end deletes it, and one left by
+ * a lockd that died means nothing (its lock is gone) until the name's next
+ * leader replaces it. An expiry would have to be refreshed on every
+ * master all the time, which idle elections must not cost. */
+static int64_t record_expiry(void) { return 0; }
+
+/* Until when the write-back runs: a master connected again may have
+ * restarted empty (its lock comes back with the next renewal). */
+static int64_t wb_until_us;
+
+static char *dup_bytes(const char *p, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static struct el_client *el_of(struct lt_client *c)
+{
+	if (!c->el && (c->el = calloc(1, sizeof(*c->el))))
+		waitq_init(&c->el->obs);
+	return c->el;
+}
+
+/* --- leaders --- */
+
+static struct lead *lead_find(const char *key, size_t klen)
+{
+	struct kt_node *n = keytab_find(&leads, key, klen);
+	return n ? wq_entry(n, struct lead, node) : NULL;
+}
+
+static void lead_free(struct lead *ld)
+{
+	if (ld->call)
+		rl_detach(ld->call, ld);
+	keytab_remove(&leads, &ld->node);
+	waitq_remove(&lead_list, &ld->link);
+	stats.leaders -= ld->state == LD_LEADING;
+	free(ld->value);
+	free(ld);
+}
+
+/* c leads key here: it holds the key's lock with the token of a leader. */
+static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
+{
+	struct lead *ld = lead_find(key, klen);
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	if (!ld || lt_lock_holder(key, klen, &fence, token) != c || strcmp(token, ld->token) != 0)
+		return NULL;
+	return ld;
+}
+
+static void watch_poke(const char *key, size_t klen);
+
+static void put_done(struct rl_call *call, void *owner)
+{
+	struct lead *ld = owner;
+	struct lt_client *c = ld->reply_to;
+	int ok = rl_result_of(call) == RL_OK;
+	ld->call = NULL;
+	ld->reply_to = NULL;
+	if (ld->state == LD_PUBLISHING && !ok) {
+		/* No majority holds the value: give the lock back, with
+		 * whatever value reached a minority. */
+		struct rl_rec rec = {c ? c->sid : NULL, 'x', 0};
+		uint64_t fence;
+		char token[TOKEN_LEN + 1];
+		stats.quorum_failures++;
+		rl_el_resign(ld->key, ld->node.klen, ld->token, &rec, NULL, NULL);
+		if (c && lt_lock_holder(ld->key, ld->node.klen, &fence, token) == c &&
+		    strcmp(token, ld->token) == 0)
+			lt_drop(c, ld->key, ld->node.klen);
+		lead_free(ld);
+		if (c)
+			reply(c, "%s", MSG_NO_QUORUM);
+		return;
+	}
+	if (ld->state == LD_PUBLISHING) {
+		ld->state = LD_LEADING;
+		stats.leaders++;
+	}
+	if (c && !ok)
+		reply(c, "%s", MSG_NO_QUORUM);
+	else if (c && ld->reply_fence)
+		reply(c, "OK %llu", (unsigned long long)ld->fence);
+	else if (c)
+		reply(c, "OK");
+	if (ok)
+		watch_poke(ld->key, ld->node.klen);
+}
+
+/* Write ld's value (its version) on the masters; c waits for the verdict. */
+static void put(struct lead *ld, struct lt_client *c, int reply_fence)
+{
+	if (ld->call) { /* a put of an older version: its verdict no longer answers */
+		rl_detach(ld->call, ld);
+		ld->call = NULL;
+		if (ld->reply_to)
+			reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+	}
+	ld->reply_to = c;
+	ld->reply_fence = reply_fence;
+	ld->call = rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->version, ld->value,
+	                     ld->vlen, record_expiry(), put_done, ld);
+	if (!ld->call) {
+		ld->reply_to = NULL;
+		if (c)
+			reply(c, "%s", MSG_OOM);
+	}
+}
+
+/* locktab granted c's CAMPAIGN: publish its value, then answer. */
+static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64_t fence,
+                       const char *token)
+{
+	struct el_client *e = c->el;
+	struct lead *ld = lead_find(key, klen);
+	if (ld) /* a leader here that locktab forgot (its session moved away) */
+		lead_free(ld);
+	ld = calloc(1, sizeof(*ld) + klen + 1);
+	if (!ld || !e || !e->value) {
+		free(ld);
+		uint64_t f;
+		char t[TOKEN_LEN + 1];
+		if (lt_lock_holder(key, klen, &f, t) == c) {
+			struct rl_rec rec = {c->sid, 'x', 0};
+			rl_release(key, klen, RH_LOCK, 0, t, &rec, 0, NULL, NULL);
+			lt_drop(c, key, klen);
+		}
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	memcpy(ld->key, key, klen);
+	ld->node.key = ld->key;
+	ld->node.klen = klen;
+	keytab_insert(&leads, &ld->node);
+	waitq_push(&lead_list, &ld->link);
+	ld->state = LD_PUBLISHING;
+	memcpy(ld->token, token, sizeof(ld->token));
+	ld->fence = fence;
+	ld->version = 1;
+	ld->value = e->value;
+	ld->vlen = e->vlen;
+	e->value = NULL;
+	put(ld, c, 1);
+}
+
+/* locktab lets go of a hold of a key's lock: a leader's is released here,
+ * with its value, and announced. */
+static int el_releasing(struct lt_client *c, const char *key, size_t klen, const char *token,
+                        int lost)
+{
+	struct lead *ld = lead_find(key, klen);
+	if (!ld || strcmp(ld->token, token) != 0)
+		return 0;
+	if (ld->reply_to) { /* a CAMPAIGN or PROCLAIM waits for its put */
+		struct lt_client *r = ld->reply_to;
+		ld->reply_to = NULL;
+		reply(r, "%s", MSG_NO_QUORUM);
+	}
+	if (lost)
+		log_info("leader of %s (fence %llu) lost its lock", ld->key,
+		         (unsigned long long)ld->fence);
+	struct rl_rec rec = {c ? c->sid : NULL, 'x', 0};
+	rl_el_resign(key, klen, token, &rec, NULL, NULL);
+	lead_free(ld);
+	return 1;
+}
+
+static void valid_lead_value(struct lt_client *c, const struct request *r, int *ok)
+{
+	*ok = r->wlen >= 1 && r->wlen <= (size_t)cfg->max_value_len;
+	if (!*ok)
+		reply(c, "ERR ARG value is longer than limits.max_value_len (%lld)",
+		      (long long)cfg->max_value_len);
+}
+
+/* A new value for a leader (PROCLAIM, or CAMPAIGN by the leader). */
+static void proclaim(struct lead *ld, struct lt_client *c, const struct request *r, int fence)
+{
+	char *v = dup_bytes(r->word, r->wlen);
+	if (!v) {
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	free(ld->value);
+	ld->value = v;
+	ld->vlen = r->wlen;
+	ld->version++;
+	put(ld, c, fence);
+}
+
+static void resign(struct lead *ld, struct lt_client *c, int unlock);
+
+/* The read for a leader adopted with its session (1.2): the masters know
+ * whether the hold c has is a leader's, with its value and version. */
+static void adopt_done(struct rl_call *call, void *owner)
+{
+	struct lt_client *c = owner;
+	struct el_client *e = c->el;
+	const struct rl_leader *v = rl_leader_of(call);
+	size_t klen;
+	const char *key = e ? e->pend_value : NULL;
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	c->call = NULL;
+	if (!e || !key)
+		return;
+	klen = strcspn(key, " ");
+	const char *val = key[klen] ? key + klen + 1 : "";
+	struct lead *ld = NULL;
+	/* A majority holds the lock with the record's token, and c holds the
+	 * lock (on a majority, for its validity): the leader is c. */
+	if (v->ok && v->kind == RLE_LEADER && lt_lock_holder(key, klen, &fence, token) == c &&
+	    !lead_find(key, klen) && (ld = calloc(1, sizeof(*ld) + klen + 1)) &&
+	    (ld->value = dup_bytes(v->value, v->vlen))) {
+		memcpy(ld->key, key, klen);
+		ld->node.key = ld->key;
+		ld->node.klen = klen;
+		keytab_insert(&leads, &ld->node);
+		waitq_push(&lead_list, &ld->link);
+		ld->state = LD_LEADING;
+		stats.leaders++;
+		memcpy(ld->token, token, sizeof(ld->token));
+		ld->fence = v->fence; /* the leader's, as published */
+		ld->version = v->version;
+		ld->vlen = v->vlen;
+	} else if (ld) {
+		free(ld);
+		ld = NULL;
+	}
+	struct request r = {
+	    .cmd = e->pend_cmd, .key = key, .klen = klen, .word = val, .wlen = strlen(val)};
+	char *hold = e->pend_value;
+	e->pend_value = NULL;
+	if (!v->ok)
+		reply(c, "%s", MSG_NO_QUORUM);
+	else if (!ld && r.cmd == CMD_CAMPAIGN)
+		reply(c, "ERR ARG this session holds %.*s without leading it", (int)klen, key);
+	else if (!ld)
+		reply(c, "%s", MSG_NOT_LEADER);
+	else if (r.cmd == CMD_RESIGN)
+		resign(ld, c, 0);
+	else
+		proclaim(ld, c, &r, r.cmd == CMD_CAMPAIGN);
+	free(hold);
+}
+
+/* c holds the name's lock but no leader of it is known here: a resumable
+ * session may have campaigned on another lockd. Read, then answer (1 when
+ * the request is taken). */
+static int adopt_first(struct lt_client *c, const struct request *r)
+{
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	struct el_client *e;
+	if (!c->sid || lt_lock_holder(r->key, r->klen, &fence, token) != c ||
+	    lead_find(r->key, r->klen) || !(e = el_of(c)))
+		return 0;
+	char *p = malloc(r->klen + r->wlen + 2);
+	if (!p)
+		return 0;
+	memcpy(p, r->key, r->klen);
+	p[r->klen] = ' ';
+	memcpy(p + r->klen + 1, r->word ? r->word : "", r->wlen);
+	p[r->klen + 1 + r->wlen] = '\0';
+	if (!r->wlen)
+		p[r->klen] = '\0';
+	free(e->pend_value);
+	e->pend_value = p;
+	e->pend_cmd = r->cmd;
+	c->call = rl_el_read(r->key, r->klen, (size_t)cfg->max_value_len, adopt_done, c);
+	if (!c->call) {
+		free(e->pend_value);
+		e->pend_value = NULL;
+		return 0;
+	}
+	return 1;
+}
+
+void el_campaign(struct lt_client *c, const struct request *r)
+{
+	int ok;
+	stats.campaigns++;
+	valid_lead_value(c, r, &ok);
+	if (!ok)
+		return;
+	struct lead *ld = led_by(c, r->key, r->klen);
+	if (ld && ld->state == LD_LEADING) {
+		proclaim(ld, c, r, 1); /* the leader campaigns again: one hold */
+		return;
+	}
+	if (!ld && adopt_first(c, r))
+		return;
+	if (lt_holds(c, r->key, r->klen)) {
+		reply(c, "ERR ARG this session holds %.*s without leading it", (int)r->klen,
+		      r->key);
+		return;
+	}
+	struct el_client *e = el_of(c);
+	char *v = e ? dup_bytes(r->word, r->wlen) : NULL;
+	if (!v) {
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	free(e->value);
+	e->value = v;
+	e->vlen = r->wlen;
+	lt_lock(c, r); /* LOCK name [WAIT ms]: the grant comes to el_granted */
+}
+
+void el_proclaim(struct lt_client *c, const struct request *r)
+{
+	int ok;
+	valid_lead_value(c, r, &ok);
+	if (!ok)
+		return;
+	struct lead *ld = led_by(c, r->key, r->klen);
+	if (!ld && adopt_first(c, r))
+		return;
+	if (!ld || ld->state != LD_LEADING) {
+		reply(c, "%s", MSG_NOT_LEADER);
+		return;
+	}
+	proclaim(ld, c, r, 0);
+}
+
+static void resigned(struct rl_call *call, void *owner)
+{
+	struct lt_client *c = owner;
+	int unlock = c->el && c->el->unlocking;
+	c->call = NULL;
+	if (c->el)
+		c->el->unlocking = 0;
+	if (rl_result_of(call) != RL_OK) {
+		stats.quorum_failures++;
+		reply(c, "%s", MSG_RELEASE_UNCONFIRMED);
+	} else {
+		reply(c, "%s", unlock ? "OK 0" : "OK");
+	}
+}
+
+/* c leads key: release its lock and value, answer once a majority has. */
+static void resign(struct lead *ld, struct lt_client *c, int unlock)
+{
+	struct rl_rec rec = {c->sid, 'x', 0};
+	struct el_client *e = el_of(c);
+	ld->reply_to = NULL; /* only c could wait for a put, and c asks this now */
+	struct rl_call *call = rl_el_resign(ld->key, ld->node.klen, ld->token, &rec, resigned, c);
+	lt_drop(c, ld->key, ld->node.klen); /* all its holds of the name */
+	lead_free(ld);
+	if (!call) {
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	if (e)
+		e->unlocking = unlock;
+	c->call = call;
+}
+
+void el_resign(struct lt_client *c, const char *key, size_t klen)
+{
+	struct lead *ld = led_by(c, key, klen);
+	struct request r = {.cmd = CMD_RESIGN, .key = key, .klen = klen};
+	if (!ld && adopt_first(c, &r))
+		return;
+	if (!ld || ld->state != LD_LEADING) {
+		reply(c, "%s", MSG_NOT_LEADER);
+		return;
+	}
+	resign(ld, c, 0);
+}
+
+int el_unlock(struct lt_client *c, const char *key, size_t klen)
+{
+	struct lead *ld = led_by(c, key, klen);
+	if (!ld || ld->state != LD_LEADING)
+		return 0;
+	resign(ld, c, 1);
+	return 1;
+}
+
+/* Every lease/3: forget leaders whose lock left this lockd unseen (their
+ * session was resumed elsewhere). For a lease (three ticks) after a
+ * master connected again, also write each leader's value back where it
+ * is missing: a master that restarted empty gets its lock back from the
+ * renewals, and its value from here once the lock is there. Nothing is
+ * sent otherwise: a value is lost only with a master's data. */
+static void wb_cb(evutil_socket_t fd, short what, void *arg)
+{
+	for (struct wq_link *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
+		struct lead *ld = wq_entry(l, struct lead, link);
+		uint64_t fence;
+		char token[TOKEN_LEN + 1];
+		nx = l->next;
+		if (!lt_lock_holder(ld->key, ld->node.klen, &fence, token) ||
+		    strcmp(token, ld->token) != 0) {
+			if (ld->reply_to) /* its CAMPAIGN or PROCLAIM gets its one reply */
+				reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+			lead_free(ld);
+			continue;
+		}
+		if (ld->state == LD_LEADING && !ld->call && now_us() < wb_until_us)
+			rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->version,
+			          ld->value, ld->vlen, record_expiry(), NULL, NULL);
+	}
+	if (!stopping)
+		rn_timer_at(wb_ev, now_us() + third() * 1000);
+}
+
+/* --- LEADER --- */
+
+static void leader_done(struct rl_call *call, void *owner)
+{
+	struct lt_client *c = owner;
+	const struct rl_leader *v = rl_leader_of(call);
+	c->call = NULL;
+	if (!v->ok) {
+		stats.quorum_failures++;
+		reply(c, "%s", MSG_NO_QUORUM);
+	} else if (v->kind == RLE_LEADER) {
+		reply(c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen, v->value);
+	} else if (v->kind == RLE_PLAIN) {
+		reply(c, "LEADER %llu", (unsigned long long)v->fence);
+	} else {
+		reply(c, "NONE");
+	}
+}
+
+void el_leader(struct lt_client *c, const char *key, size_t klen)
+{
+	c->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, leader_done, c);
+	if (!c->call)
+		reply(c, "%s", MSG_OOM);
+}
+
+/* --- observers --- */
+
+static struct watch *watch_find(const char *key, size_t klen)
+{
+	struct kt_node *n = keytab_find(&watches, key, klen);
+	return n ? wq_entry(n, struct watch, node) : NULL;
+}
+
+static void watch_free(struct watch *w)
+{
+	if (w->call)
+		rl_detach(w->call, w);
+	keytab_remove(&watches, &w->node);
+	if (w->timer)
+		event_free(w->timer);
+	free(w->value);
+	free(w);
+}
+
+/* The state w reports now, to one observer. */
+static void tell(struct watch *w, struct obs *o)
+{
+	stats.elected_events++;
+	o->fresh = 0;
+	if (w->leader)
+		line(o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
+		     (int)w->vlen, w->value);
+	else
+		line(o->c, "NOLEADER %s", w->key);
+}
+
+static void watch_read(struct watch *w);
+
+static void read_done(struct rl_call *call, void *owner)
+{
+	struct watch *w = owner;
+	const struct rl_leader *v = rl_leader_of(call);
+	int changed = 0;
+	w->call = NULL;
+	if (v->ok && v->kind == RLE_LEADER &&
+	    (!w->known || v->fence > w->fence ||
+	     (v->fence == w->fence && v->version > w->version))) {
+		char *val = dup_bytes(v->value, v->vlen);
+		if (val) {
+			free(w->value);
+			w->value = val;
+			w->vlen = v->vlen;
+			w->fence = v->fence;
+			w->version = v->version;
+			changed = 1;
+			w->leader = 1;
+			w->known = 1;
+		}
+	} else if (v->ok && v->kind != RLE_LEADER && (w->leader || !w->known)) {
+		/* No leader now (a plain lock counts as none). */
+		changed = w->known;
+		w->leader = 0;
+		w->known = 1;
+	}
+	for (struct wq_link *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
+		struct obs *o = wq_entry(l, struct obs, wlink);
+		if (w->known && (changed || o->fresh))
+			tell(w, o);
+	}
+	if (!w->obs.len) {
+		watch_free(w);
+		return;
+	}
+	if (w->again) {
+		w->again = 0;
+		watch_read(w);
+		return;
+	}
+	/* A leader whose lockd dies sends no notice: look again in lease/3.
+	 * A read that found no majority is tried again then too. */
+	if (w->leader || !v->ok)
+		rn_timer_at(w->timer, now_us() + third() * 1000);
+}
+
+static void watch_read(struct watch *w)
+{
+	if (w->call) {
+		w->again = 1;
+		return;
+	}
+	evtimer_del(w->timer);
+	w->call = rl_el_read(w->key, w->node.klen, (size_t)cfg->max_value_len, read_done, w);
+	if (!w->call)
+		rn_timer_at(w->timer, now_us() + third() * 1000);
+}
+
+static void watch_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	watch_read(arg);
+}
+
+/* Something may have changed about key: read it, if it is observed. */
+static void watch_poke(const char *key, size_t klen)
+{
+	struct watch *w = watch_find(key, klen);
+	if (w && !stopping)
+		watch_read(w);
+}
+
+void el_notice(const char *key, size_t klen)
+{
+	watch_poke(key, klen);
+}
+
+void el_resync(void)
+{
+	int64_t until = now_us() + (cfg->lease_ms + third()) * 1000;
+	if (until > wb_until_us)
+		wb_until_us = until;
+	for (size_t i = 0; i < watches.nslots; i++)
+		for (struct kt_node *k = watches.slots[i]; k; k = k->next)
+			watch_read(wq_entry(k, struct watch, node));
+}
+
+static struct obs *obs_of(struct el_client *e, const char *key, size_t klen)
+{
+	for (struct wq_link *l = e->obs.head.next; l != &e->obs.head; l = l->next) {
+		struct obs *o = wq_entry(l, struct obs, clink);
+		if (o->w->node.klen == klen && memcmp(o->w->key, key, klen) == 0)
+			return o;
+	}
+	return NULL;
+}
+
+void el_observe(struct lt_client *c, const char *key, size_t klen)
+{
+	struct el_client *e = el_of(c);
+	struct obs *o = e ? obs_of(e, key, klen) : NULL;
+	struct watch *w = watch_find(key, klen);
+	int fresh_watch = 0;
+	if (!e) {
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	if (!w) {
+		w = calloc(1, sizeof(*w) + klen + 1);
+		if (!w || !(w->timer = evtimer_new(base, watch_timer_cb, w))) {
+			free(w);
+			reply(c, "%s", MSG_OOM);
+			return;
+		}
+		memcpy(w->key, key, klen);
+		w->node.key = w->key;
+		w->node.klen = klen;
+		waitq_init(&w->obs);
+		keytab_insert(&watches, &w->node);
+		fresh_watch = 1;
+	}
+	if (!o) {
+		if (!(o = calloc(1, sizeof(*o)))) {
+			if (fresh_watch)
+				watch_free(w);
+			reply(c, "%s", MSG_OOM);
+			return;
+		}
+		o->w = w;
+		o->c = c;
+		waitq_push(&w->obs, &o->wlink);
+		waitq_push(&e->obs, &o->clink);
+		stats.observers++;
+	}
+	reply(c, "OK");
+	if (w->known && !w->call) {
+		tell(w, o); /* the state it knows: every change since was read */
+		return;
+	}
+	o->fresh = 1; /* told at the verdict of the read under way */
+	if (!w->call)
+		watch_read(w);
+}
+
+static void obs_end(struct el_client *e, struct obs *o)
+{
+	struct watch *w = o->w;
+	waitq_remove(&w->obs, &o->wlink);
+	waitq_remove(&e->obs, &o->clink);
+	stats.observers--;
+	free(o);
+	if (!w->obs.len && !w->call)
+		watch_free(w); /* else freed at its read's verdict */
+}
+
+void el_unobserve(struct lt_client *c, const char *key, size_t klen)
+{
+	struct obs *o = c->el ? obs_of(c->el, key, klen) : NULL;
+	if (!o) {
+		reply(c, "ERR ARG this session does not observe %.*s", (int)klen, key);
+		return;
+	}
+	obs_end(c->el, o);
+	reply(c, "OK");
+}
+
+void el_conn_end(struct lt_client *c)
+{
+	struct el_client *e = c->el;
+	struct wq_link *l;
+	if (!e)
+		return;
+	while ((l = waitq_first(&e->obs)))
+		obs_end(e, wq_entry(l, struct obs, clink));
+	free(e->value);
+	free(e->pend_value);
+	free(e);
+	c->el = NULL;
+}
+
+/* --- setup --- */
+
+static const struct lt_elect_hooks hooks = {el_granted, el_releasing};
+
+int el_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
+{
+	base = b;
+	cfg = c;
+	ops = o;
+	stopping = 0;
+	waitq_init(&lead_list);
+	if (keytab_init(&leads, 64) || keytab_init(&watches, 64) ||
+	    !(wb_ev = evtimer_new(base, wb_cb, NULL)))
+		return -1;
+	lt_set_elect_hooks(&hooks);
+	rn_timer_at(wb_ev, now_us() + third() * 1000);
+	return 0;
+}
+
+void el_set_cfg(const struct config *c)
+{
+	cfg = c;
+}
+
+void el_shutdown(void)
+{
+	struct wq_link *l;
+	stopping = 1;
+	while ((l = waitq_first(&lead_list)))
+		lead_free(wq_entry(l, struct lead, link));
+	for (size_t i = 0; i < watches.nslots; i++) {
+		struct kt_node *k = watches.slots[i], *nx;
+		for (; k; k = nx) {
+			struct watch *w = wq_entry(k, struct watch, node);
+			nx = k->next;
+			while ((l = waitq_pop(&w->obs))) {
+				struct obs *ob = wq_entry(l, struct obs, wlink);
+				waitq_remove(&ob->c->el->obs, &ob->clink);
+				free(ob);
+			}
+			watch_free(w);
+		}
+	}
+	if (wb_ev) {
+		event_free(wb_ev);
+		wb_ev = NULL;
+	}
+	keytab_destroy(&leads);
+	keytab_destroy(&watches);
+}

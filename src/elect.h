@@ -1,0 +1,46 @@
+/* elect: leader election (protocol 1.3), above locktab.
+ *
+ * A campaign is the exclusive lock of the election's name (locktab's
+ * LOCK path: its FIFO, renewal, LOST, fences); on the grant elect writes
+ * the leader's value beside the lock on the masters and only then answers
+ * OK. It keeps the leaders of this lockd (their value and its version,
+ * written back every lease/3 where a master lost it) and the observations
+ * of this lockd's connections, which it keeps current by majority reads
+ * on every notice of a change. Answers through the struct lt_ops given to
+ * el_init. */
+#ifndef LOCKD_ELECT_H
+#define LOCKD_ELECT_H
+
+#include <stddef.h>
+
+#include "locktab.h"
+
+struct config;
+struct event_base;
+struct request;
+
+int el_init(struct event_base *base, const struct config *cfg, const struct lt_ops *ops);
+void el_set_cfg(const struct config *cfg);
+void el_shutdown(void);
+
+/* The commands (the name in r->key, the value in r->word), each answered
+ * through lt_ops.reply, now or later. */
+void el_campaign(struct lt_client *c, const struct request *r);
+void el_proclaim(struct lt_client *c, const struct request *r);
+void el_resign(struct lt_client *c, const char *key, size_t klen);
+void el_leader(struct lt_client *c, const char *key, size_t klen);
+void el_observe(struct lt_client *c, const char *key, size_t klen);
+void el_unobserve(struct lt_client *c, const char *key, size_t klen);
+/* UNLOCK of a name c leads: answered here (all its holds dropped, OK 0),
+ * returns 1; else 0 (locktab answers it). */
+int el_unlock(struct lt_client *c, const char *key, size_t klen);
+/* c's connection ends: its observations end with it (never resumed). */
+void el_conn_end(struct lt_client *c);
+
+/* A change notice from a master's "P elected" channel. */
+void el_notice(const char *key, size_t klen);
+/* A master's subscriber connection is (again) subscribed: notices may
+ * have been missed, so every observed name is read again. */
+void el_resync(void);
+
+#endif
