@@ -43,7 +43,7 @@
 #include "renew.h"
 #include "stats.h"
 #include "util.h"
-#include "waitq.h"
+#include "ilist.h"
 
 static struct event_base *base;
 static const struct config *cfg;
@@ -57,7 +57,7 @@ enum lead_state {
 
 struct lead {
 	struct kt_node node; /* in leads, by name */
-	struct wq_link link; /* on lead_list, for the write-back */
+	struct ilink link; /* on lead_list, for the write-back */
 	enum lead_state state;
 	char token[TOKEN_LEN + 1];
 	uint64_t fence;
@@ -73,7 +73,7 @@ struct lead {
 /* One observed name on this lockd. */
 struct watch {
 	struct kt_node node;
-	struct waitq obs;        /* struct obs.wlink */
+	struct ilist obs;        /* struct obs.wlink */
 	struct rl_call *call;    /* the read in flight */
 	int again;               /* a change was heard during the read: read once more */
 	int known;               /* a read has told the state */
@@ -87,8 +87,8 @@ struct watch {
 
 /* One connection's observation of a name. */
 struct obs {
-	struct wq_link wlink; /* on watch->obs */
-	struct wq_link clink; /* on el_client.obs */
+	struct ilink wlink; /* on watch->obs */
+	struct ilink clink; /* on el_client.obs */
 	struct watch *w;
 	struct lt_client *c;
 	int fresh; /* wants the state now (OBSERVE), sent at the next verdict */
@@ -96,7 +96,7 @@ struct obs {
 
 /* What elect keeps of a client (lt_client.el). */
 struct el_client {
-	struct waitq obs; /* struct obs.clink */
+	struct ilist obs; /* struct obs.clink */
 	char *value;      /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
@@ -109,7 +109,7 @@ struct el_client {
 };
 
 static struct keytab leads, watches;
-static struct waitq lead_list;
+static struct ilist lead_list;
 static struct event *wb_ev; /* the write-back of leaders' values */
 static int stopping;
 
@@ -159,7 +159,7 @@ static char *dup_bytes(const char *p, size_t n)
 static struct el_client *el_of(struct lt_client *c)
 {
 	if (!c->el && (c->el = calloc(1, sizeof(*c->el))))
-		waitq_init(&c->el->obs);
+		ilist_init(&c->el->obs);
 	return c->el;
 }
 
@@ -168,7 +168,7 @@ static struct el_client *el_of(struct lt_client *c)
 static struct lead *lead_find(const char *key, size_t klen)
 {
 	struct kt_node *n = keytab_find(&leads, key, klen);
-	return n ? wq_entry(n, struct lead, node) : NULL;
+	return n ? ilist_entry(n, struct lead, node) : NULL;
 }
 
 static void lead_free(struct lead *ld)
@@ -176,7 +176,7 @@ static void lead_free(struct lead *ld)
 	if (ld->call)
 		rl_detach(ld->call, ld);
 	keytab_remove(&leads, &ld->node);
-	waitq_remove(&lead_list, &ld->link);
+	ilist_remove(&lead_list, &ld->link);
 	stats.leaders -= ld->state == LD_LEADING;
 	free(ld->value);
 	free(ld);
@@ -277,7 +277,7 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 	ld->node.key = ld->key;
 	ld->node.klen = klen;
 	keytab_insert(&leads, &ld->node);
-	waitq_push(&lead_list, &ld->link);
+	ilist_push(&lead_list, &ld->link);
 	ld->state = LD_PUBLISHING;
 	memcpy(ld->token, token, sizeof(ld->token));
 	ld->fence = fence;
@@ -361,7 +361,7 @@ static void adopt_done(struct rl_call *call, void *owner)
 		ld->node.key = ld->key;
 		ld->node.klen = klen;
 		keytab_insert(&leads, &ld->node);
-		waitq_push(&lead_list, &ld->link);
+		ilist_push(&lead_list, &ld->link);
 		ld->state = LD_LEADING;
 		stats.leaders++;
 		memcpy(ld->token, token, sizeof(ld->token));
@@ -531,8 +531,8 @@ int el_unlock(struct lt_client *c, const char *key, size_t klen)
  * sent otherwise: a value is lost only with a master's data. */
 static void wb_cb(evutil_socket_t fd, short what, void *arg)
 {
-	for (struct wq_link *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
-		struct lead *ld = wq_entry(l, struct lead, link);
+	for (struct ilink *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
+		struct lead *ld = ilist_entry(l, struct lead, link);
 		uint64_t fence;
 		char token[TOKEN_LEN + 1];
 		nx = l->next;
@@ -582,7 +582,7 @@ void el_leader(struct lt_client *c, const char *key, size_t klen)
 static struct watch *watch_find(const char *key, size_t klen)
 {
 	struct kt_node *n = keytab_find(&watches, key, klen);
-	return n ? wq_entry(n, struct watch, node) : NULL;
+	return n ? ilist_entry(n, struct watch, node) : NULL;
 }
 
 static void watch_free(struct watch *w)
@@ -636,8 +636,8 @@ static void read_done(struct rl_call *call, void *owner)
 		w->leader = 0;
 		w->known = 1;
 	}
-	for (struct wq_link *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
-		struct obs *o = wq_entry(l, struct obs, wlink);
+	for (struct ilink *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
+		struct obs *o = ilist_entry(l, struct obs, wlink);
 		if (w->known && (changed || o->fresh))
 			tell(w, o);
 	}
@@ -693,13 +693,13 @@ void el_resync(void)
 		wb_until_us = until;
 	for (size_t i = 0; i < watches.nslots; i++)
 		for (struct kt_node *k = watches.slots[i]; k; k = k->next)
-			watch_read(wq_entry(k, struct watch, node));
+			watch_read(ilist_entry(k, struct watch, node));
 }
 
 static struct obs *obs_of(struct el_client *e, const char *key, size_t klen)
 {
-	for (struct wq_link *l = e->obs.head.next; l != &e->obs.head; l = l->next) {
-		struct obs *o = wq_entry(l, struct obs, clink);
+	for (struct ilink *l = e->obs.head.next; l != &e->obs.head; l = l->next) {
+		struct obs *o = ilist_entry(l, struct obs, clink);
 		if (o->w->node.klen == klen && memcmp(o->w->key, key, klen) == 0)
 			return o;
 	}
@@ -726,7 +726,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		memcpy(w->key, key, klen);
 		w->node.key = w->key;
 		w->node.klen = klen;
-		waitq_init(&w->obs);
+		ilist_init(&w->obs);
 		keytab_insert(&watches, &w->node);
 		fresh_watch = 1;
 	}
@@ -739,8 +739,8 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		}
 		o->w = w;
 		o->c = c;
-		waitq_push(&w->obs, &o->wlink);
-		waitq_push(&e->obs, &o->clink);
+		ilist_push(&w->obs, &o->wlink);
+		ilist_push(&e->obs, &o->clink);
 		stats.observers++;
 	}
 	reply(c, "OK");
@@ -756,8 +756,8 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 static void obs_end(struct el_client *e, struct obs *o)
 {
 	struct watch *w = o->w;
-	waitq_remove(&w->obs, &o->wlink);
-	waitq_remove(&e->obs, &o->clink);
+	ilist_remove(&w->obs, &o->wlink);
+	ilist_remove(&e->obs, &o->clink);
 	stats.observers--;
 	free(o);
 	if (!w->obs.len && !w->call)
@@ -778,11 +778,11 @@ void el_unobserve(struct lt_client *c, const char *key, size_t klen)
 void el_conn_end(struct lt_client *c)
 {
 	struct el_client *e = c->el;
-	struct wq_link *l;
+	struct ilink *l;
 	if (!e)
 		return;
-	while ((l = waitq_first(&e->obs)))
-		obs_end(e, wq_entry(l, struct obs, clink));
+	while ((l = ilist_first(&e->obs)))
+		obs_end(e, ilist_entry(l, struct obs, clink));
 	free(e->value);
 	free(e->pend_value);
 	free(e);
@@ -799,7 +799,7 @@ int el_init(struct event_base *b, const struct config *c, const struct lt_ops *o
 	cfg = c;
 	ops = o;
 	stopping = 0;
-	waitq_init(&lead_list);
+	ilist_init(&lead_list);
 	if (keytab_init(&leads, 64) || keytab_init(&watches, 64) ||
 	    !(wb_ev = evtimer_new(base, wb_cb, NULL)))
 		return -1;
@@ -815,18 +815,18 @@ void el_set_cfg(const struct config *c)
 
 void el_shutdown(void)
 {
-	struct wq_link *l;
+	struct ilink *l;
 	stopping = 1;
-	while ((l = waitq_first(&lead_list)))
-		lead_free(wq_entry(l, struct lead, link));
+	while ((l = ilist_first(&lead_list)))
+		lead_free(ilist_entry(l, struct lead, link));
 	for (size_t i = 0; i < watches.nslots; i++) {
 		struct kt_node *k = watches.slots[i], *nx;
 		for (; k; k = nx) {
-			struct watch *w = wq_entry(k, struct watch, node);
+			struct watch *w = ilist_entry(k, struct watch, node);
 			nx = k->next;
-			while ((l = waitq_pop(&w->obs))) {
-				struct obs *ob = wq_entry(l, struct obs, wlink);
-				waitq_remove(&ob->c->el->obs, &ob->clink);
+			while ((l = ilist_pop(&w->obs))) {
+				struct obs *ob = ilist_entry(l, struct obs, wlink);
+				ilist_remove(&ob->c->el->obs, &ob->clink);
 				free(ob);
 			}
 			watch_free(w);

@@ -41,6 +41,8 @@
 
 #include "keytab.h"
 #include "locktab.h"
+#include "conflict.h"
+#include "locktab_core.h"
 #include "locktab_int.h"
 #include "log.h"
 #include "quorum.h"
@@ -55,7 +57,6 @@ static const struct lt_ops *ops;
 static struct keytab table;
 static int shutting_down;
 
-#define NO_PERMIT UINT32_MAX
 
 /* Holds and key entries live in slabs of their own (slab.h): dense, so a
  * million of them cost their size, and a burst's buffers freed between
@@ -67,10 +68,8 @@ static struct slab hold_slab, lk_small, lk_big;
 static struct lt_elect_hooks el_hooks; /* leader election (1.3), or zeroes */
 
 static void kick(struct lkey *lk);
-static void hold_lost(struct hold *h);
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
-static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reply(struct lt_client *c, const char *fmt, ...)
+void ltc_reply(struct lt_client *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -78,8 +77,7 @@ static void reply(struct lt_client *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void line(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void line(struct lt_client *c, const char *fmt, ...)
+void ltc_line(struct lt_client *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -87,15 +85,15 @@ static void line(struct lt_client *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static struct lkey *lk_find(const char *key, size_t klen)
+struct lkey *ltc_find(const char *key, size_t klen)
 {
 	struct kt_node *n = keytab_find(&table, key, klen);
-	return n ? wq_entry(n, struct lkey, node) : NULL;
+	return n ? ilist_entry(n, struct lkey, node) : NULL;
 }
 
-static struct lkey *lk_get(const char *key, size_t klen)
+struct lkey *ltc_get(const char *key, size_t klen)
 {
-	struct lkey *lk = lk_find(key, klen);
+	struct lkey *lk = ltc_find(key, klen);
 	if (lk)
 		return lk;
 	size_t size = sizeof(*lk) + klen + 1;
@@ -108,9 +106,9 @@ static struct lkey *lk_get(const char *key, size_t klen)
 	memcpy(lk->key, key, klen);
 	lk->node.key = lk->key;
 	lk->node.klen = klen;
-	waitq_init(&lk->waiters);
-	waitq_init(&lk->holds);
-	waitq_init(&lk->ended);
+	ilist_init(&lk->waiters);
+	ilist_init(&lk->holds);
+	ilist_init(&lk->ended);
 	keytab_insert(&table, &lk->node);
 	return lk;
 }
@@ -126,7 +124,7 @@ static void lk_free(struct lkey *lk)
 }
 
 /* Free the entry once nothing refers to it. */
-static void lk_maybe_free(struct lkey *lk)
+void ltc_maybe_free(struct lkey *lk)
 {
 	if (lk->state != LK_IDLE || lk->holds.len || lk->ended.len || lk->waiters.len || lk->call ||
 	    lk->rel_for)
@@ -155,68 +153,22 @@ static enum rl_wait wait_of(const struct waiter *w)
 }
 
 /* The session's hold of the key, if any (searching the shorter list). */
-static struct hold *hold_of(const struct lkey *lk, const struct lt_client *s)
+struct hold *ltc_hold_of(const struct lkey *lk, const struct lt_client *s)
 {
 	if (s->nlocks < lk->holds.len) {
-		for (struct wq_link *l = s->locks.head.next; l != &s->locks.head; l = l->next) {
-			struct hold *h = wq_entry(l, struct hold, hold_link);
+		for (struct ilink *l = s->locks.head.next; l != &s->locks.head; l = l->next) {
+			struct hold *h = ilist_entry(l, struct hold, hold_link);
 			if (h->lk == lk)
 				return h;
 		}
 		return NULL;
 	}
-	for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
-		struct hold *h = wq_entry(l, struct hold, key_link);
+	for (struct ilink *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+		struct hold *h = ilist_entry(l, struct hold, key_link);
 		if (h->holder == s)
 			return h;
 	}
 	return NULL;
-}
-
-/* The lowest permit in [from, n) that no session here holds (nor, for
- * permit 0, keeps from being taken by holding the key shared), or
- * NO_PERMIT. */
-static uint32_t free_permit(const struct lkey *lk, uint32_t n, uint32_t from)
-{
-	static uint64_t *bits;
-	static size_t cap; /* words */
-	size_t words = ((size_t)n + 63) / 64;
-
-	if (from >= n)
-		return NO_PERMIT;
-	if (words > cap) {
-		uint64_t *b = realloc(bits, words * sizeof(*b));
-		if (!b)
-			return NO_PERMIT; /* tried again at the next release */
-		bits = b;
-		cap = words;
-	}
-	memset(bits, 0, words * sizeof(*bits));
-	if (lk->nshared || lk->nlock)
-		bits[0] |= 1;
-	for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
-		const struct hold *h = wq_entry(l, struct hold, key_link);
-		if (h->kind != HK_SHARED && h->permit < n)
-			bits[h->permit / 64] |= 1ULL << (h->permit % 64);
-	}
-	for (uint32_t i = from; i < n; i++)
-		if (!(bits[i / 64] & (1ULL << (i % 64))))
-			return i;
-	return NO_PERMIT;
-}
-
-/* Nothing held here keeps a request of this kind from asking the masters. */
-static int can_ask(const struct lkey *lk, const struct waiter *w)
-{
-	switch (w->kind) {
-	case HK_LOCK:
-		return !lk->nlock && !lk->nshared;
-	case HK_SHARED:
-		return !lk->nlock;
-	case HK_PERMIT:
-		return free_permit(lk, w->npermits, 0) != NO_PERMIT;
-	}
-	return 0;
 }
 
 /* --- waiters --- */
@@ -226,7 +178,7 @@ static void waiter_leave(struct waiter *w)
 	struct lkey *lk = w->lk;
 	if (!lk)
 		return;
-	waitq_remove(&lk->waiters, &w->link);
+	ilist_remove(&lk->waiters, &w->link);
 	if (lk->acq_for == w)
 		lk->acq_for = NULL;
 	if (w->timer)
@@ -250,7 +202,7 @@ static void waiter_fail(struct waiter *w, const char *msg)
 {
 	struct lkey *lk = w->lk;
 	waiter_leave(w);
-	reply(w->c, "%s", msg);
+	ltc_reply(w->c, "%s", msg);
 	if (lk && lk->waiters.len == 0)
 		retry_disarm(lk);
 }
@@ -266,7 +218,7 @@ static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	stats.timeouts += !w->quorum_failed;
 	waiter_fail(w, w->quorum_failed ? MSG_NO_QUORUM : "TIMEOUT");
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* --- holding --- */
@@ -312,7 +264,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *
 	if (campaign)
 		el_hooks.granted(s, lk->key, lk->node.klen, h->fence, h->token);
 	else
-		reply(s, "OK %llu", (unsigned long long)h->fence);
+		ltc_reply(s, "OK %llu", (unsigned long long)h->fence);
 }
 
 /* Free an ended hold once nothing points at it. */
@@ -320,7 +272,7 @@ static void hold_put(struct hold *h)
 {
 	if (h->holder || h->refs || h->ext_for)
 		return;
-	waitq_remove(&h->lk->ended, &h->key_link);
+	ilist_remove(&h->lk->ended, &h->key_link);
 	slab_free(&hold_slab, h);
 }
 
@@ -337,22 +289,22 @@ static void hold_unref(struct hold *h)
 {
 	struct lkey *lk = h->lk;
 	hold_put(h);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* Something held here ended: a waiter that may use it should ask now
  * rather than when its retry was due. */
 static void freed_here(struct lkey *lk)
 {
-	struct wq_link *l = waitq_first(&lk->waiters);
-	if (!l || wq_entry(l, struct waiter, link)->kind != HK_PERMIT)
+	struct ilink *l = ilist_first(&lk->waiters);
+	if (!l || ilist_entry(l, struct waiter, link)->kind != HK_PERMIT)
 		return;
 	if (lk->state == LK_ACQUIRING)
 		lk->noticed = 1;
 	retry_disarm(lk);
 }
 
-static void hold_lost(struct hold *h)
+void ltc_lost(struct hold *h)
 {
 	struct lkey *lk = h->lk;
 	struct lt_client *s = h->holder;
@@ -369,7 +321,7 @@ static void hold_lost(struct hold *h)
 		 s->peer, lk->key, (unsigned long long)h->fence,
 		 h->state == HS_TTL ? "TTL lapsed" : "lease could not be renewed on a majority");
 	stats.lost++;
-	line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
+	ltc_line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 	memcpy(token, h->token, sizeof(token));
 	int lock = h->kind == HK_LOCK;
 	hold_end(h);
@@ -381,7 +333,7 @@ static void hold_lost(struct hold *h)
 		rl_release(lk->key, lk->node.klen, rh, permit, token, &rec, 0, NULL, NULL);
 	freed_here(lk);
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* A hold's validity ended (rn_ops.lost). When the deadline comes late, as
@@ -399,7 +351,7 @@ static void deadline_lost(struct hold *h)
 		ops->verify(s);
 		return;
 	}
-	hold_lost(h);
+	ltc_lost(h);
 }
 
 /* --- acquiring --- */
@@ -413,13 +365,13 @@ static void handoff_released(struct rl_call *c, void *owner)
 	lk->rel_for = NULL;
 	s->verdict_lk = NULL;
 	if (rl_result_of(c) == RL_OK) {
-		reply(s, "OK 0");
+		ltc_reply(s, "OK 0");
 	} else {
 		stats.quorum_failures++;
-		reply(s, "%s", MSG_RELEASE_UNCONFIRMED);
+		ltc_reply(s, "%s", MSG_RELEASE_UNCONFIRMED);
 	}
 	/* The verdict may come after the grant's: then nothing else frees it. */
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* A plain release's verdict, for the UNLOCK that asked. */
@@ -428,10 +380,10 @@ static void released(struct rl_call *c, void *owner)
 	struct lt_client *s = owner;
 	s->call = NULL;
 	if (rl_result_of(c) == RL_OK) {
-		reply(s, "OK 0");
+		ltc_reply(s, "OK 0");
 	} else {
 		stats.quorum_failures++;
-		reply(s, "%s", MSG_RELEASE_UNCONFIRMED);
+		ltc_reply(s, "%s", MSG_RELEASE_UNCONFIRMED);
 	}
 }
 
@@ -463,11 +415,11 @@ static void acquired(struct rl_call *c, void *owner)
 			hold_start(lk, w, c);
 			lk->was_handoff = 0;
 			kick(lk); /* the next shared waiter, or permit */
-			lk_maybe_free(lk);
+			ltc_maybe_free(lk);
 			return;
 		}
 		rl_undo(c); /* the waiter left while we asked: give it back */
-	} else if (w && &w->link != waitq_first(&lk->waiters)) {
+	} else if (w && &w->link != ilist_first(&lk->waiters)) {
 		/* A handoff to a permit waiter behind the head failed: it
 		 * waits on, for its turn or another handoff. */
 	} else if (w) {
@@ -478,11 +430,11 @@ static void acquired(struct rl_call *c, void *owner)
 			/* Busy on the masters: the next permit free here, if any. */
 			if (pttl >= 0 && (w->round_pttl < 0 || pttl < w->round_pttl))
 				w->round_pttl = pttl;
-			if (free_permit(lk, w->npermits, lk->acq_permit + 1) != NO_PERMIT) {
+			if (cf_free_permit(lk, w->npermits, lk->acq_permit + 1) != NO_PERMIT) {
 				w->next_permit = lk->acq_permit + 1;
 				lk->was_handoff = 0;
 				kick(lk);
-				lk_maybe_free(lk);
+				ltc_maybe_free(lk);
 				return;
 			}
 			pttl = w->round_pttl;
@@ -509,27 +461,27 @@ static void acquired(struct rl_call *c, void *owner)
 	}
 	lk->was_handoff = 0;
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* Let the head waiter ask the masters, if nothing is in flight and
  * nothing held here is in its way. */
 static void kick(struct lkey *lk)
 {
-	struct wq_link *l;
+	struct ilink *l;
 	uint32_t permit = 0;
 
 	if (lk->state != LK_IDLE || lk->retry_armed || shutting_down)
 		return;
-	if (!(l = waitq_first(&lk->waiters)))
+	if (!(l = ilist_first(&lk->waiters)))
 		return;
-	struct waiter *w = wq_entry(l, struct waiter, link);
-	if (!can_ask(lk, w))
+	struct waiter *w = ilist_entry(l, struct waiter, link);
+	if (!cf_can_ask(lk, w))
 		return; /* a release here wakes it */
 	if (w->kind == HK_PERMIT) {
-		permit = free_permit(lk, w->npermits, w->next_permit);
+		permit = cf_free_permit(lk, w->npermits, w->next_permit);
 		if (permit == NO_PERMIT)
-			permit = free_permit(lk, w->npermits, w->next_permit = 0);
+			permit = cf_free_permit(lk, w->npermits, w->next_permit = 0);
 		if (w->next_permit == 0) { /* a new round */
 			w->round_pttl = -1;
 			lk->noticed = 0;
@@ -562,19 +514,19 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	struct lkey *lk = arg;
 	lk->retry_armed = 0;
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 void lt_notice(const char *key, size_t klen)
 {
-	struct lkey *lk = lk_find(key, klen);
+	struct lkey *lk = ltc_find(key, klen);
 	if (lk && lk->state == LK_ACQUIRING)
 		lk->noticed = 1; /* the answer may predate the release */
 	if (!lk || !lk->retry_armed)
 		return;
 	retry_disarm(lk);
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* Notices may have been missed (a master's subscriber was lost and has
@@ -587,27 +539,12 @@ void lt_notice_all(void)
 	int64_t now = now_us();
 	for (size_t i = 0; i < table.nslots; i++)
 		for (struct kt_node *k = table.slots[i]; k; k = k->next) {
-			struct lkey *lk = wq_entry(k, struct lkey, node);
+			struct lkey *lk = ilist_entry(k, struct lkey, node);
 			if (lk->state == LK_ACQUIRING)
 				lk->noticed = 1;
 			else if (lk->retry_armed)
 				rn_timer_at(lk->retry, now);
 		}
-}
-
-/* Who gets a released lock (the key's, or permit i) by a handoff: the
- * head waiter for the key's lock (unless it asks shared: it asks on its
- * own), the first permit waiter whose n is above i for permit i. */
-static struct waiter *handoff_to(struct lkey *lk, uint32_t permit)
-{
-	for (struct wq_link *l = lk->waiters.head.next; l != &lk->waiters.head; l = l->next) {
-		struct waiter *w = wq_entry(l, struct waiter, link);
-		if (permit == 0)
-			return w->kind != HK_SHARED ? w : NULL;
-		if (w->kind == HK_PERMIT && w->npermits > permit)
-			return w;
-	}
-	return NULL;
 }
 
 /* The holder is done with the key (UNLOCK to 0, QUIT, disconnect). rs is
@@ -628,7 +565,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	    el_hooks.releasing(holder, lk->key, lk->node.klen, old, 0)) {
 		freed_here(lk); /* a leader's: released with its value */
 		kick(lk);
-		lk_maybe_free(lk);
+		ltc_maybe_free(lk);
 		return;
 	}
 	/* Hand over directly, unless a waiter on another lockd has asked and
@@ -639,9 +576,9 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	 * handoff would leave it in its session's record (1.2). */
 	if (kind != HK_SHARED && lk->state == LK_IDLE && !rec.sid && !rl_adopting() &&
 	    lk->handoffs < (uint32_t)cfg->handoff_limit && !shutting_down)
-		w = handoff_to(lk, permit);
+		w = cf_handoff_to(lk, permit);
 	if (w) {
-		if (&w->link == waitq_first(&lk->waiters))
+		if (&w->link == ilist_first(&lk->waiters))
 			retry_disarm(lk);
 		rl_token_new(lk->acq_token);
 		lk->state = LK_ACQUIRING;
@@ -684,54 +621,40 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 			if (c)
 				rs->call = c;
 			else
-				reply(rs, "%s", MSG_OOM);
+				ltc_reply(rs, "%s", MSG_OOM);
 		}
 	}
 	freed_here(lk);
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 /* --- commands --- */
 
-/* Whether a hold of a kind (and permit) satisfies a request of a kind (and
- * n): an exclusive hold (the key's lock, permit 0) satisfies every
- * request of the key, a shared hold a shared request, permit i a request
- * of PERMITS n with i < n. Anything else would tell a session it holds
- * what another session may hold (PROTOCOL.md 1.1, "Permits"). */
-enum reentry lt_reentry(enum hold_kind held, uint32_t permit, enum hold_kind asked, uint32_t n)
-{
-	if (held != HK_SHARED && permit == 0)
-		return RE_OK;
-	if (held == HK_SHARED)
-		return asked == HK_SHARED ? RE_OK : RE_UPGRADE;
-	return asked == HK_PERMIT && permit < n ? RE_OK : RE_OTHER;
-}
-
 static struct hold *held_by(struct lt_client *s, const char *key, size_t klen)
 {
-	struct lkey *lk = lk_find(key, klen);
-	return lk ? hold_of(lk, s) : NULL;
+	struct lkey *lk = ltc_find(key, klen);
+	return lk ? ltc_hold_of(lk, s) : NULL;
 }
 
 void lt_lock(struct lt_client *s, const struct request *r)
 {
-	struct lkey *lk = lk_find(r->key, r->klen);
+	struct lkey *lk = ltc_find(r->key, r->klen);
 	struct waiter *w = &s->w;
 	int try = r->cmd == CMD_TRYLOCK || (r->has_wait && r->wait_ms == 0);
 	enum hold_kind kind = r->shared ? HK_SHARED : r->permits ? HK_PERMIT : HK_LOCK;
-	struct hold *h = lk ? hold_of(lk, s) : NULL;
+	struct hold *h = lk ? ltc_hold_of(lk, s) : NULL;
 
 	if (h && r->cmd == CMD_CAMPAIGN) { /* elect.c answers a holder's CAMPAIGN itself */
-		reply(s, "ERR ARG this session holds %s", lk->key);
+		ltc_reply(s, "ERR ARG this session holds %s", lk->key);
 		return;
 	}
 	if (h) {
-		enum reentry e = lt_reentry(h->kind, h->permit, kind, r->permits);
+		enum reentry e = cf_reentry(h->kind, h->permit, kind, r->permits);
 		if (e == RE_UPGRADE) /* two readers upgrading would wait for each other */
-			reply(s, "ERR ARG cannot upgrade a shared hold");
+			ltc_reply(s, "ERR ARG cannot upgrade a shared hold");
 		else if (e == RE_OTHER)
-			reply(s, "ERR ARG holds permit %u of %s", h->permit, lk->key);
+			ltc_reply(s, "ERR ARG holds permit %u of %s", h->permit, lk->key);
 		if (e != RE_OK)
 			return;
 		if (s->sid) { /* its count is in its record too (1.2) */
@@ -739,43 +662,43 @@ void lt_lock(struct lt_client *s, const struct request *r)
 			return;
 		}
 		h->holds++; /* reentrant: WAIT and TTL are ignored, the kind kept */
-		reply(s, "OK %llu", (unsigned long long)h->fence);
+		ltc_reply(s, "OK %llu", (unsigned long long)h->fence);
 		return;
 	}
 	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
 		/* No grant could ever be valid: say so rather than QUORUM. */
-		reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
+		ltc_reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
 			 "locks.drift_factor)");
 		return;
 	}
 	if (s->nlocks >= (uint64_t)cfg->max_locks_per_session) {
-		reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
+		ltc_reply(s, "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;
 	}
 	w->kind = kind;
 	w->npermits = kind == HK_PERMIT ? r->permits : 1;
-	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len || !can_ask(lk, w))) {
+	if (try && lk && (lk->state != LK_IDLE || lk->waiters.len || !cf_can_ask(lk, w))) {
 		/* Held here, or others queue for it: never jump the queue. */
 		if (r->cmd == CMD_TRYLOCK) {
 			stats.busy++;
-			reply(s, "BUSY");
+			ltc_reply(s, "BUSY");
 		} else {
 			stats.timeouts++;
-			reply(s, "TIMEOUT");
+			ltc_reply(s, "TIMEOUT");
 		}
 		return;
 	}
 	if (!try && cfg->max_waiters && stats.sessions_waiting >= (uint64_t)cfg->max_waiters) {
-		reply(s, "ERR LIMIT too many sessions wait (limits.max_waiters)");
+		ltc_reply(s, "ERR LIMIT too many sessions wait (limits.max_waiters)");
 		return;
 	}
 	if (!try && cfg->max_waiters_per_key && lk &&
 	    lk->waiters.len >= (size_t)cfg->max_waiters_per_key) {
-		reply(s, "ERR LIMIT too many sessions wait for this key (limits.max_waiters_per_key)");
+		ltc_reply(s, "ERR LIMIT too many sessions wait for this key (limits.max_waiters_per_key)");
 		return;
 	}
-	if (!lk && !(lk = lk_get(r->key, r->klen))) {
-		reply(s, "%s", MSG_OOM);
+	if (!lk && !(lk = ltc_get(r->key, r->klen))) {
+		ltc_reply(s, "%s", MSG_OOM);
 		return;
 	}
 	w->lk = lk;
@@ -789,7 +712,7 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	w->ttl_ms = r->ttl_ms;
 	w->quorum_failed = 0;
 	w->since_us = s->req_us;
-	waitq_push(&lk->waiters, &w->link);
+	ilist_push(&lk->waiters, &w->link);
 	if (w->mode == WM_WAIT) {
 		stats.sessions_waiting++;
 		if (r->has_wait) {
@@ -800,7 +723,7 @@ void lt_lock(struct lt_client *s, const struct request *r)
 		}
 	}
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
 int lt_waiting(const struct lt_client *s)
@@ -814,7 +737,7 @@ void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 {
 	struct hold *h = held_by(s, key, klen);
 	if (!h) {
-		reply(s, "%s", MSG_NOT_HELD);
+		ltc_reply(s, "%s", MSG_NOT_HELD);
 		return;
 	}
 	if (h->holds > 1 && s->sid) {
@@ -822,7 +745,7 @@ void lt_unlock(struct lt_client *s, const char *key, size_t klen)
 		return;
 	}
 	if (--h->holds > 0) {
-		reply(s, "OK %u", h->holds);
+		ltc_reply(s, "OK %u", h->holds);
 		return;
 	}
 	release_hold(h, s);
@@ -834,85 +757,12 @@ void lt_extend(struct lt_client *s, const char *key, size_t klen, uint32_t ms)
 	if (h)
 		rn_extend(s, h, ms);
 	else
-		reply(s, "%s", MSG_NOT_HELD);
-}
-
-/* Sessions waiting here for the key (permits: for a permit or the key's lock). */
-static size_t waiting_for(const char *key, size_t klen, int permits)
-{
-	struct lkey *lk = lk_find(key, klen);
-	size_t n = 0;
-	if (!lk || !permits)
-		return lk ? lk->waiters.len : 0;
-	for (struct wq_link *l = lk->waiters.head.next; l != &lk->waiters.head; l = l->next)
-		n += wq_entry(l, struct waiter, link)->kind != HK_SHARED;
-	return n;
-}
-
-static void status_done(struct rl_call *c, void *owner)
-{
-	struct lt_client *s = owner;
-	const struct rl_status *v = rl_status_of(c);
-	size_t klen;
-	const char *key = rl_key_of(c, &klen);
-
-	s->call = NULL;
-	if (!v->ok)
-		reply(s, "%s", MSG_NO_QUORUM);
-	else if (v->npermits)
-		reply(s, "PERMITS %u %u %zu", v->permits, v->npermits, waiting_for(key, klen, 1));
-	else if (v->held)
-		reply(s, "HELD %lld %zu", (long long)v->ttl_ms, waiting_for(key, klen, 0));
-	else if (v->holders > 0)
-		reply(s, "SHARED %d %lld %zu", v->holders, (long long)v->shared_ttl_ms,
-		      waiting_for(key, klen, 0));
-	else
-		reply(s, "FREE");
-}
-
-void lt_status(struct lt_client *s, const char *key, size_t klen, uint32_t permits)
-{
-	struct lkey *lk = lk_find(key, klen);
-
-	if (lk && lk->nlock && !permits) {
-		/* Its lock is held here: our own lease says how long. */
-		for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
-			struct hold *h = wq_entry(l, struct hold, key_link);
-			if (h->kind == HK_SHARED || h->permit != 0)
-				continue;
-			int64_t left = (h->lease_end_us - now_us()) / 1000;
-			reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0), lk->waiters.len);
-			return;
-		}
-	}
-	s->call = rl_status(key, klen, permits, status_done, s);
-	if (!s->call)
-		reply(s, "%s", MSG_OOM);
-}
-
-void lt_held(struct lt_client *s)
-{
-	int64_t now = now_us();
-	for (struct wq_link *l = s->locks.head.next; l != &s->locks.head; l = l->next) {
-		struct hold *h = wq_entry(l, struct hold, hold_link);
-		long long left = (h->lease_end_us - now) / 1000;
-		unsigned long long f = (unsigned long long)h->fence;
-		if (left < 0)
-			left = 0;
-		if (h->kind == HK_SHARED)
-			line(s, "KEY %s %llu %u %lld SHARED", h->lk->key, f, h->holds, left);
-		else if (h->kind == HK_PERMIT)
-			line(s, "KEY %s %llu %u %lld PERMIT %u", h->lk->key, f, h->holds, left,
-			     h->permit);
-		else
-			line(s, "KEY %s %llu %u %lld", h->lk->key, f, h->holds, left);
-	}
-	reply(s, "END");
+		ltc_reply(s, "%s", MSG_NOT_HELD);
 }
 
 void lt_client_init(struct lt_client *c)
 {
-	waitq_init(&c->locks);
+	ilist_init(&c->locks);
 	c->w.c = c;
 }
 
@@ -924,7 +774,7 @@ void lt_client_detach(struct lt_client *s)
 		if (lk->waiters.len == 0)
 			retry_disarm(lk);
 		kick(lk);
-		lk_maybe_free(lk);
+		ltc_maybe_free(lk);
 	}
 	if (s->w.timer) {
 		event_free(s->w.timer);
@@ -950,50 +800,29 @@ void lt_client_detach(struct lt_client *s)
 
 void lt_client_end(struct lt_client *s)
 {
-	struct wq_link *l;
+	struct ilink *l;
 	lt_client_detach(s);
-	while ((l = waitq_first(&s->locks)))
-		release_hold(wq_entry(l, struct hold, hold_link), NULL);
+	while ((l = ilist_first(&s->locks)))
+		release_hold(ilist_entry(l, struct hold, hold_link), NULL);
 }
 
 void lt_client_forget(struct lt_client *s)
 {
-	struct wq_link *l;
+	struct ilink *l;
 	lt_client_detach(s);
-	while ((l = waitq_first(&s->locks))) {
-		struct hold *h = wq_entry(l, struct hold, hold_link);
+	while ((l = ilist_first(&s->locks))) {
+		struct hold *h = ilist_entry(l, struct hold, hold_link);
 		struct lkey *lk = h->lk;
 		hold_end(h);
 		freed_here(lk);
 		kick(lk);
-		lk_maybe_free(lk);
+		ltc_maybe_free(lk);
 	}
 }
 
 /* --- leader election (1.3) --- */
 
 void lt_set_elect_hooks(const struct lt_elect_hooks *h) { el_hooks = *h; }
-
-struct lt_client *lt_lock_holder(const char *key, size_t klen, uint64_t *fence, char *token)
-{
-	struct lkey *lk = lk_find(key, klen);
-	if (!lk || !lk->nlock)
-		return NULL;
-	for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
-		struct hold *h = wq_entry(l, struct hold, key_link);
-		if (h->kind == HK_SHARED || h->permit != 0)
-			continue;
-		*fence = h->fence;
-		memcpy(token, h->token, TOKEN_LEN + 1);
-		return h->holder;
-	}
-	return NULL;
-}
-
-int lt_holds(struct lt_client *c, const char *key, size_t klen)
-{
-	return held_by(c, key, klen) != NULL;
-}
 
 void lt_drop(struct lt_client *c, const char *key, size_t klen)
 {
@@ -1004,106 +833,15 @@ void lt_drop(struct lt_client *c, const char *key, size_t klen)
 	hold_end(h);
 	freed_here(lk);
 	kick(lk);
-	lk_maybe_free(lk);
+	ltc_maybe_free(lk);
 }
 
-/* --- sessions that outlive a connection (1.2) --- */
-
-static char rec_kind(const struct hold *h) { return hold_rec_kind(h->kind); }
-
-void lt_holds_of(const struct lt_client *s, struct rl_sess_hold *out, int n)
+struct hold *ltc_hold_new(void)
 {
-	int i = 0;
-	for (struct wq_link *l = s->locks.head.next; l != &s->locks.head && i < n; l = l->next) {
-		const struct hold *h = wq_entry(l, struct hold, hold_link);
-		out[i].key = h->lk->key;
-		out[i].klen = h->lk->node.klen;
-		out[i].kind = rec_kind(h);
-		out[i].permit = h->permit;
-		out[i].token = h->token;
-		out[i].fence = h->fence;
-		out[i].holds = h->holds;
-		out[i++].ttl = h->state == HS_TTL;
-	}
-}
-
-void lt_client_move(struct lt_client *from, struct lt_client *to)
-{
-	struct wq_link *l;
-	while ((l = waitq_pop(&from->locks))) {
-		struct hold *h = wq_entry(l, struct hold, hold_link);
-		h->holder = to;
-		waitq_push(&to->locks, &h->hold_link);
-	}
-	to->nlocks += from->nlocks;
-	from->nlocks = 0;
-}
-
-/* A hold the masters hold for the session, and this lockd did not. */
-static void adopt(struct lt_client *s, const struct rl_adopted *a)
-{
-	struct lkey *lk = lk_get(a->key, a->klen);
-	struct hold *h = lk ? slab_alloc(&hold_slab) : NULL;
-	if (!h) {
-		line(s, "LOST %.*s %llu", (int)a->klen, a->key, (unsigned long long)a->fence);
-		if (lk)
-			lk_maybe_free(lk);
-		return;
-	}
-	memset(h, 0, sizeof(*h));
-	h->lk = lk;
-	h->holder = s;
-	h->kind = a->kind == 's' ? HK_SHARED : a->kind == 'p' ? HK_PERMIT : HK_LOCK;
-	h->permit = a->kind == 's' ? 0 : a->permit;
-	h->holds = a->holds ? a->holds : 1;
-	h->fence = a->fence;
-	h->lease_ms = a->lease_ms;
-	h->lease_end_us = a->start_us + a->lease_ms * 1000;
-	h->renewed_us = a->start_us;
-	memcpy(h->token, a->token, sizeof(h->token));
-	rn_hold_state(h, a->ttl ? HS_TTL : HS_WATCHED);
-	rn_deadline(h, a->validity_us);
-}
-
-static const struct rl_adopted *listed(const struct rl_adopted *a, int n, const struct hold *h)
-{
-	for (int i = 0; i < n; i++)
-		if (a[i].klen == h->lk->node.klen && memcmp(a[i].key, h->lk->key, a[i].klen) == 0 &&
-		    a[i].kind == rec_kind(h) && a[i].permit == h->permit)
-			return &a[i];
-	return NULL;
-}
-
-void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
-{
-	for (struct wq_link *l = s->locks.head.next, *nx; l != &s->locks.head; l = nx) {
-		struct hold *h = wq_entry(l, struct hold, hold_link);
-		const struct rl_adopted *e = listed(a, n, h);
-		nx = l->next;
-		if (!e || !e->ok) {
-			hold_lost(h);
-			continue;
-		}
-		h->holds = e->holds ? e->holds : h->holds;
-		if (e->validity_us > h->dl.at || h->state == HS_TTL)
-			continue;
-		rn_deadline(h, e->validity_us); /* what the adoption wrote, if sooner */
-	}
-	for (int i = 0; i < n; i++) {
-		struct lkey *lk = lk_find(a[i].key, a[i].klen);
-		if (lk && hold_of(lk, s))
-			continue;
-		if (a[i].ok) {
-			adopt(s, &a[i]);
-			continue;
-		}
-		/* Not held on a majority: lost; clear what the adoption wrote. */
-		line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key, (unsigned long long)a[i].fence);
-		stats.lost++;
-		struct rl_rec rec = {s->sid, a[i].kind, 0};
-		rl_release(a[i].key, a[i].klen, a[i].kind == 's' ? RH_SHARED : RH_LOCK, a[i].permit,
-			   a[i].token, &rec, 0, NULL, NULL);
-	}
+	struct hold *h = slab_alloc(&hold_slab);
+	if (h)
+		memset(h, 0, sizeof(*h));
+	return h;
 }
 
 /* --- setup --- */
@@ -1144,44 +882,44 @@ void lt_shutdown_all(void)
 		return;
 	for (size_t i = 0; i < table.nslots; i++)
 		for (struct kt_node *k = table.slots[i]; k; k = k->next)
-			all[n++] = wq_entry(k, struct lkey, node);
+			all[n++] = ilist_entry(k, struct lkey, node);
 	shutting_down = 1;
 	/* Holders first: every hold a session had is LOST to it (it is
 	 * released below), then waits are answered. */
 	for (size_t i = 0; i < n; i++) {
 		struct lkey *lk = all[i];
-		for (struct wq_link *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
-			struct hold *h = wq_entry(l, struct hold, key_link);
+		for (struct ilink *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+			struct hold *h = ilist_entry(l, struct hold, key_link);
 			if (h->holder->sid)
 				continue; /* resumable: left on the masters */
 			stats.lost++;
-			line(h->holder, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
+			ltc_line(h->holder, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct lkey *lk = all[i];
-		struct wq_link *l;
+		struct ilink *l;
 		retry_disarm(lk);
-		while ((l = waitq_first(&lk->waiters))) {
-			struct waiter *w = wq_entry(l, struct waiter, link);
+		while ((l = ilist_first(&lk->waiters))) {
+			struct waiter *w = ilist_entry(l, struct waiter, link);
 			waiter_leave(w);
-			reply(w->c, "ERR SHUTDOWN lockd is stopping");
+			ltc_reply(w->c, "ERR SHUTDOWN lockd is stopping");
 		}
 		/* Resumable sessions' holds stay on the masters, unrenewed, for
 		 * a resume (here once restarted, or on another lockd). */
-		for (struct wq_link *k = lk->holds.head.next, *nx; k != &lk->holds.head; k = nx) {
-			struct hold *h = wq_entry(k, struct hold, key_link);
+		for (struct ilink *k = lk->holds.head.next, *nx; k != &lk->holds.head; k = nx) {
+			struct hold *h = ilist_entry(k, struct hold, key_link);
 			nx = k->next;
 			if (h->holder->sid)
 				hold_end(h);
 		}
 		/* The last release frees the entry: nothing of it is used after. */
 		while (lk->holds.len > 1)
-			release_hold(wq_entry(waitq_first(&lk->holds), struct hold, key_link), NULL);
+			release_hold(ilist_entry(ilist_first(&lk->holds), struct hold, key_link), NULL);
 		if (lk->holds.len)
-			release_hold(wq_entry(waitq_first(&lk->holds), struct hold, key_link), NULL);
+			release_hold(ilist_entry(ilist_first(&lk->holds), struct hold, key_link), NULL);
 		else
-			lk_maybe_free(lk);
+			ltc_maybe_free(lk);
 	}
 	free(all);
 	rn_release_all(); /* all at once: lockd is leaving */
@@ -1193,11 +931,11 @@ void locktab_shutdown(void)
 	for (size_t i = 0; i < table.nslots; i++) {
 		struct kt_node *k = table.slots[i], *nx;
 		for (; k; k = nx) {
-			struct lkey *lk = wq_entry(k, struct lkey, node);
-			struct wq_link *l;
+			struct lkey *lk = ilist_entry(k, struct lkey, node);
+			struct ilink *l;
 			nx = k->next;
-			while ((l = waitq_pop(&lk->holds)) || (l = waitq_pop(&lk->ended))) {
-				struct hold *h = wq_entry(l, struct hold, key_link);
+			while ((l = ilist_pop(&lk->holds)) || (l = ilist_pop(&lk->ended))) {
+				struct hold *h = ilist_entry(l, struct hold, key_link);
 				slab_free(&hold_slab, h);
 			}
 			if (lk->retry)

@@ -15,7 +15,7 @@
 
 #include "cfg.h"
 #include "proto.h"
-#include "waitq.h"
+#include "ilist.h"
 
 struct event_base;
 struct event;
@@ -40,17 +40,9 @@ enum hold_kind {
 	HK_PERMIT, /* LOCK key PERMITS n: one of the permits below n */
 };
 
-/* Whether what a session holds satisfies what it asks again (lt_reentry). */
-enum reentry {
-	RE_OK,      /* it does: one more hold, the same fence */
-	RE_UPGRADE, /* a shared hold asked for exclusively (the lock or a permit) */
-	RE_OTHER,   /* a permit that does not satisfy it: ERR ARG naming the permit */
-};
-enum reentry lt_reentry(enum hold_kind held, uint32_t permit, enum hold_kind asked, uint32_t n);
-
 /* A client's place in a key's queue (a client waits for one key at most). */
 struct waiter {
-	struct wq_link link; /* on lkey.waiters */
+	struct ilink link; /* on lkey.waiters */
 	struct lkey *lk;     /* NULL when not waiting */
 	struct lt_client *c;
 	enum wait_mode mode;
@@ -78,7 +70,7 @@ struct lt_client {
 			       kept in its record on the masters (redlock.h) */
 	int eof;            /* the peer left: a wait that goes on must wake it */
 	int64_t req_us;     /* when its current request arrived */
-	struct waitq locks; /* its holds (struct hold.hold_link), one per key */
+	struct ilist locks; /* its holds (struct hold.hold_link), one per key */
 	uint32_t nlocks;
 	struct waiter w;         /* its place in a key's queue, when in one */
 	struct rl_call *call;    /* the quorum call that answers its current request */

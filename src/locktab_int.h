@@ -12,7 +12,7 @@
 #include "locktab.h"
 #include "redlock.h"
 #include "util.h"
-#include "waitq.h"
+#include "ilist.h"
 
 enum lk_state {
 	LK_IDLE,      /* no acquire in flight */
@@ -39,10 +39,10 @@ enum hold_state {
 struct hold {
 	struct lkey *lk;
 	struct lt_client *holder; /* NULL once HS_ENDED */
-	struct wq_link key_link;  /* on lk->holds, then lk->ended */
-	struct wq_link hold_link; /* on holder->locks */
-	struct wq_link wd_link;   /* on the watch list (HS_WATCHED .. HS_RETRY) */
-	struct wq_link due_link;  /* on the due list (HS_DUE) */
+	struct ilink key_link;  /* on lk->holds, then lk->ended */
+	struct ilink hold_link; /* on holder->locks */
+	struct ilink wd_link;   /* on the watch list (HS_WATCHED .. HS_RETRY) */
+	struct ilink due_link;  /* on the due list (HS_DUE) */
 	uint64_t fence;
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
@@ -61,9 +61,9 @@ struct hold {
 
 struct lkey {
 	struct kt_node node;
-	struct waitq holds; /* holds of sessions here */
-	struct waitq ended; /* holds that ended, still pointed at */
-	struct waitq waiters;
+	struct ilist holds; /* holds of sessions here */
+	struct ilist ended; /* holds that ended, still pointed at */
+	struct ilist waiters;
 	/* LK_ACQUIRING */
 	struct rl_call *call;
 	struct waiter *acq_for;    /* the waiter it is for; NULL if it left */

@@ -41,7 +41,7 @@
 /* One request on the wire. Freed only from its hiredis callback, which
  * hiredis runs exactly once (with NULL when the context goes away). */
 struct mreq {
-	struct wq_link link; /* on master.inflight until answered or failed */
+	struct ilink link; /* on master.inflight until answered or failed */
 	struct master *m;
 	master_reply_fn *fn;
 	void *arg;
@@ -84,7 +84,7 @@ static void sub_close(struct master *m, int free_ctx);
  * master, and the write event the hiredis adapter armed for them is
  * disarmed in the same turn, which the epoll changelist turns into no
  * system call at all. */
-static struct waitq dirtyq;
+static struct ilist dirtyq;
 static struct event *flush_ev;
 
 /* The RESP of the command being sent: hiredis copies it into its own
@@ -111,9 +111,9 @@ static struct mreq *mreq_get(void)
 
 static void mark_dirty(struct master *m)
 {
-	if (wq_linked(&m->dirty))
+	if (ilink_linked(&m->dirty))
 		return;
-	waitq_push(&dirtyq, &m->dirty);
+	ilist_push(&dirtyq, &m->dirty);
 	if (dirtyq.len == 1)
 		event_active(flush_ev, EV_TIMEOUT, 0);
 }
@@ -152,9 +152,9 @@ static void backoff_arm(struct event *ev, int64_t *backoff_ms)
 /* A master is down when it answers nothing for timeout_ms while a request
  * waits: measured from the oldest request or the last answer, whichever
  * is later, so that a burst it is still working through is not a fault. */
-static int64_t progress_us(const struct master *m, const struct wq_link *oldest)
+static int64_t progress_us(const struct master *m, const struct ilink *oldest)
 {
-	int64_t sent = wq_entry(oldest, struct mreq, link)->sent_us;
+	int64_t sent = ilist_entry(oldest, struct mreq, link)->sent_us;
 	if (sent == 0)
 		return now_us(); /* not on the wire yet: our loop still holds it */
 	return m->last_reply_us > sent ? m->last_reply_us : sent;
@@ -173,9 +173,9 @@ static void stamp_written(void *privdata)
 	struct master *m = ac->data;
 	if (m && m->ac == ac) {
 		int64_t now = now_us();
-		for (struct wq_link *l = m->inflight.head.prev; l != &m->inflight.head;
+		for (struct ilink *l = m->inflight.head.prev; l != &m->inflight.head;
 		     l = l->prev) {
-			struct mreq *r = wq_entry(l, struct mreq, link);
+			struct mreq *r = ilist_entry(l, struct mreq, link);
 			if (r->sent_us)
 				break;
 			r->sent_us = now;
@@ -200,7 +200,7 @@ static void persistent_reads(redisAsyncContext *ac)
 static void arm_timer(struct master *m)
 {
 	int64_t deadline;
-	struct wq_link *l = waitq_first(&m->inflight);
+	struct ilink *l = ilist_first(&m->inflight);
 
 	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
 		deadline = m->state_since_us + slow_ms() * 1000;
@@ -239,7 +239,7 @@ static void req_answer(struct master *m, struct mreq *r, redisReply *rep)
 static void master_drop(struct master *m, const char *why, int free_ctx)
 {
 	struct redisAsyncContext *ac = m->ac;
-	struct wq_link *l;
+	struct ilink *l;
 
 	if (shutting_down)
 		log_debug("master %s: closed", m->name);
@@ -255,17 +255,17 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 	sub_close(m, 1); /* made again when the master is up again */
 	/* Fail requests in send order; their callbacks see the master down,
 	 * so nothing new is sent to it from inside them. */
-	while ((l = waitq_pop(&m->inflight))) {
-		struct mreq *r = wq_entry(l, struct mreq, link);
+	while ((l = ilist_pop(&m->inflight))) {
+		struct mreq *r = ilist_entry(l, struct mreq, link);
 		r->done = 1;
 		req_answer(m, r, NULL);
 	}
-	while ((l = waitq_pop(&m->pend))) { /* never handed to hiredis */
-		struct mreq *r = wq_entry(l, struct mreq, link);
+	while ((l = ilist_pop(&m->pend))) { /* never handed to hiredis */
+		struct mreq *r = ilist_entry(l, struct mreq, link);
 		r->fn(m, NULL, r->arg);
 		mreq_put(r);
 	}
-	waitq_remove(&dirtyq, &m->dirty);
+	ilist_remove(&dirtyq, &m->dirty);
 	if (ac && free_ctx)
 		redisAsyncFree(ac);
 	event_del(m->timer);
@@ -278,7 +278,7 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 static void timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct master *m = arg;
-	struct wq_link *l = waitq_first(&m->inflight);
+	struct ilink *l = ilist_first(&m->inflight);
 	int64_t now = now_us();
 
 	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
@@ -294,10 +294,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 		redisAsyncHandleRead(m->ac);
 		if (m->state != MS_UP)
 			return; /* the read found the connection gone */
-		l = waitq_first(&m->inflight);
+		l = ilist_first(&m->inflight);
 		if (l && now_us() - progress_us(m, l) >= opts.timeout_ms * 1000) {
 			char why[160];
-			struct mreq *r = wq_entry(l, struct mreq, link);
+			struct mreq *r = ilist_entry(l, struct mreq, link);
 			snprintf(why, sizeof(why),
 				 "request timed out (oldest sent %lld ms ago, %zu in flight, last "
 				 "answer %lld ms ago)",
@@ -327,7 +327,7 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 		mreq_put(r);
 		return;
 	}
-	waitq_remove(&m->inflight, &r->link);
+	ilist_remove(&m->inflight, &r->link);
 	if (!rep) {
 		/* The context is going away under us: fail everything once. */
 		r->done = 1;
@@ -452,7 +452,7 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
 	if (redisAsyncFormattedCommand(m->ac, reply_cb, r, fbuf, flen) != REDIS_OK)
 		return -1;
 	r->sent_us = 0; /* stamp_written sets it once it is on the wire */
-	waitq_push(&m->inflight, &r->link);
+	ilist_push(&m->inflight, &r->link);
 	if (m->inflight.len == 1)
 		arm_timer(m);
 	return 0;
@@ -466,15 +466,15 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
 static void flush_pend(struct master *m, int from_loop)
 {
 	while (m->pend.len) {
-		struct mreq *first = wq_entry(waitq_first(&m->pend), struct mreq, link);
+		struct mreq *first = ilist_entry(ilist_first(&m->pend), struct mreq, link);
 		struct mreq *head = NULL, **tail = &head;
 		int script = first->script, n = 0;
-		struct wq_link *l = &first->link;
+		struct ilink *l = &first->link;
 		while (l != &m->pend.head && n < BATCH_MAX) {
-			struct wq_link *next = l->next;
-			struct mreq *r = wq_entry(l, struct mreq, link);
+			struct ilink *next = l->next;
+			struct mreq *r = ilist_entry(l, struct mreq, link);
 			if (r->script == script) {
-				waitq_remove(&m->pend, l);
+				ilist_remove(&m->pend, l);
 				r->item_next = NULL;
 				*tail = r;
 				tail = &r->item_next;
@@ -499,7 +499,7 @@ static void flush_pend(struct master *m, int from_loop)
 				 * from the loop (fn never runs inside master_call). */
 				for (struct mreq *r = head; r; r = r->item_next) {
 					r->link.prev = r->link.next = NULL;
-					waitq_push(&m->pend, &r->link);
+					ilist_push(&m->pend, &r->link);
 				}
 				mark_dirty(m);
 				return;
@@ -516,9 +516,9 @@ static void flush_pend(struct master *m, int from_loop)
 
 static void flush_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct wq_link *l;
-	while ((l = waitq_pop(&dirtyq))) {
-		struct master *m = wq_entry(l, struct master, dirty);
+	struct ilink *l;
+	while ((l = ilist_pop(&dirtyq))) {
+		struct master *m = ilist_entry(l, struct master, dirty);
 		if (m->ac)
 			flush_pend(m, 1);
 		/* Write now rather than when the write event fires next turn. */
@@ -577,7 +577,7 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 	    !(r = req_new(m, script, argc, argv, argvlen, fn, arg)))
 		return -1;
 	r->nkeys = strtoul(argv[2], NULL, 10);
-	waitq_push(&m->pend, &r->link);
+	ilist_push(&m->pend, &r->link);
 	mark_dirty(m);
 	return 0;
 }
@@ -984,7 +984,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	opts.prefix = NULL; /* the config's copy goes away on reload; used only here */
 	nmasters = n;
 	masters = calloc((size_t)n, sizeof(*masters));
-	waitq_init(&dirtyq);
+	ilist_init(&dirtyq);
 	flush_ev = event_new(base, -1, 0, flush_cb, NULL);
 	if (!masters || !flush_ev)
 		return -1;
@@ -997,8 +997,8 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->name = strdup(names[i]);
 		if (addr_parse(names[i], 0, 0, &m->addr))
 			return -1;
-		waitq_init(&m->inflight);
-		waitq_init(&m->pend);
+		ilist_init(&m->inflight);
+		ilist_init(&m->pend);
 		m->timer = evtimer_new(base, timer_cb, m);
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->sub_timer = evtimer_new(base, sub_timer_cb, m);

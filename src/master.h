@@ -12,7 +12,7 @@
 
 #include "scripts.h"
 #include "util.h"
-#include "waitq.h"
+#include "ilist.h"
 
 struct event_base;
 struct master;
@@ -75,10 +75,10 @@ struct master {
 	enum master_state state;
 	struct redisAsyncContext *ac;  /* commands */
 	struct redisAsyncContext *sub; /* pub/sub subscriber (sub_state) */
-	struct waitq inflight;         /* struct mreq, in send order */
-	struct waitq pend;             /* batchable calls of this loop turn, not
+	struct ilist inflight;         /* struct mreq, in send order */
+	struct ilist pend;             /* batchable calls of this loop turn, not
 					  sent yet: joined at its end */
-	struct wq_link dirty;          /* on the list of masters to write at the
+	struct ilink dirty;          /* on the list of masters to write at the
 					  end of the loop turn */
 	struct event *timer;           /* oldest request / connect deadline */
 	struct event *retry;           /* reconnect after backoff */

@@ -47,7 +47,7 @@ int rl_adopts;
 int rl_adopting(void) { return rl_adopts > 0; }          /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_us, so the first is
  * always the next to expire, and one timer serves them all. */
-static struct waitq expq;
+static struct ilist expq;
 static struct event *exp_timer;
 
 /* Calls for keys of ordinary length come from a slab (slab.h): no malloc
@@ -72,7 +72,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	if (!defer_ev) {
 		defer_ev = event_new(base, -1, 0, defer_cb, NULL);
 		exp_timer = evtimer_new(base, expire_cb, NULL);
-		waitq_init(&expq);
+		ilist_init(&expq);
 	}
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
 	token_new(rl_instance);
@@ -112,10 +112,10 @@ void redlock_shutdown(void)
 
 static void arm_expiry(void)
 {
-	struct wq_link *l = waitq_first(&expq);
+	struct ilink *l = ilist_first(&expq);
 	if (!l)
 		return;
-	int64_t d = wq_entry(l, struct rl_call, exp_link)->start_us + timeout_us - now_us();
+	int64_t d = ilist_entry(l, struct rl_call, exp_link)->start_us + timeout_us - now_us();
 	if (d < 0)
 		d = 0;
 	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
@@ -149,7 +149,7 @@ struct rl_call *rl_call_new(enum rl_kind kind, size_t extra)
 	c->argvlen = c->fargvlen;
 	for (int i = 0; i < c->n; i++)
 		c->counts[i] = (unsigned char)mb_counts(master_get(i));
-	waitq_push(&expq, &c->exp_link);
+	ilist_push(&expq, &c->exp_link);
 	if (expq.len == 1)
 		arm_expiry();
 	return c;
@@ -161,7 +161,7 @@ void rl_call_free(struct rl_call *c)
 		burst_peak = 0;
 		memtrim_soon();
 	}
-	waitq_remove(&expq, &c->exp_link);
+	ilist_remove(&expq, &c->exp_link);
 	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY)
 		free(c->u.batch.items);
 	if (c->kind == RK_STATUS)
@@ -374,14 +374,14 @@ void rl_check(struct rl_call *c)
  * as no: no verdict waits longer than that for a slow or stopped master. */
 static void expire_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct wq_link *l;
+	struct ilink *l;
 	int64_t now = now_us();
 
-	while ((l = waitq_first(&expq))) {
-		struct rl_call *c = wq_entry(l, struct rl_call, exp_link);
+	while ((l = ilist_first(&expq))) {
+		struct rl_call *c = ilist_entry(l, struct rl_call, exp_link);
 		if (c->start_us + timeout_us > now)
 			break;
-		waitq_remove(&expq, l);
+		ilist_remove(&expq, l);
 		c->expired = 1;
 		for (int i = 0; i < c->n; i++) {
 			if (c->st[i] == MR_WAIT)

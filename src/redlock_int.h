@@ -15,7 +15,7 @@
 #include "master.h"
 #include "redlock.h"
 #include "scripts.h"
-#include "waitq.h"
+#include "ilist.h"
 
 enum rl_kind {
 	RK_ACQUIRE, /* SCR_ACQUIRE, then SCR_RAISE where fences disagree */
@@ -109,7 +109,7 @@ struct rl_call {
 	int in_fanout;  /* verdicts are held back while still sending */
 	int expired;    /* timeout_ms passed: masters still silent count as no */
 	int pooled;     /* from call_slab (buf has POOL_EXTRA bytes) */
-	struct wq_link exp_link; /* on expq until decided or expired */
+	struct ilink exp_link; /* on expq until decided or expired */
 	struct rl_call *defer_next;
 	rl_done_fn *done, *rel_done;
 	void (*check_fn)(struct rl_call *c); /* RK_STATUS and later kinds: their verdict */

@@ -52,8 +52,8 @@ static struct event_base *base;
 static const struct config *cfg;
 static const struct rn_ops *ops;
 
-static struct waitq watch; /* holds without TTL (HS_WATCHED .. HS_RETRY) */
-static struct waitq due;   /* of those, the ones the next renewal batch takes (HS_DUE) */
+static struct ilist watch; /* holds without TTL (HS_WATCHED .. HS_RETRY) */
+static struct ilist due;   /* of those, the ones the next renewal batch takes (HS_DUE) */
 static struct event *wd_timer;
 static int64_t wd_next_us; /* when wd_timer fires */
 static int wd_batches;     /* renewal batches in flight */
@@ -114,8 +114,8 @@ static const unsigned hold_moves[] = {
 static void hold_enter(struct hold *h, enum hold_state to)
 {
 	struct lkey *lk = h->lk;
-	waitq_push(&lk->holds, &h->key_link);
-	waitq_push(&h->holder->locks, &h->hold_link);
+	ilist_push(&lk->holds, &h->key_link);
+	ilist_push(&h->holder->locks, &h->hold_link);
 	h->holder->nlocks++;
 	if (h->kind == HK_SHARED)
 		lk->nshared++;
@@ -123,7 +123,7 @@ static void hold_enter(struct hold *h, enum hold_state to)
 		lk->nlock++;
 	stats.locks_held++;
 	if (to == HS_WATCHED) {
-		waitq_push(&watch, &h->wd_link);
+		ilist_push(&watch, &h->wd_link);
 		int64_t at = h->renewed_us + h->lease_ms * 1000 / 3;
 		if (at < wd_next_us)
 			wd_arm_at(at);
@@ -134,16 +134,16 @@ static void hold_enter(struct hold *h, enum hold_state to)
 static void hold_leave(struct hold *h)
 {
 	struct lkey *lk = h->lk;
-	waitq_remove(&h->holder->locks, &h->hold_link);
+	ilist_remove(&h->holder->locks, &h->hold_link);
 	h->holder->nlocks--;
-	waitq_remove(&lk->holds, &h->key_link);
-	waitq_push(&lk->ended, &h->key_link);
+	ilist_remove(&lk->holds, &h->key_link);
+	ilist_push(&lk->ended, &h->key_link);
 	if (h->kind == HK_SHARED)
 		lk->nshared--;
 	else if (h->permit == 0)
 		lk->nlock--;
-	waitq_remove(&watch, &h->wd_link);
-	waitq_remove(&due, &h->due_link);
+	ilist_remove(&watch, &h->wd_link);
+	ilist_remove(&due, &h->due_link);
 	dh_remove(&deadlines, &h->dl);
 	h->holder = NULL;
 	h->holds = 0;
@@ -164,9 +164,9 @@ void rn_hold_state(struct hold *h, enum hold_state to)
 	else if (to == HS_ENDED)
 		hold_leave(h);
 	else if (to == HS_DUE)
-		waitq_push(&due, &h->due_link);
+		ilist_push(&due, &h->due_link);
 	else if (from == HS_DUE)
-		waitq_remove(&due, &h->due_link);
+		ilist_remove(&due, &h->due_link);
 }
 
 /* --- deadlines --- */
@@ -195,7 +195,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 	dl_at = 0;
 	while ((t = dh_top(&deadlines)) && t->at <= now_us()) {
 		dh_remove(&deadlines, t);
-		ops->lost(wq_entry(t, struct hold, dl));
+		ops->lost(ilist_entry(t, struct hold, dl));
 	}
 	dl_arm();
 }
@@ -406,10 +406,10 @@ static void wd_arm_at(int64_t at_us)
 /* How many renewal batches may be in flight now. */
 static int renew_window(void)
 {
-	struct wq_link *l = waitq_first(&due);
+	struct ilink *l = ilist_first(&due);
 	if (!l)
 		return RENEW_INFLIGHT;
-	struct hold *h = wq_entry(l, struct hold, due_link);
+	struct hold *h = ilist_entry(l, struct hold, due_link);
 	return h->lease_end_us - now_us() < h->lease_ms * 1000 / 2 ? RENEW_INFLIGHT_BEHIND
 								     : RENEW_INFLIGHT;
 }
@@ -428,7 +428,7 @@ static void wd_pump(void)
 			return; /* they stay due: the next verdict or tick tries again */
 		int64_t lease = cfg->lease_ms, start = now_us();
 		for (int i = 0; i < n; i++) {
-			struct hold *h = wq_entry(waitq_first(&due), struct hold, due_link);
+			struct hold *h = ilist_entry(ilist_first(&due), struct hold, due_link);
 			rn_hold_state(h, HS_RENEWING);
 			rn_fill_item(&batch[i], h);
 			h->refs++;
@@ -458,8 +458,8 @@ static void wd_tick(evutil_socket_t fd, short what, void *arg)
 {
 	int64_t now = now_us(), next = now + cfg->lease_ms * 1000 / 3;
 
-	for (struct wq_link *l = watch.head.next; l != &watch.head; l = l->next) {
-		struct hold *h = wq_entry(l, struct hold, wd_link);
+	for (struct ilink *l = watch.head.next; l != &watch.head; l = l->next) {
+		struct hold *h = ilist_entry(l, struct hold, wd_link);
 		int64_t period = h->lease_ms * 1000 / 3;
 		if (h->state != HS_WATCHED && h->state != HS_RETRY)
 			continue;
@@ -556,8 +556,8 @@ int rn_init(struct event_base *b, const struct config *c, const struct rn_ops *o
 	base = b;
 	cfg = c;
 	ops = o;
-	waitq_init(&watch);
-	waitq_init(&due);
+	ilist_init(&watch);
+	ilist_init(&due);
 	dh_init(&deadlines);
 	dl_at = 0;
 	wd_batches = rel_batches = rel_all = 0;

@@ -49,7 +49,7 @@ struct rsess {
 				detached; lt.sid: id, once resumable */
 	enum rs_state state;
 	struct kt_node node;    /* in the table by id, while resumable */
-	struct wq_link link;    /* on the list of resumable sessions */
+	struct ilink link;    /* on the list of resumable sessions */
 	char id[RS_ID_LEN + 1];
 	char secret[RS_SECRET_LEN + 1];
 	int64_t grace_ms;
@@ -66,7 +66,7 @@ static struct event_base *base;
 static const struct config *cfg;
 static const struct lt_ops *ops;
 static struct keytab table; /* resumable sessions by id */
-static struct waitq all;    /* resumable sessions, for the touch */
+static struct ilist all;    /* resumable sessions, for the touch */
 static struct event *touch_ev;
 static int calls; /* session calls in flight nobody waits for */
 static int stopping; /* SIGTERM: records stay as rs_shutdown_all left them */
@@ -129,7 +129,7 @@ static void unlist(struct rsess *r)
 		stats.sessions_detached--;
 	stats.sessions_resumable--;
 	keytab_remove(&table, &r->node);
-	waitq_remove(&all, &r->link);
+	ilist_remove(&all, &r->link);
 	r->state = RS_PLAIN;
 	r->lt.sid = NULL;
 	if (r->grace_ev)
@@ -141,7 +141,7 @@ static void list(struct rsess *r)
 	r->node.key = r->id;
 	r->node.klen = RS_ID_LEN;
 	keytab_insert(&table, &r->node);
-	waitq_push(&all, &r->link);
+	ilist_push(&all, &r->link);
 	r->state = RS_ATTACHED;
 	r->lt.sid = r->id;
 	stats.sessions_resumable++;
@@ -150,7 +150,7 @@ static void list(struct rsess *r)
 static struct rsess *find(const char *id, size_t len)
 {
 	struct kt_node *n = keytab_find(&table, id, len);
-	return n ? wq_entry(n, struct rsess, node) : NULL;
+	return n ? ilist_entry(n, struct rsess, node) : NULL;
 }
 
 static void fire_and_forget(struct rl_call *c, void *owner) { calls--; }
@@ -211,7 +211,7 @@ void rs_conn_end(struct rsess *r, int quit)
 
 void rs_keep_line(struct lt_client *c, const char *fmt, va_list ap)
 {
-	struct rsess *r = wq_entry(c, struct rsess, lt);
+	struct rsess *r = ilist_entry(c, struct rsess, lt);
 	if (!r->kept && !(r->kept = evbuffer_new()))
 		return;
 	evbuffer_add_vprintf(r->kept, fmt, ap);
@@ -417,9 +417,9 @@ static void touch(struct rsess *only)
 	if (!it)
 		return;
 	int64_t now = now_us();
-	struct wq_link *l = all.head.next;
+	struct ilink *l = all.head.next;
 	for (; k < n; k++, l = l->next) {
-		struct rsess *r = only ? only : wq_entry(l, struct rsess, link);
+		struct rsess *r = only ? only : ilist_entry(l, struct rsess, link);
 		it[k].sid = r->id;
 		if (r->state == RS_DETACHED) /* the grace ends where lockd saw it end */
 			it[k].expire_ms = (r->grace_end_us - now) / 1000 > 1
@@ -436,7 +436,7 @@ static void touch(struct rsess *only)
 
 void rs_verify(struct lt_client *c)
 {
-	struct rsess *r = wq_entry(c, struct rsess, lt);
+	struct rsess *r = ilist_entry(c, struct rsess, lt);
 	if (r->state != RS_PLAIN)
 		touch(r);
 }
@@ -455,7 +455,7 @@ int rs_init(struct event_base *b, const struct config *c, const struct lt_ops *o
 	base = b;
 	cfg = c;
 	ops = o;
-	waitq_init(&all);
+	ilist_init(&all);
 	if (keytab_init(&table, 64) != 0 || !(touch_ev = evtimer_new(base, touch_cb, NULL)))
 		return -1;
 	rn_timer_at(touch_ev, now_us() + cfg->lease_ms * 1000 / 3);
@@ -469,8 +469,8 @@ void rs_shutdown_all(void)
 	/* Each record lives on for the longer of its grace and the lease its
 	 * holds were last given (they are not renewed any more). */
 	stopping = 1;
-	for (struct wq_link *l = all.head.next; l != &all.head; l = l->next) {
-		struct rsess *r = wq_entry(l, struct rsess, link);
+	for (struct ilink *l = all.head.next; l != &all.head; l = l->next) {
+		struct rsess *r = ilist_entry(l, struct rsess, link);
 		int64_t keep = r->grace_ms > cfg->lease_ms ? r->grace_ms : cfg->lease_ms;
 		struct rl_sess_item *it = calloc(1, sizeof(*it));
 		if (!it)
@@ -488,9 +488,9 @@ int rs_busy(void) { return calls > 0; }
 
 void rs_shutdown(void)
 {
-	struct wq_link *l;
-	while ((l = waitq_pop(&all))) {
-		struct rsess *r = wq_entry(l, struct rsess, link);
+	struct ilink *l;
+	while ((l = ilist_pop(&all))) {
+		struct rsess *r = ilist_entry(l, struct rsess, link);
 		keytab_remove(&table, &r->node);
 		r->state = RS_PLAIN;
 		rs_free(r);

@@ -33,7 +33,7 @@
 #include "stats.h"
 #include "tls.h"
 #include "util.h"
-#include "waitq.h"
+#include "ilist.h"
 
 #define ACCEPT_PAUSE_MS 250  /* out of descriptors: try accepting again after this */
 #define ACCEPT_CALM_MS 2000  /* an episode of pauses ends after this long without one */
@@ -83,7 +83,7 @@ static struct server_peer *peer_get(const void *ip, size_t len)
 		return NULL;
 	struct kt_node *n = keytab_find(&peers, ip, len);
 	if (n)
-		return wq_entry(n, struct server_peer, node);
+		return ilist_entry(n, struct server_peer, node);
 	struct server_peer *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;

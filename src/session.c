@@ -36,7 +36,7 @@
 #include "tls.h"
 #include "util.h"
 
-static struct waitq all_sessions;
+static struct ilist all_sessions;
 static const struct config *cfg;
 static uint64_t next_id;
 
@@ -55,20 +55,20 @@ static void on_error(struct session *s, int err);
  * after every callback already active (the masters' answers, the other
  * sessions' input), so one write carries all of a session's replies and
  * no write event is armed unless the kernel would block. */
-static struct waitq flushq;
+static struct ilist flushq;
 static struct event *flush_ev;
 
 void sessions_set_cfg(const struct config *c)
 {
 	if (!cfg)
-		waitq_init(&all_sessions);
+		ilist_init(&all_sessions);
 	cfg = c;
 }
 
 static void session_free(struct session *s)
 {
-	waitq_remove(&all_sessions, &s->all);
-	waitq_remove(&flushq, &s->flushq);
+	ilist_remove(&all_sessions, &s->all);
+	ilist_remove(&flushq, &s->flushq);
 	if (s->bev) {
 		bufferevent_free(s->bev);
 	} else {
@@ -108,9 +108,9 @@ static struct timeval write_tv(const struct session *s)
  * list written at the end of the turn. */
 static void want_flush(struct session *s)
 {
-	if (s->bev || wq_linked(&s->flushq) || s->writing)
+	if (s->bev || ilink_linked(&s->flushq) || s->writing)
 		return;
-	waitq_push(&flushq, &s->flushq);
+	ilist_push(&flushq, &s->flushq);
 	if (flushq.len == 1)
 		event_active(flush_ev, EV_TIMEOUT, 0);
 }
@@ -171,11 +171,11 @@ static void write_out(struct session *s)
 
 static void flush_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct wq_link *l;
+	struct ilink *l;
 	/* Sessions queued while this runs (a drained one that answers
 	 * more) are written in the same pass. */
-	while ((l = waitq_pop(&flushq)))
-		write_out(wq_entry(l, struct session, flushq));
+	while ((l = ilist_pop(&flushq)))
+		write_out(ilist_entry(l, struct session, flushq));
 }
 
 static void vline(struct session *s, const char *fmt, va_list ap)
@@ -432,9 +432,9 @@ void sessions_rearm(void)
 {
 	struct timeval wt = {(time_t)(cfg->line_timeout_ms / 1000),
 			     (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
-	for (struct wq_link *l = waitq_first(&all_sessions); l && l != &all_sessions.head;
+	for (struct ilink *l = ilist_first(&all_sessions); l && l != &all_sessions.head;
 	     l = l->next) {
-		struct session *s = wq_entry(l, struct session, all);
+		struct session *s = ilist_entry(l, struct session, all);
 		if (s->state == SS_CLOSING)
 			continue;
 		if (s->bev)
@@ -877,7 +877,7 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 			    struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg)
 {
 	if (!flush_ev) {
-		waitq_init(&flushq);
+		ilist_init(&flushq);
 		if (!(flush_ev = event_new(base, -1, 0, flush_cb, NULL)))
 			return NULL;
 	}
@@ -907,7 +907,7 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 	s->authed = cfg->password[0] == '\0';
 	lt_client_init(&s->gone);
 	s->lt = rs_client(s->rs);
-	waitq_push(&all_sessions, &s->all);
+	ilist_push(&all_sessions, &s->all);
 	log_debug("session %llu (%s): connected", (unsigned long long)s->id, s->peer);
 	stats.clients++;
 	stats.clients_total++;
@@ -917,9 +917,9 @@ struct session *session_new(struct event_base *base, int fd, const char *peer,
 
 void sessions_close_all(void)
 {
-	struct wq_link *l;
-	while ((l = waitq_first(&all_sessions))) {
-		struct session *s = wq_entry(l, struct session, all);
+	struct ilink *l;
+	while ((l = ilist_first(&all_sessions))) {
+		struct session *s = ilist_entry(l, struct session, all);
 		if (s->state != SS_CLOSING) {
 			s->state = SS_CLOSING;
 			stats.clients--;

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "locktab.h"
-#include "waitq.h"
+#include "ilist.h"
 
 struct bufferevent;
 struct event_base;
@@ -33,7 +33,7 @@ struct session {
 	int reading;               /* plain: rev is added */
 	int writing;               /* plain: wev is added (a write would block) */
 	int out_full;              /* answering paused for OUTPUT_HIGH_WATER */
-	struct wq_link flushq;     /* on the list of sessions to write out */
+	struct ilink flushq;     /* on the list of sessions to write out */
 	enum sess_state state;
 	int authed; /* AUTH passed, or no password configured */
 	struct rsess *rs;      /* its session (resume.h): its locks, its wait, its calls;
@@ -46,7 +46,7 @@ struct session {
 	char *key;           /* copy of the current request's key */
 	size_t klen, keycap;
 	struct event *resume;  /* go on reading after a reply or a yield */
-	struct wq_link all;    /* on the list of all sessions */
+	struct ilink all;    /* on the list of all sessions */
 	char peer[64];
 	void (*on_free)(void *arg); /* its listener's accounting (the sessions of its
 				       address), told when it is freed; or NULL */

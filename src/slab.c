@@ -10,9 +10,9 @@
 /* A block starts with this header; its objects follow. Blocks are
  * SLAB_BLOCK-aligned, so an object finds its block by masking. */
 struct slab_block {
-	struct wq_link partial_link; /* on s->partial while it has a free object
+	struct ilink partial_link; /* on s->partial while it has a free object
 					and some in use; on s->spare when empty */
-	struct wq_link all_link;     /* on s->all, always */
+	struct ilink all_link;     /* on s->all, always */
 	void *free;                  /* its free objects, linked through their first word */
 	size_t used;                 /* objects handed out */
 	size_t fresh;                /* objects never handed out, at its end */
@@ -48,32 +48,32 @@ void slab_init(struct slab *s, size_t size)
 	if (s->size < sizeof(void *))
 		s->size = 16;
 	s->per_block = (SLAB_BLOCK - HEADER) / s->size;
-	waitq_init(&s->partial);
-	waitq_init(&s->all);
-	waitq_init(&s->spare);
+	ilist_init(&s->partial);
+	ilist_init(&s->all);
+	ilist_init(&s->spare);
 	s->nobjs = 0;
 }
 
 void *slab_alloc(struct slab *s)
 {
-	struct wq_link *l = waitq_first(&s->partial);
+	struct ilink *l = ilist_first(&s->partial);
 	struct slab_block *b;
 	if (l) {
-		b = wq_entry(l, struct slab_block, partial_link);
+		b = ilist_entry(l, struct slab_block, partial_link);
 	} else {
-		if ((l = waitq_pop(&s->spare))) {
-			b = wq_entry(l, struct slab_block, partial_link);
+		if ((l = ilist_pop(&s->spare))) {
+			b = ilist_entry(l, struct slab_block, partial_link);
 		} else {
 			if (!(b = block_new()))
 				return NULL;
 			b->all_link.prev = b->all_link.next = NULL;
-			waitq_push(&s->all, &b->all_link);
+			ilist_push(&s->all, &b->all_link);
 		}
 		b->free = NULL;
 		b->used = 0;
 		b->fresh = s->per_block;
 		b->partial_link.prev = b->partial_link.next = NULL;
-		waitq_push(&s->partial, &b->partial_link);
+		ilist_push(&s->partial, &b->partial_link);
 	}
 	void *p;
 	if (b->free) {
@@ -86,7 +86,7 @@ void *slab_alloc(struct slab *s)
 	b->used++;
 	s->nobjs++;
 	if (!b->free && b->fresh == 0)
-		waitq_remove(&s->partial, &b->partial_link);
+		ilist_remove(&s->partial, &b->partial_link);
 	return p;
 }
 
@@ -101,23 +101,23 @@ void slab_free(struct slab *s, void *p)
 		/* Empty: keep a few for the next calls (a steady load
 		 * empties and fills blocks all the time: no mapping and page
 		 * faults for each), give the rest back. */
-		waitq_remove(&s->partial, &b->partial_link);
+		ilist_remove(&s->partial, &b->partial_link);
 		if (s->spare.len < SLAB_SPARE) {
-			waitq_push(&s->spare, &b->partial_link);
+			ilist_push(&s->spare, &b->partial_link);
 		} else {
-			waitq_remove(&s->all, &b->all_link);
+			ilist_remove(&s->all, &b->all_link);
 			munmap(b, SLAB_BLOCK);
 		}
 		return;
 	}
-	if (!wq_linked(&b->partial_link))
-		waitq_push(&s->partial, &b->partial_link);
+	if (!ilink_linked(&b->partial_link))
+		ilist_push(&s->partial, &b->partial_link);
 }
 
 void slab_destroy(struct slab *s)
 {
-	struct wq_link *l;
-	while ((l = waitq_pop(&s->all)))
-		munmap(wq_entry(l, struct slab_block, all_link), SLAB_BLOCK);
+	struct ilink *l;
+	while ((l = ilist_pop(&s->all)))
+		munmap(ilist_entry(l, struct slab_block, all_link), SLAB_BLOCK);
 	slab_init(s, s->size);
 }

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "waitq.h"
+#include "ilist.h"
 
 #define SLAB_BLOCK (64 * 1024)
 #define SLAB_SPARE 8 /* empty blocks kept (512 KiB) */
@@ -21,9 +21,9 @@ struct slab_block;
 struct slab {
 	size_t size;              /* object size (a multiple of 16) */
 	size_t per_block;         /* objects a block holds */
-	struct waitq partial;     /* blocks with a free object */
-	struct waitq all;         /* every block (all.len: blocks mapped, spares included) */
-	struct waitq spare;       /* empty blocks kept, SLAB_SPARE at most */
+	struct ilist partial;     /* blocks with a free object */
+	struct ilist all;         /* every block (all.len: blocks mapped, spares included) */
+	struct ilist spare;       /* empty blocks kept, SLAB_SPARE at most */
 	size_t nobjs;             /* objects in use */
 };
 

@@ -10,8 +10,6 @@
 
 #include "harness.h"
 
-TCase *tc_service(void); /* test_service.c */
-
 int main(void)
 {
 	if (h_run_init() != 0)

@@ -1458,7 +1458,6 @@ START_TEST(systemd_unit_verify)
 }
 END_TEST
 
-TCase *tc_service(void); /* registered in test_main.c */
 
 TCase *tc_service(void)
 {

@@ -13,6 +13,7 @@
 
 #include "cfg.h"
 #include "fake_redlock.h"
+#include "conflict.h"
 #include "locktab.h"
 #include "proto.h"
 #include "units.h"
@@ -702,7 +703,7 @@ START_TEST(reentry_table)
 	    {HK_PERMIT, 7, HK_PERMIT, 8, RE_OK},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		ck_assert_msg(lt_reentry(t[i].held, t[i].permit, t[i].asked, t[i].n) == t[i].want,
+		ck_assert_msg(cf_reentry(t[i].held, t[i].permit, t[i].asked, t[i].n) == t[i].want,
 			      "row %zu: held %d/%u asked %d/%u", i, t[i].held, t[i].permit,
 			      t[i].asked, t[i].n);
 }

@@ -18,7 +18,7 @@ int main(void)
 	srunner_add_suite(sr, util_suite());
 	srunner_add_suite(sr, cfg_suite());
 	srunner_add_suite(sr, quorum_suite());
-	srunner_add_suite(sr, waitq_suite());
+	srunner_add_suite(sr, ilist_suite());
 	srunner_add_suite(sr, dheap_suite());
 	srunner_add_suite(sr, slab_suite());
 	srunner_add_suite(sr, keytab_suite());

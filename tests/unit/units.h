@@ -8,7 +8,7 @@ Suite *proto_suite(void);  /* test_proto.c */
 Suite *util_suite(void);   /* test_proto.c */
 Suite *cfg_suite(void);    /* test_cfg.c */
 Suite *quorum_suite(void); /* test_quorum.c */
-Suite *waitq_suite(void);  /* test_waitq.c */
+Suite *ilist_suite(void);  /* test_ilist.c */
 Suite *dheap_suite(void);  /* test_dheap.c */
 Suite *slab_suite(void);   /* test_slab.c */
 Suite *keytab_suite(void); /* test_keytab.c */
