@@ -182,7 +182,26 @@ static inline int64_t cli_now_us(void)
  * lockd_error(). Returns the client's status. */
 static inline int cli_fail(struct lockd_client *c, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int rz_breaks(const struct lockd_client *c, int status);
+/* 1: a failure with status breaks the connection without failing the
+ * client: a resumable session reconnects, or another address is left. */
+static inline int rz_breaks(const struct lockd_client *c, int status)
+{
+	const struct rz *rz = c->rz;
+	if (status != LOCKD_ECLOSED && status != LOCKD_EIO && status != LOCKD_ETIMEDOUT &&
+	    status != LOCKD_ECONNECT)
+		return 0;
+	switch (rz->st) {
+	case RZ_LIVE:
+	case RZ_TRYING:
+		return rz->resume;
+	case RZ_NONE:
+		/* connecting: nothing written yet, and another address left */
+		return c->wrote == 0 && rz->tried + 1 < rz->nep;
+	default:
+		return 0;
+	}
+}
+
 static inline int cli_fail(struct lockd_client *c, int status, const char *fmt, ...)
 {
 	if (c->st == CS_FAILED)
@@ -237,8 +256,6 @@ int rz_new(struct lockd_client *c, const struct lockd_opts *o);
 void rz_free(struct rz *rz);
 /* The options to connect to address i (o's, with its host, port or path). */
 void rz_ep_opts(const struct rz *rz, int i, struct lockd_opts *out);
-/* 1: a failure with status breaks the connection without failing the
- * client (rz_breaks is declared above cli_fail). */
 /* The op and key of a request line (key malloc'd, NULL for RZ_OP_NONE). */
 int rz_request(const char *req, size_t n, enum rz_op *op, char **key);
 /* A reply line to a request of op on key: the keys held change. */

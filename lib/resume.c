@@ -179,24 +179,6 @@ void rz_ep_opts(const struct rz *rz, int i, struct lockd_opts *out)
 	out->unix_path = rz->eps[i].unix_path;
 }
 
-int rz_breaks(const struct lockd_client *c, int status)
-{
-	const struct rz *rz = c->rz;
-	if (status != LOCKD_ECLOSED && status != LOCKD_EIO && status != LOCKD_ETIMEDOUT &&
-	    status != LOCKD_ECONNECT)
-		return 0;
-	switch (rz->st) {
-	case RZ_LIVE:
-	case RZ_TRYING:
-		return rz->resume;
-	case RZ_NONE:
-		/* connecting: nothing written yet, and another address left */
-		return c->wrote == 0 && rz->tried + 1 < rz->nep;
-	default:
-		return 0;
-	}
-}
-
 /* ------------------------------------------------------------ keys */
 
 static int word_is(const char *s, size_t n, const char *w)
