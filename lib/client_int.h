@@ -55,6 +55,7 @@ enum rz_op {
 	RZ_OP_NONE,   /* nothing */
 	RZ_OP_LOCK,   /* LOCK, TRYLOCK: "OK fence" grants key */
 	RZ_OP_UNLOCK, /* UNLOCK: "OK 0" or ERR NOTHELD drops key */
+	RZ_OP_RESIGN, /* RESIGN: "OK" or ERR NOTLEADER drops key (CAMPAIGN is a LOCK) */
 };
 
 struct pend {

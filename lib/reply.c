@@ -54,7 +54,23 @@ enum rp_frame rp_frame(const char *p, size_t n, size_t max_line)
 
 int rp_is_event(const char *line)
 {
-	return strncmp(line, "LOST", 4) == 0 && (line[4] == ' ' || line[4] == '\0');
+	return starts(line, "LOST") || starts(line, "ELECTED") || starts(line, "NOLEADER");
+}
+
+static enum lockd_event_kind event_kind(const char *name)
+{
+	static const struct {
+		const char *name;
+		enum lockd_event_kind kind;
+	} kinds[] = {
+	    {"LOST", LOCKD_E_LOST},         {"RESUMING", LOCKD_E_RESUMING},
+	    {"RESUMED", LOCKD_E_RESUMED},   {"ELECTED", LOCKD_E_ELECTED},
+	    {"NOLEADER", LOCKD_E_NOLEADER},
+	};
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(name, kinds[i].name) == 0)
+			return kinds[i].kind;
+	return LOCKD_E_OTHER;
 }
 
 void rp_event(struct lockd_event *ev, const char *line, char *words, int in_list)
@@ -64,18 +80,27 @@ void rp_event(struct lockd_event *ev, const char *line, char *words, int in_list
 	ev->key = "";
 	ev->fence = 0;
 	ev->in_list = in_list;
+	ev->value = "";
 	char *sp = strchr(words, ' ');
+	if (sp)
+		*sp = '\0';
+	ev->kind = event_kind(words);
 	if (!sp)
 		return;
-	*sp = '\0';
 	ev->key = sp + 1;
 	sp = strchr(sp + 1, ' ');
 	if (!sp)
 		return;
 	const char *e;
 	*sp = '\0';
-	if (parse_u64(sp + 1, &e, &ev->fence) != 0)
+	if (parse_u64(sp + 1, &e, &ev->fence) != 0) {
 		ev->fence = 0;
+		return;
+	}
+	/* "ELECTED name fence value": the value is the one word after the
+	   fence (a value has no blanks) */
+	if (ev->kind == LOCKD_E_ELECTED && *e == ' ')
+		ev->value = e + 1;
 }
 
 int rp_more(const char *line, int list, int in_list)
@@ -94,6 +119,7 @@ void rp_classify(struct lockd_reply *r, const char *l, int list)
 	r->num = r->num2 = 0;
 	r->code[0] = '\0';
 	r->text = "";
+	r->value = "";
 	if (list && !starts(l, "ERR")) {
 		r->kind = LOCKD_R_LIST;
 		return;
@@ -125,6 +151,13 @@ void rp_classify(struct lockd_reply *r, const char *l, int list)
 		while (*p == ' ')
 			p++;
 		r->text = p;
+	} else if (strcmp(l, "NONE") == 0) {
+		r->kind = LOCKD_R_NONE;
+	} else if (strncmp(l, "LEADER ", 7) == 0 && parse_u64(l + 7, &e, &r->num) == 0 &&
+	           (*e == '\0' || (*e == ' ' && e[1] != '\0' && !strchr(e + 1, ' ')))) {
+		r->kind = LOCKD_R_LEADER;
+		r->has_num = 1;
+		r->value = *e ? e + 1 : "";
 	} else if (strncmp(l, "HELD ", 5) == 0 && parse_u64(l + 5, &e, &r->num) == 0 && *e == ' ' &&
 	           parse_u64(e + 1, &e, &r->num2) == 0 && *e == '\0') {
 		r->kind = LOCKD_R_HELD;
@@ -234,6 +267,33 @@ long rp_format(char *out, size_t outlen, enum rp_cmd cmd, const char *key, size_
 		return LOCKD_EARG;
 	}
 	return snprintf(out, outlen, "%s %s%s", words[cmd], key, opt);
+}
+
+int rp_check_value(const char *value, size_t max)
+{
+	/* the rules of a key, with lockd's default limits.max_value_len */
+	return rp_check_key(value, max) == LOCKD_OK ? LOCKD_OK : LOCKD_EARG;
+}
+
+long rp_format_elect(char *out, size_t outlen, enum rp_ecmd cmd, const char *name, size_t max_key,
+                     const char *value, size_t max_value, int wait_ms)
+{
+	static const char *const words[] = {
+	    [RP_CAMPAIGN] = "CAMPAIGN", [RP_PROCLAIM] = "PROCLAIM", [RP_RESIGN] = "RESIGN",
+	    [RP_LEADER] = "LEADER",     [RP_OBSERVE] = "OBSERVE",   [RP_UNOBSERVE] = "UNOBSERVE",
+	};
+	if ((unsigned)cmd > RP_UNOBSERVE)
+		return LOCKD_EARG;
+	int rc = rp_check_key(name, max_key);
+	if (rc != LOCKD_OK)
+		return rc;
+	if (cmd != RP_CAMPAIGN && cmd != RP_PROCLAIM)
+		return snprintf(out, outlen, "%s %s", words[cmd], name);
+	if (rp_check_value(value, max_value) != LOCKD_OK)
+		return LOCKD_EARG;
+	if (cmd == RP_CAMPAIGN && wait_ms >= 0)
+		return snprintf(out, outlen, "%s %s %s WAIT %d", words[cmd], name, value, wait_ms);
+	return snprintf(out, outlen, "%s %s %s", words[cmd], name, value);
 }
 
 /* ------------------------------------------------------------ messages */

@@ -26,11 +26,13 @@ enum rp_frame {
 /* p: n bytes up to (not including) the LF. */
 enum rp_frame rp_frame(const char *p, size_t n, size_t max_line);
 
-/* 1: the line (without CR LF, NUL-terminated) is an event ("LOST ..."),
- * whatever request is waiting. */
+/* 1: the line (without CR LF, NUL-terminated) is an event ("LOST ...",
+ * and of protocol 1.3 "ELECTED ..." and "NOLEADER ..."), whatever request
+ * is waiting: their first words begin no reply. */
 int rp_is_event(const char *line);
 /* Split an event: line is the event line, words a writable copy of it
- * (same length); ev's strings point into them. */
+ * (same length); ev's strings point into them. kind from the first word;
+ * "ELECTED name fence value" sets value (else ""). */
 void rp_event(struct lockd_event *ev, const char *line, char *words, int in_list);
 
 /* 1: more lines of the same reply follow this one. list: the request's
@@ -74,6 +76,25 @@ enum rp_cmd {
  * ttl_ms out of range: see lockd_lock() in lockd/client.h). */
 long rp_format(char *out, size_t outlen, enum rp_cmd cmd, const char *key, size_t max_key, int hold,
                int wait_ms, int ttl_ms);
+
+/* The election requests (protocol 1.3). */
+enum rp_ecmd {
+	RP_CAMPAIGN,  /* CAMPAIGN name value [WAIT ms] */
+	RP_PROCLAIM,  /* PROCLAIM name value */
+	RP_RESIGN,    /* RESIGN name */
+	RP_LEADER,    /* LEADER name */
+	RP_OBSERVE,   /* OBSERVE name */
+	RP_UNOBSERVE, /* UNOBSERVE name */
+};
+
+/* LOCKD_OK, or LOCKD_EARG: value is empty, longer than max bytes, or has
+ * a byte outside 0x21-0x7e. */
+int rp_check_value(const char *value, size_t max);
+/* As rp_format, for an election request: LOCKD_EKEY for a bad name,
+ * LOCKD_EARG for a bad value (CAMPAIGN, PROCLAIM; ignored by the others)
+ * or command. wait_ms: CAMPAIGN only, < 0 no WAIT. */
+long rp_format_elect(char *out, size_t outlen, enum rp_ecmd cmd, const char *name, size_t max_key,
+                     const char *value, size_t max_value, int wait_ms);
 
 /* ---- messages ---- */
 

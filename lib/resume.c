@@ -197,9 +197,11 @@ int rz_request(const char *req, size_t n, enum rz_op *op, char **key)
 	while (i < n && req[i] != ' ' && req[i] != '\t')
 		i++;
 	size_t cl = i - c0;
-	enum rz_op o = word_is(req + c0, cl, "LOCK") || word_is(req + c0, cl, "TRYLOCK")
+	enum rz_op o = word_is(req + c0, cl, "LOCK") || word_is(req + c0, cl, "TRYLOCK") ||
+	                       word_is(req + c0, cl, "CAMPAIGN")
 	                   ? RZ_OP_LOCK
 	               : word_is(req + c0, cl, "UNLOCK") ? RZ_OP_UNLOCK
+	               : word_is(req + c0, cl, "RESIGN") ? RZ_OP_RESIGN
 	                                                 : RZ_OP_NONE;
 	if (o == RZ_OP_NONE)
 		return 0;
@@ -260,6 +262,9 @@ int rz_track(struct rz *rz, enum rz_op op, const char *key, const char *line)
 	}
 	if (op == RZ_OP_UNLOCK &&
 	    (strcmp(line, "OK 0") == 0 || strncmp(line, "ERR NOTHELD", 11) == 0))
+		rz_lost(rz, key);
+	if (op == RZ_OP_RESIGN &&
+	    (strcmp(line, "OK") == 0 || strncmp(line, "ERR NOTLEADER", 13) == 0))
 		rz_lost(rz, key);
 	return 0;
 }

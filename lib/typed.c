@@ -1,4 +1,5 @@
-/* typed: liblockd's typed requests (lockd_lock(), ...: lockd/client.h),
+/* typed: liblockd's typed requests (lockd_lock(), ..., and the election
+ * requests lockd_campaign(), ...: lockd/client.h),
  * built by reply.c from their arguments and queued or called through
  * client.c, and the names of the statuses. */
 #include <stdlib.h>
@@ -105,6 +106,119 @@ int lockd_send_key_status(struct lockd_client *c, const char *key, int permits, 
                           void *tag)
 {
 	return typed(c, RP_STATUS, key, permits, -1, 0, timeout_ms, NULL, tag);
+}
+
+/* ------------------------------------------------------------ elections */
+
+/* As typed(), for the election requests (reply.c checks name and value). */
+static int etyped(struct lockd_client *c, enum rp_ecmd cmd, const char *name, const char *value,
+                  int wait_ms, int timeout_ms, const struct lockd_reply **reply, void *tag)
+{
+	char sb[512];
+	char *req = sb;
+	if (!c)
+		return LOCKD_EARG;
+	long n = rp_format_elect(sb, sizeof(sb), cmd, name, LOCKD_MAX_KEY, value, LOCKD_MAX_VALUE,
+	                         wait_ms);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n >= sizeof(sb)) {
+		req = malloc((size_t)n + 1);
+		if (!req)
+			return LOCKD_ENOMEM;
+		rp_format_elect(req, (size_t)n + 1, cmd, name, LOCKD_MAX_KEY, value,
+		                LOCKD_MAX_VALUE, wait_ms);
+	}
+	int rc = reply ? lockd_call(c, req, timeout_ms, reply)
+	               : cli_enqueue(c, req, (size_t)n, timeout_ms, tag, W_USER);
+	if (req != sb)
+		free(req);
+	return rc;
+}
+
+int lockd_check_value(const char *value)
+{
+	return rp_check_value(value, LOCKD_MAX_VALUE);
+}
+
+int lockd_campaign(struct lockd_client *c, const char *name, const char *value, int wait_ms,
+                   int timeout_ms, const struct lockd_reply **reply)
+{
+	if (!reply)
+		return LOCKD_EARG;
+	return etyped(c, RP_CAMPAIGN, name, value, wait_ms, timeout_ms, reply, NULL);
+}
+
+int lockd_proclaim(struct lockd_client *c, const char *name, const char *value, int timeout_ms,
+                   const struct lockd_reply **reply)
+{
+	if (!reply)
+		return LOCKD_EARG;
+	return etyped(c, RP_PROCLAIM, name, value, -1, timeout_ms, reply, NULL);
+}
+
+int lockd_resign(struct lockd_client *c, const char *name, int timeout_ms,
+                 const struct lockd_reply **reply)
+{
+	if (!reply)
+		return LOCKD_EARG;
+	return etyped(c, RP_RESIGN, name, NULL, -1, timeout_ms, reply, NULL);
+}
+
+int lockd_leader(struct lockd_client *c, const char *name, int timeout_ms,
+                 const struct lockd_reply **reply)
+{
+	if (!reply)
+		return LOCKD_EARG;
+	return etyped(c, RP_LEADER, name, NULL, -1, timeout_ms, reply, NULL);
+}
+
+int lockd_observe(struct lockd_client *c, const char *name, int timeout_ms,
+                  const struct lockd_reply **reply)
+{
+	if (!reply)
+		return LOCKD_EARG;
+	return etyped(c, RP_OBSERVE, name, NULL, -1, timeout_ms, reply, NULL);
+}
+
+int lockd_unobserve(struct lockd_client *c, const char *name, int timeout_ms,
+                    const struct lockd_reply **reply)
+{
+	if (!reply)
+		return LOCKD_EARG;
+	return etyped(c, RP_UNOBSERVE, name, NULL, -1, timeout_ms, reply, NULL);
+}
+
+int lockd_send_campaign(struct lockd_client *c, const char *name, const char *value, int wait_ms,
+                        int timeout_ms, void *tag)
+{
+	return etyped(c, RP_CAMPAIGN, name, value, wait_ms, timeout_ms, NULL, tag);
+}
+
+int lockd_send_proclaim(struct lockd_client *c, const char *name, const char *value, int timeout_ms,
+                        void *tag)
+{
+	return etyped(c, RP_PROCLAIM, name, value, -1, timeout_ms, NULL, tag);
+}
+
+int lockd_send_resign(struct lockd_client *c, const char *name, int timeout_ms, void *tag)
+{
+	return etyped(c, RP_RESIGN, name, NULL, -1, timeout_ms, NULL, tag);
+}
+
+int lockd_send_leader(struct lockd_client *c, const char *name, int timeout_ms, void *tag)
+{
+	return etyped(c, RP_LEADER, name, NULL, -1, timeout_ms, NULL, tag);
+}
+
+int lockd_send_observe(struct lockd_client *c, const char *name, int timeout_ms, void *tag)
+{
+	return etyped(c, RP_OBSERVE, name, NULL, -1, timeout_ms, NULL, tag);
+}
+
+int lockd_send_unobserve(struct lockd_client *c, const char *name, int timeout_ms, void *tag)
+{
+	return etyped(c, RP_UNOBSERVE, name, NULL, -1, timeout_ms, NULL, tag);
 }
 
 /* ------------------------------------------------------------ statuses */

@@ -4,6 +4,8 @@
  *   lockctl [options]                     a prompt (stdin a terminal), one session
  *                                         (lockctl_prompt.c)
  *   lockctl [options] run ... KEY -- CMD  CMD under a lock (lockctl_run.c)
+ *   lockctl [options] elect ... NAME VALUE -- CMD, leader NAME, observe NAME
+ *                                         leader election (lockctl_elect.c)
  *
  * This file owns the command line, the connection settings (options over
  * LOCKD_* environment variables), the password (never left in argv) and
@@ -23,6 +25,7 @@
 
 #include "config.h"
 
+#include "lockctl_elect.h"
 #include "lockctl_prompt.h"
 #include "lockctl_run.h"
 #include "lockctl_util.h"
@@ -42,6 +45,10 @@ static void usage(FILE *f)
 	    "       lockctl [options] run [-w ms | -n] [-t ttl_ms] [-E code] [-k grace_ms] "
 	    "[-v]\n"
 	    "               KEY -- CMD [ARGS...]\n"
+	    "       lockctl [options] elect [-w ms] [-E code] [-k grace_ms] [-v]\n"
+	    "               NAME VALUE -- CMD [ARGS...]\n"
+	    "       lockctl [options] leader NAME\n"
+	    "       lockctl [options] observe [-v] NAME\n"
 	    "\n"
 	    "  -h host      lockd's host (LOCKD_HOST, default %s); host,host,...: lockds\n"
 	    "               on the same masters, tried in order (host:port takes its own port)\n"
@@ -62,7 +69,8 @@ static void usage(FILE *f)
 	    "COMMAND is a lockd request (PING, LOCK, TRYLOCK, UNLOCK, EXTEND, STATUS, HELD,\n"
 	    "STATS, ...); it runs in a session of its own, which ends when lockctl exits.\n"
 	    "Exit status: 0 OK/PONG/FREE/HELD/lists, 1 BUSY/TIMEOUT/ERR, 2 usage,\n"
-	    "69 lockd cannot be reached, 77 TLS failed. See lockctl(1) for run.\n",
+	    "69 lockd cannot be reached, 77 TLS failed. See lockctl(1) for run, elect,\n"
+	    "leader and observe.\n",
 	    LOCKD_DEFAULT_HOST, LOCKD_DEFAULT_PORT, DEFAULT_REPLY_MS);
 }
 
@@ -384,6 +392,12 @@ int main(int argc, char **argv)
 		ex = lc_prompt(&conn);
 	} else if (strcmp(argv[0], "run") == 0) {
 		ex = lc_run(&conn, argc, argv);
+	} else if (strcmp(argv[0], "elect") == 0) {
+		ex = lc_elect(&conn, argc, argv);
+	} else if (strcmp(argv[0], "leader") == 0) {
+		ex = lc_leader(&conn, argc, argv);
+	} else if (strcmp(argv[0], "observe") == 0) {
+		ex = lc_observe(&conn, argc, argv);
 	} else {
 		ex = one_shot(&conn, argc, argv);
 	}

@@ -1,5 +1,9 @@
 /* lockctl run: take a lock, run CMD in a process group of its own while
- * the session holds the lock, release it when CMD is done.
+ * the session holds the lock, release it when CMD is done. `lockctl
+ * elect` (lockctl_elect.c) runs here too, through lc_hold_run(): its hold
+ * is a CAMPAIGN's (the leader's lock of the election's name, which HELD
+ * lists and LOST ends like any lock's), released with RESIGN, and CMD
+ * gets LOCKD_VALUE as well; every rule below holds for it unchanged.
  *
  * CMD never runs on without its lock. lockctl stops CMD's whole group
  * (SIGTERM, SIGCONT, then SIGKILL after the grace) when
@@ -49,7 +53,7 @@
 #include "lockctl_run.h"
 #include "lockctl_util.h"
 
-#define DEFAULT_GRACE_MS  1000
+#define DEFAULT_GRACE_MS  LC_HOLD_DEFAULT_GRACE_MS
 #define REPLY_SLACK_MS    5000 /* LOCK WAIT w: no reply within w + this is a dead lockd */
 #define UNLOCK_TIMEOUT_MS 2000
 #define GONE_WAIT_MS      5000 /* after SIGKILL, how long to wait for the group to vanish */
@@ -77,17 +81,19 @@ enum tag {
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 static struct {
-	/* options */
+	/* options (struct lc_hold) */
 	const char *key;
 	char **cmd;
+	const char *value; /* elect: CAMPAIGN's value; NULL: run */
 	long long wait_ms; /* -w; -1: none */
 	int nowait;        /* -n */
 	long long ttl_ms;  /* -t; 0: none */
 	int nolock_exit;   /* -E */
 	int64_t grace_us;  /* -k */
 	int verbose;
-	int shared;        /* --shared */
-	long long permits; /* --permits; 0: none */
+	int shared;          /* --shared */
+	long long permits;   /* --permits; 0: none */
+	const char *release; /* "UNLOCK" (run) or "RESIGN" (elect) */
 
 	enum run_state st;
 	int exit;
@@ -325,6 +331,8 @@ static int start_cmd(void)
 		sigprocmask(SIG_SETMASK, &R.oldmask, NULL);
 		setenv("LOCKD_KEY", R.key, 1);
 		setenv("LOCKD_FENCE", fence, 1);
+		if (R.value)
+			setenv("LOCKD_VALUE", R.value, 1);
 		execvp(R.cmd[0], R.cmd);
 		int e = errno;
 		fprintf(stderr, "%s: %s: %s\n", lc_prog, R.cmd[0], strerror(e));
@@ -500,7 +508,7 @@ static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *
 		break;
 	case TAG_UNLOCK:
 		if (!(r->kind == LOCKD_R_OK) && !R.t_lost)
-			lc_err("%s: UNLOCK: %s", R.key, r->line);
+			lc_err("%s: %s: %s", R.key, R.release, r->line);
 		R.st = RS_DONE;
 		break;
 	}
@@ -623,8 +631,8 @@ static void tick(int64_t now)
 			R.st = RS_DONE;
 		} else {
 			R.st = RS_RELEASING;
-			int rc = lockd_sendf(R.c, UNLOCK_TIMEOUT_MS, (void *)TAG_UNLOCK,
-			                     "UNLOCK %s", R.key);
+			int rc = lockd_sendf(R.c, UNLOCK_TIMEOUT_MS, (void *)TAG_UNLOCK, "%s %s",
+			                     R.release, R.key);
 			if (rc != LOCKD_OK)
 				R.st = RS_DONE;
 		}
@@ -709,7 +717,7 @@ static int loop(void)
 					R.st = RS_DONE;
 					break;
 				case RS_RELEASING:
-					lc_err("UNLOCK %s: %s", R.key, lockd_error(R.c));
+					lc_err("%s %s: %s", R.release, R.key, lockd_error(R.c));
 					R.st = RS_DONE;
 					break;
 				default:
@@ -732,7 +740,7 @@ static int run_usage(const char *fmt, const char *arg)
 	return LC_EXIT_USAGE;
 }
 
-static int parse(int argc, char **argv)
+static int parse(int argc, char **argv, struct lc_hold *h)
 {
 	/* The kind of hold (protocol 1.1): LOCK KEY SHARED, LOCK KEY PERMITS n. */
 	static const struct option longs[] = {
@@ -741,26 +749,27 @@ static int parse(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	int opt;
-	R.wait_ms = -1;
-	R.nolock_exit = LC_EXIT_NOLOCK;
-	R.grace_us = (int64_t)DEFAULT_GRACE_MS * 1000;
+	memset(h, 0, sizeof(*h));
+	h->wait_ms = -1;
+	h->nolock_exit = LC_EXIT_NOLOCK;
+	h->grace_us = (int64_t)DEFAULT_GRACE_MS * 1000;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:w:nt:E:k:v", longs, NULL)) != -1) {
 		long long v;
 		switch (opt) {
 		case 'w':
-			R.wait_ms = lc_number(optarg, 0, 0x7fffffff);
-			if (R.wait_ms < 0)
+			h->wait_ms = lc_number(optarg, 0, 0x7fffffff);
+			if (h->wait_ms < 0)
 				return run_usage("-w %s: want milliseconds, 0 to 2147483647",
 				                 optarg);
 			break;
 		case 'n':
-			R.nowait = 1;
+			h->nowait = 1;
 			break;
 		case 't':
-			R.ttl_ms = lc_number(optarg, 1, 0x7fffffff);
-			if (R.ttl_ms < 0)
+			h->ttl_ms = lc_number(optarg, 1, 0x7fffffff);
+			if (h->ttl_ms < 0)
 				return run_usage("-t %s: want milliseconds, 1 to 2147483647",
 				                 optarg);
 			break;
@@ -768,24 +777,24 @@ static int parse(int argc, char **argv)
 			v = lc_number(optarg, 0, 255);
 			if (v < 0)
 				return run_usage("-E %s: want an exit status, 0 to 255", optarg);
-			R.nolock_exit = (int)v;
+			h->nolock_exit = (int)v;
 			break;
 		case 'k':
 			v = lc_number(optarg, 0, 0x7fffffff);
 			if (v < 0)
 				return run_usage("-k %s: want milliseconds, 0 to 2147483647",
 				                 optarg);
-			R.grace_us = v * 1000;
+			h->grace_us = v * 1000;
 			break;
 		case 'v':
-			R.verbose = 1;
+			h->verbose = 1;
 			break;
 		case 'S':
-			R.shared = 1;
+			h->shared = 1;
 			break;
 		case 'P':
-			R.permits = lc_number(optarg, 1, 65536);
-			if (R.permits < 0)
+			h->permits = lc_number(optarg, 1, 65536);
+			if (h->permits < 0)
 				return run_usage("--permits %s: want a number, 1 to 65536", optarg);
 			break;
 		case ':':
@@ -794,23 +803,23 @@ static int parse(int argc, char **argv)
 			return run_usage("unknown option %s", argv[optind - 1]);
 		}
 	}
-	if (R.nowait && R.wait_ms >= 0)
+	if (h->nowait && h->wait_ms >= 0)
 		return run_usage("-n and -w exclude each other%s", "");
-	if (R.shared && R.permits)
+	if (h->shared && h->permits)
 		return run_usage("--shared and --permits exclude each other%s", "");
 	if (optind >= argc)
 		return run_usage("no KEY%s", "");
-	R.key = argv[optind++];
-	if (!*R.key)
+	h->key = argv[optind++];
+	if (!*h->key)
 		return run_usage("the KEY is empty%s", "");
-	for (const char *p = R.key; *p; p++)
+	for (const char *p = h->key; *p; p++)
 		if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
-			return run_usage("KEY \"%s\": want printable ASCII without blanks", R.key);
+			return run_usage("KEY \"%s\": want printable ASCII without blanks", h->key);
 	if (optind < argc && strcmp(argv[optind], "--") == 0)
 		optind++;
 	if (optind >= argc)
 		return run_usage("no CMD to run%s", "");
-	R.cmd = argv + optind;
+	h->cmd = argv + optind;
 	return 0;
 }
 
@@ -839,10 +848,28 @@ static int setup_signals(void)
 
 int lc_run(const struct lc_conn *conn, int argc, char **argv)
 {
-	int rc = parse(argc, argv);
+	struct lc_hold h;
+	int rc = parse(argc, argv, &h);
 	if (rc != 0)
 		return rc;
-	R.verbose |= conn->verbose;
+	return lc_hold_run(conn, &h);
+}
+
+int lc_hold_run(const struct lc_conn *conn, const struct lc_hold *h)
+{
+	int rc;
+	R.key = h->key;
+	R.cmd = h->cmd;
+	R.value = h->value;
+	R.wait_ms = h->wait_ms;
+	R.nowait = h->nowait;
+	R.ttl_ms = h->ttl_ms;
+	R.nolock_exit = h->nolock_exit;
+	R.grace_us = h->grace_us;
+	R.verbose = h->verbose | conn->verbose;
+	R.shared = h->shared;
+	R.permits = h->permits;
+	R.release = h->value ? "RESIGN" : "UNLOCK";
 	R.guard_fd = -1;
 	R.sfd = -1;
 	if (setup_signals() != 0) {
@@ -873,7 +900,17 @@ int lc_run(const struct lc_conn *conn, int argc, char **argv)
 	if (R.verbose)
 		lc_err("session %s on %s", lockd_session_id(R.c), lockd_peer(R.c));
 	int n;
-	if (R.nowait) {
+	if (R.value) {
+		/* a leader's hold: CAMPAIGN waits in the election's FIFO as LOCK
+		   does; sent again after a resume, a leader's CAMPAIGN answers
+		   its own fence (one hold) */
+		R.lock_tmo = R.wait_ms >= 0 ? (int)(R.wait_ms + REPLY_SLACK_MS) : -1;
+		if (R.wait_ms >= 0)
+			n = asprintf(&R.lockreq, "CAMPAIGN %s %s WAIT %lld", R.key, R.value,
+			             R.wait_ms);
+		else
+			n = asprintf(&R.lockreq, "CAMPAIGN %s %s", R.key, R.value);
+	} else if (R.nowait) {
 		R.lock_tmo = REPLY_SLACK_MS;
 		n = asprintf(&R.lockreq, "TRYLOCK %s%s", R.key, ttl);
 	} else if (R.wait_ms >= 0) {

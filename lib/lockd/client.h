@@ -4,8 +4,9 @@
  * One struct lockd_client is one connection, so one session: the locks
  * it takes belong to it and are released when it is closed. Requests go
  * out in order and their replies come back in order (pipelining works);
- * "LOST key fence" events are told apart from replies and given to the
- * event callback, never taken for a reply. HELD and STATS replies are
+ * events ("LOST key fence", and the election events of protocol 1.3,
+ * "ELECTED name fence value" and "NOLEADER name") are told apart from
+ * replies and given to the event callback, never taken for a reply. HELD and STATS replies are
  * read up to their END line and handed over as one reply.
  *
  * Two ways to use it, which can be mixed on one client:
@@ -46,6 +47,10 @@ extern "C" {
 #define LOCKD_MAX_KEY            65536     /* the longest key any lockd accepts */
 #define LOCKD_EXCLUSIVE          0         /* hold of lockd_lock(): exclusive */
 #define LOCKD_SHARED             (-1)      /* hold of lockd_lock(): SHARED */
+#define LOCKD_MAX_VALUE                                                                            \
+	256 /* the longest election value the typed                                                \
+	       requests send (lockd's default                                                      \
+	       limits.max_value_len) */
 
 enum lockd_status {
 	LOCKD_OK = 0,
@@ -142,6 +147,10 @@ enum lockd_kind {
 	LOCKD_R_LIST,    /* the lines of a HELD or STATS reply, then "END" */
 	LOCKD_R_OTHER,   /* any other line, such as the replies of later versions
 	                    ("SHARED ...", "PERMITS ..."): see line */
+	/* interface 4 (protocol 1.3); an earlier library gave these LOCKD_R_OTHER */
+	LOCKD_R_LEADER, /* "LEADER fence [value]" (LEADER): num is the fence, value the
+	                   value ("" for a name held by a plain LOCK) */
+	LOCKD_R_NONE,   /* "NONE" (LEADER: no leader) */
 };
 
 /* One reply. Its strings belong to the client: valid during the reply
@@ -157,23 +166,43 @@ struct lockd_reply {
 	size_t nlines;    /* LIST: the lines before END (without CR LF) */
 	const char *const *lines;
 	int64_t latency_us; /* from the request's lockd_send() to the reply's last line */
+	/* interface 4 */
+	const char *value; /* LEADER: the leader's value ("" if none, or another kind) */
 };
 
-/* An event: "LOST key fence". With lockd_opts.resume the library adds
+/* What an event is (struct lockd_event's kind; interface 4). */
+enum lockd_event_kind {
+	LOCKD_E_OTHER = 0, /* an event this version does not know: see name and line */
+	LOCKD_E_LOST,      /* "LOST key fence": a hold of key is gone */
+	LOCKD_E_RESUMING,  /* the library's "RESUMING peer why" (resume) */
+	LOCKD_E_RESUMED,   /* the library's "RESUMED peer holds" (resume) */
+	LOCKD_E_ELECTED,   /* "ELECTED name fence value": name's leader, or its new value
+	                      (protocol 1.3, after OBSERVE name) */
+	LOCKD_E_NOLEADER,  /* "NOLEADER name": name has no leader (OBSERVE name) */
+};
+
+/* An event: "LOST key fence", and with protocol 1.3 (after OBSERVE) the
+ * election events "ELECTED name fence value" and "NOLEADER name" (key is
+ * then the election's name). With lockd_opts.resume the library adds
  * events of its own (never sent by lockd), with the peer as key:
  *   "RESUMING peer why"  the connection to peer broke; resuming (fence 0)
  *   "RESUMED peer holds" RESUME answered "OK holds" on peer (fence: holds);
  *                        lockd's LOST events for holds lost meanwhile follow
  * and, when the session cannot be resumed, "LOST key fence" for each key
  * the library saw granted and not released or lost, before the client
- * fails with LOCKD_ENOSESSION. */
+ * fails with LOCKD_ENOSESSION. Observations do not outlive a connection:
+ * after RESUMED, send OBSERVE again. */
 struct lockd_event {
 	const char *line; /* the whole line, without CR LF */
-	const char *name; /* "LOST" */
-	const char *key;  /* "" when the line has none */
+	const char *name; /* "LOST", "ELECTED", ... (the first word) */
+	const char *key;  /* "" when the line has none; the name of an election */
 	uint64_t fence;   /* 0 when the line has none */
 	int in_list;      /* 1: it came between the lines of a HELD or STATS reply,
 	                     where protocol version 1 never sends one */
+	/* interface 4: fields the library fills, appended (a program built
+	   before them never reads them) */
+	enum lockd_event_kind kind;
+	const char *value; /* ELECTED: the leader's value; "" otherwise */
 };
 
 struct lockd_client;
@@ -302,6 +331,40 @@ int lockd_send_extend(struct lockd_client *c, const char *key, int ttl_ms, int t
                       void *tag);
 int lockd_send_key_status(struct lockd_client *c, const char *key, int permits, int timeout_ms,
                           void *tag);
+
+/* ---- leader election (protocol 1.3; interface 4) ----
+ *
+ * Typed like the requests above: name is checked as a key (LOCKD_EKEY),
+ * value with lockd_check_value() (LOCKD_EARG), nothing is queued on
+ * either. wait_ms as for lockd_lock(). Replies: CAMPAIGN "OK fence" or
+ * TIMEOUT; PROCLAIM, RESIGN, OBSERVE and UNOBSERVE "OK"; LEADER
+ * LOCKD_R_LEADER or LOCKD_R_NONE; any of them ERR (NOTLEADER, QUORUM,
+ * ARG, ...). After OBSERVE, ELECTED and NOLEADER events go to the event
+ * callback (LOCKD_E_ELECTED, LOCKD_E_NOLEADER). A value longer than
+ * LOCKD_MAX_VALUE (for a lockd with a larger limits.max_value_len) can
+ * still be sent with lockd_callf(). */
+int lockd_check_value(const char *value); /* LOCKD_OK, or LOCKD_EARG: empty, longer than
+                                             LOCKD_MAX_VALUE, a byte outside 0x21-0x7e */
+int lockd_campaign(struct lockd_client *c, const char *name, const char *value, int wait_ms,
+                   int timeout_ms, const struct lockd_reply **reply);
+int lockd_proclaim(struct lockd_client *c, const char *name, const char *value, int timeout_ms,
+                   const struct lockd_reply **reply);
+int lockd_resign(struct lockd_client *c, const char *name, int timeout_ms,
+                 const struct lockd_reply **reply);
+int lockd_leader(struct lockd_client *c, const char *name, int timeout_ms,
+                 const struct lockd_reply **reply);
+int lockd_observe(struct lockd_client *c, const char *name, int timeout_ms,
+                  const struct lockd_reply **reply);
+int lockd_unobserve(struct lockd_client *c, const char *name, int timeout_ms,
+                    const struct lockd_reply **reply);
+int lockd_send_campaign(struct lockd_client *c, const char *name, const char *value, int wait_ms,
+                        int timeout_ms, void *tag);
+int lockd_send_proclaim(struct lockd_client *c, const char *name, const char *value, int timeout_ms,
+                        void *tag);
+int lockd_send_resign(struct lockd_client *c, const char *name, int timeout_ms, void *tag);
+int lockd_send_leader(struct lockd_client *c, const char *name, int timeout_ms, void *tag);
+int lockd_send_observe(struct lockd_client *c, const char *name, int timeout_ms, void *tag);
+int lockd_send_unobserve(struct lockd_client *c, const char *name, int timeout_ms, void *tag);
 
 /* ---- errors ---- */
 

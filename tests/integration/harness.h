@@ -263,7 +263,7 @@ void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t
  * the next read on c. */
 const char *cl_line_at(const char *file, int line, struct cl *c, int timeout_ms);
 #define cl_line(c, t) cl_line_at(__FILE__, __LINE__, (c), (t))
-/* Next line that is not a LOST event (events are recorded in c->lost). */
+/* Next line that is not an event (LOST, ELECTED, NOLEADER: recorded in c->lost). */
 const char *cl_reply_at(const char *file, int line, struct cl *c, int timeout_ms);
 #define cl_reply(c, t) cl_reply_at(__FILE__, __LINE__, (c), (t))
 /* Send request + "\n", return the reply (NULL: none within timeout). */
@@ -362,5 +362,6 @@ TCase *tc_shared(void);         /* test_shared.c */
 TCase *tc_lockctl(void);        /* test_lockctl.c */
 TCase *tc_sessions(void);       /* test_sessions.c */
 TCase *tc_lockctl_resume(void); /* test_lockctl_resume.c */
+TCase *tc_lockctl_elect(void);  /* test_lockctl_elect.c */
 
 #endif

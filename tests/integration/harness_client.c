@@ -3,7 +3,7 @@
  * Every session is a liblockd client (lockd/client.h). Its replies and
  * events come through liblockd's callbacks into one queue of lines, in
  * the order lockd sent them; the tests read the queue (cl_reply() skips
- * and records LOST events, cl_line() does not). liblockd checks every
+ * and records events: LOST, ELECTED, NOLEADER; cl_line() does not). liblockd checks every
  * line: ended by CR LF, no NUL byte, at most 4 MB, no event inside a
  * multi-line reply; a line that breaks one of these fails the test at the
  * caller's line.
@@ -37,7 +37,7 @@
 
 struct cl_qline {
 	char *text;
-	int event; /* a LOST line */
+	int event; /* an event line: LOST, ELECTED, NOLEADER */
 };
 
 /* ------------------------------------------------------------------ the queue */
@@ -73,9 +73,17 @@ static const char *q_take(struct cl *c, int *event)
 	return c->line;
 }
 
+/* An event's first word (protocol 1.3 added ELECTED and NOLEADER). */
+static int is_event_word(const char *l, const char *w)
+{
+	size_t n = strlen(w);
+	return strncmp(l, w, n) == 0 && (l[n] == ' ' || l[n] == '\0');
+}
+
 static int is_event(const char *l)
 {
-	return strncmp(l, "LOST", 4) == 0 && (l[4] == ' ' || l[4] == '\0');
+	return is_event_word(l, "LOST") || is_event_word(l, "ELECTED") ||
+	       is_event_word(l, "NOLEADER");
 }
 
 /* ------------------------------------------------------------------ liblockd's callbacks */

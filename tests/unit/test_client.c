@@ -35,6 +35,7 @@ struct seen {
 	int take;          /* the line callback takes lines (1) or passes them on (0) */
 	int close_at_line; /* > 0: the line callback closes the client at that line */
 	int nlines_seen;
+	char evx[512]; /* each event's "<kind>:<value> " */
 };
 
 static void log_add(struct seen *s, const char *fmt, const char *a, const char *b)
@@ -69,6 +70,8 @@ static void on_event(struct lockd_client *c, const struct lockd_event *ev, void 
 	log_add(s, "%s%s", "", " ");
 	s->nevents++;
 	s->nin_list += ev->in_list;
+	size_t o = strlen(s->evx);
+	snprintf(s->evx + o, sizeof(s->evx) - o, "%d:%s ", (int)ev->kind, ev->value);
 }
 
 static int on_line(struct lockd_client *c, const char *line, size_t len, void *arg)
@@ -217,6 +220,80 @@ START_TEST(events_between_replies)
 	ck_assert_uint_eq(lockd_pending(c), 0);
 	/* the ERR was parsed */
 	lockd_close(c);
+	close(peer);
+}
+END_TEST
+
+/* Protocol 1.3: ELECTED and NOLEADER are events (typed, with the name,
+ * fence and value), between replies and inside lists alike, never a
+ * reply; LEADER's replies are typed; the election requests check name
+ * and value before anything is sent. */
+START_TEST(election_events_and_requests)
+{
+	int peer;
+	struct seen s;
+	struct lockd_client *c = pair(&peer, NULL, &s);
+	peer_write(peer, "ELECTED e 3 node-a\r\nNOLEADER e\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log, "E:e/3 E:e/0 ");
+	ck_assert_str_eq(s.evx, "4:node-a 5: ");
+	ck_assert_int_eq(LOCKD_E_ELECTED, 4);
+	ck_assert_int_eq(LOCKD_E_NOLEADER, 5);
+	/* OBSERVE's OK comes after its first event here: still its reply */
+	ck_assert_int_eq(lockd_send_observe(c, "e", -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send(c, "HELD", -1, (void *)2), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "OBSERVE e\nHELD\n", 1000);
+	peer_write(peer, "ELECTED e 3 node-a\r\nOK\r\nKEY a 1 1 9\r\nELECTED e 4 node-b\r\n"
+	                 "NOLEADER e\r\nEND\r\n");
+	step_ok(c);
+	ck_assert_str_eq(s.log, "E:e/3 E:e/0 E:e/3 R1:OK E:e/4 E:e/0 R2:KEY a 1 1 9|END ");
+	ck_assert_int_eq(s.nin_list, 2);
+	ck_assert_int_eq(s.nreplies, 2);
+	/* blocking LEADER: events before its reply go to the callback */
+	peer_write(peer, "ELECTED e 5 node-c\r\nLEADER 5 node-c\r\n");
+	const struct lockd_reply *r = NULL;
+	ck_assert_int_eq(lockd_leader(c, "e", 1000, &r), LOCKD_OK);
+	ck_assert_int_eq(r->kind, LOCKD_R_LEADER);
+	ck_assert_int_eq(r->has_num, 1);
+	ck_assert_uint_eq(r->num, 5);
+	ck_assert_str_eq(r->value, "node-c");
+	peer_expect(peer, "LEADER e\n", 1000);
+	peer_write(peer, "NONE\r\n");
+	ck_assert_int_eq(lockd_leader(c, "e", 1000, &r), LOCKD_OK);
+	ck_assert_int_eq(r->kind, LOCKD_R_NONE);
+	ck_assert_str_eq(r->value, "");
+	peer_expect(peer, "LEADER e\n", 1000);
+	peer_write(peer, "OK 9\r\n");
+	ck_assert_int_eq(lockd_campaign(c, "e", "me", 100, 1000, &r), LOCKD_OK);
+	ck_assert_uint_eq(r->num, 9);
+	peer_expect(peer, "CAMPAIGN e me WAIT 100\n", 1000);
+	peer_write(peer, "ERR NOTLEADER this session does not lead that election\r\n");
+	ck_assert_int_eq(lockd_proclaim(c, "e", "v2", 1000, &r), LOCKD_OK);
+	ck_assert_str_eq(r->code, "NOTLEADER");
+	peer_expect(peer, "PROCLAIM e v2\n", 1000);
+	ck_assert_int_eq(lockd_send_resign(c, "e", -1, NULL), LOCKD_OK);
+	ck_assert_int_eq(lockd_send_unobserve(c, "e", -1, NULL), LOCKD_OK);
+	step_ok(c);
+	peer_expect(peer, "RESIGN e\nUNOBSERVE e\n", 1000);
+	peer_write(peer, "OK\r\nOK\r\n");
+	step_ok(c);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	/* refused before anything is sent */
+	ck_assert_int_eq(lockd_campaign(c, "e", "a b", -1, 1000, &r), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send_campaign(c, "e", "", -1, -1, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send_proclaim(c, "e", NULL, -1, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send_proclaim(c, "e", "v\r\nQUIT", -1, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_send_observe(c, "e x", -1, NULL), LOCKD_EKEY);
+	ck_assert_int_eq(lockd_send_leader(c, "", -1, NULL), LOCKD_EKEY);
+	ck_assert_int_eq(lockd_resign(c, "e", 1000, NULL), LOCKD_EARG);
+	ck_assert_int_eq(lockd_check_value("v"), LOCKD_OK);
+	ck_assert_int_eq(lockd_check_value("v\x7f"), LOCKD_EARG);
+	ck_assert_uint_eq(lockd_pending(c), 0);
+	ck_assert_int_eq(lockd_status(c), LOCKD_OK);
+	lockd_close(c);
+	char b[8];
+	ck_assert_int_eq(read(peer, b, sizeof(b)), 0); /* no byte of the refused ones */
 	close(peer);
 }
 END_TEST
@@ -1137,6 +1214,7 @@ Suite *client_suite(void)
 	tcase_add_test(tc, request_bytes_and_pipelining);
 	tcase_add_test(tc, split_replies);
 	tcase_add_test(tc, events_between_replies);
+	tcase_add_test(tc, election_events_and_requests);
 	tcase_add_test(tc, wait_returns_with_what_arrived);
 	tcase_add_test(tc, error_replies_parsed);
 	tcase_add_test(tc, multi_line_replies);

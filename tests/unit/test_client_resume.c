@@ -243,6 +243,39 @@ START_TEST(resume_nosession)
 }
 END_TEST
 
+/* A leader's hold is tracked like a lock's: ERR NOSESSION reports the
+ * election e LOST (its CAMPAIGN's fence), not d, which resigned. */
+START_TEST(resume_nosession_leader)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = session(lfd, &s, 5000);
+	ck_assert_int_eq(lockd_send_campaign(c, "e", "me", -1, -1, (void *)4), LOCKD_OK);
+	ck_assert_int_eq(lockd_send_campaign(c, "d", "me", 0, -1, (void *)5), LOCKD_OK);
+	ck_assert_int_eq(lockd_send_resign(c, "d", -1, (void *)6), LOCKD_OK);
+	expect_line(c, s, "CAMPAIGN e me\n");
+	expect_line(c, s, "CAMPAIGN d me WAIT 0\n");
+	expect_line(c, s, "RESIGN d\n");
+	say(s, "OK 11\r\nOK 12\r\nOK\r\n");
+	wait_seen(c, "R6 OK");
+	close(s);
+	s = accept_one(c, lfd);
+	expect_line(c, s, "RESUME s1 " SECRET "\n");
+	say(s, "ERR NOSESSION no such session\r\n");
+	int rc = LOCKD_OK;
+	for (int i = 0; i < 400 && rc == LOCKD_OK; i++) {
+		rc = lockd_step(c);
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, LOCKD_ENOSESSION);
+	ck_assert_int_ge(seen_index("E LOST k 7"), 0);
+	ck_assert_int_ge(seen_index("E LOST e 11"), 0);
+	ck_assert_int_lt(seen_index("E LOST d"), 0);
+	lockd_close(c);
+	close(s);
+	close(lfd);
+}
+END_TEST
+
 /* No lockd to resume on within the grace (300 ms): LOST k, then
  * LOCKD_ENOSESSION, neither before the grace nor long after it. */
 START_TEST(resume_grace_runs_out)
@@ -367,6 +400,7 @@ Suite *client_resume_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, resume_after_break);
 	tcase_add_test(tc, resume_nosession);
+	tcase_add_test(tc, resume_nosession_leader);
 	tcase_add_test(tc, resume_grace_runs_out);
 	tcase_add_test(tc, addresses_next_on_refusal);
 	tcase_add_test(tc, addresses_refused);

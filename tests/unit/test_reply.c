@@ -73,11 +73,69 @@ START_TEST(events)
 		rp_event(&ev, t[i].line, words, 1);
 		ck_assert_str_eq(ev.line, t[i].line);
 		ck_assert_str_eq(ev.name, "LOST");
+		ck_assert_int_eq(ev.kind, LOCKD_E_LOST);
+		ck_assert_str_eq(ev.value, "");
 		ck_assert_str_eq(ev.key, t[i].key);
 		ck_assert_msg(ev.fence == t[i].fence, "case %zu: fence %llu", i,
 		              (unsigned long long)ev.fence);
 		ck_assert_int_eq(ev.in_list, 1);
 	}
+}
+END_TEST
+
+/* Protocol 1.3: ELECTED and NOLEADER are events, typed, with the name
+ * in key, and the fence and value of ELECTED parsed. */
+START_TEST(election_events)
+{
+	static const struct {
+		const char *line;
+		int is_event;
+		enum lockd_event_kind kind;
+		const char *name, *key;
+		uint64_t fence;
+		const char *value;
+	} t[] = {
+	    {"ELECTED e 7 node-a", 1, LOCKD_E_ELECTED, "ELECTED", "e", 7, "node-a"},
+	    {"ELECTED e 18446744073709551615 v", 1, LOCKD_E_ELECTED, "ELECTED", "e", UINT64_MAX,
+	     "v"},
+	    {"ELECTED e 7", 1, LOCKD_E_ELECTED, "ELECTED", "e", 7, ""},   /* no value */
+	    {"ELECTED e x v", 1, LOCKD_E_ELECTED, "ELECTED", "e", 0, ""}, /* no fence */
+	    {"ELECTED", 1, LOCKD_E_ELECTED, "ELECTED", "", 0, ""},
+	    {"NOLEADER e", 1, LOCKD_E_NOLEADER, "NOLEADER", "e", 0, ""},
+	    {"NOLEADER", 1, LOCKD_E_NOLEADER, "NOLEADER", "", 0, ""},
+	    {"RESUMING 127.0.0.1:1 reset", 0, LOCKD_E_RESUMING, "RESUMING", "127.0.0.1:1", 0,
+	     ""}, /* the library's own: handed over, never read as one */
+	    {"ELECTEDX e 1 v", 0, LOCKD_E_OTHER, NULL, NULL, 0, NULL},
+	    {"NOLEADERS e", 0, LOCKD_E_OTHER, NULL, NULL, 0, NULL},
+	    {"elected e 1 v", 0, LOCKD_E_OTHER, NULL, NULL, 0, NULL},
+	    {"LEADER 7 node-a", 0, LOCKD_E_OTHER, NULL, NULL, 0, NULL}, /* a reply */
+	    {"NONE", 0, LOCKD_E_OTHER, NULL, NULL, 0, NULL},
+	};
+	for (size_t i = 0; i < N(t); i++) {
+		ck_assert_msg(rp_is_event(t[i].line) == t[i].is_event, "case %zu: %s", i,
+		              t[i].line);
+		if (!t[i].name)
+			continue;
+		char words[64];
+		struct lockd_event ev;
+		memset(&ev, 0x5a, sizeof(ev)); /* every field must be set */
+		snprintf(words, sizeof(words), "%s", t[i].line);
+		rp_event(&ev, t[i].line, words, 0);
+		ck_assert_str_eq(ev.line, t[i].line);
+		ck_assert_msg(ev.kind == t[i].kind, "case %zu: kind %d", i, ev.kind);
+		ck_assert_str_eq(ev.name, t[i].name);
+		ck_assert_str_eq(ev.key, t[i].key);
+		ck_assert_msg(ev.fence == t[i].fence, "case %zu: fence %llu", i,
+		              (unsigned long long)ev.fence);
+		ck_assert_str_eq(ev.value, t[i].value);
+		ck_assert_int_eq(ev.in_list, 0);
+	}
+	char words[64] = "FUTURE x 1";
+	struct lockd_event ev;
+	rp_event(&ev, "FUTURE x 1", words, 0);
+	ck_assert_int_eq(ev.kind, LOCKD_E_OTHER);
+	/* never the end of a list, so never inside one: rp_more is not asked */
+	ck_assert(!rp_is_list_request("LEADER e", 8));
 }
 END_TEST
 
@@ -138,6 +196,14 @@ START_TEST(reply_kinds)
 	    {"END", 1, LOCKD_R_LIST, 0, 0, 0, "", ""},
 	    {"ERR LIMIT out of memory", 1, LOCKD_R_ERR, 0, 0, 0, "LIMIT", "out of memory"},
 	    {"", 0, LOCKD_R_OTHER, 0, 0, 0, "", ""},
+	    {"LEADER 7 node-a", 0, LOCKD_R_LEADER, 1, 7, 0, "", ""},
+	    {"LEADER 7", 0, LOCKD_R_LEADER, 1, 7, 0, "", ""}, /* a plain LOCK's holder */
+	    {"LEADER 7 a b", 0, LOCKD_R_OTHER, 0, 0, 0, "", ""},
+	    {"LEADER x v", 0, LOCKD_R_OTHER, 0, 0, 0, "", ""},
+	    {"LEADER 7 ", 0, LOCKD_R_OTHER, 0, 0, 0, "", ""},
+	    {"LEADER", 0, LOCKD_R_OTHER, 0, 0, 0, "", ""},
+	    {"NONE", 0, LOCKD_R_NONE, 0, 0, 0, "", ""},
+	    {"NONE x", 0, LOCKD_R_OTHER, 0, 0, 0, "", ""},
 	};
 	for (size_t i = 0; i < N(t); i++) {
 		struct lockd_reply r;
@@ -151,6 +217,8 @@ START_TEST(reply_kinds)
 		}
 		ck_assert_str_eq(r.code, t[i].code);
 		ck_assert_str_eq(r.text, t[i].text);
+		const char *v = strncmp(t[i].line, "LEADER 7 node-a", 15) == 0 ? "node-a" : "";
+		ck_assert_str_eq(r.value, v);
 	}
 }
 END_TEST
@@ -317,18 +385,108 @@ START_TEST(typed_lines_parse_back)
 }
 END_TEST
 
+START_TEST(election_lines)
+{
+	static const struct {
+		enum rp_ecmd cmd;
+		const char *name, *value;
+		int wait_ms;
+		const char *want; /* NULL: refused with status */
+		int status;
+	} t[] = {
+	    {RP_CAMPAIGN, "e", "node-a", -1, "CAMPAIGN e node-a", 0},
+	    {RP_CAMPAIGN, "e", "node-a", 0, "CAMPAIGN e node-a WAIT 0", 0},
+	    {RP_CAMPAIGN, "e", "!~", 5000, "CAMPAIGN e !~ WAIT 5000", 0},
+	    {RP_CAMPAIGN, "e", "a b", -1, NULL, LOCKD_EARG},
+	    {RP_CAMPAIGN, "e", "", -1, NULL, LOCKD_EARG},
+	    {RP_CAMPAIGN, "e", NULL, -1, NULL, LOCKD_EARG},
+	    {RP_CAMPAIGN, "e", "v\r\nQUIT", -1, NULL, LOCKD_EARG},
+	    {RP_CAMPAIGN, "e", "caf\xc3\xa9", -1, NULL, LOCKD_EARG},
+	    {RP_CAMPAIGN, "e x", "v", -1, NULL, LOCKD_EKEY},
+	    {RP_CAMPAIGN, "", "v", -1, NULL, LOCKD_EKEY},
+	    {RP_PROCLAIM, "e", "v2", 99, "PROCLAIM e v2", 0}, /* no WAIT */
+	    {RP_PROCLAIM, "e", "v 2", -1, NULL, LOCKD_EARG},
+	    {RP_RESIGN, "e", NULL, -1, "RESIGN e", 0},
+	    {RP_RESIGN, "e", "ignored x", -1, "RESIGN e", 0},
+	    {RP_LEADER, "e", NULL, -1, "LEADER e", 0},
+	    {RP_LEADER, "e\n", NULL, -1, NULL, LOCKD_EKEY},
+	    {RP_OBSERVE, "e", NULL, -1, "OBSERVE e", 0},
+	    {RP_UNOBSERVE, "e", NULL, -1, "UNOBSERVE e", 0},
+	    {(enum rp_ecmd)99, "e", NULL, -1, NULL, LOCKD_EARG},
+	};
+	for (size_t i = 0; i < N(t); i++) {
+		char out[128];
+		long n = rp_format_elect(out, sizeof(out), t[i].cmd, t[i].name, 64, t[i].value, 16,
+		                         t[i].wait_ms);
+		if (!t[i].want) {
+			ck_assert_msg(n == t[i].status, "case %zu: %ld, expected %d", i, n,
+			              t[i].status);
+			continue;
+		}
+		ck_assert_msg(n == (long)strlen(t[i].want), "case %zu: %ld", i, n);
+		ck_assert_str_eq(out, t[i].want);
+	}
+	/* the value's length: 1 to max */
+	char v[300];
+	memset(v, 'v', sizeof(v));
+	v[256] = '\0';
+	ck_assert_int_eq(rp_check_value(v, 256), LOCKD_OK);
+	v[256] = 'v';
+	v[257] = '\0';
+	ck_assert_int_eq(rp_check_value(v, 256), LOCKD_EARG);
+	/* lockd's parser reads each back as the same command, name and value */
+	static const struct {
+		enum rp_ecmd cmd;
+		enum cmd want;
+		int wait_ms;
+	} forms[] = {
+	    {RP_CAMPAIGN, CMD_CAMPAIGN, -1},   {RP_CAMPAIGN, CMD_CAMPAIGN, 250},
+	    {RP_PROCLAIM, CMD_PROCLAIM, -1},   {RP_RESIGN, CMD_RESIGN, -1},
+	    {RP_LEADER, CMD_LEADER, -1},       {RP_OBSERVE, CMD_OBSERVE, -1},
+	    {RP_UNOBSERVE, CMD_UNOBSERVE, -1},
+	};
+	static const char *const names[] = {"e", "WAIT", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"};
+	for (size_t k = 0; k < N(names); k++) {
+		for (size_t f = 0; f < N(forms); f++) {
+			char line[256];
+			struct request r;
+			const char *msg = NULL;
+			long n = rp_format_elect(line, sizeof(line), forms[f].cmd, names[k], 256,
+			                         "WAIT", 256, forms[f].wait_ms);
+			ck_assert_msg(n > 0 && n < (long)sizeof(line), "%s form %zu", names[k], f);
+			enum proto_err e = proto_parse(line, (size_t)n, 256, 1024, &r, &msg);
+			ck_assert_msg(e == PE_NONE, "\"%s\": %s", line, msg ? msg : "?");
+			ck_assert_int_eq(r.cmd, forms[f].want);
+			ck_assert_uint_eq(r.klen, strlen(names[k]));
+			ck_assert(memcmp(r.key, names[k], r.klen) == 0);
+			int valued = forms[f].cmd == RP_CAMPAIGN || forms[f].cmd == RP_PROCLAIM;
+			if (valued) {
+				ck_assert(r.word != NULL);
+				ck_assert_uint_eq(r.wlen, 4);
+				ck_assert(memcmp(r.word, "WAIT", 4) == 0);
+			}
+			ck_assert_int_eq(r.has_wait, forms[f].wait_ms >= 0);
+			if (r.has_wait)
+				ck_assert_uint_eq(r.wait_ms, (unsigned)forms[f].wait_ms);
+		}
+	}
+}
+END_TEST
+
 Suite *reply_suite(void)
 {
 	Suite *s = suite_create("reply");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, frames);
 	tcase_add_test(tc, events);
+	tcase_add_test(tc, election_events);
 	tcase_add_test(tc, list_ends);
 	tcase_add_test(tc, reply_kinds);
 	tcase_add_test(tc, request_checks);
 	tcase_add_test(tc, key_checks);
 	tcase_add_test(tc, typed_lines);
 	tcase_add_test(tc, typed_lines_parse_back);
+	tcase_add_test(tc, election_lines);
 	suite_add_tcase(s, tc);
 	return s;
 }
