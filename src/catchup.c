@@ -37,8 +37,8 @@ struct catchup {
 	size_t scan_len[6];
 	/* the batch in flight; every array lives until its call answered */
 	int nkeys;
-	char **keys;      /* copies of the counter names from SCAN */
-	char **vals;      /* copies of their values from MGET */
+	char **keys;       /* copies of the counter names from SCAN */
+	char **vals;       /* copies of their values from MGET */
 	const char **argv; /* MGET, then the raise script */
 	size_t *argvlen;
 	char nbuf[16];
@@ -77,10 +77,10 @@ static void finish(struct catchup *cu, int ok)
 	ok = ok && same_run(cu);
 	if (ok)
 		log_info("master %s: fence counters caught up from %d master(s), %lld raised",
-			 cu->target->name, cu->nsrc, cu->raised);
+		         cu->target->name, cu->nsrc, cu->raised);
 	else
 		log_warn("master %s: catching up fence counters failed; trying again",
-			 cu->target->name);
+		         cu->target->name);
 	cu->done(cu->target, ok);
 	free(cu);
 }
@@ -156,7 +156,7 @@ static void mget_cb(struct master *m, redisReply *r, void *arg)
 	cu->argv[4 + 2 * n] = cu->clock_floor ? "1" : "0";
 	cu->argvlen[4 + 2 * n] = 1;
 	if (master_call(cu->target, SCR_RAISE_MANY, 5 + 2 * n, cu->argv, cu->argvlen, raise_cb,
-			cu) != 0)
+	                cu) != 0)
 		finish(cu, 0);
 }
 
@@ -203,11 +203,11 @@ static int scan_step(struct catchup *cu)
 	cu->scan_argv[1] = cu->cursor;
 	cu->scan_len[1] = strlen(cu->cursor);
 	return master_call(master_get(cu->src[cu->isrc]), -1, 6, cu->scan_argv, cu->scan_len,
-			   scan_cb, cu);
+	                   scan_cb, cu);
 }
 
-int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms,
-		  const int *src, int nsrc, int clock_floor, catchup_done_fn *done)
+int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms, const int *src,
+                  int nsrc, int clock_floor, catchup_done_fn *done)
 {
 	static const char *const fixed[6] = {"SCAN", "0", "MATCH", "", "COUNT", "500"};
 	struct catchup *cu = calloc(1, sizeof(*cu));

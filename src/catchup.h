@@ -17,7 +17,7 @@ typedef void catchup_done_fn(struct master *target, int ok);
  * clock_floor, raise each to at least target's clock in microseconds too.
  * Returns 0 when started, 1 when there was nothing to read (done is not
  * called: the target is caught up), -1 on failure (done is not called). */
-int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms,
-		  const int *src, int nsrc, int clock_floor, catchup_done_fn *done);
+int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms, const int *src,
+                  int nsrc, int clock_floor, catchup_done_fn *done);
 
 #endif

@@ -36,10 +36,10 @@ typedef const char *(*validator)(const char *s);
 struct ckey {
 	const char *name; /* dotted path */
 	enum ctype type;
-	size_t off;       /* of the value (CT_LIST: of the array) */
-	size_t countoff;  /* CT_LIST: of the count */
-	double min, max;  /* CT_INT/CT_DOUBLE range; CT_LIST/CT_STR length range */
-	validator check;  /* CT_STR/CT_LIST: NULL or returns a message */
+	size_t off;      /* of the value (CT_LIST: of the array) */
+	size_t countoff; /* CT_LIST: of the count */
+	double min, max; /* CT_INT/CT_DOUBLE range; CT_LIST/CT_STR length range */
+	validator check; /* CT_STR/CT_LIST: NULL or returns a message */
 };
 
 /* A numeric TCP address: IPv4 is kept as v4-mapped IPv6, so that one
@@ -82,7 +82,7 @@ static int ip_any(const struct ip *ip)
 {
 	static const unsigned char zero[16];
 	return ip->v6 ? memcmp(ip->b, zero, 16) == 0
-		      : ip_mapped(ip) && memcmp(ip->b + 12, zero, 4) == 0;
+	              : ip_mapped(ip) && memcmp(ip->b + 12, zero, 4) == 0;
 }
 
 static int ip_loopback(const struct ip *ip)
@@ -151,7 +151,7 @@ static const char *v_level(const char *s)
 static const char *v_target(const char *s)
 {
 	return strcmp(s, "stderr") == 0 || strcmp(s, "syslog") == 0 ? NULL
-								       : "must be stderr or syslog";
+	                                                            : "must be stderr or syslog";
 }
 
 static const char *v_prefix(const char *s)
@@ -170,45 +170,45 @@ static const char *v_optaddr(const char *s)
 
 #define OFF(f) offsetof(struct config, f)
 static const struct ckey keys[] = {
-	{"listen", CT_LISTEN, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
-	{"unix_socket_mode", CT_STR, OFF(unix_socket_mode), 0, 1, 4, v_mode},
-	{"password", CT_STR, OFF(password), 0, 0, 256, v_password},
-	{"password_file", CT_STR, OFF(password_file), 0, 0, 4096, NULL},
-	{"allow_unauthenticated", CT_BOOL, OFF(allow_unauthenticated), 0, 0, 0, NULL},
-	{"log_level", CT_STR, OFF(log_level), 0, 1, 16, v_level},
-	{"log_target", CT_STR, OFF(log_target), 0, 1, 16, v_target},
-	{"redis", CT_SECTION, 0, 0, 0, 0, NULL},
-	{"redis.masters", CT_LIST, OFF(masters), OFF(nmasters), 1, CONFIG_MAX_MASTERS, v_master},
-	{"redis.timeout_ms", CT_INT, OFF(timeout_ms), 0, 1, 60000, NULL},
-	{"redis.key_prefix", CT_STR, OFF(key_prefix), 0, 1, 64, v_prefix},
-	{"redis.password", CT_STR, OFF(redis_password), 0, 0, 256, NULL},
-	{"redis.password_file", CT_STR, OFF(redis_password_file), 0, 0, 4096, NULL},
-	{"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
-	{"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
-	{"locks", CT_SECTION, 0, 0, 0, 0, NULL},
-	{"locks.lease_ms", CT_INT, OFF(lease_ms), 0, 100, 2147483647, NULL},
-	{"locks.drift_factor", CT_DOUBLE, OFF(drift_factor), 0, 0, 0.5, NULL},
-	{"locks.handoff_limit", CT_INT, OFF(handoff_limit), 0, 1, 1000000, NULL},
-	{"locks.fence_idle_ms", CT_INT, OFF(fence_idle_ms), 0, 1000, 2147483647, NULL},
-	{"limits", CT_SECTION, 0, 0, 0, 0, NULL},
-	{"limits.max_clients", CT_INT, OFF(max_clients), 0, 1, 1000000, NULL},
-	{"limits.max_line", CT_INT, OFF(max_line), 0, 16, 1048576, NULL},
-	{"limits.max_key_len", CT_INT, OFF(max_key_len), 0, 1, 65536, NULL},
-	{"limits.max_locks_per_session", CT_INT, OFF(max_locks_per_session), 0, 1, 10000000, NULL},
-	{"limits.reqs_per_event", CT_INT, OFF(reqs_per_event), 0, 1, 10000, NULL},
-	{"limits.max_waiters", CT_INT, OFF(max_waiters), 0, 0, 10000000, NULL},
-	{"limits.max_waiters_per_key", CT_INT, OFF(max_waiters_per_key), 0, 0, 10000000, NULL},
-	{"limits.max_permits", CT_INT, OFF(max_permits), 0, 1, 65536, NULL},
-	{"limits.max_value_len", CT_INT, OFF(max_value_len), 0, 1, 65536, NULL},
-	{"limits.line_timeout_ms", CT_INT, OFF(line_timeout_ms), 0, 100, 2147483647, NULL},
-	{"limits.idle_timeout_ms", CT_INT, OFF(idle_timeout_ms), 0, 0, 2147483647, NULL},
-	{"limits.max_clients_per_ip", CT_INT, OFF(max_clients_per_ip), 0, 0, 1000000, NULL},
-	{"limits.max_auth_failures", CT_INT, OFF(max_auth_failures), 0, 0, 1000000, NULL},
-	{"sessions", CT_SECTION, 0, 0, 0, 0, NULL},
-	{"sessions.grace_ms", CT_INT, OFF(grace_ms), 0, 1, 2147483647, NULL},
-	{"sessions.max_grace_ms", CT_INT, OFF(max_grace_ms), 0, 1, 2147483647, NULL},
-	{"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
-	{"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
+    {"listen", CT_LISTEN, OFF(listen), OFF(nlisten), 1, CONFIG_MAX_LISTEN, v_listen},
+    {"unix_socket_mode", CT_STR, OFF(unix_socket_mode), 0, 1, 4, v_mode},
+    {"password", CT_STR, OFF(password), 0, 0, 256, v_password},
+    {"password_file", CT_STR, OFF(password_file), 0, 0, 4096, NULL},
+    {"allow_unauthenticated", CT_BOOL, OFF(allow_unauthenticated), 0, 0, 0, NULL},
+    {"log_level", CT_STR, OFF(log_level), 0, 1, 16, v_level},
+    {"log_target", CT_STR, OFF(log_target), 0, 1, 16, v_target},
+    {"redis", CT_SECTION, 0, 0, 0, 0, NULL},
+    {"redis.masters", CT_LIST, OFF(masters), OFF(nmasters), 1, CONFIG_MAX_MASTERS, v_master},
+    {"redis.timeout_ms", CT_INT, OFF(timeout_ms), 0, 1, 60000, NULL},
+    {"redis.key_prefix", CT_STR, OFF(key_prefix), 0, 1, 64, v_prefix},
+    {"redis.password", CT_STR, OFF(redis_password), 0, 0, 256, NULL},
+    {"redis.password_file", CT_STR, OFF(redis_password_file), 0, 0, 4096, NULL},
+    {"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
+    {"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
+    {"locks", CT_SECTION, 0, 0, 0, 0, NULL},
+    {"locks.lease_ms", CT_INT, OFF(lease_ms), 0, 100, 2147483647, NULL},
+    {"locks.drift_factor", CT_DOUBLE, OFF(drift_factor), 0, 0, 0.5, NULL},
+    {"locks.handoff_limit", CT_INT, OFF(handoff_limit), 0, 1, 1000000, NULL},
+    {"locks.fence_idle_ms", CT_INT, OFF(fence_idle_ms), 0, 1000, 2147483647, NULL},
+    {"limits", CT_SECTION, 0, 0, 0, 0, NULL},
+    {"limits.max_clients", CT_INT, OFF(max_clients), 0, 1, 1000000, NULL},
+    {"limits.max_line", CT_INT, OFF(max_line), 0, 16, 1048576, NULL},
+    {"limits.max_key_len", CT_INT, OFF(max_key_len), 0, 1, 65536, NULL},
+    {"limits.max_locks_per_session", CT_INT, OFF(max_locks_per_session), 0, 1, 10000000, NULL},
+    {"limits.reqs_per_event", CT_INT, OFF(reqs_per_event), 0, 1, 10000, NULL},
+    {"limits.max_waiters", CT_INT, OFF(max_waiters), 0, 0, 10000000, NULL},
+    {"limits.max_waiters_per_key", CT_INT, OFF(max_waiters_per_key), 0, 0, 10000000, NULL},
+    {"limits.max_permits", CT_INT, OFF(max_permits), 0, 1, 65536, NULL},
+    {"limits.max_value_len", CT_INT, OFF(max_value_len), 0, 1, 65536, NULL},
+    {"limits.line_timeout_ms", CT_INT, OFF(line_timeout_ms), 0, 100, 2147483647, NULL},
+    {"limits.idle_timeout_ms", CT_INT, OFF(idle_timeout_ms), 0, 0, 2147483647, NULL},
+    {"limits.max_clients_per_ip", CT_INT, OFF(max_clients_per_ip), 0, 0, 1000000, NULL},
+    {"limits.max_auth_failures", CT_INT, OFF(max_auth_failures), 0, 0, 1000000, NULL},
+    {"sessions", CT_SECTION, 0, 0, 0, 0, NULL},
+    {"sessions.grace_ms", CT_INT, OFF(grace_ms), 0, 1, 2147483647, NULL},
+    {"sessions.max_grace_ms", CT_INT, OFF(max_grace_ms), 0, 1, 2147483647, NULL},
+    {"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
+    {"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -219,7 +219,10 @@ void cfg_print_keys(void)
 			printf("%s\n", keys[i].name);
 }
 
-static char **str_at(struct config *c, size_t off) { return (char **)((char *)c + off); }
+static char **str_at(struct config *c, size_t off)
+{
+	return (char **)((char *)c + off);
+}
 
 void cfg_defaults(struct config *c)
 {
@@ -277,7 +280,10 @@ void cfg_free(struct config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int cfg_unix_mode(const struct config *c) { return (int)strtol(c->unix_socket_mode, NULL, 8); }
+int cfg_unix_mode(const struct config *c)
+{
+	return (int)strtol(c->unix_socket_mode, NULL, 8);
+}
 
 int64_t cfg_exclusion_ms(const struct config *c)
 {
@@ -301,7 +307,7 @@ struct loader {
 };
 
 static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
 {
@@ -337,8 +343,9 @@ static int next(struct loader *l, yaml_event_t *ev)
 			}
 		}
 		return fail(l, m, "YAML syntax error: %s%s%s",
-			    l->parser.problem ? l->parser.problem : "invalid document",
-			    l->parser.context ? " " : "", l->parser.context ? l->parser.context : "");
+		            l->parser.problem ? l->parser.problem : "invalid document",
+		            l->parser.context ? " " : "",
+		            l->parser.context ? l->parser.context : "");
 	}
 	return 0;
 }
@@ -368,7 +375,7 @@ static int lookup(const char *name)
 }
 
 static int check_str(struct loader *l, const struct ckey *k, const char *v, size_t len,
-		     yaml_mark_t m)
+                     yaml_mark_t m)
 {
 	if (memchr(v, '\0', len))
 		return fail(l, m, "%s: NUL byte in string", k->name);
@@ -413,8 +420,8 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 		errno = 0;
 		long long x = strtoll(v, NULL, 10);
 		if (errno || x < (long long)k->min || x > (long long)k->max)
-			return fail(l, m, "%s: %s is out of range (%.0f to %.0f)", k->name, v, k->min,
-				    k->max);
+			return fail(l, m, "%s: %s is out of range (%.0f to %.0f)", k->name, v,
+			            k->min, k->max);
 		*(int64_t *)((char *)l->c + k->off) = x;
 		return 0;
 	}
@@ -428,7 +435,7 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 			return fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
 		if (x < k->min || x > k->max)
 			return fail(l, m, "%s: %s is out of range (%g to %g)", k->name, v, k->min,
-				    k->max);
+			            k->max);
 		*(double *)((char *)l->c + k->off) = x;
 		return 0;
 	}
@@ -507,9 +514,10 @@ static int listen_tls(struct loader *l, struct cfg_tls *t, yaml_mark_t start)
 				fail(l, ev.start_mark, "listen: tls: expected a key, got %s",
 				     type_name(ev.type));
 			else
-				fail(l, ev.start_mark, i < 0 ? "listen: tls: unknown key \"%s\" "
-							       "(cert, key, ca)"
-							     : "listen: tls: duplicate key \"%s\"",
+				fail(l, ev.start_mark,
+				     i < 0 ? "listen: tls: unknown key \"%s\" "
+				             "(cert, key, ca)"
+				           : "listen: tls: duplicate key \"%s\"",
 				     (const char *)ev.data.scalar.value);
 			yaml_event_delete(&ev);
 			return -1;
@@ -546,8 +554,8 @@ static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
 			yaml_event_delete(&ev);
 			break;
 		}
-		const char *name = ev.type == YAML_SCALAR_EVENT ? (const char *)ev.data.scalar.value
-								: NULL;
+		const char *name =
+		    ev.type == YAML_SCALAR_EVENT ? (const char *)ev.data.scalar.value : NULL;
 		int is_addr = name && strcmp(name, "address") == 0;
 		int is_tls = name && strcmp(name, "tls") == 0;
 		if (!is_addr && !is_tls) {
@@ -636,7 +644,7 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 		}
 		yaml_mark_t vm = ev.start_mark;
 		char *v = entry ? listen_entry(l, &l->c->listen_tls[n], &vm)
-				: strdup((const char *)ev.data.scalar.value);
+		                : strdup((const char *)ev.data.scalar.value);
 		size_t vlen = entry ? (v ? strlen(v) : 0) : ev.data.scalar.length;
 		yaml_event_delete(&ev);
 		if (!v || check_str(l, k, v, vlen, vm) ||
@@ -683,7 +691,7 @@ static int parse_mapping(struct loader *l, const char *prefix)
 		}
 		char name[128];
 		snprintf(name, sizeof(name), "%s%s%s", prefix, prefix[0] ? "." : "",
-			 (const char *)ev.data.scalar.value);
+		         (const char *)ev.data.scalar.value);
 		yaml_mark_t km = ev.start_mark;
 		/* "redis.timeout_ms:" at the top is not "redis: {timeout_ms:}". */
 		int dotted = strchr((const char *)ev.data.scalar.value, '.') != NULL;
@@ -693,7 +701,7 @@ static int parse_mapping(struct loader *l, const char *prefix)
 			return fail(l, km, "unknown key \"%s\"", name);
 		if (l->seen[i])
 			return fail(l, km, "duplicate key \"%s\" (first set at line %zu)", name,
-				    l->marks[i].line + 1);
+			            l->marks[i].line + 1);
 		l->seen[i] = 1;
 		l->marks[i] = km;
 
@@ -704,21 +712,21 @@ static int parse_mapping(struct loader *l, const char *prefix)
 		if (k->type == CT_SECTION) {
 			if (ev.type != YAML_MAPPING_START_EVENT)
 				rc = fail(l, ev.start_mark, "%s: expected a mapping, got %s", name,
-					  type_name(ev.type));
+				          type_name(ev.type));
 			else
 				rc = parse_mapping(l, name);
 		} else if (k->type == CT_LIST || k->type == CT_LISTEN) {
 			if (ev.type != YAML_SEQUENCE_START_EVENT)
 				rc = fail(l, ev.start_mark, "%s: expected a list, got %s", name,
-					  type_name(ev.type));
+				          type_name(ev.type));
 			else
 				rc = set_list(l, k, ev.start_mark);
 		} else if (ev.type != YAML_SCALAR_EVENT) {
 			rc = fail(l, ev.start_mark, "%s: expected a %s, got %s", name,
-				  k->type == CT_STR    ? "string"
-				  : k->type == CT_BOOL ? "boolean"
-						       : "number",
-				  type_name(ev.type));
+			          k->type == CT_STR    ? "string"
+			          : k->type == CT_BOOL ? "boolean"
+			                               : "number",
+			          type_name(ev.type));
 		} else {
 			rc = set_scalar(l, k, &ev);
 		}
@@ -739,10 +747,10 @@ static int parse_document(struct loader *l)
 		yaml_event_type_t t = ev.type;
 		yaml_mark_t m = ev.start_mark;
 		int empty_scalar = t == YAML_SCALAR_EVENT &&
-				   ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-				   (ev.data.scalar.length == 0 ||
-				    strcmp((const char *)ev.data.scalar.value, "~") == 0 ||
-				    strcmp((const char *)ev.data.scalar.value, "null") == 0);
+		                   ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		                   (ev.data.scalar.length == 0 ||
+		                    strcmp((const char *)ev.data.scalar.value, "~") == 0 ||
+		                    strcmp((const char *)ev.data.scalar.value, "null") == 0);
 		yaml_event_delete(&ev);
 		switch (t) {
 		case YAML_STREAM_START_EVENT:
@@ -806,31 +814,31 @@ static int listen_checks(struct loader *l)
 		for (int j = 0; j < i; j++)
 			if (listen_ip(c->listen[j], &ips[j]) == 0 && ip_clash(&ips[j], &ips[i]))
 				return fail(l, lm,
-					    "listen: \"%s\" and \"%s\" cannot both be bound (the "
-					    "same port on overlapping addresses)",
-					    c->listen[j], c->listen[i]);
+				            "listen: \"%s\" and \"%s\" cannot both be bound (the "
+				            "same port on overlapping addresses)",
+				            c->listen[j], c->listen[i]);
 		if (c->metrics_listen[0] && !addr_parse(c->metrics_listen, 0, 1, &a) &&
 		    !ip_of(&a, &mip) && ip_clash(&mip, &ips[i]))
 			return fail(l, l->marks[lookup("metrics.listen")],
-				    "metrics.listen: \"%s\" and listen \"%s\" cannot both be bound",
-				    c->metrics_listen, c->listen[i]);
+			            "metrics.listen: \"%s\" and listen \"%s\" cannot both be bound",
+			            c->metrics_listen, c->listen[i]);
 	}
 	static const char *const pw[][2] = {{"password", "password_file"},
-					    {"redis.password", "redis.password_file"}};
+	                                    {"redis.password", "redis.password_file"}};
 	for (int i = 0; i < 2; i++) {
 		int p = lookup(pw[i][0]), f = lookup(pw[i][1]);
 		const char *pv = *str_at(l->c, keys[p].off), *fv = *str_at(l->c, keys[f].off);
 		if (l->seen[p] && pv[0] && fv[0])
 			return fail(l, l->marks[f], "%s and %s are both set; keep one", pw[i][0],
-				    pw[i][1]);
+			            pw[i][1]);
 	}
 	const char *open = cfg_open_listener(c);
 	if (open && !c->allow_unauthenticated)
 		return fail(l, lm,
-			    "listen: \"%s\" is not a loopback address and clients need no "
-			    "password: set password or password_file, or allow_unauthenticated: "
-			    "true",
-			    open);
+		            "listen: \"%s\" is not a loopback address and clients need no "
+		            "password: set password or password_file, or allow_unauthenticated: "
+		            "true",
+		            open);
 	return 0;
 }
 
@@ -840,19 +848,19 @@ static int cross_checks(struct loader *l)
 	int i = lookup("limits.max_key_len");
 	if (c->max_key_len > c->max_line)
 		return fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
-			    "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
-			    (long long)c->max_key_len, (long long)c->max_line);
+		            "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
+		            (long long)c->max_key_len, (long long)c->max_line);
 	i = lookup("redis.timeout_ms");
 	if (c->timeout_ms * 3 >= c->lease_ms)
 		return fail(l, l->marks[l->seen[i] ? i : lookup("locks.lease_ms")],
-			    "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
-			    "(%lld)",
-			    (long long)c->timeout_ms, (long long)c->lease_ms);
+		            "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
+		            "(%lld)",
+		            (long long)c->timeout_ms, (long long)c->lease_ms);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)
 		return fail(l, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],
-			    "sessions.grace_ms (%lld) must not exceed sessions.max_grace_ms (%lld)",
-			    (long long)c->grace_ms, (long long)c->max_grace_ms);
+		            "sessions.grace_ms (%lld) must not exceed sessions.max_grace_ms (%lld)",
+		            (long long)c->grace_ms, (long long)c->max_grace_ms);
 	return listen_checks(l);
 }
 
@@ -929,9 +937,9 @@ static int load(struct config *c, struct loader *l)
 		rc = cross_checks(l);
 	if (rc >= 0 && l->dir)
 		rc = read_secret(l, "password_file", "password", 1) ||
-			     read_secret(l, "redis.password_file", "redis.password", 0)
-			 ? -1
-			 : 0;
+		             read_secret(l, "redis.password_file", "redis.password", 0)
+		         ? -1
+		         : 0;
 	yaml_parser_delete(&l->parser);
 	if (rc < 0) {
 		cfg_free(c);
@@ -942,7 +950,7 @@ static int load(struct config *c, struct loader *l)
 }
 
 static int load_text(struct config *c, const char *name, const char *dir, const char *text,
-		     size_t len, char *err, size_t errlen)
+                     size_t len, char *err, size_t errlen)
 {
 	struct loader l;
 
@@ -960,7 +968,7 @@ static int load_text(struct config *c, const char *name, const char *dir, const 
 }
 
 int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
-		    size_t errlen)
+                    size_t errlen)
 {
 	return load_text(c, name, NULL, text, len, err, errlen);
 }
@@ -983,7 +991,7 @@ int cfg_load_file(struct config *c, const char *path, char *err, size_t errlen)
 	fclose(f);
 	if (bad) {
 		snprintf(err, errlen, "%s:1:1: cannot read: %s", path,
-			 n > CFG_MAX_FILE ? "larger than 1 MiB" : "read error");
+		         n > CFG_MAX_FILE ? "larger than 1 MiB" : "read error");
 		free(buf);
 		return -1;
 	}

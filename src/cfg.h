@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define CONFIG_MAX_MASTERS 15
-#define CONFIG_MAX_LISTEN 16
+#define CONFIG_MAX_LISTEN  16
 
 /* The TLS files of a listen entry; all NULL for plain TCP. */
 struct cfg_tls {
@@ -19,19 +19,19 @@ struct config {
 	char *listen[CONFIG_MAX_LISTEN]; /* "HOST:PORT" or "unix:PATH" */
 	int nlisten;
 	struct cfg_tls listen_tls[CONFIG_MAX_LISTEN]; /* of listen[i] */
-	char *unix_socket_mode; /* octal string, e.g. "0660" */
-	char *password;         /* "" when AUTH is not required */
-	char *password_file;    /* "" or where password was read from */
+	char *unix_socket_mode;                       /* octal string, e.g. "0660" */
+	char *password;                               /* "" when AUTH is not required */
+	char *password_file;                          /* "" or where password was read from */
 	int allow_unauthenticated; /* may listen beyond loopback without a password */
-	char *log_level;        /* error, warn, info, debug */
-	char *log_target;       /* stderr or syslog */
+	char *log_level;           /* error, warn, info, debug */
+	char *log_target;          /* stderr or syslog */
 
 	char *masters[CONFIG_MAX_MASTERS];
 	int nmasters;
 	int64_t timeout_ms;
 	char *key_prefix;
 	char *redis_password;
-	char *redis_password_file; /* "" or where redis_password was read from */
+	char *redis_password_file;    /* "" or where redis_password was read from */
 	int64_t restart_exclusion_ms; /* -1: same as lease_ms */
 	int64_t reconnect_max_ms;
 
@@ -67,7 +67,7 @@ void cfg_defaults(struct config *c);
 int cfg_load_file(struct config *c, const char *path, char *err, size_t errlen);
 /* The same for text in memory; name stands for the file in messages. */
 int cfg_load_string(struct config *c, const char *name, const char *text, size_t len, char *err,
-		       size_t errlen);
+                    size_t errlen);
 void cfg_free(struct config *c);
 int cfg_unix_mode(const struct config *c);
 int64_t cfg_exclusion_ms(const struct config *c);

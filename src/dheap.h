@@ -26,7 +26,13 @@ int dh_set(struct dheap *h, struct dh_node *n, int64_t at);
 /* Take n out (nothing if it is not in). */
 void dh_remove(struct dheap *h, struct dh_node *n);
 /* The earliest deadline, or NULL when empty. */
-static inline struct dh_node *dh_top(const struct dheap *h) { return h->n ? h->v[0] : NULL; }
-static inline int dh_linked(const struct dh_node *n) { return n->pos != 0; }
+static inline struct dh_node *dh_top(const struct dheap *h)
+{
+	return h->n ? h->v[0] : NULL;
+}
+static inline int dh_linked(const struct dh_node *n)
+{
+	return n->pos != 0;
+}
 
 #endif

@@ -57,7 +57,7 @@ enum lead_state {
 
 struct lead {
 	struct kt_node node; /* in leads, by name */
-	struct ilink link; /* on lead_list, for the write-back */
+	struct ilink link;   /* on lead_list, for the write-back */
 	enum lead_state state;
 	char token[TOKEN_LEN + 1];
 	uint64_t fence;
@@ -140,7 +140,10 @@ static int64_t third(void)
  * a lockd that died means nothing (its lock is gone) until the name's next
  * leader replaces it. An expiry would have to be refreshed on every
  * master all the time, which idle elections must not cost. */
-static int64_t record_expiry(void) { return 0; }
+static int64_t record_expiry(void)
+{
+	return 0;
+}
 
 /* Until when the write-back runs: a master connected again may have
  * restarted empty (its lock comes back with the next renewal). */

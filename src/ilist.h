@@ -16,7 +16,7 @@ struct ilist {
 	size_t len;
 };
 
-#define ilist_entry(link, type, member) ((type *)((char *)(link) - offsetof(type, member)))
+#define ilist_entry(link, type, member) ((type *)((char *)(link)-offsetof(type, member)))
 
 static inline void ilist_init(struct ilist *q)
 {
@@ -24,7 +24,10 @@ static inline void ilist_init(struct ilist *q)
 	q->len = 0;
 }
 
-static inline int ilink_linked(const struct ilink *l) { return l->next != NULL; }
+static inline int ilink_linked(const struct ilink *l)
+{
+	return l->next != NULL;
+}
 
 static inline void ilist_push(struct ilist *q, struct ilink *l)
 {

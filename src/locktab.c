@@ -57,13 +57,12 @@ static const struct lt_ops *ops;
 static struct keytab table;
 static int shutting_down;
 
-
 /* Holds and key entries live in slabs of their own (slab.h): dense, so a
  * million of them cost their size, and a burst's buffers freed between
  * them do not pin pages. Key entries with longer keys than LK_SLAB_BIG
  * holds come from malloc. */
 #define LK_SLAB_SMALL 256 /* entry and key, bytes */
-#define LK_SLAB_BIG 512
+#define LK_SLAB_BIG   512
 static struct slab hold_slab, lk_small, lk_big;
 static struct lt_elect_hooks el_hooks; /* leader election (1.3), or zeroes */
 
@@ -139,7 +138,6 @@ static int64_t lease_for(const struct waiter *w)
 {
 	return w->has_ttl ? (int64_t)w->ttl_ms : cfg->lease_ms;
 }
-
 
 /* The session record a hold of c's is written in (1.2), or none. */
 static struct rl_rec rec_of(const struct lt_client *c, enum hold_kind k, int ttl)
@@ -318,8 +316,8 @@ void ltc_lost(struct hold *h)
 	 * here or on another lockd, reports it LOST from there (1.2). */
 	struct rl_rec rec = rec_of(s->ctx ? s : NULL, h->kind, 0);
 	log_warn("session %llu (%s): lock %s (fence %llu) lost: %s", (unsigned long long)s->id,
-		 s->peer, lk->key, (unsigned long long)h->fence,
-		 h->state == HS_TTL ? "TTL lapsed" : "lease could not be renewed on a majority");
+	         s->peer, lk->key, (unsigned long long)h->fence,
+	         h->state == HS_TTL ? "TTL lapsed" : "lease could not be renewed on a majority");
 	stats.lost++;
 	ltc_line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 	memcpy(token, h->token, sizeof(token));
@@ -453,9 +451,9 @@ static void acquired(struct rl_call *c, void *owner)
 			w->quorum_failed = quorum;
 			if (w->c->eof)
 				ops->wake(w->c); /* its peer left: cancel */
-			int64_t ms = quorum ? 50 + random() % 100
-				     : lk->noticed ? 0 /* released meanwhile: try again now */
-				     : (pttl > 0 ? pttl + 5 : 10);
+			int64_t ms = quorum        ? 50 + random() % 100
+			             : lk->noticed ? 0 /* released meanwhile: try again now */
+			                           : (pttl > 0 ? pttl + 5 : 10);
 			schedule_retry(lk, ms);
 		}
 	}
@@ -501,7 +499,7 @@ static void kick(struct lkey *lk)
 	lk->was_handoff = 0;
 	struct rl_rec rec = rec_of(w->c, w->kind, w->has_ttl);
 	lk->call = rl_acquire(lk->key, lk->node.klen, rl_hold_of(w->kind), permit, lk->acq_token,
-			      lease_for(w), NULL, wait_of(w), &rec, acquired, NULL, lk);
+	                      lease_for(w), NULL, wait_of(w), &rec, acquired, NULL, lk);
 	if (!lk->call) {
 		lk->state = LK_IDLE;
 		lk->acq_for = NULL;
@@ -591,9 +589,9 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		if (rs)
 			rs->verdict_lk = lk;
 		struct rl_rec wrec = rec_of(w->c, w->kind, w->has_ttl);
-		lk->call = rl_acquire(lk->key, lk->node.klen, RH_LOCK, permit, lk->acq_token,
-				      lease_for(w), old, wait_of(w), &wrec, acquired,
-				      handoff_released, lk);
+		lk->call =
+		    rl_acquire(lk->key, lk->node.klen, RH_LOCK, permit, lk->acq_token, lease_for(w),
+		               old, wait_of(w), &wrec, acquired, handoff_released, lk);
 		if (lk->call)
 			return;
 		lk->state = LK_IDLE;
@@ -615,8 +613,8 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		/* Nobody waits for this verdict (a session's end): batched. */
 		rn_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old, &rec);
 	} else {
-		struct rl_call *c = rl_release(lk->key, lk->node.klen, rl_hold_of(kind), permit, old,
-					       &rec, flag_ms, rs ? released : NULL, rs);
+		struct rl_call *c = rl_release(lk->key, lk->node.klen, rl_hold_of(kind), permit,
+		                               old, &rec, flag_ms, rs ? released : NULL, rs);
 		if (rs) {
 			if (c)
 				rs->call = c;
@@ -668,7 +666,7 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
 		/* No grant could ever be valid: say so rather than QUORUM. */
 		ltc_reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
-			 "locks.drift_factor)");
+		             "locks.drift_factor)");
 		return;
 	}
 	if (s->nlocks >= (uint64_t)cfg->max_locks_per_session) {
@@ -694,7 +692,9 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	}
 	if (!try && cfg->max_waiters_per_key && lk &&
 	    lk->waiters.len >= (size_t)cfg->max_waiters_per_key) {
-		ltc_reply(s, "ERR LIMIT too many sessions wait for this key (limits.max_waiters_per_key)");
+		ltc_reply(
+		    s,
+		    "ERR LIMIT too many sessions wait for this key (limits.max_waiters_per_key)");
 		return;
 	}
 	if (!lk && !(lk = ltc_get(r->key, r->klen))) {
@@ -822,7 +822,10 @@ void lt_client_forget(struct lt_client *s)
 
 /* --- leader election (1.3) --- */
 
-void lt_set_elect_hooks(const struct lt_elect_hooks *h) { el_hooks = *h; }
+void lt_set_elect_hooks(const struct lt_elect_hooks *h)
+{
+	el_hooks = *h;
+}
 
 void lt_drop(struct lt_client *c, const char *key, size_t klen)
 {
@@ -869,9 +872,15 @@ void locktab_set_cfg(const struct config *c)
 	rn_set_cfg(c); /* a new lease applies to the next renewal of every hold: now */
 }
 
-int locktab_busy(void) { return rn_busy(); }
+int locktab_busy(void)
+{
+	return rn_busy();
+}
 
-uint64_t locktab_keys(void) { return table.count; }
+uint64_t locktab_keys(void)
+{
+	return table.count;
+}
 
 void lt_shutdown_all(void)
 {
@@ -915,9 +924,11 @@ void lt_shutdown_all(void)
 		}
 		/* The last release frees the entry: nothing of it is used after. */
 		while (lk->holds.len > 1)
-			release_hold(ilist_entry(ilist_first(&lk->holds), struct hold, key_link), NULL);
+			release_hold(ilist_entry(ilist_first(&lk->holds), struct hold, key_link),
+			             NULL);
 		if (lk->holds.len)
-			release_hold(ilist_entry(ilist_first(&lk->holds), struct hold, key_link), NULL);
+			release_hold(ilist_entry(ilist_first(&lk->holds), struct hold, key_link),
+			             NULL);
 		else
 			ltc_maybe_free(lk);
 	}

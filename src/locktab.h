@@ -43,7 +43,7 @@ enum hold_kind {
 /* A client's place in a key's queue (a client waits for one key at most). */
 struct waiter {
 	struct ilink link; /* on lkey.waiters */
-	struct lkey *lk;     /* NULL when not waiting */
+	struct lkey *lk;   /* NULL when not waiting */
 	struct lt_client *c;
 	enum wait_mode mode;
 	enum hold_kind kind;
@@ -67,7 +67,7 @@ struct lt_client {
 	const char *peer;   /* for log lines */
 	void *ctx;          /* the owner's handle, for its lt_ops (NULL: nobody to answer) */
 	const char *sid;    /* a resumable session's id (1.2), or NULL: its holds are
-			       kept in its record on the masters (redlock.h) */
+	                       kept in its record on the masters (redlock.h) */
 	int eof;            /* the peer left: a wait that goes on must wake it */
 	int64_t req_us;     /* when its current request arrived */
 	struct ilist locks; /* its holds (struct hold.hold_link), one per key */
@@ -77,7 +77,7 @@ struct lt_client {
 	struct lkey *verdict_lk; /* a key whose handoff's release answers it */
 	struct hold *verdict_h;  /* a hold whose EXTEND answers it */
 	struct el_client *el;    /* elect.c's part (1.3): observations, a CAMPAIGN's
-				    value; NULL when none */
+	                            value; NULL when none */
 };
 
 /* How locktab answers its clients. Each request gets exactly one reply;
@@ -147,13 +147,13 @@ void lt_notice_all(void);
 struct lt_elect_hooks {
 	/* A CAMPAIGN was granted: locktab sent no reply, the hook answers. */
 	void (*granted)(struct lt_client *c, const char *key, size_t klen, uint64_t fence,
-			const char *token);
+	                const char *token);
 	/* c's hold of the key's lock ends (its last UNLOCK, its session's end,
 	 * shutdown: lost 0; LOST: lost 1, the line sent already). Returns 1
 	 * when the hook releases it on the masters itself (a leader's lock,
 	 * with its value), 0 to let locktab release it as usual. */
 	int (*releasing)(struct lt_client *c, const char *key, size_t klen, const char *token,
-			 int lost);
+	                 int lost);
 };
 void lt_set_elect_hooks(const struct lt_elect_hooks *h);
 /* Who holds the key's lock (exclusively, permit 0) here, or NULL; with

@@ -40,12 +40,13 @@ static void status_done(struct rl_call *c, void *owner)
 	if (!v->ok)
 		ltc_reply(s, "%s", MSG_NO_QUORUM);
 	else if (v->npermits)
-		ltc_reply(s, "PERMITS %u %u %zu", v->permits, v->npermits, waiting_for(key, klen, 1));
+		ltc_reply(s, "PERMITS %u %u %zu", v->permits, v->npermits,
+		          waiting_for(key, klen, 1));
 	else if (v->held)
 		ltc_reply(s, "HELD %lld %zu", (long long)v->ttl_ms, waiting_for(key, klen, 0));
 	else if (v->holders > 0)
 		ltc_reply(s, "SHARED %d %lld %zu", v->holders, (long long)v->shared_ttl_ms,
-		      waiting_for(key, klen, 0));
+		          waiting_for(key, klen, 0));
 	else
 		ltc_reply(s, "FREE");
 }
@@ -61,7 +62,8 @@ void lt_status(struct lt_client *s, const char *key, size_t klen, uint32_t permi
 			if (h->kind == HK_SHARED || h->permit != 0)
 				continue;
 			int64_t left = (h->lease_end_us - now_us()) / 1000;
-			ltc_reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0), lk->waiters.len);
+			ltc_reply(s, "HELD %lld %zu", (long long)(left > 0 ? left : 0),
+			          lk->waiters.len);
 			return;
 		}
 	}
@@ -83,7 +85,7 @@ void lt_held(struct lt_client *s)
 			ltc_line(s, "KEY %s %llu %u %lld SHARED", h->lk->key, f, h->holds, left);
 		else if (h->kind == HK_PERMIT)
 			ltc_line(s, "KEY %s %llu %u %lld PERMIT %u", h->lk->key, f, h->holds, left,
-			     h->permit);
+			         h->permit);
 		else
 			ltc_line(s, "KEY %s %llu %u %lld", h->lk->key, f, h->holds, left);
 	}
@@ -114,7 +116,10 @@ int lt_holds(struct lt_client *c, const char *key, size_t klen)
 
 /* --- sessions that outlive a connection (1.2) --- */
 
-static char rec_kind(const struct hold *h) { return hold_rec_kind(h->kind); }
+static char rec_kind(const struct hold *h)
+{
+	return hold_rec_kind(h->kind);
+}
 
 void lt_holds_of(const struct lt_client *s, struct rl_sess_hold *out, int n)
 {
@@ -202,10 +207,11 @@ void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
 			continue;
 		}
 		/* Not held on a majority: lost; clear what the adoption wrote. */
-		ltc_line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key, (unsigned long long)a[i].fence);
+		ltc_line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key,
+		         (unsigned long long)a[i].fence);
 		stats.lost++;
 		struct rl_rec rec = {s->sid, a[i].kind, 0};
 		rl_release(a[i].key, a[i].klen, a[i].kind == 's' ? RH_SHARED : RH_LOCK, a[i].permit,
-			   a[i].token, &rec, 0, NULL, NULL);
+		           a[i].token, &rec, 0, NULL, NULL);
 	}
 }

@@ -31,7 +31,7 @@ enum hold_state {
 	HS_RENEWING, /* in a renewal batch in flight (the batch holds a reference) */
 	HS_RETRY,    /* its last renewal failed or was not sent: the next tick makes it due */
 	HS_ENDED,    /* let go (UNLOCK to 0, LOST, the session's end): on lk->ended
-			until no batch or EXTEND points at it, then freed */
+	                until no batch or EXTEND points at it, then freed */
 };
 
 /* One session's hold of a key. Laid out by size, small fields in bytes:
@@ -39,22 +39,22 @@ enum hold_state {
 struct hold {
 	struct lkey *lk;
 	struct lt_client *holder; /* NULL once HS_ENDED */
-	struct ilink key_link;  /* on lk->holds, then lk->ended */
-	struct ilink hold_link; /* on holder->locks */
-	struct ilink wd_link;   /* on the watch list (HS_WATCHED .. HS_RETRY) */
-	struct ilink due_link;  /* on the due list (HS_DUE) */
+	struct ilink key_link;    /* on lk->holds, then lk->ended */
+	struct ilink hold_link;   /* on holder->locks */
+	struct ilink wd_link;     /* on the watch list (HS_WATCHED .. HS_RETRY) */
+	struct ilink due_link;    /* on the due list (HS_DUE) */
 	uint64_t fence;
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
 	int64_t renewed_us;
 	struct lt_client *ext_for; /* an EXTEND (or a count write) waiting for its verdict */
 	struct dh_node dl; /* dl.at: its validity, when LOST fires (in the heap while held) */
-	uint32_t permit; /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
+	uint32_t permit;   /* HK_LOCK: 0; HK_PERMIT: the permit it holds */
 	uint32_t holds;
 	int refs; /* renewal batches and an EXTEND that point here */
 	enum hold_kind kind : 8;
 	enum hold_state state : 8;
-	int8_t counting; /* a hold count write in flight (1.2): +1 LOCK, -1 UNLOCK */
+	int8_t counting;   /* a hold count write in flight (1.2): +1 LOCK, -1 UNLOCK */
 	uint8_t verifying; /* its deadline came late: its session's move is being checked */
 	char token[TOKEN_LEN + 1];
 };

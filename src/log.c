@@ -25,7 +25,10 @@ void log_init(enum log_level lvl, int use_syslog)
 	log_syslog = use_syslog;
 }
 
-void log_set_level(enum log_level lvl) { log_level_cur = lvl; }
+void log_set_level(enum log_level lvl)
+{
+	log_level_cur = lvl;
+}
 
 int log_level_parse(const char *s, enum log_level *out)
 {
@@ -37,7 +40,10 @@ int log_level_parse(const char *s, enum log_level *out)
 	return -1;
 }
 
-const char *log_level_name(enum log_level lvl) { return level_names[lvl]; }
+const char *log_level_name(enum log_level lvl)
+{
+	return level_names[lvl];
+}
 
 void log_msg(enum log_level lvl, const char *fmt, ...)
 {
@@ -60,6 +66,6 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s %s\n", tm.tm_year + 1900,
-		tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
-		level_names[lvl], buf);
+	        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+	        level_names[lvl], buf);
 }

@@ -18,16 +18,16 @@ const char *log_level_name(enum log_level lvl);
 void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
-#define log_info(...)                                                      \
-	do {                                                               \
-		if (log_level_cur >= LOG_LVL_INFO)                         \
-			log_msg(LOG_LVL_INFO, __VA_ARGS__);                \
+#define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...)                                                                              \
+	do {                                                                                       \
+		if (log_level_cur >= LOG_LVL_INFO)                                                 \
+			log_msg(LOG_LVL_INFO, __VA_ARGS__);                                        \
 	} while (0)
-#define log_debug(...)                                                     \
-	do {                                                               \
-		if (log_level_cur >= LOG_LVL_DEBUG)                        \
-			log_msg(LOG_LVL_DEBUG, __VA_ARGS__);               \
+#define log_debug(...)                                                                             \
+	do {                                                                                       \
+		if (log_level_cur >= LOG_LVL_DEBUG)                                                \
+			log_msg(LOG_LVL_DEBUG, __VA_ARGS__);                                       \
 	} while (0)
 
 #endif

@@ -42,14 +42,14 @@ static int no_majority_warned; /* the startup warning was logged; majority not s
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: lockd [-c FILE] [-t] [-l LEVEL]\n"
-		   "  -c, --config FILE   run on this YAML config (default: built-in defaults)\n"
-		   "  -t, --test          check the config and exit (0 good, 1 bad)\n"
-		   "  -l, --log-level L   error, warn, info or debug (overrides log_level)\n"
-		   "  -h, --help          this help\n"
-		   "  -v, --version       print the version\n"
-		   "      --config-keys   print every config key\n"
-		   "      --commands      print every protocol command\n"
-		   "      --stats-fields  print every STATS field\n");
+	           "  -c, --config FILE   run on this YAML config (default: built-in defaults)\n"
+	           "  -t, --test          check the config and exit (0 good, 1 bad)\n"
+	           "  -l, --log-level L   error, warn, info or debug (overrides log_level)\n"
+	           "  -h, --help          this help\n"
+	           "  -v, --version       print the version\n"
+	           "      --config-keys   print every config key\n"
+	           "      --commands      print every protocol command\n"
+	           "      --stats-fields  print every STATS field\n");
 }
 
 /* A master's subscriber is back: election notices may have been missed. */
@@ -97,14 +97,14 @@ static void status_cb(evutil_socket_t fd, short what, void *arg)
 	char buf[200];
 	int ok = stats_quorum_ok();
 	snprintf(buf, sizeof(buf), "masters up %d/%d, counting %d; clients %llu; locks held %llu%s",
-		 masters_up(), masters_count(), mb_counting(),
-		 (unsigned long long)stats.clients, (unsigned long long)stats.locks_held,
-		 ok ? "" : "; no majority of masters: LOCK answers ERR QUORUM");
+	         masters_up(), masters_count(), mb_counting(), (unsigned long long)stats.clients,
+	         (unsigned long long)stats.locks_held,
+	         ok ? "" : "; no majority of masters: LOCK answers ERR QUORUM");
 	notify_status(buf);
 	if (ok && no_majority_warned) {
 		no_majority_warned = 0;
 		log_info("a majority of masters counts now: %d of %d", mb_counting(),
-			 masters_count());
+		         masters_count());
 	}
 }
 
@@ -122,8 +122,8 @@ static void majority_cb(evutil_socket_t fd, short what, void *arg)
 		    up, n);
 	else
 		log_warn("no majority of masters counting: %d of %d up, %d counting (restarted, "
-			 "kept out for now); LOCK will answer ERR QUORUM",
-			 up, n, mb_counting());
+		         "kept out for now); LOCK will answer ERR QUORUM",
+		         up, n, mb_counting());
 	status_cb(-1, 0, NULL);
 }
 
@@ -135,8 +135,8 @@ static void warn_credential_copy(void)
 	size_t n = dir ? strlen(dir) : 0;
 	if (n && strncmp(cfg_path, dir, n) == 0 && cfg_path[n] == '/')
 		log_warn("reload: %s is the copy systemd made at start (LoadCredential=); "
-			 "edits to the original take effect at a restart",
-			 cfg_path);
+		         "edits to the original take effect at a restart",
+		         cfg_path);
 }
 
 /* Defaults safe for a network: cfg refuses an open listener unless
@@ -148,7 +148,7 @@ static void warn_open(const struct config *c, FILE *f)
 		return;
 	if (f)
 		fprintf(f, "warning: listen %s: clients need no password (allow_unauthenticated)\n",
-			open);
+		        open);
 	else
 		log_warn("listen %s: clients need no password (allow_unauthenticated)", open);
 }
@@ -187,15 +187,15 @@ static void keep_fixed(struct config *n, const struct config *o)
 		char **nv;
 		char *ov;
 	} strs[] = {
-		{"unix_socket_mode", &n->unix_socket_mode, o->unix_socket_mode},
-		{"redis.key_prefix", &n->key_prefix, o->key_prefix},
-		{"redis.password", &n->redis_password, o->redis_password},
-		{"metrics.listen", &n->metrics_listen, o->metrics_listen},
+	    {"unix_socket_mode", &n->unix_socket_mode, o->unix_socket_mode},
+	    {"redis.key_prefix", &n->key_prefix, o->key_prefix},
+	    {"redis.password", &n->redis_password, o->redis_password},
+	    {"metrics.listen", &n->metrics_listen, o->metrics_listen},
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (strcmp(*strs[i].nv, strs[i].ov) != 0) {
 			log_warn("reload: %s cannot change at runtime; keeping the old value",
-				 strs[i].name);
+			         strs[i].name);
 			free(*strs[i].nv);
 			*strs[i].nv = strdup(strs[i].ov);
 		}
@@ -281,21 +281,21 @@ static void raise_nofile(int64_t want)
 	rl.rlim_cur = need < rl.rlim_max ? need : rl.rlim_max;
 	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < need)
 		log_warn("open files limit is %llu; limits.max_clients %lld needs more",
-			 (unsigned long long)rl.rlim_cur, (long long)want);
+		         (unsigned long long)rl.rlim_cur, (long long)want);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"test", no_argument, NULL, 't'},
-		{"log-level", required_argument, NULL, 'l'},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'v'},
-		{"config-keys", no_argument, NULL, 'K'},
-		{"commands", no_argument, NULL, 'C'},
-		{"stats-fields", no_argument, NULL, 'S'},
-		{NULL, 0, NULL, 0},
+	    {"config", required_argument, NULL, 'c'},
+	    {"test", no_argument, NULL, 't'},
+	    {"log-level", required_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'v'},
+	    {"config-keys", no_argument, NULL, 'K'},
+	    {"commands", no_argument, NULL, 'C'},
+	    {"stats-fields", no_argument, NULL, 'S'},
+	    {NULL, 0, NULL, 0},
 	};
 	int test_only = 0, ch;
 	char err[512];
@@ -311,8 +311,9 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			if (log_level_parse(optarg, &lvl) != 0) {
-				fprintf(stderr, "lockd: -l %s: must be error, warn, info or debug\n",
-					optarg);
+				fprintf(stderr,
+				        "lockd: -l %s: must be error, warn, info or debug\n",
+				        optarg);
 				return 2;
 			}
 			level_override = optarg;
@@ -354,7 +355,8 @@ int main(int argc, char **argv)
 		/* What start would refuse beyond the config itself: the TLS
 		 * certificates and keys must load. */
 		if (server_check_tls(&cfg, err, sizeof(err)) != 0) {
-			fprintf(stderr, "%s: %s\n", cfg_path ? cfg_path : "(built-in defaults)", err);
+			fprintf(stderr, "%s: %s\n", cfg_path ? cfg_path : "(built-in defaults)",
+			        err);
 			cfg_free(&cfg);
 			return 1;
 		}
@@ -378,8 +380,8 @@ int main(int argc, char **argv)
 	struct event_config *ec = event_config_new();
 	if (ec)
 		event_config_set_flag(ec, EVENT_BASE_FLAG_NO_CACHE_TIME |
-					      EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST |
-					      EVENT_BASE_FLAG_PRECISE_TIMER);
+		                              EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST |
+		                              EVENT_BASE_FLAG_PRECISE_TIMER);
 	base = ec ? event_base_new_with_config(ec) : NULL;
 	if (ec)
 		event_config_free(ec);
@@ -388,8 +390,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_info("lockd %s starting (libevent %s, hiredis %d.%d.%d), %d master(s), majority %d",
-		 PACKAGE_VERSION, event_get_version(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-		 cfg.nmasters, quorum_majority(cfg.nmasters));
+	         PACKAGE_VERSION, event_get_version(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
+	         cfg.nmasters, quorum_majority(cfg.nmasters));
 
 	struct master_opts mo;
 	struct mb_opts mbo;
@@ -399,8 +401,7 @@ int main(int argc, char **argv)
 	sessions_set_cfg(&cfg);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    rs_init(base, &cfg, &session_lt_ops) != 0 ||
-	    el_init(base, &cfg, &session_lt_ops) != 0 ||
-	    mb_init(base, cfg.nmasters, &mbo) != 0 ||
+	    el_init(base, &cfg, &session_lt_ops) != 0 || mb_init(base, cfg.nmasters, &mbo) != 0 ||
 	    masters_init(base, cfg.masters, cfg.nmasters, &mo)) {
 		log_error("out of memory at startup");
 		return 1;

@@ -52,7 +52,7 @@ struct mreq {
 	const size_t *argvlen;
 	int done; /* fn has run (the request failed); only the free is left */
 	/* A batch: one script call carrying the calls of a loop turn. */
-	struct mreq *items;     /* the carrier's calls, in order (their own fn, arg) */
+	struct mreq *items; /* the carrier's calls, in order (their own fn, arg) */
 	int nitems;
 	struct mreq *item_next; /* a call's next in its carrier */
 	size_t nkeys;           /* a batchable call's number of keys (its argv[2]) */
@@ -72,7 +72,7 @@ static char elected[128]; /* election notices (1.3) */
 /* Requests come from a slab: no malloc per request, and a burst's leave
  * no holes in the heap (slab.h). */
 static struct slab req_slab;
-static int shutting_down;  /* our own close: no "down" warnings, no on_down */
+static int shutting_down; /* our own close: no "down" warnings, no on_down */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
@@ -118,7 +118,10 @@ static void mark_dirty(struct master *m)
 		event_active(flush_ev, EV_TIMEOUT, 0);
 }
 
-static void mreq_put(struct mreq *r) { slab_free(&req_slab, r); }
+static void mreq_put(struct mreq *r)
+{
+	slab_free(&req_slab, r);
+}
 
 static void set_state(struct master *m, enum master_state s)
 {
@@ -128,7 +131,10 @@ static void set_state(struct master *m, enum master_state s)
 
 /* How long a connect, a handshake or a subscriber's PING may take: more
  * than a request's timeout_ms, as a false alarm here costs a reconnect. */
-static int64_t slow_ms(void) { return opts.timeout_ms * 4 < 250 ? 250 : opts.timeout_ms * 4; }
+static int64_t slow_ms(void)
+{
+	return opts.timeout_ms * 4 < 250 ? 250 : opts.timeout_ms * 4;
+}
 
 static void timer_at(struct event *ev, int64_t at_us)
 {
@@ -173,8 +179,7 @@ static void stamp_written(void *privdata)
 	struct master *m = ac->data;
 	if (m && m->ac == ac) {
 		int64_t now = now_us();
-		for (struct ilink *l = m->inflight.head.prev; l != &m->inflight.head;
-		     l = l->prev) {
+		for (struct ilink *l = m->inflight.head.prev; l != &m->inflight.head; l = l->prev) {
 			struct mreq *r = ilist_entry(l, struct mreq, link);
 			if (r->sent_us)
 				break;
@@ -221,12 +226,15 @@ static void req_answer(struct master *m, struct mreq *r, redisReply *rep)
 		r->fn(m, rep, r->arg);
 		return;
 	}
-	int i = 0, whole = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == (size_t)r->nitems;
+	int i = 0,
+	    whole = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == (size_t)r->nitems;
 	struct mreq *it = r->items;
 	r->items = NULL;
 	while (it) {
 		struct mreq *next = it->item_next;
-		redisReply *e = whole ? rep->element[i] : rep && rep->type == REDIS_REPLY_ERROR ? rep : NULL;
+		redisReply *e = whole                                   ? rep->element[i]
+		                : rep && rep->type == REDIS_REPLY_ERROR ? rep
+		                                                        : NULL;
 		it->fn(m, e, it->arg);
 		mreq_put(it);
 		it = next;
@@ -283,9 +291,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
 		if (now - m->state_since_us >= slow_ms() * 1000) {
-			master_drop(m, m->state == MS_CONNECTING ? "connect timed out"
-								 : "handshake timed out",
-				    1);
+			master_drop(m,
+			            m->state == MS_CONNECTING ? "connect timed out"
+			                                      : "handshake timed out",
+			            1);
 			return;
 		}
 	} else if (l && now - progress_us(m, l) >= opts.timeout_ms * 1000) {
@@ -299,10 +308,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			char why[160];
 			struct mreq *r = ilist_entry(l, struct mreq, link);
 			snprintf(why, sizeof(why),
-				 "request timed out (oldest sent %lld ms ago, %zu in flight, last "
-				 "answer %lld ms ago)",
-				 (long long)(now_us() - r->sent_us) / 1000, m->inflight.len,
-				 (long long)(now_us() - m->last_reply_us) / 1000);
+			         "request timed out (oldest sent %lld ms ago, %zu in flight, last "
+			         "answer %lld ms ago)",
+			         (long long)(now_us() - r->sent_us) / 1000, m->inflight.len,
+			         (long long)(now_us() - m->last_reply_us) / 1000);
 			master_drop(m, why, 1);
 			return;
 		}
@@ -528,7 +537,7 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 static struct mreq *req_new(struct master *m, int script, int argc, const char **argv,
-			    const size_t *argvlen, master_reply_fn *fn, void *arg)
+                            const size_t *argvlen, master_reply_fn *fn, void *arg)
 {
 	struct mreq *r = mreq_get();
 	if (r) {
@@ -544,7 +553,7 @@ static struct mreq *req_new(struct master *m, int script, int argc, const char *
 }
 
 static int call_any(struct master *m, int script, int argc, const char **argv,
-		    const size_t *argvlen, master_reply_fn *fn, void *arg)
+                    const size_t *argvlen, master_reply_fn *fn, void *arg)
 {
 	struct mreq *r;
 
@@ -563,7 +572,7 @@ static int call_any(struct master *m, int script, int argc, const char **argv,
 }
 
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
-		master_reply_fn *fn, void *arg)
+                master_reply_fn *fn, void *arg)
 {
 	struct mreq *r;
 
@@ -590,7 +599,9 @@ static void hs_fail(struct master *m, redisReply *r, const char *what)
 {
 	char why[160];
 	snprintf(why, sizeof(why), "%s: %s", what,
-		 !r ? "no reply" : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	         !r                             ? "no reply"
+	         : r->type == REDIS_REPLY_ERROR ? r->str
+	                                        : "unexpected reply");
 	if (m->state == MS_HANDSHAKE)
 		master_drop(m, why, 1);
 }
@@ -724,7 +735,7 @@ static void sub_timer_cb(evutil_socket_t fd, short what, void *arg)
 			if (!sub_readable(m)) {
 				char why[80];
 				snprintf(why, sizeof(why), "no answer to PING in %lld ms",
-					 (long long)(now - m->sub_ping_us) / 1000);
+				         (long long)(now - m->sub_ping_us) / 1000);
 				sub_lost(m, why, 1);
 				return;
 			}
@@ -974,7 +985,10 @@ static void start_connect(struct master *m)
 	arm_timer(m);
 }
 
-static void reconnect_cb(evutil_socket_t fd, short what, void *arg) { start_connect(arg); }
+static void reconnect_cb(evutil_socket_t fd, short what, void *arg)
+{
+	start_connect(arg);
+}
 
 int masters_init(struct event_base *b, char **names, int n, const struct master_opts *o)
 {
@@ -1042,9 +1056,15 @@ void masters_shutdown(void)
 	slab_destroy(&req_slab);
 }
 
-int masters_count(void) { return nmasters; }
+int masters_count(void)
+{
+	return nmasters;
+}
 
-struct master *master_get(int i) { return &masters[i]; }
+struct master *master_get(int i)
+{
+	return &masters[i];
+}
 
 int masters_up(void)
 {

@@ -77,15 +77,15 @@ struct master {
 	struct redisAsyncContext *sub; /* pub/sub subscriber (sub_state) */
 	struct ilist inflight;         /* struct mreq, in send order */
 	struct ilist pend;             /* batchable calls of this loop turn, not
-					  sent yet: joined at its end */
-	struct ilink dirty;          /* on the list of masters to write at the
-					  end of the loop turn */
+	                                  sent yet: joined at its end */
+	struct ilink dirty;            /* on the list of masters to write at the
+	                                    end of the loop turn */
 	struct event *timer;           /* oldest request / connect deadline */
 	struct event *retry;           /* reconnect after backoff */
 	int64_t state_since_us;
 	int64_t backoff_ms;
 	int has_marker;        /* lockd's marker key is on it (EXISTS at the handshake, or
-				  written since) */
+	                          written since) */
 	int restarted;         /* run_id changed; not reported through on_up yet */
 	char run_id[48];       /* of the last handshake */
 	char prev_run_id[48];  /* before the restart reported (or to be reported) */
@@ -96,11 +96,11 @@ struct master {
 	/* the subscriber */
 	enum sub_state sub_state;
 	struct event *sub_timer; /* SUB_WAIT: reconnect; SUB_CONNECTING: its deadline;
-				    SUB_UP: the next PING, or the deadline of the one out */
+	                            SUB_UP: the next PING, or the deadline of the one out */
 	int64_t sub_since_us;    /* sub_state entered */
 	int64_t sub_backoff_ms;
-	int64_t sub_heard_us;    /* bytes last read from it */
-	int64_t sub_ping_us;     /* a PING out since then and not answered yet; 0: none */
+	int64_t sub_heard_us; /* bytes last read from it */
+	int64_t sub_ping_us;  /* a PING out since then and not answered yet; 0: none */
 	uint64_t sub_reconnects;
 };
 
@@ -119,7 +119,7 @@ const char *master_state_name(enum master_state s);
  * of the loop turn; the calls of a script with a batch form
  * (script_batch_of) made in one turn go out as one script call. */
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
-		master_reply_fn *fn, void *arg);
+                master_reply_fn *fn, void *arg);
 
 /* Write lockd's marker key on m unless it has it: "this master has counted,
  * so it holds lockd's data". */

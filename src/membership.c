@@ -27,14 +27,14 @@
 
 enum mb_state {
 	MB_JUDGING,     /* not judged yet: at startup it waits for the others' markers (judge),
-			   later it is judged on its own marker when first up; moves to
-			   MB_COUNTING (marker written) or MB_EXCLUDED */
+	                   later it is judged on its own marker when first up; moves to
+	                   MB_COUNTING (marker written) or MB_EXCLUDED */
 	MB_EXCLUDED,    /* lost its data: out until redis.restart_exclusion_ms has passed; then
-			   the rejoin timer starts a catch-up (MB_CATCHING_UP), retrying while
-			   too few sources answer */
+	                   the rejoin timer starts a catch-up (MB_CATCHING_UP), retrying while
+	                   too few sources answer */
 	MB_CATCHING_UP, /* exclusion over: its fence counters are being caught up (catchup.c);
-			   the done callback moves it to MB_COUNTING, or to MB_EXCLUDED to retry
-			   in 1 s. A restart meanwhile leaves it here until that catch-up fails */
+	                   the done callback moves it to MB_COUNTING, or to MB_EXCLUDED to retry
+	                   in 1 s. A restart meanwhile leaves it here until that catch-up fails */
 	MB_COUNTING,    /* counts towards a majority while up; a restart moves it to MB_EXCLUDED */
 };
 
@@ -42,7 +42,7 @@ struct member {
 	enum mb_state state;
 	int64_t until_us;     /* end of the last exclusion (0: never excluded) */
 	int trusted;          /* holds every fence it took part in (never lost its data, or
-				 caught up from masters that kept theirs) */
+	                         caught up from masters that kept theirs) */
 	int degraded;         /* the last catch-up read masters that lost data too */
 	int short_logged;     /* "too few masters to catch up" was logged */
 	struct event *rejoin; /* end of an exclusion, or a retry of the catch-up */
@@ -57,7 +57,10 @@ static int64_t judge_deadline_us;
 static struct event *judge_timer;
 static int majority_loss_logged; /* once per episode of a majority losing its data */
 
-static struct member *mb_of(const struct master *m) { return &members[m->idx]; }
+static struct member *mb_of(const struct master *m)
+{
+	return &members[m->idx];
+}
 
 int mb_counts(const struct master *m)
 {
@@ -83,9 +86,9 @@ static void exclude(struct master *m, const char *why)
 	b->trusted = 0; /* it lost its fence counters too */
 	b->short_logged = 0;
 	log_warn("master %s %s: it does not count for %lld ms (redis.restart_exclusion_ms)",
-		 m->name, why, (long long)opts.exclusion_ms);
+	         m->name, why, (long long)opts.exclusion_ms);
 	struct timeval tv = {(time_t)(opts.exclusion_ms / 1000),
-			     (suseconds_t)(opts.exclusion_ms % 1000) * 1000};
+	                     (suseconds_t)(opts.exclusion_ms % 1000) * 1000};
 	event_add(b->rejoin, &tv);
 }
 
@@ -139,7 +142,10 @@ static void judge(void)
 	}
 }
 
-static void judge_cb(evutil_socket_t fd, short what, void *arg) { judge(); }
+static void judge_cb(evutil_socket_t fd, short what, void *arg)
+{
+	judge();
+}
 
 /* Once every master counts again after a degraded catch-up, each holds
  * every fence issued since they all count, and its counters were raised
@@ -161,7 +167,7 @@ static void trust_all_if_counting(void)
 		members[i].degraded = 0;
 	}
 	log_info("all masters count: trusted again (a later restart is caught up from masters "
-		 "that kept their data)");
+	         "that kept their data)");
 }
 
 static void counts_again(struct master *m)
@@ -222,14 +228,15 @@ static void rejoin(struct master *m)
 	for (int i = 0; i < nmembers && (degraded || nsrc < need); i++) {
 		struct master *o = master_get(i);
 		if (o != m && (degraded ? o->state == MS_UP && members[i].state != MB_JUDGING
-					: mb_counts(o) && members[i].trusted))
+		                        : mb_counts(o) && members[i].trusted))
 			src[nsrc++] = i;
 	}
 	if ((degraded ? nsrc + 1 : nsrc) < need) {
 		if (!b->short_logged)
-			log_warn("master %s: fewer than %d masters %s to catch its fence counters up; "
-				 "waiting for more",
-				 m->name, need, degraded ? "answer" : "that kept their data count");
+			log_warn(
+			    "master %s: fewer than %d masters %s to catch its fence counters up; "
+			    "waiting for more",
+			    m->name, need, degraded ? "answer" : "that kept their data count");
 		b->short_logged = 1;
 		retry_in(b, 200000);
 		return;
@@ -237,13 +244,13 @@ static void rejoin(struct master *m)
 	if (degraded && !majority_loss_logged) {
 		majority_loss_logged = 1;
 		log_warn("a majority of the masters lost their data at once: locks held then may "
-			 "have been granted again and fences issued then may repeat (they keep "
-			 "growing for new grants); restarted masters count again after "
-			 "redis.restart_exclusion_ms, caught up from the masters that answer");
+		         "have been granted again and fences issued then may repeat (they keep "
+		         "growing for new grants); restarted masters count again after "
+		         "redis.restart_exclusion_ms, caught up from the masters that answer");
 	}
 	b->degraded = degraded;
-	int rc = catchup_start(m, opts.prefix, opts.fence_idle_ms, src, nsrc, degraded,
-			       caught_up_cb);
+	int rc =
+	    catchup_start(m, opts.prefix, opts.fence_idle_ms, src, nsrc, degraded, caught_up_cb);
 	if (rc == 0)
 		b->state = MB_CATCHING_UP;
 	else if (rc == 1)
@@ -271,7 +278,7 @@ void mb_up(struct master *m, int restarted, int has_marker)
 	if (restarted) {
 		char why[128];
 		snprintf(why, sizeof(why), "restarted (run_id %.8s -> %.8s)", m->prev_run_id,
-			 m->run_id);
+		         m->run_id);
 		exclude(m, why);
 	}
 	if (startup_judging)

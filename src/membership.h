@@ -13,7 +13,7 @@ struct master;
 
 struct mb_opts {
 	int64_t timeout_ms;    /* redis.timeout_ms: the startup judge waits up to 4 times it
-				  (at least 500 ms) for every master's marker */
+	                          (at least 500 ms) for every master's marker */
 	int64_t exclusion_ms;  /* a master that lost its data does not count for this long */
 	int64_t fence_idle_ms; /* fence counters written by a catch-up expire after this */
 	const char *prefix;    /* key prefix, for the fence counters */

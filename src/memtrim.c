@@ -11,7 +11,10 @@ static struct event *trim_ev;
 
 /* malloc_trim also releases whole free pages inside the heap, not only
  * at its top. */
-static void trim_cb(evutil_socket_t fd, short what, void *arg) { malloc_trim(0); }
+static void trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
 
 int memtrim_init(struct event_base *base)
 {

@@ -25,7 +25,7 @@ static void metrics_cb(struct evhttp_request *req, void *arg)
 	}
 	stats_write_prometheus(out, locktab_keys());
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; version=0.0.4");
+	                  "text/plain; version=0.0.4");
 	evhttp_send_reply(req, HTTP_OK, "OK", out);
 	evbuffer_free(out);
 }

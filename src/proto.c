@@ -34,7 +34,7 @@ enum shape {
 enum opt {
 	OPT_WAIT = 1,
 	OPT_TTL = 2,
-	OPT_SHARED = 4,  /* a flag, without a value */
+	OPT_SHARED = 4, /* a flag, without a value */
 	OPT_PERMITS = 8,
 	OPT_GRACE = 16,
 };
@@ -44,27 +44,30 @@ static const struct {
 	enum shape shape;
 	unsigned opts; /* OPT_* allowed for SH_KEY_OPTS */
 } cmds[CMD_COUNT] = {
-	[CMD_PING] = {"PING", SH_OPTWORD, 0},
-	[CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL | OPT_SHARED | OPT_PERMITS},
-	[CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL | OPT_SHARED | OPT_PERMITS},
-	[CMD_UNLOCK] = {"UNLOCK", SH_KEY, 0},
-	[CMD_EXTEND] = {"EXTEND", SH_KEY_MS, 0},
-	[CMD_STATUS] = {"STATUS", SH_KEY_OPTS, OPT_PERMITS},
-	[CMD_HELD] = {"HELD", SH_NONE, 0},
-	[CMD_STATS] = {"STATS", SH_NONE, 0},
-	[CMD_AUTH] = {"AUTH", SH_WORD, 0},
-	[CMD_QUIT] = {"QUIT", SH_NONE, 0},
-	[CMD_SESSION] = {"SESSION", SH_OPTS, OPT_GRACE},
-	[CMD_RESUME] = {"RESUME", SH_TWO, 0},
-	[CMD_CAMPAIGN] = {"CAMPAIGN", SH_KEY_VAL, OPT_WAIT},
-	[CMD_PROCLAIM] = {"PROCLAIM", SH_KEY_VAL, 0},
-	[CMD_RESIGN] = {"RESIGN", SH_KEY, 0},
-	[CMD_LEADER] = {"LEADER", SH_KEY, 0},
-	[CMD_OBSERVE] = {"OBSERVE", SH_KEY, 0},
-	[CMD_UNOBSERVE] = {"UNOBSERVE", SH_KEY, 0},
+    [CMD_PING] = {"PING", SH_OPTWORD, 0},
+    [CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL | OPT_SHARED | OPT_PERMITS},
+    [CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL | OPT_SHARED | OPT_PERMITS},
+    [CMD_UNLOCK] = {"UNLOCK", SH_KEY, 0},
+    [CMD_EXTEND] = {"EXTEND", SH_KEY_MS, 0},
+    [CMD_STATUS] = {"STATUS", SH_KEY_OPTS, OPT_PERMITS},
+    [CMD_HELD] = {"HELD", SH_NONE, 0},
+    [CMD_STATS] = {"STATS", SH_NONE, 0},
+    [CMD_AUTH] = {"AUTH", SH_WORD, 0},
+    [CMD_QUIT] = {"QUIT", SH_NONE, 0},
+    [CMD_SESSION] = {"SESSION", SH_OPTS, OPT_GRACE},
+    [CMD_RESUME] = {"RESUME", SH_TWO, 0},
+    [CMD_CAMPAIGN] = {"CAMPAIGN", SH_KEY_VAL, OPT_WAIT},
+    [CMD_PROCLAIM] = {"PROCLAIM", SH_KEY_VAL, 0},
+    [CMD_RESIGN] = {"RESIGN", SH_KEY, 0},
+    [CMD_LEADER] = {"LEADER", SH_KEY, 0},
+    [CMD_OBSERVE] = {"OBSERVE", SH_KEY, 0},
+    [CMD_UNOBSERVE] = {"UNOBSERVE", SH_KEY, 0},
 };
 
-const char *proto_cmd_name(enum cmd c) { return c < CMD_COUNT ? cmds[c].name : "?"; }
+const char *proto_cmd_name(enum cmd c)
+{
+	return c < CMD_COUNT ? cmds[c].name : "?";
+}
 
 const char *proto_err_name(enum proto_err e)
 {
@@ -72,7 +75,10 @@ const char *proto_err_name(enum proto_err e)
 	return names[e];
 }
 
-static int is_blank(char c) { return c == ' ' || c == '\t'; }
+static int is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
 
 static int tok_is(const struct tok *t, const char *word)
 {
@@ -96,7 +102,7 @@ static enum proto_err check_key(const struct tok *t, size_t max_key_len, const c
 }
 
 static enum proto_err check_ms(const struct tok *t, uint32_t min, uint32_t *out, const char *what,
-			       const char **msg)
+                               const char **msg)
 {
 	uint64_t v;
 	if (parse_u64(t->p, t->n, PROTO_MS_MAX, &v) != 0 || v < min) {
@@ -108,7 +114,7 @@ static enum proto_err check_ms(const struct tok *t, uint32_t min, uint32_t *out,
 }
 
 enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uint32_t max_permits,
-			   struct request *req, const char **msg)
+                           struct request *req, const char **msg)
 {
 	struct tok t[MAX_TOKENS + 1];
 	size_t nt = 0, i = 0;
@@ -232,7 +238,10 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 			ms = &t[2];
 		} else {
 		opts:
-			for (size_t j = cmds[c].shape == SH_OPTS ? 1 : val ? 3 : 2; j < nt; j += 2) {
+			for (size_t j = cmds[c].shape == SH_OPTS ? 1
+			                : val                    ? 3
+			                                         : 2;
+			     j < nt; j += 2) {
 				const struct tok **slot;
 				if ((cmds[c].opts & OPT_SHARED) && tok_is(&t[j], "SHARED")) {
 					if (shared) {
@@ -280,7 +289,7 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 	/* Pass 2: key and numbers, left to right (key always comes first). */
 	if (grace) { /* SESSION's only option */
 		if ((e = check_ms(grace, 1, &req->grace_ms, "GRACE must be 1 to 2147483647 ms",
-				  msg)) != PE_NONE)
+		                  msg)) != PE_NONE)
 			return e;
 		req->has_grace = 1;
 	}
@@ -318,12 +327,12 @@ enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uin
 				vals[m] = NULL;
 		if (o == wait) {
 			if ((e = check_ms(o, 0, &req->wait_ms, "WAIT must be 0 to 2147483647 ms",
-					  msg)) != PE_NONE)
+			                  msg)) != PE_NONE)
 				return e;
 			req->has_wait = 1;
 		} else if (o == ttl) {
 			if ((e = check_ms(o, 1, &req->ttl_ms, "TTL must be 1 to 2147483647 ms",
-					  msg)) != PE_NONE)
+			                  msg)) != PE_NONE)
 				return e;
 			req->has_ttl = 1;
 		} else {

@@ -6,18 +6,18 @@
 #include <stdint.h>
 
 enum cmd {
-	CMD_PING,    /* PING [word] */
-	CMD_LOCK,    /* LOCK key [SHARED | PERMITS n] [WAIT ms] [TTL ms] */
-	CMD_TRYLOCK, /* TRYLOCK key [SHARED | PERMITS n] [TTL ms] */
-	CMD_UNLOCK,  /* UNLOCK key */
-	CMD_EXTEND,  /* EXTEND key ms */
-	CMD_STATUS,  /* STATUS key [PERMITS n] */
-	CMD_HELD,    /* HELD */
-	CMD_STATS,   /* STATS */
-	CMD_AUTH,    /* AUTH password */
-	CMD_QUIT,    /* QUIT */
-	CMD_SESSION, /* SESSION [GRACE ms] (1.2) */
-	CMD_RESUME,  /* RESUME id secret (1.2) */
+	CMD_PING,      /* PING [word] */
+	CMD_LOCK,      /* LOCK key [SHARED | PERMITS n] [WAIT ms] [TTL ms] */
+	CMD_TRYLOCK,   /* TRYLOCK key [SHARED | PERMITS n] [TTL ms] */
+	CMD_UNLOCK,    /* UNLOCK key */
+	CMD_EXTEND,    /* EXTEND key ms */
+	CMD_STATUS,    /* STATUS key [PERMITS n] */
+	CMD_HELD,      /* HELD */
+	CMD_STATS,     /* STATS */
+	CMD_AUTH,      /* AUTH password */
+	CMD_QUIT,      /* QUIT */
+	CMD_SESSION,   /* SESSION [GRACE ms] (1.2) */
+	CMD_RESUME,    /* RESUME id secret (1.2) */
 	CMD_CAMPAIGN,  /* CAMPAIGN name value [WAIT ms] (1.3) */
 	CMD_PROCLAIM,  /* PROCLAIM name value (1.3) */
 	CMD_RESIGN,    /* RESIGN name (1.3) */
@@ -42,8 +42,8 @@ struct request {
 	const char *key; /* points into the parsed line (RESUME: the session id) */
 	size_t klen;
 	const char *word; /* PING word, AUTH password, RESUME secret, CAMPAIGN and
-			     PROCLAIM value (printable ASCII; its length is the
-			     caller's to check: limits.max_value_len); NULL if none */
+	                     PROCLAIM value (printable ASCII; its length is the
+	                     caller's to check: limits.max_value_len); NULL if none */
 	size_t wlen;
 	int has_wait, has_ttl;
 	uint32_t wait_ms; /* LOCK WAIT */
@@ -58,14 +58,14 @@ struct request {
  * Keys may have max_key_len bytes, PERMITS 1 to max_permits.
  * On error returns the class and sets *msg to the text after "ERR CODE ". */
 enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uint32_t max_permits,
-			   struct request *req, const char **msg);
+                           struct request *req, const char **msg);
 
 /* Replies that several places give, named once. */
-#define MSG_OOM "ERR LIMIT out of memory"
-#define MSG_NO_QUORUM "ERR QUORUM no majority of masters answered"
-#define MSG_NOT_HELD "ERR NOTHELD this session does not hold the key"
+#define MSG_OOM                 "ERR LIMIT out of memory"
+#define MSG_NO_QUORUM           "ERR QUORUM no majority of masters answered"
+#define MSG_NOT_HELD            "ERR NOTHELD this session does not hold the key"
 #define MSG_RELEASE_UNCONFIRMED "ERR QUORUM release not confirmed by a majority"
-#define MSG_NOT_LEADER "ERR NOTLEADER this session does not lead that election"
+#define MSG_NOT_LEADER          "ERR NOTLEADER this session does not lead that election"
 
 const char *proto_cmd_name(enum cmd c);
 const char *proto_err_name(enum proto_err e);

@@ -39,12 +39,15 @@ char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
  * is timeout_ms + 500 ms, and giving up sooner under load only turns
  * healthy masters into QUORUM errors and retries that add to the load. */
 #define CALL_GRACE_MS 450
-static int64_t timeout_us; /* a call's verdict never waits longer than this */
+static int64_t timeout_us;       /* a call's verdict never waits longer than this */
 char rl_instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
 char rl_reserve_ms[24];
 int rl_adopts;
 
-int rl_adopting(void) { return rl_adopts > 0; }          /* how long a release is kept for a waiter elsewhere */
+int rl_adopting(void)
+{
+	return rl_adopts > 0;
+} /* how long a release is kept for a waiter elsewhere */
 /* Undecided calls in start order: all share timeout_us, so the first is
  * always the next to expire, and one timer serves them all. */
 static struct ilist expq;
@@ -67,7 +70,7 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg);
 static int burst_peak;   /* most calls in flight since the last trim */
 
 void redlock_init(struct event_base *base, const char *p, double drift_factor, int64_t timeout_ms,
-		  int64_t fence_idle_ms)
+                  int64_t fence_idle_ms)
 {
 	if (!defer_ev) {
 		defer_ev = event_new(base, -1, 0, defer_cb, NULL);
@@ -78,7 +81,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	token_new(rl_instance);
 	rl_instance[INSTANCE_LEN] = '\0';
 	snprintf(rl_reserve_ms, sizeof(rl_reserve_ms), "%lld",
-		 (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
+	         (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
 	snprintf(rl_prefix, sizeof(rl_prefix), "%s", p);
 	rl_prefix_len = strlen(rl_prefix);
 	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
@@ -124,7 +127,10 @@ static void arm_expiry(void)
 
 static int live_calls;
 
-int rl_inflight(void) { return live_calls; }
+int rl_inflight(void)
+{
+	return live_calls;
+}
 
 struct rl_call *rl_call_new(enum rl_kind kind, size_t extra)
 {
@@ -211,7 +217,6 @@ static void fire_rel(struct rl_call *c, enum rl_result r)
 		c->rel_done(c, c->owner);
 }
 
-
 static void finish_acquire(struct rl_call *c, enum rl_result r)
 {
 	c->u.acq.grant.result = r;
@@ -219,7 +224,7 @@ static void finish_acquire(struct rl_call *c, enum rl_result r)
 		int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), rl_drift);
 		if (until <= 0) {
 			log_warn("grant for %.*s came too late (validity over): released",
-				 (int)c->klen, c->keyp);
+			         (int)c->klen, c->keyp);
 			c->u.acq.grant.result = r = RL_QUORUM;
 		} else {
 			c->u.acq.grant.validity_us = until;
@@ -241,10 +246,10 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 		return;
 	}
 	c->pending--;
-	c->u.acq.raise_st[m->idx] = r && r->type == REDIS_REPLY_INTEGER &&
-					      (uint64_t)r->integer >= c->u.acq.grant.fence
-				      ? MR_YES
-				      : MR_FAIL;
+	c->u.acq.raise_st[m->idx] =
+	    r && r->type == REDIS_REPLY_INTEGER && (uint64_t)r->integer >= c->u.acq.grant.fence
+	        ? MR_YES
+	        : MR_FAIL;
 	rl_check(c);
 }
 
@@ -254,7 +259,8 @@ static void start_writeback(struct rl_call *c)
 	c->u.acq.phase = AP_WRITEBACK;
 	if (c->expired)
 		return; /* no time left for a second round: check_acquire fails it */
-	snprintf(c->u.acq.fencebuf, sizeof(c->u.acq.fencebuf), "%llu", (unsigned long long)c->u.acq.grant.fence);
+	snprintf(c->u.acq.fencebuf, sizeof(c->u.acq.fencebuf), "%llu",
+	         (unsigned long long)c->u.acq.grant.fence);
 	c->u.acq.wargv[WA_VALUE] = c->u.acq.fencebuf;
 	c->u.acq.wargvlen[WA_VALUE] = strlen(c->u.acq.fencebuf);
 	c->u.acq.wargv[WA_IDLE] = rl_fence_idle;
@@ -270,7 +276,7 @@ static void start_writeback(struct rl_call *c)
 		if (!c->counts[i] && !(c->fargvlen[AA_RECORD] && c->st[i] == MR_YES))
 			continue;
 		if (master_call(master_get(i), SCR_RAISE, WA_ARGC, c->u.acq.wargv,
-				c->u.acq.wargvlen, raise_reply, c) == 0) {
+		                c->u.acq.wargvlen, raise_reply, c) == 0) {
 			c->u.acq.raise_st[i] = MR_WAIT;
 			c->pending++;
 		}
@@ -328,7 +334,7 @@ static void check_acquire(struct rl_call *c)
 	}
 	/* AP_WRITEBACK */
 	v = quorum_verdict(rl_count_st(c, c->u.acq.raise_st, MR_YES), 0,
-			   rl_count_st(c, c->u.acq.raise_st, MR_WAIT), c->maj);
+	                   rl_count_st(c, c->u.acq.raise_st, MR_WAIT), c->maj);
 	if (v == Q_WON)
 		finish_acquire(c, RL_OK);
 	else if (v == Q_LOST)
@@ -338,7 +344,7 @@ static void check_acquire(struct rl_call *c)
 static void check_release(struct rl_call *c)
 {
 	enum quorum_state v = quorum_verdict(rl_count_st(c, c->st, MR_YES), 0,
-					     rl_count_st(c, c->st, MR_WAIT), c->maj);
+	                                     rl_count_st(c, c->st, MR_WAIT), c->maj);
 	if (v == Q_WON)
 		fire_rel(c, RL_OK);
 	else if (v == Q_LOST)
@@ -518,12 +524,13 @@ const char *rl_kind_arg(enum rl_hold hold, uint32_t permit)
  * argv[at], then "prefix key SUFFIX" for each suffix at the positions
  * after it. Returns the bytes used. */
 static size_t put_keys(struct rl_call *c, int at, const char *key, size_t klen,
-		       const char *const *sfx, int nsfx)
+                       const char *const *sfx, int nsfx)
 {
 	char lsfx[SFX_MAX];
 	size_t used = 0;
 	for (int i = -1; i < nsfx; i++) {
-		const char *s = i < 0 ? rl_lock_sfx(lsfx, sizeof(lsfx), c->hold, c->permit) : sfx[i];
+		const char *s =
+		    i < 0 ? rl_lock_sfx(lsfx, sizeof(lsfx), c->hold, c->permit) : sfx[i];
 		size_t n = rl_key_at(c->buf + used, key, klen, s);
 		c->fargv[at + 1 + i] = c->buf + used;
 		c->fargvlen[at + 1 + i] = n;
@@ -543,20 +550,20 @@ static void put_arg(struct rl_call *c, int at, const char *v)
 
 /* Keys beside a lock: they contain a space, which no lock key can. */
 static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " shared",
-					  " xwaiting"};
+                                          " xwaiting"};
 static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
 /* Each key after the lock has its suffix, and numkeys says how many. */
 #define NSFX(a) ((int)(sizeof(a) / sizeof((a)[0])))
 _Static_assert(NSFX(sfx_acquire) == AA_SESSION - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 7,
-	       "enum acq_arg: 7 keys, the lock, sfx_acquire and the session record");
+               "enum acq_arg: 7 keys, the lock, sfx_acquire and the session record");
 _Static_assert(NSFX(sfx_release) == RA_SESSION - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 5,
-	       "enum rel_arg: 5 keys, the lock, sfx_release and the session record");
+               "enum rel_arg: 5 keys, the lock, sfx_release and the session record");
 
 /* The session record of a hold (KEYS at key_at, ARGV at arg_at) laid out
  * at p: the record's key and the hold's field (acquire: after its TTL
  * flag), or "" for both without one. Returns where the next bytes go. */
 static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const struct rl_rec *rec,
-		     int with_ttl)
+                     int with_ttl)
 {
 	if (!rec || !rec->sid) {
 		put_arg(c, key_at, "");
@@ -578,12 +585,12 @@ static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const s
 _Static_assert(WA_VALUE - WA_FENCE == 2, "enum raise_arg: 2 keys");
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, int64_t lease_ms, const char *old_token,
-			   enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
-			   rl_done_fn *release_done, void *owner)
+                           const char *token, int64_t lease_ms, const char *old_token,
+                           enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
+                           rl_done_fn *release_done, void *owner)
 {
 	struct rl_call *c = rl_call_new(RK_ACQUIRE, 6 * (rl_prefix_len + klen + SFX_MAX) +
-							2 * (TOKEN_LEN + 1) + REC_MAX(klen));
+	                                                2 * (TOKEN_LEN + 1) + REC_MAX(klen));
 	if (!c)
 		return NULL;
 	c->hold = hold;
@@ -629,7 +636,10 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	return c;
 }
 
-const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->u.acq.grant; }
+const struct rl_grant *rl_grant_of(const struct rl_call *c)
+{
+	return &c->u.acq.grant;
+}
 
 static void release_reply(struct master *m, redisReply *r, void *arg)
 {
@@ -645,11 +655,11 @@ static void release_reply(struct master *m, redisReply *r, void *arg)
 }
 
 struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
-			   rl_done_fn *done, void *owner)
+                           const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
+                           rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = rl_call_new(RK_RELEASE, 4 * (rl_prefix_len + klen + SFX_MAX) + TOKEN_LEN +
-							klen + 2 + REC_MAX(klen));
+	struct rl_call *c = rl_call_new(RK_RELEASE, 4 * (rl_prefix_len + klen + SFX_MAX) +
+	                                                TOKEN_LEN + klen + 2 + REC_MAX(klen));
 	if (!c)
 		return NULL;
 	c->hold = hold;
@@ -678,7 +688,10 @@ struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint
 	return c;
 }
 
-enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
+enum rl_result rl_result_of(const struct rl_call *c)
+{
+	return c->rel_result;
+}
 
 void rl_undo(const struct rl_call *c)
 {

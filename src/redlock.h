@@ -48,8 +48,8 @@ struct rl_renew_item {
 	enum rl_hold hold;
 	uint32_t permit; /* RH_LOCK: 0 for the key's lock */
 	const char *token;
-	const char *sid; /* a resumable session's hold: renewed only where its
-			    record names this instance; NULL otherwise */
+	const char *sid;     /* a resumable session's hold: renewed only where its
+	                        record names this instance; NULL otherwise */
 	void *owner;         /* caller's handle */
 	int yes;             /* counting masters that hold it for us now */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
@@ -180,7 +180,7 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
 /* Delete the record where it is ours (done: once all answered). */
 struct rl_call *rl_sess_end(const char *sid, rl_done_fn *done, void *owner);
 struct rl_sess_item {
-	const char *sid; /* copied */
+	const char *sid;   /* copied */
 	int64_t expire_ms; /* the record's expiry, where it is ours */
 	int moved;         /* a majority of the counting masters name another owner */
 	int missing;       /* some master lacks the record */
@@ -208,7 +208,7 @@ struct rl_adopted {
 };
 struct rl_adoption {
 	enum rl_result result; /* RL_OK: found on a majority, ours now; RL_BUSY: no such
-				  session (or another secret); RL_QUORUM */
+	                          session (or another secret); RL_QUORUM */
 	int64_t grace_ms;
 	struct rl_adopted *holds;
 	int n;
@@ -253,11 +253,11 @@ enum rl_lead {
 };
 /* What a majority of the counting masters say of an election. */
 struct rl_leader {
-	int ok;             /* a majority of the counting masters answered */
+	int ok; /* a majority of the counting masters answered */
 	enum rl_lead kind;
-	uint64_t fence;     /* RLE_LEADER: the leader's; RLE_PLAIN: the key's latest */
-	uint64_t version;   /* RLE_LEADER: of its value */
-	const char *value;  /* RLE_LEADER: valid until done returns */
+	uint64_t fence;    /* RLE_LEADER: the leader's; RLE_PLAIN: the key's latest */
+	uint64_t version;  /* RLE_LEADER: of its value */
+	const char *value; /* RLE_LEADER: valid until done returns */
 	size_t vlen;
 };
 const struct rl_leader *rl_leader_of(const struct rl_call *c);

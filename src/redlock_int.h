@@ -18,16 +18,16 @@
 #include "ilist.h"
 
 enum rl_kind {
-	RK_ACQUIRE, /* SCR_ACQUIRE, then SCR_RAISE where fences disagree */
-	RK_RELEASE, /* SCR_RELEASE */
-	RK_RENEW,   /* SCR_RENEW over a batch */
+	RK_ACQUIRE,      /* SCR_ACQUIRE, then SCR_RAISE where fences disagree */
+	RK_RELEASE,      /* SCR_RELEASE */
+	RK_RENEW,        /* SCR_RENEW over a batch */
 	RK_RELEASE_MANY, /* SCR_RELEASE_MANY over a batch, nobody waits for it */
-	RK_STATUS,  /* SCR_STATUS */
-	RK_SESS,    /* SCR_SESS_PUT or SCR_SESS_END: one session record (rlsess.c) */
-	RK_TOUCH,   /* SCR_SESS_TOUCH over many records (rlsess.c) */
-	RK_ADOPT,   /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
-	RK_EL_WRITE, /* SCR_EL_PUT or SCR_EL_RESIGN: one election (rlelect.c) */
-	RK_EL_READ,  /* SCR_EL_READ: who leads (rlelect.c) */
+	RK_STATUS,       /* SCR_STATUS */
+	RK_SESS,         /* SCR_SESS_PUT or SCR_SESS_END: one session record (rlsess.c) */
+	RK_TOUCH,        /* SCR_SESS_TOUCH over many records (rlsess.c) */
+	RK_ADOPT,        /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
+	RK_EL_WRITE,     /* SCR_EL_PUT or SCR_EL_RESIGN: one election (rlelect.c) */
+	RK_EL_READ,      /* SCR_EL_READ: who leads (rlelect.c) */
 };
 
 enum mr {
@@ -80,9 +80,9 @@ struct batch_part {
 struct sess_part {
 	struct rl_sess_item *items; /* RK_TOUCH; owned, freed with the call */
 	int nitems;
-	struct rl_adoption a;       /* RK_ADOPT; a.holds owned, freed with the call */
-	int cap;                    /* room in a.holds */
-	int found, none;            /* counting masters that have the record, that do not */
+	struct rl_adoption a; /* RK_ADOPT; a.holds owned, freed with the call */
+	int cap;              /* room in a.holds */
+	int found, none;      /* counting masters that have the record, that do not */
 };
 
 /* RK_EL_READ (rlelect.c): what each master said. */
@@ -91,7 +91,7 @@ struct el_part {
 	unsigned char kind[CONFIG_MAX_MASTERS]; /* enum rl_lead, where answered */
 	uint64_t fence[CONFIG_MAX_MASTERS];     /* RLE_LEADER: the record's */
 	uint64_t ver[CONFIG_MAX_MASTERS];
-	uint64_t counter[CONFIG_MAX_MASTERS];   /* the fence counter */
+	uint64_t counter[CONFIG_MAX_MASTERS]; /* the fence counter */
 	size_t vlen[CONFIG_MAX_MASTERS];
 	char *vals; /* in dbuf: vmax + 1 bytes per master */
 	size_t vmax;
@@ -104,11 +104,11 @@ struct rl_call {
 	int pending; /* master replies still to come, plus one while deferred */
 	unsigned char st[CONFIG_MAX_MASTERS];     /* each master's answer (enum mr) */
 	unsigned char counts[CONFIG_MAX_MASTERS]; /* counted when the call started */
-	int done_fired; /* done has run, or will never run */
-	int rel_fired;  /* release_done has run, or will never run */
-	int in_fanout;  /* verdicts are held back while still sending */
-	int expired;    /* timeout_ms passed: masters still silent count as no */
-	int pooled;     /* from call_slab (buf has POOL_EXTRA bytes) */
+	int done_fired;                           /* done has run, or will never run */
+	int rel_fired;                            /* release_done has run, or will never run */
+	int in_fanout;                            /* verdicts are held back while still sending */
+	int expired;           /* timeout_ms passed: masters still silent count as no */
+	int pooled;            /* from call_slab (buf has POOL_EXTRA bytes) */
 	struct ilink exp_link; /* on expq until decided or expired */
 	struct rl_call *defer_next;
 	rl_done_fn *done, *rel_done;
@@ -117,7 +117,7 @@ struct rl_call {
 	int64_t start_us; /* leases written by this call run from here */
 	int64_t lease_ms;
 	enum rl_result rel_result; /* a release, or a handoff's release side */
-	const char *keyp;  /* the key it is about, without prefix (not for batches) */
+	const char *keyp;          /* the key it is about, without prefix (not for batches) */
 	size_t klen;
 	enum rl_hold hold; /* acquire, release: what it takes or lets go */
 	uint32_t permit;
@@ -139,7 +139,6 @@ struct rl_call {
 	} u;
 	char buf[]; /* keys and tokens of a fixed-shape call */
 };
-
 
 #define INSTANCE_LEN 16 /* hex characters: a token is instance + 16 random ones */
 

@@ -39,14 +39,14 @@
  * batches of this many holds (one script per master, about a millisecond
  * of a master's time), this many batches at a time: the sessions' own
  * requests wait behind at most that much on each master. */
-#define RENEW_BATCH 256
+#define RENEW_BATCH    256
 #define RENEW_INFLIGHT 2
 /* ... unless renewals fall behind (a grant burst of a million locks keeps
  * the masters busy): once the oldest due lease has less than half of it
  * left, holders come before newcomers and more batches go at once. */
 #define RENEW_INFLIGHT_BEHIND 16
-#define RELEASE_BATCH 256
-#define RELEASE_INFLIGHT 2
+#define RELEASE_BATCH         256
+#define RELEASE_INFLIGHT      2
 
 static struct event_base *base;
 static const struct config *cfg;
@@ -155,7 +155,7 @@ void rn_hold_state(struct hold *h, enum hold_state to)
 	enum hold_state from = h->state;
 	if (!(hold_moves[from] & (1u << to))) {
 		log_error("lock %s: hold state %d -> %d is not a move of enum hold_state",
-			  h->lk->key, (int)from, (int)to);
+		          h->lk->key, (int)from, (int)to);
 		abort(); /* an invariant broke: stop before a lock is granted twice */
 	}
 	h->state = to;
@@ -279,7 +279,7 @@ void rn_extend(struct lt_client *s, struct hold *h, uint32_t ms)
 	}
 	if (quorum_validity_us(ms, 0, cfg->drift_factor) <= 0) {
 		reply(s, "ERR ARG EXTEND is shorter than the clock drift margin (2 ms + "
-			 "locks.drift_factor)");
+		         "locks.drift_factor)");
 		return;
 	}
 	if (!(it = calloc(1, sizeof(*it)))) {
@@ -333,9 +333,9 @@ static void counted(struct rl_call *c, void *owner)
 
 void rn_count(struct lt_client *s, struct hold *h, int delta)
 {
-	struct rl_sess_hold one = {h->lk->key,  h->lk->node.klen, hold_rec_kind(h->kind), h->permit,
-				   h->token,    h->fence,	  h->holds + (uint32_t)delta,
-				   h->state == HS_TTL};
+	struct rl_sess_hold one = {
+	    h->lk->key, h->lk->node.klen, hold_rec_kind(h->kind),     h->permit,
+	    h->token,   h->fence,         h->holds + (uint32_t)delta, h->state == HS_TTL};
 	struct rl_call *c = rl_sess_put(s->sid, NULL, -1, 0, &one, 1, counted, h);
 	if (!c) {
 		reply(s, "%s", MSG_OOM);
@@ -377,8 +377,8 @@ static void renewed(struct rl_call *c, void *owner)
 			} else {
 				rn_hold_state(h, HS_RETRY);
 				stats.renewal_failures++;
-				log_debug("renewal of %s failed: %d masters hold it for us", h->lk->key,
-					  it[i].yes);
+				log_debug("renewal of %s failed: %d masters hold it for us",
+				          h->lk->key, it[i].yes);
 				failed = 1;
 			}
 		}
@@ -411,7 +411,7 @@ static int renew_window(void)
 		return RENEW_INFLIGHT;
 	struct hold *h = ilist_entry(l, struct hold, due_link);
 	return h->lease_end_us - now_us() < h->lease_ms * 1000 / 2 ? RENEW_INFLIGHT_BEHIND
-								     : RENEW_INFLIGHT;
+	                                                           : RENEW_INFLIGHT;
 }
 
 /* Send renewal batches of the due holds, renew_window() at most at once;
@@ -503,8 +503,9 @@ static void rel_pump(evutil_socket_t fd, short what, void *arg)
 		if (c)
 			rel_batches++;
 		else
-			log_warn("out of memory releasing %d keys: their leases lapse on the masters",
-				 n);
+			log_warn(
+			    "out of memory releasing %d keys: their leases lapse on the masters",
+			    n);
 	}
 }
 
@@ -518,13 +519,13 @@ static void rel_done(struct rl_call *c, void *owner)
 
 /* Released holds wait here, so that a session's many holds leave in few
  * scripts; the first batch goes out from the loop, once all are queued. */
-void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-		const char *token, const struct rl_rec *rec)
+void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit, const char *token,
+                const struct rl_rec *rec)
 {
 	struct relq *r = malloc(sizeof(*r) + klen + 1);
 	if (!r) {
 		log_warn("out of memory releasing %.*s: its lease lapses on the masters", (int)klen,
-			 key);
+		         key);
 		return;
 	}
 	r->next = NULL;
@@ -547,7 +548,10 @@ void rn_release_all(void)
 	rel_pump(-1, 0, NULL);
 }
 
-int rn_busy(void) { return relq_head != NULL || rel_batches > 0; }
+int rn_busy(void)
+{
+	return relq_head != NULL || rel_batches > 0;
+}
 
 /* --- setup --- */
 

@@ -56,8 +56,8 @@ void rn_count(struct lt_client *s, struct hold *h, int delta);
 
 /* Release a hold nobody waits for, batched with others of the loop turn
  * (key and token are copied). */
-void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-		const char *token, const struct rl_rec *rec);
+void rn_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit, const char *token,
+                const struct rl_rec *rec);
 /* Send every queued release now, whatever is in flight (shutdown). */
 void rn_release_all(void);
 /* Releases are still queued or in flight. */

@@ -34,9 +34,9 @@
 #include "stats.h"
 #include "util.h"
 
-#define RS_ID_LEN 16
+#define RS_ID_LEN     16
 #define RS_SECRET_LEN TOKEN_LEN /* 128 random bits, hex */
-#define RS_MAX_HOLDS 100000     /* SESSION writes at most this many holds at once */
+#define RS_MAX_HOLDS  100000    /* SESSION writes at most this many holds at once */
 
 enum rs_state {
 	RS_PLAIN,    /* version 1: ends with its connection */
@@ -46,10 +46,10 @@ enum rs_state {
 
 struct rsess {
 	struct lt_client lt; /* its holds and wait; lt.ctx: the connection, NULL when
-				detached; lt.sid: id, once resumable */
+	                        detached; lt.sid: id, once resumable */
 	enum rs_state state;
-	struct kt_node node;    /* in the table by id, while resumable */
-	struct ilink link;    /* on the list of resumable sessions */
+	struct kt_node node; /* in the table by id, while resumable */
+	struct ilink link;   /* on the list of resumable sessions */
 	char id[RS_ID_LEN + 1];
 	char secret[RS_SECRET_LEN + 1];
 	int64_t grace_ms;
@@ -68,7 +68,7 @@ static const struct lt_ops *ops;
 static struct keytab table; /* resumable sessions by id */
 static struct ilist all;    /* resumable sessions, for the touch */
 static struct event *touch_ev;
-static int calls; /* session calls in flight nobody waits for */
+static int calls;    /* session calls in flight nobody waits for */
 static int stopping; /* SIGTERM: records stay as rs_shutdown_all left them */
 
 static void reply(struct rsess *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -89,9 +89,15 @@ static void line(struct rsess *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int64_t expire_attached(const struct rsess *r) { return cfg->lease_ms + r->grace_ms; }
+static int64_t expire_attached(const struct rsess *r)
+{
+	return cfg->lease_ms + r->grace_ms;
+}
 
-struct lt_client *rs_client(struct rsess *r) { return &r->lt; }
+struct lt_client *rs_client(struct rsess *r)
+{
+	return &r->lt;
+}
 
 struct rsess *rs_new(void *ctx, uint64_t id, const char *peer)
 {
@@ -153,7 +159,10 @@ static struct rsess *find(const char *id, size_t len)
 	return n ? ilist_entry(n, struct rsess, node) : NULL;
 }
 
-static void fire_and_forget(struct rl_call *c, void *owner) { calls--; }
+static void fire_and_forget(struct rl_call *c, void *owner)
+{
+	calls--;
+}
 #define FORGET &calls /* the owner of calls nobody waits for */
 
 /* The session ends for good: its record goes, its holds are released. */
@@ -171,7 +180,7 @@ static void grace_cb(evutil_socket_t fd, short what, void *arg)
 	struct rsess *r = arg;
 	stats.sessions_expired++;
 	log_info("session %s: its grace of %lld ms ran out: releasing %u lock(s)", r->id,
-		 (long long)r->grace_ms, r->lt.nlocks);
+	         (long long)r->grace_ms, r->lt.nlocks);
 	end(r);
 }
 
@@ -205,7 +214,7 @@ void rs_conn_end(struct rsess *r, int quit)
 	r->grace_end_us = now_us() + r->grace_ms * 1000;
 	rn_timer_at(r->grace_ev, r->grace_end_us);
 	log_info("session %s (%s): connection ended: detached for %lld ms with %u lock(s)", r->id,
-		 r->peer, (long long)r->grace_ms, r->lt.nlocks);
+	         r->peer, (long long)r->grace_ms, r->lt.nlocks);
 	touch(r);
 }
 
@@ -222,7 +231,7 @@ void rs_keep_line(struct lt_client *c, const char *fmt, va_list ap)
 static void moved(struct rsess *r)
 {
 	log_info("session %s: resumed on another lockd: dropping it here (%u lock(s))", r->id,
-		 r->lt.nlocks);
+	         r->lt.nlocks);
 	unlist(r);
 	lt_client_forget(&r->lt);
 	if (r->lt.ctx)
@@ -234,7 +243,7 @@ static void moved(struct rsess *r)
 /* --- SESSION --- */
 
 static int put_holds(struct rsess *r, const char *secret, int64_t grace, rl_done_fn *done,
-		     void *owner, struct rl_call **out)
+                     void *owner, struct rl_call **out)
 {
 	int n = (int)r->lt.nlocks;
 	struct rl_sess_hold *h = calloc(n ? (size_t)n : 1, sizeof(*h));
@@ -259,7 +268,7 @@ static void session_put(struct rl_call *c, void *owner)
 	if (r->state == RS_PLAIN) {
 		list(r);
 		log_debug("session %llu (%s): resumable as %s", (unsigned long long)r->lt.id,
-			  r->peer, r->id);
+		          r->peer, r->id);
 	}
 	reply(r, "SESSION %s %s %lld", r->id, r->secret, (long long)r->grace_ms);
 }
@@ -349,7 +358,7 @@ static void adopted(struct rl_call *c, void *owner)
 		stats.resumes++;
 		stats.adoptions += !local;
 		log_info("session %s (%s): resumed%s with %u lock(s)", r->id, r->peer,
-			 local ? "" : " from another lockd", r->lt.nlocks);
+		         local ? "" : " from another lockd", r->lt.nlocks);
 		reply(r, "OK %u", r->lt.nlocks);
 		if (r->kept) {
 			char *l;
@@ -365,7 +374,8 @@ static void adopted(struct rl_call *c, void *owner)
 void rs_resume(struct rsess *r, const char *id, size_t idlen, const char *secret, size_t seclen)
 {
 	if (r->lt.nlocks || r->lt.w.lk) {
-		reply(r, "ERR ARG this session holds or waits for locks: RESUME on a new connection");
+		reply(r,
+		      "ERR ARG this session holds or waits for locks: RESUME on a new connection");
 		return;
 	}
 	if (r->state != RS_PLAIN) {
@@ -422,9 +432,8 @@ static void touch(struct rsess *only)
 		struct rsess *r = only ? only : ilist_entry(l, struct rsess, link);
 		it[k].sid = r->id;
 		if (r->state == RS_DETACHED) /* the grace ends where lockd saw it end */
-			it[k].expire_ms = (r->grace_end_us - now) / 1000 > 1
-						  ? (r->grace_end_us - now) / 1000
-						  : 1;
+			it[k].expire_ms =
+			    (r->grace_end_us - now) / 1000 > 1 ? (r->grace_end_us - now) / 1000 : 1;
 		else
 			it[k].expire_ms = expire_attached(r);
 	}
@@ -462,7 +471,10 @@ int rs_init(struct event_base *b, const struct config *c, const struct lt_ops *o
 	return 0;
 }
 
-void rs_set_cfg(const struct config *c) { cfg = c; }
+void rs_set_cfg(const struct config *c)
+{
+	cfg = c;
+}
 
 void rs_shutdown_all(void)
 {
@@ -484,7 +496,10 @@ void rs_shutdown_all(void)
 	}
 }
 
-int rs_busy(void) { return calls > 0; }
+int rs_busy(void)
+{
+	return calls > 0;
+}
 
 void rs_shutdown(void)
 {

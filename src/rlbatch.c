@@ -87,7 +87,7 @@ static void renew_reply(struct master *m, redisReply *r, void *arg)
 }
 
 struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
-			 void *owner)
+                         void *owner)
 {
 	struct rl_call *c = rl_call_new(RK_RENEW, 0);
 	size_t total = 64;
@@ -116,8 +116,9 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
 		c->dargv[a] = p;
-		c->dargvlen[a] = rl_key_at(p, items[k].key, items[k].klen,
-					rl_lock_sfx(sfx, sizeof(sfx), items[k].hold, items[k].permit));
+		c->dargvlen[a] =
+		    rl_key_at(p, items[k].key, items[k].klen,
+		              rl_lock_sfx(sfx, sizeof(sfx), items[k].hold, items[k].permit));
 		p += c->dargvlen[a++] + 1;
 	}
 	for (int k = 0; k < n; k++) {
@@ -152,9 +153,15 @@ struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n)
 	return c->u.batch.items;
 }
 
-int64_t rl_start_us(const struct rl_call *c) { return c->start_us; }
+int64_t rl_start_us(const struct rl_call *c)
+{
+	return c->start_us;
+}
 
-int64_t rl_lease_of(const struct rl_call *c) { return c->lease_ms; }
+int64_t rl_lease_of(const struct rl_call *c)
+{
+	return c->lease_ms;
+}
 
 static void release_many_reply(struct master *m, redisReply *r, void *arg)
 {
@@ -166,7 +173,7 @@ static void release_many_reply(struct master *m, redisReply *r, void *arg)
 }
 
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
-				void *owner)
+                                void *owner)
 {
 	static const char *const sfx[RMA_KEYS - 1] = {NULL, " waiting", " reserved", " shared"};
 	struct rl_call *c = rl_call_new(RK_RELEASE_MANY, 0);
@@ -175,7 +182,7 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 		return NULL;
 	for (int k = 0; k < n; k++)
 		total += 5 * (rl_prefix_len + items[k].klen + SFX_MAX) + 2 * items[k].klen +
-			 2 * TOKEN_LEN + 32;
+		         2 * TOKEN_LEN + 32;
 	/* EVALSHA sha 5n lock... waiting... reserved... shared... record...
 	 * channel instance reservems token... key... kind... field... */
 	if (rl_dyn_args(c, SCRIPT_ARGC(n, RMA_KEYS, RMA_FIXED, RMA_ARGV), total)) {
@@ -193,8 +200,9 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	p += c->dargvlen[a - 1] + 1;
 	for (int s = 0; s < RMA_KEYS - 1; s++) {
 		for (int k = 0; k < n; k++) {
-			const char *x = s ? sfx[s]
-					  : rl_lock_sfx(lsfx, sizeof(lsfx), items[k].hold, items[k].permit);
+			const char *x =
+			    s ? sfx[s]
+			      : rl_lock_sfx(lsfx, sizeof(lsfx), items[k].hold, items[k].permit);
 			c->dargv[a] = p;
 			c->dargvlen[a] = rl_key_at(p, items[k].key, items[k].klen, x);
 			p += c->dargvlen[a++] + 1;
@@ -224,8 +232,8 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	for (int k = 0; k < n; k++) {
 		c->dargv[a] = p;
 		c->dargvlen[a] = items[k].sid ? rl_field_at(p, items[k].rkind, items[k].permit,
-							     items[k].key, items[k].klen)
-					      : 0;
+		                                            items[k].key, items[k].klen)
+		                              : 0;
 		*p = items[k].sid ? *p : '\0';
 		p += c->dargvlen[a++] + 1;
 	}
@@ -244,7 +252,7 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 		return;
 	}
 	int i = m->idx, ok = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-			     r->elements == 3 + (sp->v.npermits > 1 ? sp->v.npermits - 1 : 0);
+	                     r->elements == 3 + (sp->v.npermits > 1 ? sp->v.npermits - 1 : 0);
 	for (size_t k = 0; ok && k < r->elements; k++)
 		ok = r->element[k]->type == REDIS_REPLY_INTEGER;
 	c->pending--;
@@ -267,7 +275,7 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 }
 
 struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
-			  void *owner)
+                          void *owner)
 {
 	struct rl_call *c = rl_call_new(RK_STATUS, 0);
 	uint32_t extra = permits > 1 ? permits - 1 : 0;
@@ -276,7 +284,7 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	c->u.status.v.npermits = permits;
 	c->check_fn = check_status;
 	if (rl_dyn_args(c, SCRIPT_ARGC((int)extra, 1, STA_KEYS, 0),
-		     (STA_KEYS + extra) * (rl_prefix_len + klen + SFX_MAX) + 64) ||
+	                (STA_KEYS + extra) * (rl_prefix_len + klen + SFX_MAX) + 64) ||
 	    (extra && !(c->u.status.permit_yes = calloc(extra, sizeof(int))))) {
 		rl_call_free(c);
 		return NULL;
@@ -290,7 +298,9 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	c->dargvlen[a++] = (size_t)sprintf(p, "%u", STA_KEYS + extra);
 	p += c->dargvlen[a - 1] + 1;
 	for (uint32_t k = 0; k < STA_KEYS + extra; k++) {
-		const char *x = k == 0 ? "" : k == 1 ? " shared" : rl_lock_sfx(sfx, sizeof(sfx), RH_LOCK, k - 1);
+		const char *x = k == 0   ? ""
+		                : k == 1 ? " shared"
+		                         : rl_lock_sfx(sfx, sizeof(sfx), RH_LOCK, k - 1);
 		c->dargv[a] = p;
 		c->dargvlen[a] = rl_key_at(p, key, klen, x);
 		if (k == 0) {
@@ -303,5 +313,7 @@ struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_don
 	return c;
 }
 
-const struct rl_status *rl_status_of(const struct rl_call *c) { return &c->u.status.v; }
-
+const struct rl_status *rl_status_of(const struct rl_call *c)
+{
+	return &c->u.status.v;
+}

@@ -45,8 +45,8 @@ static void record_reply(struct master *m, redisReply *r, void *arg_)
 	struct rl_call *c = arg_;
 	c->pending--;
 	if (!c->expired)
-		c->st[m->idx] = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? MR_YES
-										       : MR_FAIL;
+		c->st[m->idx] =
+		    r && r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? MR_YES : MR_FAIL;
 	rl_check(c);
 }
 
@@ -54,7 +54,7 @@ static void record_reply(struct master *m, redisReply *r, void *arg_)
 static void check_record(struct rl_call *c)
 {
 	enum quorum_state v = quorum_verdict(rl_count_st(c, c->st, MR_YES), 0,
-					     rl_count_st(c, c->st, MR_WAIT), c->maj);
+	                                     rl_count_st(c, c->st, MR_WAIT), c->maj);
 	if (c->rel_fired)
 		return;
 	if (v == Q_WON || v == Q_LOST || (!c->pending || c->expired)) {
@@ -66,8 +66,8 @@ static void check_record(struct rl_call *c)
 }
 
 struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
-			    int64_t expire_ms, const struct rl_sess_hold *holds, int n,
-			    rl_done_fn *done, void *owner)
+                            int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                            rl_done_fn *done, void *owner)
 {
 	size_t bytes = 128 + (secret ? strlen(secret) : 0);
 	for (int k = 0; k < n; k++)
@@ -89,8 +89,9 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
 		c->dargvlen[a] = rl_field_at(p, h->kind, h->permit, h->key, h->klen);
 		p += c->dargvlen[a++] + 1;
 		c->dargv[a] = p;
-		c->dargvlen[a] = (size_t)sprintf(p, "%.*s %llu %u %d", TOKEN_LEN, h->token,
-						 (unsigned long long)h->fence, h->holds, h->ttl ? 1 : 0);
+		c->dargvlen[a] =
+		    (size_t)sprintf(p, "%.*s %llu %u %d", TOKEN_LEN, h->token,
+		                    (unsigned long long)h->fence, h->holds, h->ttl ? 1 : 0);
 		p += c->dargvlen[a++] + 1;
 	}
 	c->rel_done = done;
@@ -124,8 +125,9 @@ static void touch_reply(struct master *m, redisReply *r, void *arg_)
 	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == sp->nitems) {
 		c->st[i] = MR_YES;
 		for (int k = 0; k < sp->nitems; k++) {
-			long long v = r->element[k]->type == REDIS_REPLY_INTEGER ? r->element[k]->integer
-										 : -1;
+			long long v = r->element[k]->type == REDIS_REPLY_INTEGER
+			                  ? r->element[k]->integer
+			                  : -1;
 			sp->items[k].missing |= v == 2;
 			if (!c->counts[i])
 				continue;
@@ -311,8 +313,8 @@ static void check_adopt(struct rl_call *c)
 	for (int k = 0; sp->a.result == RL_OK && k < sp->a.n; k++) {
 		struct rl_adopted *e = &sp->a.holds[k];
 		int64_t until = e->lease_ms > 0
-					? quorum_valid_until(e->lease_ms, c->start_us, now, rl_drift)
-					: 0;
+		                    ? quorum_valid_until(e->lease_ms, c->start_us, now, rl_drift)
+		                    : 0;
 		e->start_us = c->start_us;
 		e->ok = quorum_reached(e->yes, c->maj) && until > 0;
 		e->validity_us = e->ok ? until : 0;
@@ -321,7 +323,7 @@ static void check_adopt(struct rl_call *c)
 }
 
 struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease_ms,
-			      rl_done_fn *done, void *owner)
+                              rl_done_fn *done, void *owner)
 {
 	struct rl_call *c = one_record(RK_ADOPT, sid, 4, strlen(secret) + 64);
 	if (!c)
@@ -342,4 +344,7 @@ struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease
 	return c;
 }
 
-const struct rl_adoption *rl_adoption_of(const struct rl_call *c) { return &c->u.sess.a; }
+const struct rl_adoption *rl_adoption_of(const struct rl_call *c)
+{
+	return &c->u.sess.a;
+}

@@ -62,64 +62,65 @@
  * SET of a formatted value (measured with redis-benchmark: 5.0 against
  * 5.4 us a script). */
 #define ACQUIRE_LUA                                                                                \
-	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                                    \
+	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                          \
 	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
-	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"           \
+	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"            \
 	"local function ours(v) return string.sub(v, 1, 16) == inst end\n"                         \
 	"local function busy(ttl)\n"                                                               \
-	"  if ARGV[ab + 3] ~= '' and redis.call('GET', KEYS[kb + 1]) == ARGV[ab + 3] then\n"                      \
-	"    redis.call('DEL', KEYS[kb + 1])\n"                                                         \
+	"  if ARGV[ab + 3] ~= '' and redis.call('GET', KEYS[kb + 1]) == ARGV[ab + 3] then\n"       \
+	"    redis.call('DEL', KEYS[kb + 1])\n"                                                    \
 	"  end\n"                                                                                  \
-	"  if ARGV[ab + 4] ~= '0' then\n"                                                               \
-	"    redis.call('SET', KEYS[kb + 3], inst, 'PX', math.max(ttl, 0) + 1000)\n"                    \
+	"  if ARGV[ab + 4] ~= '0' then\n"                                                          \
+	"    redis.call('SET', KEYS[kb + 3], inst, 'PX', math.max(ttl, 0) + 1000)\n"               \
 	"  end\n"                                                                                  \
 	"  return {0, ttl}\n"                                                                      \
 	"end\n"                                                                                    \
 	"local g = redis.call('MGET', KEYS[kb + 4], KEYS[kb + 1], KEYS[kb + 3])\n"                 \
 	"local res, v, w = g[1], g[2], g[3]\n"                                                     \
-	"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[kb + 4])) end\n"               \
-	"if v and v ~= ARGV[ab + 3] and not ours(v) then\n"                                             \
-	"  return busy(redis.call('PTTL', KEYS[kb + 1]))\n"                                             \
+	"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[kb + 4])) end\n"          \
+	"if v and v ~= ARGV[ab + 3] and not ours(v) then\n"                                        \
+	"  return busy(redis.call('PTTL', KEYS[kb + 1]))\n"                                        \
 	"end\n"                                                                                    \
 	"if kind == 's' then\n"                                                                    \
-	"  local x = redis.call('GET', KEYS[kb + 6])\n"                                                 \
-	"  if x and x ~= inst then return busy(redis.call('PTTL', KEYS[kb + 6])) end\n"                 \
-	"  if v then redis.call('DEL', KEYS[kb + 1]) end\n"                                             \
+	"  local x = redis.call('GET', KEYS[kb + 6])\n"                                            \
+	"  if x and x ~= inst then return busy(redis.call('PTTL', KEYS[kb + 6])) end\n"            \
+	"  if v then redis.call('DEL', KEYS[kb + 1]) end\n"                                        \
 	"  local now = clock()\n"                                                                  \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                                 \
-	"  redis.call('ZADD', KEYS[kb + 5], string.format('%.0f', now + tonumber(ARGV[ab + 2])), ARGV[ab + 1])\n" \
-	"  if redis.call('PTTL', KEYS[kb + 5]) < tonumber(ARGV[ab + 2]) then\n"                              \
-	"    redis.call('PEXPIRE', KEYS[kb + 5], ARGV[ab + 2])\n"                                            \
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                            \
+	"  redis.call('ZADD', KEYS[kb + 5], string.format('%.0f', now + tonumber(ARGV[ab + 2])), " \
+	"ARGV[ab + 1])\n"                                                                          \
+	"  if redis.call('PTTL', KEYS[kb + 5]) < tonumber(ARGV[ab + 2]) then\n"                    \
+	"    redis.call('PEXPIRE', KEYS[kb + 5], ARGV[ab + 2])\n"                                  \
 	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
-	"  if kind == 'x' and redis.call('EXISTS', KEYS[kb + 5]) == 1 then\n"                           \
+	"  if kind == 'x' and redis.call('EXISTS', KEYS[kb + 5]) == 1 then\n"                      \
 	"    local now = clock()\n"                                                                \
-	"    redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                               \
-	"    local m = redis.call('ZRANGE', KEYS[kb + 5], 0, -1, 'WITHSCORES')\n"                       \
+	"    redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                          \
+	"    local m = redis.call('ZRANGE', KEYS[kb + 5], 0, -1, 'WITHSCORES')\n"                  \
 	"    local far = -1\n"                                                                     \
 	"    for i = 1, #m, 2 do\n"                                                                \
 	"      if ours(m[i]) then\n"                                                               \
-	"        redis.call('ZREM', KEYS[kb + 5], m[i])\n"                                              \
+	"        redis.call('ZREM', KEYS[kb + 5], m[i])\n"                                         \
 	"      elseif tonumber(m[i + 1]) > far then\n"                                             \
 	"        far = tonumber(m[i + 1])\n"                                                       \
 	"      end\n"                                                                              \
 	"    end\n"                                                                                \
 	"    if far >= 0 then\n"                                                                   \
 	"      local ttl = far - now\n"                                                            \
-	"      if ARGV[ab + 4] ~= '0' then\n"                                                           \
-	"        redis.call('SET', KEYS[kb + 6], inst, 'PX', 1500)\n"                                   \
+	"      if ARGV[ab + 4] ~= '0' then\n"                                                      \
+	"        redis.call('SET', KEYS[kb + 6], inst, 'PX', 1500)\n"                              \
 	"        busy(ttl)\n"                                                                      \
 	"        return {0, math.min(ttl, 500), 0, 1}\n"                                           \
 	"      end\n"                                                                              \
 	"      return busy(ttl)\n"                                                                 \
 	"    end\n"                                                                                \
 	"  end\n"                                                                                  \
-	"  redis.call('SET', KEYS[kb + 1], ARGV[ab + 1], 'PX', ARGV[ab + 2])\n"                                    \
-	"  if ARGV[ab + 4] == '2' and redis.call('GET', KEYS[kb + 6]) == inst then\n"                        \
-	"    redis.call('DEL', KEYS[kb + 6])\n"                                                         \
+	"  redis.call('SET', KEYS[kb + 1], ARGV[ab + 1], 'PX', ARGV[ab + 2])\n"                    \
+	"  if ARGV[ab + 4] == '2' and redis.call('GET', KEYS[kb + 6]) == inst then\n"              \
+	"    redis.call('DEL', KEYS[kb + 6])\n"                                                    \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
-	"if res then redis.call('DEL', KEYS[kb + 4]) end\n"                                             \
+	"if res then redis.call('DEL', KEYS[kb + 4]) end\n"                                        \
 	"local f = redis.call('INCR', KEYS[kb + 2])\n"                                             \
 	"if f == 1 then\n"                                                                         \
 	"  local t = redis.call('TIME')\n"                                                         \
@@ -128,7 +129,8 @@
 	"end\n"                                                                                    \
 	"redis.call('PEXPIRE', KEYS[kb + 2], ARGV[ab + 6])\n"                                      \
 	"if rf ~= '' then\n"                                                                       \
-	"  redis.call('HSET', rk, string.sub(rf, 2), ARGV[ab + 1] .. ' ' .. string.format('%.0f', f) .. ' 1 ' .. string.sub(rf, 1, 1))\n" \
+	"  redis.call('HSET', rk, string.sub(rf, 2), ARGV[ab + 1] .. ' ' .. "                      \
+	"string.format('%.0f', f) .. ' 1 ' .. string.sub(rf, 1, 1))\n"                             \
 	"end\n"                                                                                    \
 	"return {f, 0, (w and w ~= inst) and 1 or 0}\n"
 
@@ -143,29 +145,29 @@
  * plain release nobody waits for: MGET (lock, waiting flag), DEL. */
 #define RELEASE_LUA                                                                                \
 	"local w\n"                                                                                \
-	"if ARGV[ab + 8] ~= '' and redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5] then\n"  \
-	"  redis.call('HDEL', KEYS[kb + 5], ARGV[ab + 8])\n"                                         \
+	"if ARGV[ab + 8] ~= '' and redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5] then\n"   \
+	"  redis.call('HDEL', KEYS[kb + 5], ARGV[ab + 8])\n"                                       \
 	"end\n"                                                                                    \
-	"if ARGV[ab + 7] == 's' then\n"                                                                 \
-	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then return 0 end\n"                       \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                             \
-	"  if redis.call('EXISTS', KEYS[kb + 4]) == 1 then return 1 end\n"                              \
-	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                       \
+	"if ARGV[ab + 7] == 's' then\n"                                                            \
+	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then return 0 end\n"             \
+	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                        \
+	"  if redis.call('EXISTS', KEYS[kb + 4]) == 1 then return 1 end\n"                         \
+	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                  \
 	"else\n"                                                                                   \
-	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                                       \
-	"  if g[1] ~= ARGV[ab + 1] then return 0 end\n"                                                 \
-	"  redis.call('DEL', KEYS[kb + 1])\n"                                                           \
+	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                             \
+	"  if g[1] ~= ARGV[ab + 1] then return 0 end\n"                                            \
+	"  redis.call('DEL', KEYS[kb + 1])\n"                                                      \
 	"  w = g[2]\n"                                                                             \
 	"end\n"                                                                                    \
 	"if w then\n"                                                                              \
-	"  redis.call('DEL', KEYS[kb + 2])\n"                                                           \
-	"  redis.call('PUBLISH', ARGV[ab + 2], ARGV[ab + 3])\n"                                              \
-	"  if w ~= ARGV[ab + 5] then\n"                                                                 \
-	"    redis.call('SET', KEYS[kb + 3], w, 'PX', ARGV[ab + 6])\n"                                       \
+	"  redis.call('DEL', KEYS[kb + 2])\n"                                                      \
+	"  redis.call('PUBLISH', ARGV[ab + 2], ARGV[ab + 3])\n"                                    \
+	"  if w ~= ARGV[ab + 5] then\n"                                                            \
+	"    redis.call('SET', KEYS[kb + 3], w, 'PX', ARGV[ab + 6])\n"                             \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
-	"if tonumber(ARGV[ab + 4]) > 0 then\n"                                                          \
-	"  redis.call('SET', KEYS[kb + 2], ARGV[ab + 5], 'PX', ARGV[ab + 4])\n"                                   \
+	"if tonumber(ARGV[ab + 4]) > 0 then\n"                                                     \
+	"  redis.call('SET', KEYS[kb + 2], ARGV[ab + 5], 'PX', ARGV[ab + 4])\n"                    \
 	"end\n"                                                                                    \
 	"return 1\n"
 
@@ -177,10 +179,10 @@
 #define ONE_OF(body) LUA_NOW "local function one(kb, ab)\n" body "end\nreturn one(0, 0)\n"
 #define BATCH_OF(body, nk, na)                                                                     \
 	LUA_NOW "local function one(kb, ab)\n" body "end\n"                                        \
-		"local nk, na = " #nk ", " #na "\n"                                                \
-		"local r = {}\n"                                                                   \
-		"for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"                \
-		"return r\n"
+	        "local nk, na = " #nk ", " #na "\n"                                                \
+	        "local r = {}\n"                                                                   \
+	        "for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"                \
+	        "return r\n"
 
 /* The strides of the batch forms are the one-item scripts' argument
  * counts (enum acq_arg, enum rel_arg). */
@@ -188,324 +190,334 @@ _Static_assert(AA_TOKEN - AA_LOCK == 7 && AA_ARGC - AA_TOKEN == 8, "BATCH_OF(ACQ
 _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(RELEASE_LUA, 5, 8)");
 
 static const char *const bodies[SCR_COUNT] = {
-	[SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
-	[SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 7, 8),
-	[SCR_RELEASE] = ONE_OF(RELEASE_LUA),
-	[SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 5, 8),
-	/* Counts: RNA_* (scripts.h).
-	 * KEYS: n locks (the key's or a permit's), then their n shared sets,
-	 * then their n session records ("" for a version-1 session's hold).
-	 * ARGV: lease ms, then one token per item, then one kind per item.
-	 * A hold of a resumable session is renewed and written back only
-	 * where its record names this instance (1.2: a session resumed
-	 * elsewhere is that lockd's, whatever this one still believes).
-	 * Per item: 1 extended, 2 written back (missing, or a stale token of
-	 * ours where it should be), 0 held by another (a shared hold: the
-	 * key's lock of another instance; the key's lock: live shared holders
-	 * of another instance too). */
-	[SCR_RENEW] = LUA_NOW
-		      "local n = #KEYS / 3\n"
-		      "local lease = tonumber(ARGV[1])\n"
-		      "local now\n"
-		      "local r = {}\n"
-		      "for i = 1, n do\n"
-		      "  local tok, kind, z, rk = ARGV[i + 1], ARGV[n + i + 1], KEYS[n + i], KEYS[2 * n + i]\n"
-		      "  local inst = string.sub(tok, 1, 16)\n"
-		      "  local v = redis.call('GET', KEYS[i])\n"
-		      "  if rk ~= '' and redis.call('HGET', rk, 'o') ~= inst then\n"
-		      "    r[i] = 0\n"
-		      "  elseif kind == 's' then\n"
-		      "    now = now or clock()\n"
-		      "    redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
-		      "    if redis.call('ZSCORE', z, tok) then\n"
-		      "      r[i] = 1\n"
-		      "    elseif v and string.sub(v, 1, 16) ~= inst then\n"
-		      "      r[i] = 0\n"
-		      "    else\n"
-		      "      if v then redis.call('DEL', KEYS[i]) end\n"
-		      "      r[i] = 2\n"
-		      "    end\n"
-		      "    if r[i] > 0 then\n"
-		      "      redis.call('ZADD', z, string.format('%.0f', now + lease), tok)\n"
-		      "      if redis.call('PTTL', z) < lease then redis.call('PEXPIRE', z, lease) end\n"
-		      "    end\n"
-		      "  elseif v == tok then\n"
-		      "    redis.call('PEXPIRE', KEYS[i], lease); r[i] = 1\n"
-		      "  elseif v == false or string.sub(v, 1, 16) == inst then\n"
-		      "    r[i] = 2\n"
-		      "    if kind == 'x' and redis.call('EXISTS', z) == 1 then\n"
-		      "      now = now or clock()\n"
-		      "      redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
-		      "      for _, m in ipairs(redis.call('ZRANGE', z, 0, -1)) do\n"
-		      "        if string.sub(m, 1, 16) ~= inst then r[i] = 0; break end\n"
-		      "      end\n"
-		      "    end\n"
-		      "    if r[i] == 2 then redis.call('SET', KEYS[i], tok, 'PX', lease) end\n"
-		      "  else\n"
-		      "    r[i] = 0\n"
-		      "  end\n"
-		      "end\n"
-		      "return r\n",
-	/* Positions: enum raise_arg (scripts.h).
-	 * KEYS: fence counter. ARGV: value, fence idle ms. Returns the
-	 * counter afterwards (a grant: its idle time starts again). */
-	[SCR_RAISE] = "if ARGV[3] ~= '' then\n" /* the granted fence in the session's record */
-		      "  local v = redis.call('HGET', KEYS[2], ARGV[3])\n"
-		      "  local rest = v and string.sub(v, 1, 32) == ARGV[4] and string.match(v, '^%S+ %S+ (.*)$')\n"
-		      "  if rest then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4] .. ' ' .. ARGV[1] .. ' ' .. rest) end\n"
-		      "end\n"
-		      "local c = redis.call('GET', KEYS[1])\n"
-		      "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
-		      "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-		      "  return tonumber(ARGV[1])\n"
-		      "end\n"
-		      "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-		      "return tonumber(c)\n",
-	/* KEYS: fence counters. ARGV: one value per key, then fence idle ms,
-	 * then "1" to raise each counter to at least the master's clock in
-	 * microseconds too (a catch-up after a majority lost its data: the
-	 * values read may be stale, the clock is above every fence issued
-	 * before). Returns how many counters it raised. */
-	[SCR_RAISE_MANY] = "local n = #KEYS\n"
-			   "local floor = 0\n"
-			   "if ARGV[n + 2] == '1' then\n"
-			   "  local t = redis.call('TIME')\n"
-			   "  floor = tonumber(t[1] .. string.sub('000000' .. t[2], -6))\n"
-			   "end\n"
-			   "local r = 0\n"
-			   "for i = 1, n do\n"
-			   "  local c = redis.call('GET', KEYS[i])\n"
-			   "  local v = math.max(tonumber(ARGV[i]), floor)\n"
-			   "  if c == false or tonumber(c) < v then\n"
-			   "    redis.call('SET', KEYS[i], string.format('%.0f', v), 'PX', ARGV[n + 1])\n"
-			   "    r = r + 1\n"
-			   "  end\n"
-			   "end\n"
-			   "return r\n",
-	/* Counts: RMA_* (scripts.h).
-	 * KEYS: n locks (the key's or a permit's), then their n waiting
-	 * flags, n reservations and n shared sets. ARGV: channel, instance,
-	 * reserve ms, then n tokens, then the n keys, then n kinds.
-	 * SCR_RELEASE with flag ms 0, for each item; returns how many it let
-	 * go. */
-	[SCR_RELEASE_MANY] = LUA_NOW
-			     "local n = #KEYS / 5\n"
-			     "local r = 0\n"
-			     "for i = 1, n do\n"
-			     "  local tok, gone = ARGV[3 + i], false\n"
-			     "  local rk, rf = KEYS[4 * n + i], ARGV[3 + 3 * n + i]\n"
-			     "  if rf ~= '' and redis.call('HGET', rk, 'o') == ARGV[2] then\n"
-			     "    redis.call('HDEL', rk, rf)\n"
-			     "  end\n"
-			     "  if ARGV[3 + 2 * n + i] == 's' then\n"
-			     "    local z = KEYS[3 * n + i]\n"
-			     "    if redis.call('ZREM', z, tok) == 1 then\n"
-			     "      r = r + 1\n"
-			     "      redis.call('ZREMRANGEBYSCORE', z, '-inf', clock())\n"
-			     "      gone = redis.call('EXISTS', z) == 0\n"
-			     "    end\n"
-			     "  elseif redis.call('GET', KEYS[i]) == tok then\n"
-			     "    redis.call('DEL', KEYS[i]); r = r + 1\n"
-			     "    gone = true\n"
-			     "  end\n"
-			     "  if gone then\n"
-			     "    local w = redis.call('GET', KEYS[n + i])\n"
-			     "    if w then\n"
-			     "      redis.call('DEL', KEYS[n + i])\n"
-			     "      redis.call('PUBLISH', ARGV[1], ARGV[3 + n + i])\n"
-			     "      if w ~= ARGV[2] then\n"
-			     "        redis.call('SET', KEYS[2 * n + i], w, 'PX', ARGV[3])\n"
-			     "      end\n"
-			     "    end\n"
-			     "  end\n"
-			     "end\n"
-			     "return r\n",
-	/* Counts: STA_KEYS (scripts.h).
-	 * KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
-	 * for a plain STATUS). Returns {pttl of the lock, live shared
-	 * holders, ms left on the longest shared lease or -2, then the pttl
-	 * of each permit}. Read-only but for pruning the shared set. */
-	[SCR_STATUS] = LUA_NOW
-		       "local r = {redis.call('PTTL', KEYS[1]), 0, -2}\n"
-		       "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
-		       "  local now = clock()\n"
-		       "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
-		       "  r[2] = redis.call('ZCARD', KEYS[2])\n"
-		       "  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
-		       "  if top[2] then r[3] = tonumber(top[2]) - now end\n"
-		       "end\n"
-		       "for i = 3, #KEYS do r[#r + 1] = redis.call('PTTL', KEYS[i]) end\n"
-		       "return r\n",
-	/* Sessions that outlive a connection (1.2). A session's record, the
-	 * hash "P session ID": o the instance that owns it, s the SHA1 of its
-	 * secret, g its grace ms, and per hold a field "KINDPERMIT KEY" (the
-	 * kind x, p or s, the permit, one space, the key: "p3 jobs") whose value is
-	 * "TOKEN FENCE HOLDS TTL" (TTL 1: a TTL hold). Grants and releases
-	 * write their hold's field (ACQUIRE_LUA, RELEASE_LUA); these scripts
-	 * do the rest.
-	 * SESS_PUT. KEYS: the record. ARGV: instance, the secret ("": keep),
-	 * grace ("": keep), expiry ms (0: keep), then field, value pairs.
-	 * Writes where the record is ours, or missing and the secret given.
-	 * Returns 1 written, 0 not (another lockd owns it, or it is gone). */
-	[SCR_SESS_PUT] = "local o = redis.call('HGET', KEYS[1], 'o')\n"
-			 "if (o and o ~= ARGV[1]) or (not o and ARGV[2] == '') then return 0 end\n"
-			 "redis.call('HSET', KEYS[1], 'o', ARGV[1])\n"
-			 "if ARGV[2] ~= '' then\n"
-			 "  redis.call('HSET', KEYS[1], 's', redis.sha1hex(ARGV[2]))\n"
-			 "end\n"
-			 "if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'g', ARGV[3]) end\n"
-			 "for i = 5, #ARGV - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end\n"
-			 "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
-			 "return 1\n",
-	/* SESS_TOUCH. KEYS: n records. ARGV: instance, then n expiry ms. Per
-	 * record: 1 ours (its expiry set), 0 another lockd's, 2 missing. */
-	[SCR_SESS_TOUCH] = "local r = {}\n"
-			   "for i = 1, #KEYS do\n"
-			   "  local o = redis.call('HGET', KEYS[i], 'o')\n"
-			   "  if o == ARGV[1] then\n"
-			   "    redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]); r[i] = 1\n"
-			   "  else\n"
-			   "    r[i] = o and 0 or 2\n"
-			   "  end\n"
-			   "end\n"
-			   "return r\n",
-	/* SESS_END. KEYS: the record. ARGV: instance. Deletes it if ours. */
-	[SCR_SESS_END] = "if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then\n"
-			 "  redis.call('DEL', KEYS[1])\n"
-			 "end\n"
-			 "return 1\n",
-	/* SESS_ADOPT. KEYS: the record. ARGV: the secret, instance, lease
-	 * ms, key prefix. {0}: no record; {-1}: another secret (nothing
-	 * changed); else {1, grace, then per hold: field, value, 1 if it now
-	 * holds for this instance, the ms its lease has left}. The record
-	 * names this instance from now on, and each hold still held for the
-	 * session takes this instance's token (its random part kept): the
-	 * lockd that had it finds nothing of its own. A TTL hold keeps its
-	 * expiry, any other gets a new lease. */
-	[SCR_SESS_ADOPT] = LUA_NOW
-			   "local rk = KEYS[1]\n"
-			   "local all = redis.call('HGETALL', rk)\n"
-			   "if #all == 0 then return {0} end\n"
-			   "local h = {}\n"
-			   "for i = 1, #all, 2 do h[all[i]] = all[i + 1] end\n"
-			   "if h['s'] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
-			   "local inst, lease, p = ARGV[2], tonumber(ARGV[3]), ARGV[4]\n"
-			   "local g = tonumber(h['g'] or '0')\n"
-			   "redis.call('HSET', rk, 'o', inst)\n"
-			   "redis.call('PEXPIRE', rk, lease + g)\n"
-			   "local r = {1, g}\n"
-			   "local now\n"
-			   "for i = 1, #all, 2 do\n"
-			   "  local f, v = all[i], all[i + 1]\n"
-			   "  local sp = string.find(f, ' ', 1, true)\n"
-			   "  local tok, fence, cnt, ttl = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')\n"
-			   "  if sp and tok then\n"
-			   "    local kind, permit, key = string.sub(f, 1, 1), string.sub(f, 2, sp - 1), string.sub(f, sp + 1)\n"
-			   "    local nt = inst .. string.sub(tok, 17)\n"
-			   "    local ok, left = 0, -1\n"
-			   "    if kind == 's' then\n"
-			   "      local z = p .. key .. ' shared'\n"
-			   "      now = now or clock()\n"
-			   "      local sc = redis.call('ZSCORE', z, tok) or redis.call('ZSCORE', z, nt)\n"
-			   "      if sc and tonumber(sc) > now then\n"
-			   "        local til = ttl == '1' and tonumber(sc) or now + lease\n"
-			   "        redis.call('ZREM', z, tok)\n"
-			   "        redis.call('ZADD', z, string.format('%.0f', til), nt)\n"
-			   "        if redis.call('PTTL', z) < til - now then redis.call('PEXPIRE', z, til - now) end\n"
-			   "        ok, left = 1, til - now\n"
-			   "      end\n"
-			   "    else\n"
-			   "      local lk = p .. key\n"
-			   "      if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"
-			   "      local cur = redis.call('GET', lk)\n"
-			   "      if cur == tok or cur == nt then\n"
-			   "        if ttl == '1' then\n"
-			   "          left = redis.call('PTTL', lk)\n"
-			   "          redis.call('SET', lk, nt, 'KEEPTTL')\n"
-			   "        else\n"
-			   "          redis.call('SET', lk, nt, 'PX', lease); left = lease\n"
-			   "        end\n"
-			   "        ok = left > 0 and 1 or 0\n"
-			   "      end\n"
-			   "    end\n"
-			   "    local nv = nt .. ' ' .. fence .. ' ' .. cnt .. ' ' .. ttl\n"
-			   "    redis.call('HSET', rk, f, nv)\n"
-			   "    r[#r + 1] = f; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
-			   "  end\n"
-			   "end\n"
-			   "return r\n",
-	/* Leader election (1.3). A leader's value lives beside its lock in
-	 * the hash "P NAME leader": t the leader's token, f its fence, v the
-	 * value's version (1 at the grant, +1 per PROCLAIM), val the value.
-	 * It counts only where the lock of NAME holds a token with the same
-	 * random part as t (a resume on another lockd replaces the instance
-	 * part of a token, 1.2): a record left by a leader that lapsed means
-	 * nothing. Every change of a leader or its value is announced on the
-	 * channel "P elected" with the name; observers read a majority on
-	 * each notice, so a lost notice costs time, never the last state.
-	 * EL_PUT. Positions: enum elput_arg. Writes the value where the lock
-	 * holds the token, unless this or a later version is there already
-	 * (a write-back then costs two reads): 1, else 0. Expiry ms 0: none
-	 * (lockd's choice: a record is deleted with its leader's lock, or
-	 * replaced by the next leader's, and means nothing without it). */
-	[SCR_EL_PUT] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-		       "local cur = redis.call('HMGET', KEYS[2], 't', 'v')\n"
-		       "if cur[1] == ARGV[1] and tonumber(cur[2]) >= tonumber(ARGV[3]) then\n"
-		       "  return 1\n"
-		       "end\n"
-		       "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'v', ARGV[3], 'val', ARGV[4])\n"
-		       "if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end\n"
-		       "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
-		       "return 1\n",
-	/* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
-	 * free; {1, counter}: held without a value (a plain lock, or a leader
-	 * whose value is not written there yet); {2, fence, version, value,
-	 * counter}: held by the leader of the record. The fence counter is
-	 * "0" when missing. */
-	[SCR_EL_READ] = "local l = redis.call('GET', KEYS[1])\n"
-			"if not l then return {0} end\n"
-			"local c = redis.call('GET', KEYS[3]) or '0'\n"
-			"local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val')\n"
-			"if h[1] and h[4] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
-			"  return {2, h[2], h[3], h[4], c}\n"
-			"end\n"
-			"return {1, c}\n",
-	/* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
-	 * lock for its leader, and the leader's record with it (where t is
-	 * this leader's); announces the release (to a waiter elsewhere, as
-	 * RELEASE_LUA does) and the change (to observers). Returns 1. */
-	[SCR_EL_RESIGN] = "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
-			  "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
-			  "  redis.call('HDEL', rk, rf)\n"
-			  "end\n"
-			  "local changed = false\n"
-			  "local t = redis.call('HGET', KEYS[4], 't')\n"
-			  "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
-			  "  redis.call('DEL', KEYS[4]); changed = true\n"
-			  "end\n"
-			  "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-			  "  redis.call('DEL', KEYS[1]); changed = true\n"
-			  "  local w = redis.call('GET', KEYS[2])\n"
-			  "  if w then\n"
-			  "    redis.call('DEL', KEYS[2])\n"
-			  "    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
-			  "    if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
-			  "  end\n"
-			  "end\n"
-			  "if changed then redis.call('PUBLISH', ARGV[6], ARGV[3]) end\n"
-			  "return 1\n",
+    [SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
+    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 7, 8),
+    [SCR_RELEASE] = ONE_OF(RELEASE_LUA),
+    [SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 5, 8),
+    /* Counts: RNA_* (scripts.h).
+     * KEYS: n locks (the key's or a permit's), then their n shared sets,
+     * then their n session records ("" for a version-1 session's hold).
+     * ARGV: lease ms, then one token per item, then one kind per item.
+     * A hold of a resumable session is renewed and written back only
+     * where its record names this instance (1.2: a session resumed
+     * elsewhere is that lockd's, whatever this one still believes).
+     * Per item: 1 extended, 2 written back (missing, or a stale token of
+     * ours where it should be), 0 held by another (a shared hold: the
+     * key's lock of another instance; the key's lock: live shared holders
+     * of another instance too). */
+    [SCR_RENEW] = LUA_NOW
+    "local n = #KEYS / 3\n"
+    "local lease = tonumber(ARGV[1])\n"
+    "local now\n"
+    "local r = {}\n"
+    "for i = 1, n do\n"
+    "  local tok, kind, z, rk = ARGV[i + 1], ARGV[n + i + 1], KEYS[n + i], KEYS[2 * n + i]\n"
+    "  local inst = string.sub(tok, 1, 16)\n"
+    "  local v = redis.call('GET', KEYS[i])\n"
+    "  if rk ~= '' and redis.call('HGET', rk, 'o') ~= inst then\n"
+    "    r[i] = 0\n"
+    "  elseif kind == 's' then\n"
+    "    now = now or clock()\n"
+    "    redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
+    "    if redis.call('ZSCORE', z, tok) then\n"
+    "      r[i] = 1\n"
+    "    elseif v and string.sub(v, 1, 16) ~= inst then\n"
+    "      r[i] = 0\n"
+    "    else\n"
+    "      if v then redis.call('DEL', KEYS[i]) end\n"
+    "      r[i] = 2\n"
+    "    end\n"
+    "    if r[i] > 0 then\n"
+    "      redis.call('ZADD', z, string.format('%.0f', now + lease), tok)\n"
+    "      if redis.call('PTTL', z) < lease then redis.call('PEXPIRE', z, lease) end\n"
+    "    end\n"
+    "  elseif v == tok then\n"
+    "    redis.call('PEXPIRE', KEYS[i], lease); r[i] = 1\n"
+    "  elseif v == false or string.sub(v, 1, 16) == inst then\n"
+    "    r[i] = 2\n"
+    "    if kind == 'x' and redis.call('EXISTS', z) == 1 then\n"
+    "      now = now or clock()\n"
+    "      redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
+    "      for _, m in ipairs(redis.call('ZRANGE', z, 0, -1)) do\n"
+    "        if string.sub(m, 1, 16) ~= inst then r[i] = 0; break end\n"
+    "      end\n"
+    "    end\n"
+    "    if r[i] == 2 then redis.call('SET', KEYS[i], tok, 'PX', lease) end\n"
+    "  else\n"
+    "    r[i] = 0\n"
+    "  end\n"
+    "end\n"
+    "return r\n",
+    /* Positions: enum raise_arg (scripts.h).
+     * KEYS: fence counter. ARGV: value, fence idle ms. Returns the
+     * counter afterwards (a grant: its idle time starts again). */
+    [SCR_RAISE] = "if ARGV[3] ~= '' then\n" /* the granted fence in the session's record */
+                  "  local v = redis.call('HGET', KEYS[2], ARGV[3])\n"
+                  "  local rest = v and string.sub(v, 1, 32) == ARGV[4] and string.match(v, '^%S+ "
+                  "%S+ (.*)$')\n"
+                  "  if rest then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4] .. ' ' .. ARGV[1] "
+                  ".. ' ' .. rest) end\n"
+                  "end\n"
+                  "local c = redis.call('GET', KEYS[1])\n"
+                  "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
+                  "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                  "  return tonumber(ARGV[1])\n"
+                  "end\n"
+                  "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                  "return tonumber(c)\n",
+    /* KEYS: fence counters. ARGV: one value per key, then fence idle ms,
+     * then "1" to raise each counter to at least the master's clock in
+     * microseconds too (a catch-up after a majority lost its data: the
+     * values read may be stale, the clock is above every fence issued
+     * before). Returns how many counters it raised. */
+    [SCR_RAISE_MANY] =
+        "local n = #KEYS\n"
+        "local floor = 0\n"
+        "if ARGV[n + 2] == '1' then\n"
+        "  local t = redis.call('TIME')\n"
+        "  floor = tonumber(t[1] .. string.sub('000000' .. t[2], -6))\n"
+        "end\n"
+        "local r = 0\n"
+        "for i = 1, n do\n"
+        "  local c = redis.call('GET', KEYS[i])\n"
+        "  local v = math.max(tonumber(ARGV[i]), floor)\n"
+        "  if c == false or tonumber(c) < v then\n"
+        "    redis.call('SET', KEYS[i], string.format('%.0f', v), 'PX', ARGV[n + 1])\n"
+        "    r = r + 1\n"
+        "  end\n"
+        "end\n"
+        "return r\n",
+    /* Counts: RMA_* (scripts.h).
+     * KEYS: n locks (the key's or a permit's), then their n waiting
+     * flags, n reservations and n shared sets. ARGV: channel, instance,
+     * reserve ms, then n tokens, then the n keys, then n kinds.
+     * SCR_RELEASE with flag ms 0, for each item; returns how many it let
+     * go. */
+    [SCR_RELEASE_MANY] = LUA_NOW "local n = #KEYS / 5\n"
+                                 "local r = 0\n"
+                                 "for i = 1, n do\n"
+                                 "  local tok, gone = ARGV[3 + i], false\n"
+                                 "  local rk, rf = KEYS[4 * n + i], ARGV[3 + 3 * n + i]\n"
+                                 "  if rf ~= '' and redis.call('HGET', rk, 'o') == ARGV[2] then\n"
+                                 "    redis.call('HDEL', rk, rf)\n"
+                                 "  end\n"
+                                 "  if ARGV[3 + 2 * n + i] == 's' then\n"
+                                 "    local z = KEYS[3 * n + i]\n"
+                                 "    if redis.call('ZREM', z, tok) == 1 then\n"
+                                 "      r = r + 1\n"
+                                 "      redis.call('ZREMRANGEBYSCORE', z, '-inf', clock())\n"
+                                 "      gone = redis.call('EXISTS', z) == 0\n"
+                                 "    end\n"
+                                 "  elseif redis.call('GET', KEYS[i]) == tok then\n"
+                                 "    redis.call('DEL', KEYS[i]); r = r + 1\n"
+                                 "    gone = true\n"
+                                 "  end\n"
+                                 "  if gone then\n"
+                                 "    local w = redis.call('GET', KEYS[n + i])\n"
+                                 "    if w then\n"
+                                 "      redis.call('DEL', KEYS[n + i])\n"
+                                 "      redis.call('PUBLISH', ARGV[1], ARGV[3 + n + i])\n"
+                                 "      if w ~= ARGV[2] then\n"
+                                 "        redis.call('SET', KEYS[2 * n + i], w, 'PX', ARGV[3])\n"
+                                 "      end\n"
+                                 "    end\n"
+                                 "  end\n"
+                                 "end\n"
+                                 "return r\n",
+    /* Counts: STA_KEYS (scripts.h).
+     * KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
+     * for a plain STATUS). Returns {pttl of the lock, live shared
+     * holders, ms left on the longest shared lease or -2, then the pttl
+     * of each permit}. Read-only but for pruning the shared set. */
+    [SCR_STATUS] = LUA_NOW "local r = {redis.call('PTTL', KEYS[1]), 0, -2}\n"
+                           "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
+                           "  local now = clock()\n"
+                           "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
+                           "  r[2] = redis.call('ZCARD', KEYS[2])\n"
+                           "  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
+                           "  if top[2] then r[3] = tonumber(top[2]) - now end\n"
+                           "end\n"
+                           "for i = 3, #KEYS do r[#r + 1] = redis.call('PTTL', KEYS[i]) end\n"
+                           "return r\n",
+    /* Sessions that outlive a connection (1.2). A session's record, the
+     * hash "P session ID": o the instance that owns it, s the SHA1 of its
+     * secret, g its grace ms, and per hold a field "KINDPERMIT KEY" (the
+     * kind x, p or s, the permit, one space, the key: "p3 jobs") whose value is
+     * "TOKEN FENCE HOLDS TTL" (TTL 1: a TTL hold). Grants and releases
+     * write their hold's field (ACQUIRE_LUA, RELEASE_LUA); these scripts
+     * do the rest.
+     * SESS_PUT. KEYS: the record. ARGV: instance, the secret ("": keep),
+     * grace ("": keep), expiry ms (0: keep), then field, value pairs.
+     * Writes where the record is ours, or missing and the secret given.
+     * Returns 1 written, 0 not (another lockd owns it, or it is gone). */
+    [SCR_SESS_PUT] =
+        "local o = redis.call('HGET', KEYS[1], 'o')\n"
+        "if (o and o ~= ARGV[1]) or (not o and ARGV[2] == '') then return 0 end\n"
+        "redis.call('HSET', KEYS[1], 'o', ARGV[1])\n"
+        "if ARGV[2] ~= '' then\n"
+        "  redis.call('HSET', KEYS[1], 's', redis.sha1hex(ARGV[2]))\n"
+        "end\n"
+        "if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'g', ARGV[3]) end\n"
+        "for i = 5, #ARGV - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end\n"
+        "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
+        "return 1\n",
+    /* SESS_TOUCH. KEYS: n records. ARGV: instance, then n expiry ms. Per
+     * record: 1 ours (its expiry set), 0 another lockd's, 2 missing. */
+    [SCR_SESS_TOUCH] = "local r = {}\n"
+                       "for i = 1, #KEYS do\n"
+                       "  local o = redis.call('HGET', KEYS[i], 'o')\n"
+                       "  if o == ARGV[1] then\n"
+                       "    redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]); r[i] = 1\n"
+                       "  else\n"
+                       "    r[i] = o and 0 or 2\n"
+                       "  end\n"
+                       "end\n"
+                       "return r\n",
+    /* SESS_END. KEYS: the record. ARGV: instance. Deletes it if ours. */
+    [SCR_SESS_END] = "if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then\n"
+                     "  redis.call('DEL', KEYS[1])\n"
+                     "end\n"
+                     "return 1\n",
+    /* SESS_ADOPT. KEYS: the record. ARGV: the secret, instance, lease
+     * ms, key prefix. {0}: no record; {-1}: another secret (nothing
+     * changed); else {1, grace, then per hold: field, value, 1 if it now
+     * holds for this instance, the ms its lease has left}. The record
+     * names this instance from now on, and each hold still held for the
+     * session takes this instance's token (its random part kept): the
+     * lockd that had it finds nothing of its own. A TTL hold keeps its
+     * expiry, any other gets a new lease. */
+    [SCR_SESS_ADOPT] = LUA_NOW
+    "local rk = KEYS[1]\n"
+    "local all = redis.call('HGETALL', rk)\n"
+    "if #all == 0 then return {0} end\n"
+    "local h = {}\n"
+    "for i = 1, #all, 2 do h[all[i]] = all[i + 1] end\n"
+    "if h['s'] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
+    "local inst, lease, p = ARGV[2], tonumber(ARGV[3]), ARGV[4]\n"
+    "local g = tonumber(h['g'] or '0')\n"
+    "redis.call('HSET', rk, 'o', inst)\n"
+    "redis.call('PEXPIRE', rk, lease + g)\n"
+    "local r = {1, g}\n"
+    "local now\n"
+    "for i = 1, #all, 2 do\n"
+    "  local f, v = all[i], all[i + 1]\n"
+    "  local sp = string.find(f, ' ', 1, true)\n"
+    "  local tok, fence, cnt, ttl = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')\n"
+    "  if sp and tok then\n"
+    "    local kind, permit, key = string.sub(f, 1, 1), string.sub(f, 2, sp - 1), string.sub(f, sp "
+    "+ 1)\n"
+    "    local nt = inst .. string.sub(tok, 17)\n"
+    "    local ok, left = 0, -1\n"
+    "    if kind == 's' then\n"
+    "      local z = p .. key .. ' shared'\n"
+    "      now = now or clock()\n"
+    "      local sc = redis.call('ZSCORE', z, tok) or redis.call('ZSCORE', z, nt)\n"
+    "      if sc and tonumber(sc) > now then\n"
+    "        local til = ttl == '1' and tonumber(sc) or now + lease\n"
+    "        redis.call('ZREM', z, tok)\n"
+    "        redis.call('ZADD', z, string.format('%.0f', til), nt)\n"
+    "        if redis.call('PTTL', z) < til - now then redis.call('PEXPIRE', z, til - now) end\n"
+    "        ok, left = 1, til - now\n"
+    "      end\n"
+    "    else\n"
+    "      local lk = p .. key\n"
+    "      if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"
+    "      local cur = redis.call('GET', lk)\n"
+    "      if cur == tok or cur == nt then\n"
+    "        if ttl == '1' then\n"
+    "          left = redis.call('PTTL', lk)\n"
+    "          redis.call('SET', lk, nt, 'KEEPTTL')\n"
+    "        else\n"
+    "          redis.call('SET', lk, nt, 'PX', lease); left = lease\n"
+    "        end\n"
+    "        ok = left > 0 and 1 or 0\n"
+    "      end\n"
+    "    end\n"
+    "    local nv = nt .. ' ' .. fence .. ' ' .. cnt .. ' ' .. ttl\n"
+    "    redis.call('HSET', rk, f, nv)\n"
+    "    r[#r + 1] = f; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
+    "  end\n"
+    "end\n"
+    "return r\n",
+    /* Leader election (1.3). A leader's value lives beside its lock in
+     * the hash "P NAME leader": t the leader's token, f its fence, v the
+     * value's version (1 at the grant, +1 per PROCLAIM), val the value.
+     * It counts only where the lock of NAME holds a token with the same
+     * random part as t (a resume on another lockd replaces the instance
+     * part of a token, 1.2): a record left by a leader that lapsed means
+     * nothing. Every change of a leader or its value is announced on the
+     * channel "P elected" with the name; observers read a majority on
+     * each notice, so a lost notice costs time, never the last state.
+     * EL_PUT. Positions: enum elput_arg. Writes the value where the lock
+     * holds the token, unless this or a later version is there already
+     * (a write-back then costs two reads): 1, else 0. Expiry ms 0: none
+     * (lockd's choice: a record is deleted with its leader's lock, or
+     * replaced by the next leader's, and means nothing without it). */
+    [SCR_EL_PUT] =
+        "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+        "local cur = redis.call('HMGET', KEYS[2], 't', 'v')\n"
+        "if cur[1] == ARGV[1] and tonumber(cur[2]) >= tonumber(ARGV[3]) then\n"
+        "  return 1\n"
+        "end\n"
+        "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'v', ARGV[3], 'val', ARGV[4])\n"
+        "if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end\n"
+        "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
+        "return 1\n",
+    /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
+     * free; {1, counter}: held without a value (a plain lock, or a leader
+     * whose value is not written there yet); {2, fence, version, value,
+     * counter}: held by the leader of the record. The fence counter is
+     * "0" when missing. */
+    [SCR_EL_READ] = "local l = redis.call('GET', KEYS[1])\n"
+                    "if not l then return {0} end\n"
+                    "local c = redis.call('GET', KEYS[3]) or '0'\n"
+                    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val')\n"
+                    "if h[1] and h[4] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
+                    "  return {2, h[2], h[3], h[4], c}\n"
+                    "end\n"
+                    "return {1, c}\n",
+    /* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
+     * lock for its leader, and the leader's record with it (where t is
+     * this leader's); announces the release (to a waiter elsewhere, as
+     * RELEASE_LUA does) and the change (to observers). Returns 1. */
+    [SCR_EL_RESIGN] = "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
+                      "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
+                      "  redis.call('HDEL', rk, rf)\n"
+                      "end\n"
+                      "local changed = false\n"
+                      "local t = redis.call('HGET', KEYS[4], 't')\n"
+                      "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
+                      "  redis.call('DEL', KEYS[4]); changed = true\n"
+                      "end\n"
+                      "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+                      "  redis.call('DEL', KEYS[1]); changed = true\n"
+                      "  local w = redis.call('GET', KEYS[2])\n"
+                      "  if w then\n"
+                      "    redis.call('DEL', KEYS[2])\n"
+                      "    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+                      "    if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
+                      "  end\n"
+                      "end\n"
+                      "if changed then redis.call('PUBLISH', ARGV[6], ARGV[3]) end\n"
+                      "return 1\n",
 };
 
 static char shas[SCR_COUNT][41];
 
-const char *script_body(enum script_id id) { return bodies[id]; }
+const char *script_body(enum script_id id)
+{
+	return bodies[id];
+}
 
 int script_batch_of(enum script_id id)
 {
 	return id == SCR_ACQUIRE ? SCR_ACQUIRE_N : id == SCR_RELEASE ? SCR_RELEASE_N : -1;
 }
 
-const char *script_sha(enum script_id id) { return shas[id][0] ? shas[id] : NULL; }
+const char *script_sha(enum script_id id)
+{
+	return shas[id][0] ? shas[id] : NULL;
+}
 
 void script_set_sha(enum script_id id, const char *sha, size_t len)
 {

@@ -5,22 +5,22 @@
 #include <stddef.h>
 
 enum script_id {
-	SCR_ACQUIRE, /* take a lock, a permit or a shared hold; bump the fence */
-	SCR_RELEASE, /* compare-and-delete, then announce the release */
-	SCR_RENEW,   /* extend each key we hold, write back each we lost */
-	SCR_RAISE,   /* raise a fence counter to at least a value */
-	SCR_RAISE_MANY, /* the same for many counters (catching up a master) */
+	SCR_ACQUIRE,      /* take a lock, a permit or a shared hold; bump the fence */
+	SCR_RELEASE,      /* compare-and-delete, then announce the release */
+	SCR_RENEW,        /* extend each key we hold, write back each we lost */
+	SCR_RAISE,        /* raise a fence counter to at least a value */
+	SCR_RAISE_MANY,   /* the same for many counters (catching up a master) */
 	SCR_RELEASE_MANY, /* SCR_RELEASE for many keys (a session's end) */
-	SCR_STATUS,  /* what holds a key (and its permits) on one master */
-	SCR_ACQUIRE_N, /* SCR_ACQUIRE for each of n calls (one loop turn's) */
-	SCR_RELEASE_N, /* SCR_RELEASE for each of n calls */
-	SCR_SESS_PUT,   /* write a session's record where it is ours (1.2) */
-	SCR_SESS_TOUCH, /* refresh records' expiry; who owns each */
-	SCR_SESS_END,   /* delete a session's record where it is ours */
-	SCR_SESS_ADOPT, /* take a session's record and holds over (RESUME) */
-	SCR_EL_PUT,    /* write a leader's value where its lock holds its token (1.3) */
-	SCR_EL_READ,   /* who leads an election on one master, with what value */
-	SCR_EL_RESIGN, /* release a leader's lock and value, announce both */
+	SCR_STATUS,       /* what holds a key (and its permits) on one master */
+	SCR_ACQUIRE_N,    /* SCR_ACQUIRE for each of n calls (one loop turn's) */
+	SCR_RELEASE_N,    /* SCR_RELEASE for each of n calls */
+	SCR_SESS_PUT,     /* write a session's record where it is ours (1.2) */
+	SCR_SESS_TOUCH,   /* refresh records' expiry; who owns each */
+	SCR_SESS_END,     /* delete a session's record where it is ours */
+	SCR_SESS_ADOPT,   /* take a session's record and holds over (RESUME) */
+	SCR_EL_PUT,       /* write a leader's value where its lock holds its token (1.3) */
+	SCR_EL_READ,      /* who leads an election on one master, with what value */
+	SCR_EL_RESIGN,    /* release a leader's lock and value, announce both */
 	SCR_COUNT
 };
 

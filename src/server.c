@@ -36,15 +36,15 @@
 #include "ilist.h"
 
 #define ACCEPT_PAUSE_MS 250  /* out of descriptors: try accepting again after this */
-#define ACCEPT_CALM_MS 2000  /* an episode of pauses ends after this long without one */
+#define ACCEPT_CALM_MS  2000 /* an episode of pauses ends after this long without one */
 
 struct listener {
 	struct evconnlistener *l;
 	char path[108]; /* unix socket to remove at exit, or "" */
 	int tcp;
-	char spec[300];            /* the listen entry, for log lines */
-	struct ssl_ctx_st *tls;    /* NULL: plain */
-	struct cfg_tls files;      /* the TLS files it was started with */
+	char spec[300];         /* the listen entry, for log lines */
+	struct ssl_ctx_st *tls; /* NULL: plain */
+	struct cfg_tls files;   /* the TLS files it was started with */
 };
 
 struct server_peer {
@@ -64,7 +64,10 @@ static uint64_t episode_pauses; /* pauses in the current episode; 0: none */
 static int64_t episode_us;      /* when it began */
 static struct event *ev_hup, *ev_reload;
 
-void server_set_cfg(const struct config *c) { cfg = c; }
+void server_set_cfg(const struct config *c)
+{
+	cfg = c;
+}
 
 static void free_files(struct cfg_tls *t)
 {
@@ -74,7 +77,10 @@ static void free_files(struct cfg_tls *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
 
 /* The session count of the address, made if new; NULL if out of memory. */
 static struct server_peer *peer_get(const void *ip, size_t len)
@@ -103,7 +109,10 @@ void server_peer_put(struct server_peer *p)
 }
 
 /* A session of that address ended (session_new's on_free). */
-static void peer_put_cb(void *arg) { server_peer_put(arg); }
+static void peer_put_cb(void *arg)
+{
+	server_peer_put(arg);
+}
 
 static void resume_accepting(evutil_socket_t fd, short what, void *arg)
 {
@@ -114,7 +123,7 @@ static void resume_accepting(evutil_socket_t fd, short what, void *arg)
 static void calm_cb(evutil_socket_t fd, short what, void *arg)
 {
 	log_info("accept: accepting again after %llu pause(s) in %lld ms",
-		 (unsigned long long)episode_pauses, (long long)(now_us() - episode_us) / 1000);
+	         (unsigned long long)episode_pauses, (long long)(now_us() - episode_us) / 1000);
 	episode_pauses = 0;
 }
 
@@ -128,9 +137,9 @@ static void pause_accepting(int e)
 	if (episode_pauses++ == 0) {
 		episode_us = now_us();
 		log_warn("accept: %s: not accepting for %d ms at a time until it succeeds (%llu "
-			 "clients connected)",
-			 evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS,
-			 (unsigned long long)stats.clients);
+		         "clients connected)",
+		         evutil_socket_error_to_string(e), ACCEPT_PAUSE_MS,
+		         (unsigned long long)stats.clients);
 	}
 	struct timeval tv = {0, ACCEPT_PAUSE_MS * 1000};
 	evtimer_add(ev_resume, &tv);
@@ -146,7 +155,7 @@ static void refuse(int fd, const char *msg, size_t len)
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
-		      void *arg)
+                      void *arg)
 {
 	struct listener *li = arg;
 	struct server_peer *ip = NULL;
@@ -182,10 +191,10 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		int64_t per_ip = cfg->max_clients_per_ip;
 		if (per_ip > 0 && ip->sessions >= (uint64_t)per_ip) {
 			static const char msg[] =
-				"ERR LIMIT too many clients from this address\r\n";
+			    "ERR LIMIT too many clients from this address\r\n";
 			stats.rejected_per_ip++;
 			log_debug("refused %s: limits.max_clients_per_ip (%lld) reached", peer,
-				  (long long)per_ip);
+			          (long long)per_ip);
 			refuse(fd, msg, sizeof(msg) - 1);
 			return;
 		}
@@ -232,14 +241,14 @@ static void reload_cb(evutil_socket_t fd, short what, void *arg)
 			    (!same_file(t->cert, f->cert) || !same_file(t->key, f->key) ||
 			     !same_file(t->ca, f->ca)))
 				log_warn("reload: listen %s: tls cannot change at runtime; "
-					 "reading the old files again",
-					 li->spec);
+				         "reading the old files again",
+				         li->spec);
 		}
 		char err[512];
 		struct ssl_ctx_st *ctx = tls_ctx_new(&li->files, err, sizeof(err));
 		if (!ctx) {
 			log_error("reload: listen %s: %s; keeping the certificate in use", li->spec,
-				  err);
+			          err);
 			continue;
 		}
 		tls_ctx_free(li->tls); /* sessions accepted with it keep it */
@@ -304,8 +313,8 @@ static int listen_one(const char *spec, const struct cfg_tls *tls, char *err, si
 			goto fail;
 		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", a.path);
 		mode_t old = umask(0177); /* no window with wider permissions */
-		li->l = evconnlistener_new_bind(base, accept_cb, li, flags & ~LEV_OPT_REUSEABLE, 1024,
-						(struct sockaddr *)&sun, sizeof(sun));
+		li->l = evconnlistener_new_bind(base, accept_cb, li, flags & ~LEV_OPT_REUSEABLE,
+		                                1024, (struct sockaddr *)&sun, sizeof(sun));
 		umask(old);
 		if (li->l && chmod(a.path, (mode_t)cfg_unix_mode(cfg)) != 0)
 			log_warn("chmod %s: %s", a.path, strerror(errno));
@@ -314,14 +323,15 @@ static int listen_one(const char *spec, const struct cfg_tls *tls, char *err, si
 		struct sockaddr_storage ss;
 		int sl = sizeof(ss);
 		char buf[300];
-		snprintf(buf, sizeof(buf), strchr(a.host, ':') ? "[%s]:%d" : "%s:%d", a.host, a.port);
+		snprintf(buf, sizeof(buf), strchr(a.host, ':') ? "[%s]:%d" : "%s:%d", a.host,
+		         a.port);
 		if (evutil_parse_sockaddr_port(buf, (struct sockaddr *)&ss, &sl) != 0) {
 			snprintf(err, errlen, "listen %s: host must be a numeric IP address", spec);
 			goto fail;
 		}
 		li->tcp = 1;
 		li->l = evconnlistener_new_bind(base, accept_cb, li, flags, 1024,
-						(struct sockaddr *)&ss, sl);
+		                                (struct sockaddr *)&ss, sl);
 	}
 	if (!li->l) {
 		snprintf(err, errlen, "listen %s: %s", spec, strerror(errno));
@@ -331,7 +341,7 @@ static int listen_one(const char *spec, const struct cfg_tls *tls, char *err, si
 	evconnlistener_set_error_cb(li->l, error_cb);
 	nlisteners++;
 	log_info("listening on %s%s%s", spec, li->tls ? " (TLS" : "",
-		 li->tls ? (li->files.ca ? ", client certificates required)" : ")") : "");
+	         li->tls ? (li->files.ca ? ", client certificates required)" : ")") : "");
 	return 0;
 fail:
 	tls_ctx_free(li->tls);

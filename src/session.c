@@ -40,10 +40,10 @@ static struct ilist all_sessions;
 static const struct config *cfg;
 static uint64_t next_id;
 
-#define READ_HIGH_WATER (256 * 1024)    /* stop reading a client this far ahead */
+#define READ_HIGH_WATER   (256 * 1024)  /* stop reading a client this far ahead */
 #define OUTPUT_HIGH_WATER (1024 * 1024) /* stop answering a client this far behind */
-#define CLOSE_FLUSH_SECS 5           /* give a closing client this long to read */
-#define READ_CHUNK 16384             /* one read of a plain socket, at most */
+#define CLOSE_FLUSH_SECS  5             /* give a closing client this long to read */
+#define READ_CHUNK        16384         /* one read of a plain socket, at most */
 
 static void process(struct session *s);
 static void session_close(struct session *s);
@@ -101,7 +101,7 @@ static struct timeval write_tv(const struct session *s)
 	if (s->state == SS_CLOSING)
 		return (struct timeval){CLOSE_FLUSH_SECS, 0};
 	return (struct timeval){(time_t)(cfg->line_timeout_ms / 1000),
-				(suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
+	                        (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
 }
 
 /* Over TLS the bufferevent writes by itself; a plain session goes on the
@@ -225,11 +225,17 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 	process(s);
 }
 
-void session_poke(struct session *s) { event_active(s->resume, EV_TIMEOUT, 0); }
+void session_poke(struct session *s)
+{
+	event_active(s->resume, EV_TIMEOUT, 0);
+}
 
 /* locktab's way back to its clients: a client's ctx is its connection,
  * NULL while its session is detached (1.2). */
-static struct session *of_lt(struct lt_client *c) { return c->ctx; }
+static struct session *of_lt(struct lt_client *c)
+{
+	return c->ctx;
+}
 
 static void lt_reply(struct lt_client *c, const char *fmt, va_list ap)
 {
@@ -284,7 +290,7 @@ static void session_close(struct session *s)
 	s->state = SS_CLOSING;
 	stats.clients--;
 	log_debug("session %llu (%s): closing with %u lock(s)", (unsigned long long)s->id, s->peer,
-		  s->lt->nlocks);
+	          s->lt->nlocks);
 	/* A resumable session is detached (its locks kept for its grace),
 	 * any other ends (its locks released). The connection keeps an empty
 	 * client of its own from now on. */
@@ -317,8 +323,7 @@ enum deadline {
 static void note_pause(struct session *s)
 {
 	int p = evbuffer_get_length(s->out) > OUTPUT_HIGH_WATER ||
-		evbuffer_get_length(s->in) >=
-			READ_HIGH_WATER + (size_t)cfg->max_line;
+	        evbuffer_get_length(s->in) >= READ_HIGH_WATER + (size_t)cfg->max_line;
 	if (p && !s->paused_us) {
 		s->paused_us = now_us();
 	} else if (!p && s->paused_us) {
@@ -387,12 +392,12 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	if (why == DL_LINE) {
 		stats.line_timeouts++;
 		log_info("session %llu (%s): no line finished within limits.line_timeout_ms "
-			 "(%lld ms): closing",
-			 (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
+		         "(%lld ms): closing",
+		         (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
 	} else {
 		stats.idle_timeouts++;
 		log_info("session %llu (%s): idle for limits.idle_timeout_ms (%lld ms): closing",
-			 (unsigned long long)s->id, s->peer, (long long)cfg->idle_timeout_ms);
+		         (unsigned long long)s->id, s->peer, (long long)cfg->idle_timeout_ms);
 	}
 	session_close(s);
 }
@@ -431,7 +436,7 @@ static void note_input(struct session *s)
 void sessions_rearm(void)
 {
 	struct timeval wt = {(time_t)(cfg->line_timeout_ms / 1000),
-			     (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
+	                     (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
 	for (struct ilink *l = ilist_first(&all_sessions); l && l != &all_sessions.head;
 	     l = l->next) {
 		struct session *s = ilist_entry(l, struct session, all);
@@ -453,8 +458,8 @@ static const char *foreign(const char *line, size_t len)
 	static const struct {
 		const char *start, *what;
 	} kinds[] = {
-		{"GET ", "HTTP"},  {"POST ", "HTTP"}, {"HEAD ", "HTTP"},    {"PUT ", "HTTP"},
-		{"Host:", "HTTP"}, {"*", "RESP (Redis)"}, {"$", "RESP (Redis)"},
+	    {"GET ", "HTTP"},  {"POST ", "HTTP"},     {"HEAD ", "HTTP"},     {"PUT ", "HTTP"},
+	    {"Host:", "HTTP"}, {"*", "RESP (Redis)"}, {"$", "RESP (Redis)"},
 	};
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		size_t n = strlen(kinds[i].start);
@@ -474,8 +479,8 @@ static void close_foreign(struct session *s, const char *what, const char *line,
 	shown[n] = '\0';
 	stats.foreign_protocol++;
 	log_warn("session %llu (%s): first line looks like %s, not lockd's protocol (\"%s%s\"): "
-		 "closing",
-		 (unsigned long long)s->id, s->peer, what, shown, len > n ? "..." : "");
+	         "closing",
+	         (unsigned long long)s->id, s->peer, what, shown, len > n ? "..." : "");
 	session_close(s);
 }
 
@@ -487,8 +492,8 @@ static void auth_failed(struct session *s)
 	stats.auth_failures++;
 	s->auth_failures++;
 	log_warn("session %llu (%s): AUTH with a wrong password (%d in this session)%s",
-		 (unsigned long long)s->id, s->peer, s->auth_failures,
-		 last ? ": closing (limits.max_auth_failures)" : "");
+	         (unsigned long long)s->id, s->peer, s->auth_failures,
+	         last ? ": closing (limits.max_auth_failures)" : "");
 	session_reply(s, "ERR AUTH wrong password");
 	if (last) {
 		stats.auth_closes++;
@@ -532,8 +537,8 @@ static void handle(struct session *s, const char *line, size_t len)
 		close_foreign(s, what, line, len);
 		return;
 	}
-	enum proto_err e = proto_parse(line, len, (size_t)cfg->max_key_len,
-				       (uint32_t)cfg->max_permits, &r, &msg);
+	enum proto_err e =
+	    proto_parse(line, len, (size_t)cfg->max_key_len, (uint32_t)cfg->max_permits, &r, &msg);
 
 	s->state = SS_BLOCKED;
 	s->lt->req_us = now_us();
@@ -687,8 +692,7 @@ static void process_lines(struct session *s)
 			return;
 		}
 	}
-	if (s->lt->eof && s->state == SS_READING &&
-	    evbuffer_search(in, "\n", 1, NULL).pos < 0)
+	if (s->lt->eof && s->state == SS_READING && evbuffer_search(in, "\n", 1, NULL).pos < 0)
 		session_close(s); /* everything read has been answered */
 }
 
@@ -743,8 +747,8 @@ static void on_write_timeout(struct session *s)
 	/* Nothing could be written for line_timeout_ms: it does not read. */
 	stats.write_timeouts++;
 	log_info("session %llu (%s): read none of its replies for limits.line_timeout_ms "
-		 "(%lld ms): closing",
-		 (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
+	         "(%lld ms): closing",
+	         (unsigned long long)s->id, s->peer, (long long)cfg->line_timeout_ms);
 	session_close(s);
 	session_free(s); /* nothing more would go out */
 }
@@ -766,7 +770,7 @@ static void on_error(struct session *s, int err)
 		log_info("session %llu (%s): TLS: %s", (unsigned long long)s->id, s->peer, why);
 	} else {
 		log_debug("session %llu (%s): connection error: %s", (unsigned long long)s->id,
-			  s->peer, err ? evutil_socket_error_to_string(err) : "unknown");
+		          s->peer, err ? evutil_socket_error_to_string(err) : "unknown");
 	}
 	session_close(s);
 	session_free(s);
@@ -814,9 +818,15 @@ static void wr_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The bufferevent's callbacks (TLS sessions). */
-static void read_cb(struct bufferevent *bev, void *arg) { on_input(arg); }
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	on_input(arg);
+}
 
-static void write_cb(struct bufferevent *bev, void *arg) { on_drained(arg); }
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	on_drained(arg);
+}
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -826,7 +836,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		session_free(s); /* write error or flush timeout */
 	} else if (what & BEV_EVENT_CONNECTED) {
 		log_debug("session %llu (%s): TLS handshake done", (unsigned long long)s->id,
-			  s->peer);
+		          s->peer);
 	} else if (what & BEV_EVENT_EOF) {
 		on_eof(s);
 	} else if (what & BEV_EVENT_TIMEOUT) {
@@ -848,7 +858,7 @@ static int io_new(struct session *s, struct event_base *base, int fd, struct ssl
 		s->out = bufferevent_get_output(s->bev);
 		bufferevent_setcb(s->bev, read_cb, write_cb, event_cb, s);
 		bufferevent_setwatermark(s->bev, EV_READ, 0,
-					 READ_HIGH_WATER + (size_t)cfg->max_line);
+		                         READ_HIGH_WATER + (size_t)cfg->max_line);
 		bufferevent_set_timeouts(s->bev, NULL, &wt);
 		bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 		return 0;
@@ -874,7 +884,7 @@ static int io_new(struct session *s, struct event_base *base, int fd, struct ssl
 }
 
 struct session *session_new(struct event_base *base, int fd, const char *peer,
-			    struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg)
+                            struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg)
 {
 	if (!flush_ev) {
 		ilist_init(&flushq);

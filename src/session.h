@@ -14,10 +14,10 @@ struct event_base;
 struct ssl_ctx_st;
 
 enum sess_state {
-	SS_READING,  /* answering requests as their lines arrive */
-	SS_BLOCKED,  /* the current request waits (key queue, quorum call);
-			later lines stay in the input buffer, in order */
-	SS_CLOSING,  /* leaving: locks released, output flushing, then freed */
+	SS_READING, /* answering requests as their lines arrive */
+	SS_BLOCKED, /* the current request waits (key queue, quorum call);
+	               later lines stay in the input buffer, in order */
+	SS_CLOSING, /* leaving: locks released, output flushing, then freed */
 };
 
 struct session {
@@ -33,32 +33,32 @@ struct session {
 	int reading;               /* plain: rev is added */
 	int writing;               /* plain: wev is added (a write would block) */
 	int out_full;              /* answering paused for OUTPUT_HIGH_WATER */
-	struct ilink flushq;     /* on the list of sessions to write out */
+	struct ilink flushq;       /* on the list of sessions to write out */
 	enum sess_state state;
-	int authed; /* AUTH passed, or no password configured */
+	int authed;            /* AUTH passed, or no password configured */
 	struct rsess *rs;      /* its session (resume.h): its locks, its wait, its calls;
-				  NULL once closing (a resumable one lives on) */
+	                          NULL once closing (a resumable one lives on) */
 	struct lt_client *lt;  /* locktab's part of it (rs_client), then &gone;
-				  lt->eof: the peer shut its sending side (finish,
-				  then close) */
+	                          lt->eof: the peer shut its sending side (finish,
+	                          then close) */
 	struct lt_client gone; /* an empty client, once closing */
 	int quit;              /* QUIT: the session ends with the connection */
-	char *key;           /* copy of the current request's key */
+	char *key;             /* copy of the current request's key */
 	size_t klen, keycap;
-	struct event *resume;  /* go on reading after a reply or a yield */
-	struct ilink all;    /* on the list of all sessions */
+	struct event *resume; /* go on reading after a reply or a yield */
+	struct ilink all;     /* on the list of all sessions */
 	char peer[64];
 	void (*on_free)(void *arg); /* its listener's accounting (the sessions of its
-				       address), told when it is freed; or NULL */
+	                               address), told when it is freed; or NULL */
 	void *on_free_arg;
-	int tls;                /* over TLS */
-	int replied;            /* a line was written to it: no more first-line checks */
+	int tls;     /* over TLS */
+	int replied; /* a line was written to it: no more first-line checks */
 	int auth_failures;
 	/* Deadlines (limits.line_timeout_ms and idle_timeout_ms), one timer. */
 	struct event *timer;
 	int64_t timer_us;  /* when timer fires; 0: not pending */
 	int64_t line_us;   /* when its unfinished line began (at first, the
-			      connection); 0: every line read is finished */
+	                      connection); 0: every line read is finished */
 	int64_t active_us; /* its last request or reply: idle since */
 	int64_t paused_us; /* since when lockd does not read it; 0: it reads */
 	size_t inlen;      /* input bytes already looked at for a line end */
@@ -71,7 +71,7 @@ extern const struct lt_ops session_lt_ops;
  * It takes fd, and calls on_free(on_free_arg) (if set) when it is freed;
  * on failure (NULL) fd stays the caller's and on_free is not called. */
 struct session *session_new(struct event_base *base, int fd, const char *peer,
-			    struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg);
+                            struct ssl_ctx_st *tls, void (*on_free)(void *arg), void *on_free_arg);
 /* Answer the current request (one line; "\r\n" is added) and go on. */
 void session_reply(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Write one line ("\r\n" is added) that does not end the request: an

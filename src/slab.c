@@ -11,11 +11,11 @@
  * SLAB_BLOCK-aligned, so an object finds its block by masking. */
 struct slab_block {
 	struct ilink partial_link; /* on s->partial while it has a free object
-					and some in use; on s->spare when empty */
+	                                and some in use; on s->spare when empty */
 	struct ilink all_link;     /* on s->all, always */
-	void *free;                  /* its free objects, linked through their first word */
-	size_t used;                 /* objects handed out */
-	size_t fresh;                /* objects never handed out, at its end */
+	void *free;                /* its free objects, linked through their first word */
+	size_t used;               /* objects handed out */
+	size_t fresh;              /* objects never handed out, at its end */
 };
 
 #define HEADER (((sizeof(struct slab_block)) + 15) & ~(size_t)15)
@@ -25,8 +25,8 @@ struct slab_block {
  * before every block, which doubled the heap.) */
 static struct slab_block *block_new(void)
 {
-	char *p = mmap(NULL, 2 * SLAB_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		       0);
+	char *p =
+	    mmap(NULL, 2 * SLAB_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	uintptr_t a = ((uintptr_t)p + SLAB_BLOCK - 1) & ~(uintptr_t)(SLAB_BLOCK - 1);

@@ -19,12 +19,12 @@
 struct slab_block;
 
 struct slab {
-	size_t size;              /* object size (a multiple of 16) */
-	size_t per_block;         /* objects a block holds */
-	struct ilist partial;     /* blocks with a free object */
-	struct ilist all;         /* every block (all.len: blocks mapped, spares included) */
-	struct ilist spare;       /* empty blocks kept, SLAB_SPARE at most */
-	size_t nobjs;             /* objects in use */
+	size_t size;          /* object size (a multiple of 16) */
+	size_t per_block;     /* objects a block holds */
+	struct ilist partial; /* blocks with a free object */
+	struct ilist all;     /* every block (all.len: blocks mapped, spares included) */
+	struct ilist spare;   /* empty blocks kept, SLAB_SPARE at most */
+	size_t nobjs;         /* objects in use */
 };
 
 /* size: the object size, at most SLAB_BLOCK / 8. */

@@ -36,50 +36,49 @@ struct field {
 };
 
 static const struct field counters[] = {
-	{"clients", "Connected clients", &stats.clients},
-	{"clients_total", "Clients accepted since start", &stats.clients_total},
-	{"rejected_clients", "Connections refused at max_clients", &stats.rejected_clients},
-	{"rejected_per_ip", "Connections refused at max_clients_per_ip", &stats.rejected_per_ip},
-	{"accept_pauses", "Pauses in accepting for lack of file descriptors", &stats.accept_pauses},
-	{"line_timeouts", "Sessions closed with a line unfinished for line_timeout_ms",
-	 &stats.line_timeouts},
-	{"idle_timeouts", "Sessions closed idle at idle_timeout_ms", &stats.idle_timeouts},
-	{"write_timeouts", "Sessions closed for not reading their replies", &stats.write_timeouts},
-	{"foreign_protocol", "Sessions closed on an HTTP or RESP first line",
-	 &stats.foreign_protocol},
-	{"auth_failures", "AUTH attempts with a wrong password", &stats.auth_failures},
-	{"auth_closes", "Sessions closed at max_auth_failures", &stats.auth_closes},
-	{"tls_failures", "TLS handshakes or connections that failed", &stats.tls_failures},
-	{"sessions_waiting", "Sessions waiting in a LOCK", &stats.sessions_waiting},
-	{"locks_held", "Locks held by sessions of this lockd", &stats.locks_held},
-	{"grants", "Locks granted", &stats.grants},
-	{"handoffs", "Locks handed directly to the next waiter", &stats.handoffs},
-	{"shared_grants", "Shared holds granted", &stats.shared_grants},
-	{"permit_grants", "Permits granted", &stats.permit_grants},
-	{"busy", "TRYLOCK answered BUSY", &stats.busy},
-	{"timeouts", "LOCK answered TIMEOUT", &stats.timeouts},
-	{"lost", "LOST events sent", &stats.lost},
-	{"quorum_failures", "Quorum calls without a majority", &stats.quorum_failures},
-	{"releases", "Release calls sent to the masters", &stats.releases},
-	{"renewals", "Lock renewals that reached a majority", &stats.renewals},
-	{"renewal_failures", "Lock renewals that did not", &stats.renewal_failures},
-	{"renew_batches", "Renewal rounds (one script per master each)", &stats.renew_batches},
-	{"fence_writebacks", "Grants whose fence had to be written back", &stats.fence_writebacks},
-	{"protocol_errors", "Requests answered ERR PROTOCOL, ARG or KEY", &stats.protocol_errors},
-	{"sessions_resumable", "Resumable sessions here", &stats.sessions_resumable},
-	{"sessions_detached", "Resumable sessions without a connection", &stats.sessions_detached},
-	{"resumes", "RESUME answered OK", &stats.resumes},
-	{"adoptions", "Sessions resumed from another lockd", &stats.adoptions},
-	{"sessions_expired", "Detached sessions whose grace ran out", &stats.sessions_expired},
-	{"campaigns", "CAMPAIGN requests", &stats.campaigns},
-	{"leaders", "Sessions here that lead an election", &stats.leaders},
-	{"observers", "Observations of elections by connections here", &stats.observers},
-	{"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
+    {"clients", "Connected clients", &stats.clients},
+    {"clients_total", "Clients accepted since start", &stats.clients_total},
+    {"rejected_clients", "Connections refused at max_clients", &stats.rejected_clients},
+    {"rejected_per_ip", "Connections refused at max_clients_per_ip", &stats.rejected_per_ip},
+    {"accept_pauses", "Pauses in accepting for lack of file descriptors", &stats.accept_pauses},
+    {"line_timeouts", "Sessions closed with a line unfinished for line_timeout_ms",
+     &stats.line_timeouts},
+    {"idle_timeouts", "Sessions closed idle at idle_timeout_ms", &stats.idle_timeouts},
+    {"write_timeouts", "Sessions closed for not reading their replies", &stats.write_timeouts},
+    {"foreign_protocol", "Sessions closed on an HTTP or RESP first line", &stats.foreign_protocol},
+    {"auth_failures", "AUTH attempts with a wrong password", &stats.auth_failures},
+    {"auth_closes", "Sessions closed at max_auth_failures", &stats.auth_closes},
+    {"tls_failures", "TLS handshakes or connections that failed", &stats.tls_failures},
+    {"sessions_waiting", "Sessions waiting in a LOCK", &stats.sessions_waiting},
+    {"locks_held", "Locks held by sessions of this lockd", &stats.locks_held},
+    {"grants", "Locks granted", &stats.grants},
+    {"handoffs", "Locks handed directly to the next waiter", &stats.handoffs},
+    {"shared_grants", "Shared holds granted", &stats.shared_grants},
+    {"permit_grants", "Permits granted", &stats.permit_grants},
+    {"busy", "TRYLOCK answered BUSY", &stats.busy},
+    {"timeouts", "LOCK answered TIMEOUT", &stats.timeouts},
+    {"lost", "LOST events sent", &stats.lost},
+    {"quorum_failures", "Quorum calls without a majority", &stats.quorum_failures},
+    {"releases", "Release calls sent to the masters", &stats.releases},
+    {"renewals", "Lock renewals that reached a majority", &stats.renewals},
+    {"renewal_failures", "Lock renewals that did not", &stats.renewal_failures},
+    {"renew_batches", "Renewal rounds (one script per master each)", &stats.renew_batches},
+    {"fence_writebacks", "Grants whose fence had to be written back", &stats.fence_writebacks},
+    {"protocol_errors", "Requests answered ERR PROTOCOL, ARG or KEY", &stats.protocol_errors},
+    {"sessions_resumable", "Resumable sessions here", &stats.sessions_resumable},
+    {"sessions_detached", "Resumable sessions without a connection", &stats.sessions_detached},
+    {"resumes", "RESUME answered OK", &stats.resumes},
+    {"adoptions", "Sessions resumed from another lockd", &stats.adoptions},
+    {"sessions_expired", "Detached sessions whose grace ran out", &stats.sessions_expired},
+    {"campaigns", "CAMPAIGN requests", &stats.campaigns},
+    {"leaders", "Sessions here that lead an election", &stats.leaders},
+    {"observers", "Observations of elections by connections here", &stats.observers},
+    {"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
-static const char *const master_fields[] = {"addr",	"state",      "counts",
-					    "latency_us", "reconnects", "last_error"};
+static const char *const master_fields[] = {"addr",       "state",      "counts",
+                                            "latency_us", "reconnects", "last_error"};
 
 void stats_print_fields(void)
 {
@@ -94,35 +93,40 @@ void stats_print_fields(void)
 void stats_write(struct evbuffer *out, uint64_t keys)
 {
 	evbuffer_add_printf(out, "STAT pid %ld\r\nSTAT version %s\r\nSTAT uptime_ms %lld\r\n",
-			    (long)getpid(), PACKAGE_VERSION,
-			    (long long)((now_us() - stats.started_us) / 1000));
+	                    (long)getpid(), PACKAGE_VERSION,
+	                    (long long)((now_us() - stats.started_us) / 1000));
 	evbuffer_add_printf(out, "STAT keys %llu\r\n", (unsigned long long)keys);
 	for (size_t i = 0; i < NCOUNTERS; i++)
 		evbuffer_add_printf(out, "STAT %s %llu\r\n", counters[i].name,
-				    (unsigned long long)*counters[i].v);
-	evbuffer_add_printf(out, "STAT masters %d\r\nSTAT masters_up %d\r\nSTAT masters_counting %d\r\n",
-			    masters_count(), masters_up(), mb_counting());
+		                    (unsigned long long)*counters[i].v);
+	evbuffer_add_printf(out,
+	                    "STAT masters %d\r\nSTAT masters_up %d\r\nSTAT masters_counting %d\r\n",
+	                    masters_count(), masters_up(), mb_counting());
 	evbuffer_add_printf(out, "STAT quorum_ok %d\r\n", stats_quorum_ok());
 	for (int i = 0; i < masters_count(); i++) {
 		struct master *m = master_get(i);
-		evbuffer_add_printf(out,
-				    "STAT master.%d.addr %s\r\nSTAT master.%d.state %s\r\n"
-				    "STAT master.%d.counts %d\r\nSTAT master.%d.latency_us %lld\r\n"
-				    "STAT master.%d.reconnects %llu\r\nSTAT master.%d.last_error %s\r\n",
-				    i, m->name, i, master_state_name(m->state), i, mb_counts(m), i,
-				    (long long)m->latency_us, i, (unsigned long long)m->reconnects, i,
-				    m->last_error[0] ? m->last_error : "-");
+		evbuffer_add_printf(
+		    out,
+		    "STAT master.%d.addr %s\r\nSTAT master.%d.state %s\r\n"
+		    "STAT master.%d.counts %d\r\nSTAT master.%d.latency_us %lld\r\n"
+		    "STAT master.%d.reconnects %llu\r\nSTAT master.%d.last_error %s\r\n",
+		    i, m->name, i, master_state_name(m->state), i, mb_counts(m), i,
+		    (long long)m->latency_us, i, (unsigned long long)m->reconnects, i,
+		    m->last_error[0] ? m->last_error : "-");
 	}
 }
 
-int stats_quorum_ok(void) { return mb_counting() >= quorum_majority(masters_count()); }
+int stats_quorum_ok(void)
+{
+	return mb_counting() >= quorum_majority(masters_count());
+}
 
 /* A bucket bound of us microseconds, in seconds, exactly ("0.000001",
  * "1.048576"; %g would round it). */
 static void le_seconds(char *buf, size_t len, int64_t us)
 {
-	int n = snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000),
-			 (long long)(us % 1000000));
+	int n =
+	    snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
 	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
 		buf[--n] = '\0';
 }
@@ -132,81 +136,81 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 	static const char *const hnames[HIST_COUNT] = {"acquire", "handoff"};
 
 	evbuffer_add_printf(out,
-			    "# HELP lockd_build_info The running version\n"
-			    "# TYPE lockd_build_info gauge\nlockd_build_info{version=\"%s\"} 1\n",
-			    PACKAGE_VERSION);
+	                    "# HELP lockd_build_info The running version\n"
+	                    "# TYPE lockd_build_info gauge\nlockd_build_info{version=\"%s\"} 1\n",
+	                    PACKAGE_VERSION);
 	evbuffer_add_printf(out,
-			    "# HELP lockd_uptime_seconds Seconds since start\n"
-			    "# TYPE lockd_uptime_seconds gauge\nlockd_uptime_seconds %.3f\n",
-			    (double)(now_us() - stats.started_us) / 1e6);
+	                    "# HELP lockd_uptime_seconds Seconds since start\n"
+	                    "# TYPE lockd_uptime_seconds gauge\nlockd_uptime_seconds %.3f\n",
+	                    (double)(now_us() - stats.started_us) / 1e6);
 	evbuffer_add_printf(out,
-			    "# HELP lockd_keys Keys in the lock table\n# TYPE lockd_keys gauge\n"
-			    "lockd_keys %llu\n",
-			    (unsigned long long)keys);
+	                    "# HELP lockd_keys Keys in the lock table\n# TYPE lockd_keys gauge\n"
+	                    "lockd_keys %llu\n",
+	                    (unsigned long long)keys);
 	for (size_t i = 0; i < NCOUNTERS; i++) {
 		const char *name = counters[i].name;
 		int gauge = counters[i].v == &stats.clients || counters[i].v == &stats.locks_held ||
-			    counters[i].v == &stats.sessions_waiting ||
-			    counters[i].v == &stats.sessions_resumable ||
-			    counters[i].v == &stats.sessions_detached ||
-			    counters[i].v == &stats.leaders || counters[i].v == &stats.observers;
+		            counters[i].v == &stats.sessions_waiting ||
+		            counters[i].v == &stats.sessions_resumable ||
+		            counters[i].v == &stats.sessions_detached ||
+		            counters[i].v == &stats.leaders || counters[i].v == &stats.observers;
 		size_t nl = strlen(name);
 		/* a counter ends in _total, once (clients_total) */
 		int has_total = nl > 6 && strcmp(name + nl - 6, "_total") == 0;
 		const char *sfx = gauge || has_total ? "" : "_total";
-		evbuffer_add_printf(out, "# HELP lockd_%s%s %s\n# TYPE lockd_%s%s %s\nlockd_%s%s %llu\n",
-				    name, sfx, counters[i].help, name, sfx,
-				    gauge ? "gauge" : "counter", name, sfx,
-				    (unsigned long long)*counters[i].v);
+		evbuffer_add_printf(
+		    out, "# HELP lockd_%s%s %s\n# TYPE lockd_%s%s %s\nlockd_%s%s %llu\n", name, sfx,
+		    counters[i].help, name, sfx, gauge ? "gauge" : "counter", name, sfx,
+		    (unsigned long long)*counters[i].v);
 	}
 	evbuffer_add_printf(out,
-			    "# HELP lockd_masters_counting Masters that count towards a majority\n"
-			    "# TYPE lockd_masters_counting gauge\nlockd_masters_counting %d\n"
-			    "# HELP lockd_quorum_ok 1 if a majority of the masters count\n"
-			    "# TYPE lockd_quorum_ok gauge\nlockd_quorum_ok %d\n",
-			    mb_counting(), stats_quorum_ok());
+	                    "# HELP lockd_masters_counting Masters that count towards a majority\n"
+	                    "# TYPE lockd_masters_counting gauge\nlockd_masters_counting %d\n"
+	                    "# HELP lockd_quorum_ok 1 if a majority of the masters count\n"
+	                    "# TYPE lockd_quorum_ok gauge\nlockd_quorum_ok %d\n",
+	                    mb_counting(), stats_quorum_ok());
 	evbuffer_add_printf(out, "# HELP lockd_master_up 1 if the master answers\n"
-				 "# TYPE lockd_master_up gauge\n");
+	                         "# TYPE lockd_master_up gauge\n");
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_up{master=\"%s\"} %d\n", master_get(i)->name,
-				    master_get(i)->state == MS_UP);
+		                    master_get(i)->state == MS_UP);
 	evbuffer_add_printf(out, "# HELP lockd_master_counts 1 if the master counts towards a "
-				 "majority\n# TYPE lockd_master_counts gauge\n");
+	                         "majority\n# TYPE lockd_master_counts gauge\n");
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_counts{master=\"%s\"} %d\n",
-				    master_get(i)->name, mb_counts(master_get(i)));
+		                    master_get(i)->name, mb_counts(master_get(i)));
 	evbuffer_add_printf(out, "# HELP lockd_master_latency_seconds Last round trip\n"
-				 "# TYPE lockd_master_latency_seconds gauge\n");
+	                         "# TYPE lockd_master_latency_seconds gauge\n");
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_latency_seconds{master=\"%s\"} %.6f\n",
-				    master_get(i)->name, (double)master_get(i)->latency_us / 1e6);
+		                    master_get(i)->name, (double)master_get(i)->latency_us / 1e6);
 	evbuffer_add_printf(out, "# HELP lockd_master_reconnects_total Reconnects\n"
-				 "# TYPE lockd_master_reconnects_total counter\n");
+	                         "# TYPE lockd_master_reconnects_total counter\n");
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_reconnects_total{master=\"%s\"} %llu\n",
-				    master_get(i)->name,
-				    (unsigned long long)master_get(i)->reconnects);
+		                    master_get(i)->name,
+		                    (unsigned long long)master_get(i)->reconnects);
 	for (int h = 0; h < HIST_COUNT; h++) {
 		uint64_t cum = 0;
 		evbuffer_add_printf(out,
-				    "# HELP lockd_%s_seconds Latency of %s\n"
-				    "# TYPE lockd_%s_seconds histogram\n",
-				    hnames[h],
-				    h == HIST_ACQUIRE ? "grants (request to OK)"
-						      : "handoffs (release to next OK)",
-				    hnames[h]);
+		                    "# HELP lockd_%s_seconds Latency of %s\n"
+		                    "# TYPE lockd_%s_seconds histogram\n",
+		                    hnames[h],
+		                    h == HIST_ACQUIRE ? "grants (request to OK)"
+		                                      : "handoffs (release to next OK)",
+		                    hnames[h]);
 		for (int b = 0; b < NBUCKETS; b++) {
 			char le[32];
 			cum += hist[h][b];
 			le_seconds(le, sizeof(le), 1LL << b);
 			evbuffer_add_printf(out, "lockd_%s_seconds_bucket{le=\"%s\"} %llu\n",
-					    hnames[h], le, (unsigned long long)cum);
+			                    hnames[h], le, (unsigned long long)cum);
 		}
 		evbuffer_add_printf(out,
-				    "lockd_%s_seconds_bucket{le=\"+Inf\"} %llu\n"
-				    "lockd_%s_seconds_sum %.6f\nlockd_%s_seconds_count %llu\n",
-				    hnames[h], (unsigned long long)hist_count[h], hnames[h],
-				    (double)hist_sum[h] / 1e6, hnames[h],
-				    (unsigned long long)hist_count[h]);
+		                    "lockd_%s_seconds_bucket{le=\"+Inf\"} %llu\n"
+		                    "lockd_%s_seconds_sum %.6f\nlockd_%s_seconds_count %llu\n",
+		                    hnames[h], (unsigned long long)hist_count[h], hnames[h],
+		                    (double)hist_sum[h] / 1e6, hnames[h],
+		                    (unsigned long long)hist_count[h]);
 	}
 }

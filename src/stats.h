@@ -8,34 +8,34 @@ struct evbuffer;
 
 struct stats {
 	int64_t started_us;
-	uint64_t clients;        /* connected now */
-	uint64_t clients_total;  /* accepted since start */
+	uint64_t clients;       /* connected now */
+	uint64_t clients_total; /* accepted since start */
 	uint64_t sessions_waiting;
-	uint64_t locks_held;     /* keys held by sessions of this lockd */
+	uint64_t locks_held; /* keys held by sessions of this lockd */
 	uint64_t grants;
-	uint64_t handoffs;       /* grants passed directly from holder to waiter */
-	uint64_t shared_grants;  /* of grants, shared holds */
-	uint64_t permit_grants;  /* of grants, permits */
+	uint64_t handoffs;      /* grants passed directly from holder to waiter */
+	uint64_t shared_grants; /* of grants, shared holds */
+	uint64_t permit_grants; /* of grants, permits */
 	uint64_t busy;
 	uint64_t timeouts;
 	uint64_t lost;
 	uint64_t quorum_failures;
 	uint64_t releases;
-	uint64_t renewals;        /* lock renewals that reached a majority */
+	uint64_t renewals; /* lock renewals that reached a majority */
 	uint64_t renewal_failures;
-	uint64_t renew_batches;   /* renewal round trips (one script per master) */
+	uint64_t renew_batches; /* renewal round trips (one script per master) */
 	uint64_t fence_writebacks;
 	uint64_t protocol_errors;
 	uint64_t rejected_clients;
-	uint64_t rejected_per_ip;  /* refused at limits.max_clients_per_ip */
-	uint64_t accept_pauses;    /* accepting paused for lack of file descriptors */
-	uint64_t line_timeouts;    /* sessions closed with a line unfinished too long */
-	uint64_t idle_timeouts;    /* sessions closed at limits.idle_timeout_ms */
-	uint64_t write_timeouts;   /* sessions closed for not reading their replies */
-	uint64_t foreign_protocol; /* sessions closed on an HTTP or RESP first line */
-	uint64_t auth_failures;    /* AUTH with a wrong password */
-	uint64_t auth_closes;      /* sessions closed at limits.max_auth_failures */
-	uint64_t tls_failures;     /* TLS handshakes or connections that failed */
+	uint64_t rejected_per_ip;    /* refused at limits.max_clients_per_ip */
+	uint64_t accept_pauses;      /* accepting paused for lack of file descriptors */
+	uint64_t line_timeouts;      /* sessions closed with a line unfinished too long */
+	uint64_t idle_timeouts;      /* sessions closed at limits.idle_timeout_ms */
+	uint64_t write_timeouts;     /* sessions closed for not reading their replies */
+	uint64_t foreign_protocol;   /* sessions closed on an HTTP or RESP first line */
+	uint64_t auth_failures;      /* AUTH with a wrong password */
+	uint64_t auth_closes;        /* sessions closed at limits.max_auth_failures */
+	uint64_t tls_failures;       /* TLS handshakes or connections that failed */
 	uint64_t sessions_resumable; /* resumable sessions here now (1.2) */
 	uint64_t sessions_detached;  /* of those, without a connection now */
 	uint64_t resumes;            /* RESUME answered OK */

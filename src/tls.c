@@ -14,11 +14,14 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-int tls_available(void) { return 1; }
+int tls_available(void)
+{
+	return 1;
+}
 
 /* "what FILE: reason" from OpenSSL's error queue. */
 static struct ssl_ctx_st *ctx_fail(SSL_CTX *ctx, char *err, size_t errlen, const char *what,
-				   const char *file)
+                                   const char *file)
 {
 	char reason[256] = "unknown error";
 	unsigned long e = ERR_peek_last_error();
@@ -63,7 +66,10 @@ struct ssl_ctx_st *tls_ctx_new(const struct cfg_tls *t, char *err, size_t errlen
 	return ctx;
 }
 
-void tls_ctx_free(struct ssl_ctx_st *ctx) { SSL_CTX_free(ctx); }
+void tls_ctx_free(struct ssl_ctx_st *ctx)
+{
+	SSL_CTX_free(ctx);
+}
 
 struct bufferevent *tls_bufferevent(struct event_base *base, int fd, struct ssl_ctx_st *ctx)
 {
@@ -72,7 +78,7 @@ struct bufferevent *tls_bufferevent(struct event_base *base, int fd, struct ssl_
 		return NULL;
 	/* On failure this frees ssl, and leaves fd open. */
 	struct bufferevent *bev = bufferevent_openssl_socket_new(
-		base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	    base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
 	/* A peer that closes without close_notify has just left: EOF. */
 	if (bev)
 		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
@@ -108,12 +114,16 @@ const char *tls_error(struct bufferevent *bev, char *buf, size_t len)
 
 #else /* !HAVE_TLS */
 
-int tls_available(void) { return 0; }
+int tls_available(void)
+{
+	return 0;
+}
 
 struct ssl_ctx_st *tls_ctx_new(const struct cfg_tls *t, char *err, size_t errlen)
 {
-	snprintf(err, errlen, "tls: lockd was built without TLS (configure found no "
-			      "libevent_openssl and OpenSSL)");
+	snprintf(err, errlen,
+	         "tls: lockd was built without TLS (configure found no "
+	         "libevent_openssl and OpenSSL)");
 	return NULL;
 }
 
@@ -126,6 +136,9 @@ struct bufferevent *tls_bufferevent(struct event_base *base, int fd, struct ssl_
 
 void tls_close_notify(struct bufferevent *bev) {}
 
-const char *tls_error(struct bufferevent *bev, char *buf, size_t len) { return NULL; }
+const char *tls_error(struct bufferevent *bev, char *buf, size_t len)
+{
+	return NULL;
+}
 
 #endif

@@ -32,5 +32,4 @@ struct addr {
  * allowed only when allow_port0. Returns NULL or a message saying why not. */
 const char *addr_parse(const char *s, int allow_unix, int allow_port0, struct addr *out);
 
-
 #endif

@@ -590,7 +590,8 @@ static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *
 	run.last_line = t;
 	run.outstanding--;
 	if (tag == &ping_tag) {
-		if (options.resumable ? strncmp(r->line, "SESSION ", 8) != 0 : r->kind != LOCKD_R_PONG)
+		if (options.resumable ? strncmp(r->line, "SESSION ", 8) != 0
+		                      : r->kind != LOCKD_R_PONG)
 			fail("session %d: unexpected reply to %s: \"%.300s\"", s->id,
 			     options.resumable ? "SESSION" : "PING", r->line);
 		else

@@ -32,7 +32,7 @@ enum output {
 struct bm_opts {
 	const char *host, *sock, *password;
 	int port, sessions, keys, hold_ms, pipeline, wait_ms, ttl_ms, trylock, locks;
-	int resumable; /* --resumable: every session sends SESSION first (protocol 1.2) */
+	int resumable;           /* --resumable: every session sends SESSION first (protocol 1.2) */
 	int read_ratio, permits; /* shared: % of sessions that read; permits: n */
 	long long cycles;
 	int64_t duration_ms;

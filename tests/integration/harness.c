@@ -32,10 +32,10 @@
 #include "lockd/client.h"
 
 #define READY_TRIES 200 /* x 25 ms */
-#define PORT_TRIES 5
+#define PORT_TRIES  5
 
-#define MAX_PROCS 64   /* processes of h_spawn() alive at once */
-#define MAX_BUILT 4    /* programs h_built() knows */
+#define MAX_PROCS 64 /* processes of h_spawn() alive at once */
+#define MAX_BUILT 4  /* programs h_built() knows */
 
 static char run_dir[256];
 static char redis_bin[PATH_MAX];
@@ -191,7 +191,7 @@ static void print_tail(const char *path, int lines)
 		}
 	}
 	fprintf(stderr, "---- tail of %s ----\n%s%s---- end ----\n", path, p,
-		n && buf[n - 1] != '\n' ? "\n" : "");
+	        n && buf[n - 1] != '\n' ? "\n" : "");
 }
 
 void h_run_finish(int failed)
@@ -205,7 +205,7 @@ void h_run_finish(int failed)
 			if (e->d_name[0] == '.')
 				continue;
 			fprintf(stderr, "test_lockd: %s left its directory (failed or timed out)\n",
-				e->d_name);
+			        e->d_name);
 			for (int i = 0; i < H_MAX_LOCKDS; i++) {
 				char p[PATH_MAX + 300];
 				snprintf(p, sizeof(p), "%s/%s/lockd%d.log", run_dir, e->d_name, i);
@@ -282,10 +282,10 @@ static pid_t spawn(char *const argv[], const struct h_spawn *o)
 		} else {
 			int in = o->in ? pin[0] : open("/dev/null", O_RDONLY);
 			int out = open(o->out ? o->out : "/dev/null", O_WRONLY | O_CREAT | O_APPEND,
-				       0644);
+			               0644);
 			int err = !o->err || strcmp(o->err, o->out ? o->out : "") == 0
-					  ? out
-					  : open(o->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+			              ? out
+			              : open(o->err, O_WRONLY | O_CREAT | O_APPEND, 0644);
 			if (in < 0 || out < 0 || err < 0)
 				_exit(127);
 			dup2(in, 0);
@@ -321,7 +321,7 @@ static pid_t spawn(char *const argv[], const struct h_spawn *o)
 		close(pin[0]);
 		size_t n = strlen(o->in);
 		ck_assert_msg(write(pin[1], o->in, n) == (ssize_t)n, "write to stdin: %s",
-			      strerror(errno));
+		              strerror(errno));
 		close(pin[1]);
 	}
 	return pid;
@@ -382,7 +382,8 @@ int h_reap(pid_t pid, int timeout_ms)
 			forget(pid);
 			return st;
 		}
-		ck_assert_msg(r == 0 || errno == EINTR, "waitpid %d: %s", (int)pid, strerror(errno));
+		ck_assert_msg(r == 0 || errno == EINTR, "waitpid %d: %s", (int)pid,
+		              strerror(errno));
 		if (h_now_ms() >= end)
 			return -1;
 		h_sleep_ms(2);
@@ -426,7 +427,7 @@ int h_run(char *const argv[], const struct h_spawn *o, int timeout_ms, char **ou
 		h_kill(pid);
 	char *o_text = h_slurp(ob), *e_text = h_slurp(eb);
 	ck_assert_msg(st != -1, "%s did not end within %d ms; stderr: %s", argv[0], timeout_ms,
-		      e_text ? e_text : "(none)");
+	              e_text ? e_text : "(none)");
 	ck_assert_msg(o_text && e_text, "%s: output files missing", argv[0]);
 	if (out)
 		*out = o_text;
@@ -459,7 +460,7 @@ const char *h_built(const char *name)
 		snprintf(known[i].name, sizeof(known[i].name), "%s", name);
 	}
 	ck_assert_msg(access(known[i].path, X_OK) == 0, "%s is missing (build it first)",
-		      known[i].path);
+	              known[i].path);
 	return known[i].path;
 }
 
@@ -551,7 +552,7 @@ int h_free_port(void)
 		a.sin_port = 0;
 		socklen_t l = sizeof(a);
 		ck_assert_msg(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "bind: %s",
-			      strerror(errno));
+		              strerror(errno));
 		ck_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
 		close(fd);
 		int port = ntohs(a.sin_port);
@@ -833,7 +834,7 @@ long long h_redis_int(int i, ...)
 	errno = 0;
 	long long v = strtoll(out, &end, 10);
 	ck_assert_msg(*out && !*end && !errno, "master %d: expected an integer reply, got '%s'", i,
-		      out);
+	              out);
 	free(out);
 	return v;
 }
@@ -881,10 +882,9 @@ static int master_launch(int i, int port)
 	char portbuf[16], logp[PATH_MAX + 32];
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	snprintf(logp, sizeof(logp), "%s/redis%d.log", h_dir(), i);
-	char *argv[] = {redis_bin,     "--port",       portbuf,     "--bind",  "127.0.0.1",
-			"--save",      "",             "--appendonly", "no",     "--dir",
-			(char *)H.dir, "--daemonize", "no",          "--logfile", "",
-			NULL};
+	char *argv[] = {redis_bin, "--port",       portbuf, "--bind", "127.0.0.1",   "--save",
+	                "",        "--appendonly", "no",    "--dir",  (char *)H.dir, "--daemonize",
+	                "no",      "--logfile",    "",      NULL};
 	pid_t pid = spawn(argv, &(struct h_spawn){.out = logp});
 	H.m[i].port = port;
 	H.m[i].pid = pid;
@@ -899,8 +899,8 @@ static int master_launch(int i, int port)
 		if (r) {
 			char *pong = rc_cmd(r, "PING", NULL);
 			char *info = pong && strcmp(pong, "PONG") == 0
-					     ? rc_cmd(r, "INFO", "server", NULL)
-					     : NULL;
+			                 ? rc_cmd(r, "INFO", "server", NULL)
+			                 : NULL;
 			rc_close(r);
 			free(pong);
 			if (info) {
@@ -1052,7 +1052,7 @@ int h_lockd_reloaded(int idx, long off)
 {
 	struct h_lockd *l = h_lockd(idx);
 	ck_assert_msg(h_file_count(l->log, off, "reload failed", NULL) == 0,
-		      "lockd %d refused the new configuration (see %s)", idx, l->log);
+	              "lockd %d refused the new configuration (see %s)", idx, l->log);
 	return h_file_count(l->log, off, "reloaded", NULL) > 0;
 }
 
@@ -1078,7 +1078,8 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	if (o->tls)
 		fprintf(f, ", {address: \"127.0.0.1:%d\", tls: {%s}}", l->tls_port, o->tls);
 	fprintf(f, "]\n");
-	fprintf(f, "log_level: %s\n", o->log_debug || getenv("LOCKD_TEST_DEBUG") ? "debug" : "info");
+	fprintf(f, "log_level: %s\n",
+	        o->log_debug || getenv("LOCKD_TEST_DEBUG") ? "debug" : "info");
 	if (o->password)
 		fprintf(f, "password: \"%s\"\n", o->password);
 	if (o->top_extra)
@@ -1121,7 +1122,7 @@ static int wait_quorum(struct h_lockd *l, const struct h_opts *o)
 		struct lockd_client *lc = NULL;
 		const struct lockd_reply *r;
 		int ok = lockd_connect(&lo, &lc) == LOCKD_OK &&
-			 lockd_call(lc, "TRYLOCK ~", 1000, &r) == LOCKD_OK && r->kind == LOCKD_R_OK;
+		         lockd_call(lc, "TRYLOCK ~", 1000, &r) == LOCKD_OK && r->kind == LOCKD_R_OK;
 		if (ok)
 			lockd_call(lc, "UNLOCK ~", 1000, &r);
 		lockd_close(lc);
@@ -1184,7 +1185,8 @@ int h_lockd_start(const struct h_opts *o)
 			h_lockd_log_tail(idx, 30);
 			kill_reap(l->pid);
 			l->pid = 0;
-			ck_abort_msg("lockd %d (port %d) did not answer PING in time", idx, l->port);
+			ck_abort_msg("lockd %d (port %d) did not answer PING in time", idx,
+			             l->port);
 		}
 		l->pid = 0;
 	}

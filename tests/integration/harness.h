@@ -15,8 +15,8 @@
 #include <sys/types.h>
 
 #define H_MAX_MASTERS 7
-#define H_MAX_LOCKDS 3
-#define H_TMO 2000 /* default reply timeout, ms */
+#define H_MAX_LOCKDS  3
+#define H_TMO         2000 /* default reply timeout, ms */
 /* Time bounds in tests. A test asserts the client contract, not a speed:
  * an upper bound on how long something takes is a service level of
  * PROTOCOL.md ("Service levels": handoff on one lockd 100 ms, to another
@@ -33,8 +33,8 @@
  * validity ends, a fence, no overlap) get no headroom: they hold on any
  * machine. H_JITTER is only the time to deliver a line lockd already
  * sent (a LOST at the validity's end), in those bounds. */
-#define H_LOADED    500
-#define H_JITTER    150
+#define H_LOADED 500
+#define H_JITTER 150
 /* redis.timeout_ms unless h_opts.timeout_ms says otherwise: how long a
  * healthy master may take to answer before it does not count. On a loaded
  * machine a master can miss 50 ms: UNLOCK then answers ERR QUORUM, LOCKs
@@ -164,18 +164,18 @@ void rc_close(struct rconn *r);
 
 /* ---- lockd ---- */
 struct h_opts {
-	int lease_ms;              /* 0: 3000 */
-	int timeout_ms;            /* 0: H_REDIS_TMO (redis.timeout_ms) */
-	const char *password;      /* NULL: none */
-	const char *redis_extra;   /* lines added to the redis: section ("  key: v\n") */
-	const char *locks_extra;   /* lines added to the locks: section */
-	const char *limits;        /* lines of a limits: section */
-	const char *top_extra;     /* top-level lines */
-	int nmasters;              /* masters listed: 0 = all started */
-	int no_quorum_wait;        /* do not wait until a lock can be granted */
-	int log_debug;             /* log_level: debug */
-	const char *tls;           /* "cert: F, key: F[, ca: F]": one more listener, TLS */
-	int nofile;                /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
+	int lease_ms;            /* 0: 3000 */
+	int timeout_ms;          /* 0: H_REDIS_TMO (redis.timeout_ms) */
+	const char *password;    /* NULL: none */
+	const char *redis_extra; /* lines added to the redis: section ("  key: v\n") */
+	const char *locks_extra; /* lines added to the locks: section */
+	const char *limits;      /* lines of a limits: section */
+	const char *top_extra;   /* top-level lines */
+	int nmasters;            /* masters listed: 0 = all started */
+	int no_quorum_wait;      /* do not wait until a lock can be granted */
+	int log_debug;           /* log_level: debug */
+	const char *tls;         /* "cert: F, key: F[, ca: F]": one more listener, TLS */
+	int nofile;              /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
 };
 struct h_lockd {
 	int port;
@@ -232,16 +232,16 @@ struct cl {
 	char lost[32][320];
 	/* the harness's own */
 	struct lockd_client *lc;
-	int raw;             /* all lines are queued as they come */
-	int cut;             /* lockd closed in the middle of a line */
-	struct cl_qline *q;  /* lines read, not taken yet */
+	int raw;            /* all lines are queued as they come */
+	int cut;            /* lockd closed in the middle of a line */
+	struct cl_qline *q; /* lines read, not taken yet */
 	size_t qhead, qlen, qcap;
-	char *line;          /* the line taken last */
-	char fault[400];     /* what a callback found wrong */
+	char *line;      /* the line taken last */
+	char fault[400]; /* what a callback found wrong */
 };
 struct cl *cl_tcp_at(const char *file, int line, int port);
 struct cl *cl_unix_at(const char *file, int line, const char *path);
-#define cl_tcp(port) cl_tcp_at(__FILE__, __LINE__, (port))
+#define cl_tcp(port)  cl_tcp_at(__FILE__, __LINE__, (port))
 #define cl_unix(path) cl_unix_at(__FILE__, __LINE__, (path))
 /* Connect to lockd 0 over TCP. */
 #define cl_open() cl_tcp(h_lockd(0)->port)
@@ -257,7 +257,7 @@ size_t cl_queued(const struct cl *c);
  * when they are whole lines it would send as they are, else raw. */
 void cl_sendn_at(const char *file, int line, struct cl *c, const void *p, size_t n);
 #define cl_sendn(c, p, n) cl_sendn_at(__FILE__, __LINE__, (c), (p), (n))
-#define cl_send(c, s) cl_sendn_at(__FILE__, __LINE__, (c), (s), strlen(s))
+#define cl_send(c, s)     cl_sendn_at(__FILE__, __LINE__, (c), (s), strlen(s))
 /* Next line without its "\r\n" (a line without it fails the test); NULL
  * on timeout or EOF (then c->eof is set). The pointer stays valid until
  * the next read on c. */
@@ -274,12 +274,13 @@ void cl_expect_at(const char *file, int line, struct cl *c, const char *req, con
 #define cl_expect(c, req, exp) cl_expect_at(__FILE__, __LINE__, (c), (req), (exp))
 /* Assert the reply to req begins with prefix. */
 void cl_expect_prefix_at(const char *file, int line, struct cl *c, const char *req,
-			 const char *prefix);
+                         const char *prefix);
 #define cl_expect_prefix(c, req, p) cl_expect_prefix_at(__FILE__, __LINE__, (c), (req), (p))
 /* Assert the next reply (already requested) exactly / by prefix. */
 void cl_want_at(const char *file, int line, struct cl *c, const char *exp, int timeout_ms);
 #define cl_want(c, exp, t) cl_want_at(__FILE__, __LINE__, (c), (exp), (t))
-void cl_want_prefix_at(const char *file, int line, struct cl *c, const char *prefix, int timeout_ms);
+void cl_want_prefix_at(const char *file, int line, struct cl *c, const char *prefix,
+                       int timeout_ms);
 #define cl_want_prefix(c, p, t) cl_want_prefix_at(__FILE__, __LINE__, (c), (p), (t))
 /* Parse "OK <fence>" (fence a positive integer) or fail. */
 unsigned long long h_fence_at(const char *file, int line, const char *reply);
@@ -302,11 +303,11 @@ void cl_want_eof_at(const char *file, int line, struct cl *c, int timeout_ms);
 #define cl_want_eof(c, t) cl_want_eof_at(__FILE__, __LINE__, (c), (t))
 /* STATUS key -> parsed: returns 0 for FREE, 1 for HELD (ttl, waiters set). */
 int cl_status_at(const char *file, int line, struct cl *c, const char *key, long long *ttl,
-		 long long *waiters);
+                 long long *waiters);
 #define cl_status(c, k, ttl, w) cl_status_at(__FILE__, __LINE__, (c), (k), (ttl), (w))
 /* Poll STATUS key (bounded by timeout) until its waiters count is n. */
 void cl_wait_waiters_at(const char *file, int line, struct cl *c, const char *key, long long n,
-			int timeout_ms);
+                        int timeout_ms);
 #define cl_wait_waiters(c, k, n, t) cl_wait_waiters_at(__FILE__, __LINE__, (c), (k), (n), (t))
 /* STATS as name/value pairs: returns the value of name, or NULL. The
  * whole reply is checked (STAT lines then END). */
@@ -315,7 +316,7 @@ char *cl_stat_at(const char *file, int line, struct cl *c, const char *name);
 
 /* Poll STATS (bounded) until name has value. */
 void cl_wait_stat_at(const char *file, int line, struct cl *c, const char *name, const char *value,
-		     int timeout_ms);
+                     int timeout_ms);
 #define cl_wait_stat(c, n, v, t) cl_wait_stat_at(__FILE__, __LINE__, (c), (n), (v), (t))
 /* HELD -> the keys, sorted, joined by one space (malloc'd; "" for none).
  * Every line is checked: "KEY key fence holds ttl_ms", then END. */

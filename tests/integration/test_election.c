@@ -29,7 +29,7 @@ struct ec {
 	char buf[65536];
 	size_t len;
 	char line[4096];
-	int nev;   /* events kept */
+	int nev;    /* events kept */
 	long total; /* events read */
 	double ev_t[EC_MAX_EV];
 	char ev[EC_MAX_EV][300];
@@ -147,7 +147,7 @@ static void ec_expect_at(const char *f, int ln, struct ec *e, const char *req, c
 #define ec_expect(e, req, want) ec_expect_at(__FILE__, __LINE__, (e), (req), (want))
 
 static void ec_expect_prefix_at(const char *f, int ln, struct ec *e, const char *req,
-				const char *want)
+                                const char *want)
 {
 	const char *r = ec_cmd(e, req, H_SLOW_LIMIT + 1000);
 	if (!r || strncmp(r, want, strlen(want)) != 0)
@@ -162,7 +162,10 @@ static unsigned long long ok_fence(const char *r)
 }
 
 /* The last event (or ""), and the fence of an ELECTED line (0 for others). */
-static const char *last_ev(const struct ec *e) { return e->nev ? e->ev[e->nev - 1] : ""; }
+static const char *last_ev(const struct ec *e)
+{
+	return e->nev ? e->ev[e->nev - 1] : "";
+}
 
 static unsigned long long ev_fence(const char *ev, char *value, size_t vsz)
 {
@@ -183,7 +186,7 @@ static double wait_last_at(const char *f, int ln, struct ec *e, const char *want
 		ec_events(e, 20);
 	if (strcmp(last_ev(e), want) != 0)
 		h_fail_at(f, ln, "last event '%s', want '%s' within %d ms", last_ev(e), want,
-			  timeout_ms);
+		          timeout_ms);
 	return h_now_ms() - t0;
 }
 #define wait_last(e, w, t) wait_last_at(__FILE__, __LINE__, (e), (w), (t))
@@ -198,7 +201,7 @@ static void check_order(const struct ec *e, const char *who)
 		if (!f)
 			continue;
 		ck_assert_msg(f >= top, "%s: '%s' after a leader with fence %llu", who, e->ev[i],
-			      top);
+		              top);
 		top = f;
 	}
 }
@@ -289,7 +292,7 @@ START_TEST(election_proclaim_notleader)
 	const char *r = ec_cmd(b, "LEADER svc", H_SLOW_LIMIT);
 	unsigned long long lf = 0;
 	ck_assert_msg(r && sscanf(r, "LEADER %llu", &lf) == 1 && !strchr(r + 7, ' '),
-		      "LEADER of a plain lock: '%s'", r ? r : "");
+	              "LEADER of a plain lock: '%s'", r ? r : "");
 	ck_assert_uint_ge(lf, pf);
 	ec_expect_prefix(p, "CAMPAIGN svc v", "ERR ARG");
 	ec_expect_prefix(p, "PROCLAIM svc v", "ERR NOTLEADER");
@@ -395,9 +398,8 @@ START_TEST(election_leader_lost)
 	ec_events(a, 3000 + H_JITTER);
 	snprintf(want, sizeof(want), "LOST ll %llu", fa);
 	ck_assert_msg(a->nev == 1 && strcmp(a->ev[0], want) == 0, "leader: %d events, first '%s'",
-		      a->nev, a->nev ? a->ev[0] : "");
-	printf("election_leader_lost: LOST %.0f ms after the masters stopped\n",
-	       a->ev_t[0] - t0);
+	              a->nev, a->nev ? a->ev[0] : "");
+	printf("election_leader_lost: LOST %.0f ms after the masters stopped\n", a->ev_t[0] - t0);
 	for (int i = 0; i < 2; i++)
 		ec_events(o[i], 10);
 	h_master_cont(1);
@@ -412,7 +414,7 @@ START_TEST(election_leader_lost)
 			unsigned long long f = ev_fence(o[i]->ev[k], NULL, 0);
 			if (f == fa)
 				ck_assert_msg(!newer, "observer %d: the old leader again: %s", i,
-					      o[i]->ev[k]);
+				              o[i]->ev[k]);
 			else
 				newer = 1; /* NOLEADER or a newer leader */
 		}
@@ -462,7 +464,8 @@ START_TEST(election_notice_dropped)
 		snprintf(want, sizeof(want), "ELECTED nd %llu v%d", f, round);
 		for (int i = 0; i < 2; i++) {
 			double ms = wait_last(o[i], want, 3000 / 3 + 500 + H_LOADED);
-			printf("election_notice_dropped: observer %d current after %.0f ms\n", i, ms);
+			printf("election_notice_dropped: observer %d current after %.0f ms\n", i,
+			       ms);
 		}
 	}
 	ec_expect(a, "RESIGN nd", "OK");
@@ -496,7 +499,7 @@ START_TEST(election_events_not_in_lists)
 		ck_assert_ptr_nonnull(l);
 		while (strcmp(l, "END") != 0) {
 			ck_assert_msg(!is_event(l), "an event inside a %s reply: %s",
-				      k % 2 ? "HELD" : "STATS", l);
+			              k % 2 ? "HELD" : "STATS", l);
 			l = ec_line(o, H_SLOW_LIMIT);
 			ck_assert_ptr_nonnull(l);
 			if (is_event(l))
@@ -507,8 +510,7 @@ START_TEST(election_events_not_in_lists)
 		ck_assert_str_eq(ec_reply(a, H_SLOW_LIMIT), "OK");
 	}
 	ec_events(o, 300);
-	printf("election_events_not_in_lists: %d lists, %ld events around them\n", lists,
-	       o->total);
+	printf("election_events_not_in_lists: %d lists, %ld events around them\n", lists, o->total);
 	ck_assert_int_gt(o->total, 2); /* events did come, between the replies */
 	ck_assert_int_eq(during, 0);
 	ec_close(a);
@@ -525,7 +527,7 @@ START_TEST(election_resume_elsewhere)
 	char id[64], secret[64], req[160], want[160];
 	const char *r = ec_cmd(a, "SESSION", H_SLOW_LIMIT);
 	ck_assert_msg(r && sscanf(r, "SESSION %63s %63s", id, secret) == 2, "SESSION: %s",
-		      r ? r : "");
+	              r ? r : "");
 	unsigned long long f = ok_fence(ec_cmd(a, "CAMPAIGN rs one", H_SLOW_LIMIT));
 	ec_close(a); /* detached: the lead is kept for the grace */
 	struct ec *b = ec_open(P1);
@@ -572,7 +574,7 @@ START_TEST(election_value_survives_restart)
 		h_sleep_ms(20);
 	}
 	ck_assert_msg(v && strcmp(v, "v2") == 0, "value on the restarted master: %s",
-		      v ? v : "(none)");
+	              v ? v : "(none)");
 	free(v);
 	printf("election_value_survives_restart: written back after %.0f ms\n", h_now_ms() - t0);
 	h_sleep_ms(1500); /* restart_exclusion_ms: master 0 counts again */

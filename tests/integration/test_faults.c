@@ -217,7 +217,7 @@ static double wait_counts_again(int m, int timeout_ms)
 	}
 	double el = h_now_ms() - t0;
 	ck_assert_msg(ok, "master %d %.0f ms after its restart has the keys\n%sexpected\n%s", m, el,
-		      have, want);
+	              have, want);
 	free(have);
 	free(want);
 	return el;
@@ -288,9 +288,9 @@ START_TEST(two_masters_down)
 	free(r);
 	r = cl_timed(a, "LOCK k WAIT 300", &ms);
 	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0, "LOCK WAIT 300 without a majority: '%s'",
-		      r);
-	ck_assert_msg(ms >= 300 && ms < 300 + H_SLOW_LIMIT, "LOCK k WAIT 300 answered after %.0f ms",
-		      ms);
+	              r);
+	ck_assert_msg(ms >= 300 && ms < 300 + H_SLOW_LIMIT,
+	              "LOCK k WAIT 300 answered after %.0f ms", ms);
 	free(r);
 	r = cl_timed(a, "STATUS k", &ms);
 	ck_assert_msg(ms < H_SLOW_LIMIT, "STATUS took %.0f ms ('%s')", ms, r);
@@ -329,7 +329,7 @@ START_TEST(stopped_masters)
 	free(r);
 	r = cl_timed(b, "STATUS held", &ms);
 	ck_assert_msg(ms < H_SLOW_LIMIT, "STATUS took %.0f ms with two masters stopped ('%s')", ms,
-		      r);
+	              r);
 	free(r);
 	r = cl_timed(a, "UNLOCK held", &ms);
 	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0, "UNLOCK with 2 of 3 stopped: '%s'", r);
@@ -371,10 +371,11 @@ START_TEST(lost_when_majority_lost)
 	double el = h_now_ms() - t0;
 	char want[64];
 	snprintf(want, sizeof(want), "LOST k %llu", f);
-	ck_assert_msg(l && strcmp(l, want) == 0, "got '%s', expected '%s'", l ? l : "nothing", want);
+	ck_assert_msg(l && strcmp(l, want) == 0, "got '%s', expected '%s'", l ? l : "nothing",
+	              want);
 	/* the lease was renewed at most 600 ms before the kill */
 	ck_assert_msg(el <= 600 + H_JITTER, "LOST %.0f ms after losing the majority (lease 600)",
-		      el);
+	              el);
 	/* the TTL lock is not renewed: it stays (nobody can take it anyway) */
 	cl_expect_held(a, "t");
 	cl_expect_prefix(a, "UNLOCK k", "ERR NOTHELD");
@@ -394,7 +395,8 @@ START_TEST(startup_all_masters_count)
 		h_master_stop(m);
 		double ms;
 		char *r = cl_timed(a, "TRYLOCK k", &ms);
-		ck_assert_msg(strncmp(r, "OK ", 3) == 0, "TRYLOCK with master %d stopped: '%s'", m, r);
+		ck_assert_msg(strncmp(r, "OK ", 3) == 0, "TRYLOCK with master %d stopped: '%s'", m,
+		              r);
 		free(r);
 		cl_expect(a, "UNLOCK k", "OK 0");
 		h_master_cont(m);
@@ -463,9 +465,10 @@ START_TEST(restart_exclusion)
 	cl_expect(a, "UNLOCK k", "OK 0");
 	wait_counts_again(0, 6000);
 	double el = h_now_ms() - t0;
-	ck_assert_msg(el >= 1500, "master 0 counted again %.0f ms after it restarted empty "
-				  "(restart_exclusion_ms 1500)",
-		      el);
+	ck_assert_msg(el >= 1500,
+	              "master 0 counted again %.0f ms after it restarted empty "
+	              "(restart_exclusion_ms 1500)",
+	              el);
 	/* it counts: grants from masters 0 and 2 carry on the fences */
 	h_master_kill(1);
 	unsigned long long h = cl_lock(a, "TRYLOCK k");
@@ -494,7 +497,7 @@ START_TEST(restart_catches_up_counters)
 	wait_counts_again(2, 6000);
 	char *v = h_redis(2, "GET", "lockd:quiet fence", NULL);
 	ck_assert_msg(v && strtoull(v, NULL, 10) >= f,
-		      "counter on the caught-up master is %s, last fence %llu", v ? v : "NULL", f);
+	              "counter on the caught-up master is %s, last fence %llu", v ? v : "NULL", f);
 	free(v);
 	/* and a grant from it and one other carries the fence on */
 	h_master_kill(0);
@@ -556,10 +559,10 @@ START_TEST(sigterm_shutdown)
 	int st = h_lockd_wait(0, 5000);
 	ck_assert_msg(st != -1, "lockd still running 5 s after SIGTERM");
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lockd exit status %d (signal %d)",
-		      WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	              WIFEXITED(st) ? WEXITSTATUS(st) : -1, WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	for (int i = 0; i < 3; i++)
 		ck_assert_msg(h_redis_int(i, "EXISTS", "lockd:k", "lockd:t", NULL) == 0,
-			      "locks left on master %d after SIGTERM", i);
+		              "locks left on master %d after SIGTERM", i);
 	cl_close(a);
 	cl_close(b);
 	cl_close(s);
@@ -582,25 +585,25 @@ static double pubsub_handoff(struct cl *a, struct cl *b, struct cl *s, const cha
 		/* the subscribers of both lockd: the masters stay up */
 		long long n = h_redis_int(i, "CLIENT", "KILL", "TYPE", "pubsub", NULL);
 		ck_assert_msg(n == 2, "CLIENT KILL TYPE pubsub on master %d killed %lld, not 2", i,
-			      n);
+		              n);
 	}
 	snprintf(req, sizeof(req), "UNLOCK %s", key);
 	double ms;
 	char *r = cl_timed(a, req, &ms);
 	ck_assert_msg(strcmp(r, "OK 0") == 0,
-		      "UNLOCK %s %s answered '%s' (masters healthy, the command connections "
-		      "untouched)",
-		      key, kill ? "right after CLIENT KILL TYPE pubsub" : "after the resubscribe",
-		      r);
+	              "UNLOCK %s %s answered '%s' (masters healthy, the command connections "
+	              "untouched)",
+	              key, kill ? "right after CLIENT KILL TYPE pubsub" : "after the resubscribe",
+	              r);
 	free(r);
 	double t0 = h_now_ms();
 	cl_want_ok(b, 500 + H_LOADED + 500);
 	double d = h_now_ms() - t0;
 	/* the service level to a waiter on another lockd: 500 ms */
 	ck_assert_msg(d <= 500 + H_LOADED,
-		      "the waiter on lockd 1 got %s %.0f ms after the UNLOCK%s (service level "
-		      "500 ms, lease 10 s)",
-		      key, d, kill ? " across CLIENT KILL TYPE pubsub" : "");
+	              "the waiter on lockd 1 got %s %.0f ms after the UNLOCK%s (service level "
+	              "500 ms, lease 10 s)",
+	              key, d, kill ? " across CLIENT KILL TYPE pubsub" : "");
 	snprintf(req, sizeof(req), "UNLOCK %s", key);
 	cl_expect(b, req, "OK 0");
 	return d;
@@ -623,9 +626,10 @@ START_TEST(pubsub_restarted)
 	h_sleep_ms(500); /* resubscribed by now */
 	double d1 = pubsub_handoff(a, b, s, "ps1", 0);
 	double d2 = pubsub_handoff(a, b, s, "ps2", 1);
-	fprintf(stderr, "pubsub_restarted: handoffs %.0f ms (across a kill), %.0f ms, %.0f ms "
-			"(across a kill)\n",
-		d0, d1, d2);
+	fprintf(stderr,
+	        "pubsub_restarted: handoffs %.0f ms (across a kill), %.0f ms, %.0f ms "
+	        "(across a kill)\n",
+	        d0, d1, d2);
 	cl_close(a);
 	cl_close(b);
 	cl_close(s);

@@ -56,7 +56,7 @@ static double cpu_s(pid_t pid)
 	ck_assert(p != NULL);
 	unsigned long ut = 0, st = 0;
 	ck_assert(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) ==
-		  2);
+	          2);
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
@@ -89,7 +89,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* ------------------------------------------------------------------ slowloris */
 
-#define SLOW_N 300
+#define SLOW_N       300
 #define SLOW_LINE_MS 3000
 
 /* 300 connections send one byte every 2 s and never finish a line (half
@@ -155,7 +155,7 @@ START_TEST(hostile_slowloris)
 	double lo = 1e9, hi = 0;
 	for (int i = 0; i < SLOW_N; i++) {
 		ck_assert_msg(closed[i] > 0, "slow connection %d still open after %.0f ms", i,
-			      h_now_ms() - t0[i]);
+		              h_now_ms() - t0[i]);
 		double el = closed[i] - t0[i];
 		lo = el < lo ? el : lo;
 		hi = el > hi ? el : hi;
@@ -164,9 +164,9 @@ START_TEST(hostile_slowloris)
 	qsort(rtt, (size_t)nrtt, sizeof(rtt[0]), cmp_double);
 	double p50 = rtt[nrtt / 2], p99 = rtt[(int)(nrtt * 0.99)], mx = rtt[nrtt - 1];
 	fprintf(stderr,
-		"hostile_slowloris: %d slow connections closed after %.0f-%.0f ms (line_timeout_ms "
-		"%d); %d PINGs meanwhile: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-		SLOW_N, lo, hi, SLOW_LINE_MS, nrtt, p50, p99, mx);
+	        "hostile_slowloris: %d slow connections closed after %.0f-%.0f ms (line_timeout_ms "
+	        "%d); %d PINGs meanwhile: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+	        SLOW_N, lo, hi, SLOW_LINE_MS, nrtt, p50, p99, mx);
 	ck_assert_msg(lo >= SLOW_LINE_MS - 100, "a slow connection was closed after %.0f ms", lo);
 	ck_assert_msg(hi <= SLOW_LINE_MS + 1000, "a slow connection was closed after %.0f ms", hi);
 	ck_assert_int_eq(stat_ll(probe, "line_timeouts"), SLOW_N);
@@ -223,8 +223,9 @@ START_TEST(hostile_foreign_first_line)
 {
 	h_std(NULL);
 	/* a browser made to POST a lock request */
-	static const char post[] = "POST /lock HTTP/1.1\r\nHost: 127.0.0.1:7390\r\n"
-				   "Content-Type: text/plain\r\nContent-Length: 10\r\n\r\nTRYLOCK k\n";
+	static const char post[] =
+	    "POST /lock HTTP/1.1\r\nHost: 127.0.0.1:7390\r\n"
+	    "Content-Type: text/plain\r\nContent-Length: 10\r\n\r\nTRYLOCK k\n";
 	want_closed_unanswered(post, sizeof(post) - 1);
 	static const char get[] = "GET / HTTP/1.0\r\n\r\n";
 	want_closed_unanswered(get, sizeof(get) - 1);
@@ -287,7 +288,8 @@ START_TEST(hostile_pipeline_no_read)
 			break;
 		}
 		if (pf.revents & POLLOUT) {
-			ssize_t w = send(c->fd, buf + sent, total - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+			ssize_t w =
+			    send(c->fd, buf + sent, total - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (w > 0) {
 				sent += (size_t)w;
 			} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
@@ -304,11 +306,12 @@ START_TEST(hostile_pipeline_no_read)
 	free(buf);
 	long r = rss_kb(pid);
 	rss_max = r > rss_max ? r : rss_max;
-	fprintf(stderr,
-		"hostile_pipeline_no_read: sent %.1f of %.1f MB; closed after %.0f ms; lockd RSS %ld "
-		"KiB at start, %ld KiB at most (+%.1f MiB)\n",
-		(double)sent / 1e6, (double)total / 1e6, closed_at ? closed_at - start : -1.0, rss0,
-		rss_max, (double)(rss_max - rss0) / 1024);
+	fprintf(
+	    stderr,
+	    "hostile_pipeline_no_read: sent %.1f of %.1f MB; closed after %.0f ms; lockd RSS %ld "
+	    "KiB at start, %ld KiB at most (+%.1f MiB)\n",
+	    (double)sent / 1e6, (double)total / 1e6, closed_at ? closed_at - start : -1.0, rss0,
+	    rss_max, (double)(rss_max - rss0) / 1024);
 	ck_assert_msg(closed_at > 0, "the client that does not read is still connected after 20 s");
 	ck_assert_msg(rss_max - rss0 < 64 * 1024, "lockd's RSS grew by %ld KiB", rss_max - rss0);
 	cl_expect(probe, "PING", "PONG");
@@ -359,7 +362,7 @@ START_TEST(hostile_auth_limit_configured)
 	/* reloaded to 0: never closed */
 	char cmd[800];
 	snprintf(cmd, sizeof(cmd), "sed -i 's/max_auth_failures: 2/max_auth_failures: 0/' %s",
-		 h_lockd(0)->conf);
+	         h_lockd(0)->conf);
 	ck_assert(system(cmd) == 0);
 	h_lockd_signal(0, SIGHUP);
 	double end = h_now_ms() + 3000;
@@ -529,14 +532,15 @@ START_TEST(hostile_emfile)
 	double cpu = cpu_s(pid) - cpu0, wall = (h_now_ms() - t0) / 1000;
 	long long pauses = stat_ll(a, "accept_pauses"), clients = stat_ll(a, "clients");
 	int lines = h_file_count(h_lockd(0)->log, log0, "accept", NULL);
-	fprintf(stderr,
-		"hostile_emfile: RLIMIT_NOFILE 40, %d connections: %lld sessions, %lld accept pauses; "
-		"lockd CPU %.0f %% over %.1f s; %d log lines about accept; %d PINGs, slowest %.1f ms\n",
-		NCONN, clients, pauses, 100 * cpu / wall, wall, lines, pings, worst);
+	fprintf(
+	    stderr,
+	    "hostile_emfile: RLIMIT_NOFILE 40, %d connections: %lld sessions, %lld accept pauses; "
+	    "lockd CPU %.0f %% over %.1f s; %d log lines about accept; %d PINGs, slowest %.1f ms\n",
+	    NCONN, clients, pauses, 100 * cpu / wall, wall, lines, pings, worst);
 	ck_assert_msg(clients < NCONN, "all %lld connections were accepted: no EMFILE", clients);
 	ck_assert_msg(pauses >= 1, "no accept pause");
 	ck_assert_msg(cpu / wall < 0.2, "lockd used %.0f %% CPU while out of descriptors",
-		      100 * cpu / wall);
+	              100 * cpu / wall);
 	ck_assert_msg(lines == 1, "%d log lines about accept", lines);
 	/* sessions are served meanwhile: no reply held up beyond the reply
 	 * bound (the figure is printed above; its speed is no contract) */
@@ -577,7 +581,8 @@ static void sh(const char *fmt, ...)
 static void make_cert(const char *name, const char *cn, int serial)
 {
 	sh("cd %s && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
-	   "-keyout %s.key -out %s.csr -subj /CN=%s >/dev/null 2>&1 && openssl x509 -req -in %s.csr "
+	   "-keyout %s.key -out %s.csr -subj /CN=%s >/dev/null 2>&1 && openssl x509 -req -in "
+	   "%s.csr "
 	   "-CA ca.pem -CAkey ca.key -set_serial %d -days 2 -out %s.pem >/dev/null 2>&1",
 	   h_dir(), name, name, cn, name, serial, name);
 }
@@ -595,9 +600,9 @@ static char *s_client(int port, const char *args, const char *input)
 	fclose(f);
 	char cmd[2048];
 	snprintf(cmd, sizeof(cmd),
-		 "cd %s && timeout 10 openssl s_client -connect 127.0.0.1:%d -CAfile ca.pem "
-		 "-verify_return_error -ign_eof %s <%s >%s 2>&1",
-		 h_dir(), port, args, in, out);
+	         "cd %s && timeout 10 openssl s_client -connect 127.0.0.1:%d -CAfile ca.pem "
+	         "-verify_return_error -ign_eof %s <%s >%s 2>&1",
+	         h_dir(), port, args, in, out);
 	int rc = system(cmd);
 	(void)rc; /* judged by what it printed */
 	f = fopen(out, "r");
@@ -633,31 +638,30 @@ START_TEST(hostile_tls)
 	h_masters_start(3);
 	char tls_ca[1200], tls[1200];
 	snprintf(tls_ca, sizeof(tls_ca), "cert: %s/server.pem, key: %s/server.key, ca: %s/ca.pem",
-		 h_dir(), h_dir(), h_dir());
+	         h_dir(), h_dir(), h_dir());
 	snprintf(tls, sizeof(tls), "cert: %s/server.pem, key: %s/server.key", h_dir(), h_dir());
 	struct h_opts o0 = {.tls = tls_ca}, o1 = {.tls = tls};
 	int l0 = h_lockd_start(&o0), l1 = h_lockd_start(&o1);
 	int p0 = h_lockd(l0)->tls_port, p1 = h_lockd(l1)->tls_port;
 
 	/* client certificate required: with one */
-	char *out = s_client(p0, "-quiet -cert client.pem -key client.key",
-			     "PING tls\nTRYLOCK t\nQUIT\n");
+	char *out =
+	    s_client(p0, "-quiet -cert client.pem -key client.key", "PING tls\nTRYLOCK t\nQUIT\n");
 	ck_assert_msg(strstr(out, "PONG tls\r\nOK ") && strstr(out, "\r\nOK\r\n"),
-		      "s_client with a client certificate got:\n%s", out);
+	              "s_client with a client certificate got:\n%s", out);
 	free(out);
 	/* without one, or with one of another CA: no session */
 	out = s_client(p0, "-quiet", "PING tls\nQUIT\n");
 	ck_assert_msg(!strstr(out, "PONG"), "s_client without a client certificate got:\n%s", out);
 	free(out);
 	out = s_client(p0, "-quiet -cert other.pem -key other.key", "PING tls\nQUIT\n");
-	ck_assert_msg(!strstr(out, "PONG"), "s_client with another CA's certificate got:\n%s",
-		      out);
+	ck_assert_msg(!strstr(out, "PONG"), "s_client with another CA's certificate got:\n%s", out);
 	free(out);
 	struct cl *a = cl_tcp(h_lockd(l0)->port); /* the plain listener is still plain */
 	cl_expect(a, "PING", "PONG");
 	cl_wait_stat(a, "tls_failures", "2", 2000);
-	ck_assert_int_eq(h_file_count(h_lockd(l0)->log, 0, "TLS:", "peer did not return a certificate"),
-			 1);
+	ck_assert_int_eq(
+	    h_file_count(h_lockd(l0)->log, 0, "TLS:", "peer did not return a certificate"), 1);
 	/* plain text on the TLS port is no session either */
 	struct cl *p = cl_tcp(p0);
 	cl_send(p, "PING\n");
@@ -668,7 +672,7 @@ START_TEST(hostile_tls)
 	/* no client certificate asked for */
 	out = s_client(p1, "-brief", "PING one\nQUIT\n");
 	ck_assert_msg(strstr(out, "PONG one") && strstr(out, "CN = lockd-1"),
-		      "s_client without ca got:\n%s", out);
+	              "s_client without ca got:\n%s", out);
 	free(out);
 	/* SIGHUP reads the certificate again */
 	make_cert("server", "lockd-2", 4);
@@ -679,7 +683,7 @@ START_TEST(hostile_tls)
 		h_sleep_ms(20);
 	out = s_client(p1, "-brief", "PING two\nQUIT\n");
 	ck_assert_msg(strstr(out, "PONG two") && strstr(out, "CN = lockd-2"),
-		      "s_client after SIGHUP got:\n%s", out);
+	              "s_client after SIGHUP got:\n%s", out);
 	free(out);
 	/* a certificate that does not load on reload: the old one stays */
 	sh("echo garbage > %s/server.pem", h_dir());
@@ -688,11 +692,11 @@ START_TEST(hostile_tls)
 	while (h_file_count(h_lockd(l1)->log, 0, "keeping the certificate in use", NULL) < 1 &&
 	       h_now_ms() < end)
 		h_sleep_ms(20);
-	ck_assert_int_eq(
-		h_file_count(h_lockd(l1)->log, 0, "keeping the certificate in use", NULL), 1);
+	ck_assert_int_eq(h_file_count(h_lockd(l1)->log, 0, "keeping the certificate in use", NULL),
+	                 1);
 	out = s_client(p1, "-brief", "PING three\nQUIT\n");
 	ck_assert_msg(strstr(out, "PONG three") && strstr(out, "CN = lockd-2"),
-		      "s_client after a bad reload got:\n%s", out);
+	              "s_client after a bad reload got:\n%s", out);
 	free(out);
 #endif
 }
@@ -718,11 +722,12 @@ START_TEST(hostile_tls_config_test)
 	char lockd[PATH_MAX], cmd[2 * PATH_MAX];
 	ck_assert(realpath(bd && *bd ? bd : ".", lockd) != NULL);
 	for (int bad = 1; bad >= 0; bad--) {
-		sh("cd %s && printf 'listen:\\n  - {address: \"127.0.0.1:1\", tls: {cert: %s/server.pem, "
+		sh("cd %s && printf 'listen:\\n  - {address: \"127.0.0.1:1\", tls: {cert: "
+		   "%s/server.pem, "
 		   "key: %s/%s}}\\nredis:\\n  masters: [\"127.0.0.1:1\"]\\n' > t.yml",
 		   h_dir(), h_dir(), h_dir(), bad ? "bad.key" : "server.key");
 		snprintf(cmd, sizeof(cmd), "cd %s && %s/lockd -t -c t.yml > t.out 2>&1", h_dir(),
-			 lockd);
+		         lockd);
 		int rc = system(cmd);
 		char path[PATH_MAX], out[2048] = "";
 		snprintf(path, sizeof(path), "%s/t.out", h_dir());
@@ -733,12 +738,12 @@ START_TEST(hostile_tls_config_test)
 		fclose(f);
 		if (bad) {
 			ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 1,
-				      "lockd -t with a bad TLS key: status %d, said: %s", rc, out);
+			              "lockd -t with a bad TLS key: status %d, said: %s", rc, out);
 			ck_assert_msg(strstr(out, "listen 127.0.0.1:1") != NULL,
-				      "lockd -t does not name the listener: %s", out);
+			              "lockd -t does not name the listener: %s", out);
 		} else {
 			ck_assert_msg(WIFEXITED(rc) && WEXITSTATUS(rc) == 0,
-				      "lockd -t with good TLS files: status %d, said: %s", rc, out);
+			              "lockd -t with good TLS files: status %d, said: %s", rc, out);
 			ck_assert_msg(strstr(out, "configuration OK") != NULL, "%s", out);
 		}
 	}

@@ -28,7 +28,7 @@ START_TEST(reentrant)
 	char want[64];
 	snprintf(want, sizeof(want), "KEY k %llu 4 ", f);
 	ck_assert_msg(strncmp(l, want, strlen(want)) == 0, "HELD line '%s', expected '%s<ttl>'", l,
-		      want);
+	              want);
 	cl_want(a, "END", H_TMO);
 	cl_expect(b, "TRYLOCK k", "BUSY");
 	/* TTL 300 of the reentrant LOCK was ignored: still a watchdog lock */
@@ -154,7 +154,8 @@ START_TEST(ttl_lapse)
 	char want[64];
 	snprintf(want, sizeof(want), "LOST k %llu", f);
 	ck_assert_str_eq(l, want);
-	ck_assert_msg(el >= 200 && el <= 1300, "LOST %.0f ms after the grant of a TTL 300 lock", el);
+	ck_assert_msg(el >= 200 && el <= 1300, "LOST %.0f ms after the grant of a TTL 300 lock",
+	              el);
 	/* dropped from the session */
 	cl_expect(a, "HELD", "END");
 	cl_expect_prefix(a, "UNLOCK k", "ERR NOTHELD");
@@ -179,7 +180,8 @@ START_TEST(ttl_lapse)
 	ck_assert_int_eq(a->nlost, 0);
 	l = cl_line(a, 2000);
 	snprintf(want, sizeof(want), "LOST t %llu", f3);
-	ck_assert_msg(l && strcmp(l, want) == 0, "got '%s', expected '%s'", l ? l : "nothing", want);
+	ck_assert_msg(l && strcmp(l, want) == 0, "got '%s', expected '%s'", l ? l : "nothing",
+	              want);
 	cl_close(a);
 	cl_close(b);
 }
@@ -211,7 +213,7 @@ START_TEST(watchdog)
 		long long mn, mx;
 		int n = h_masters_with_pttl(3, "lockd:k", &mn, &mx);
 		ck_assert_msg(n >= 2, "after %.0f ms lockd:k has a TTL on %d masters",
-			      h_now_ms() - t0, n);
+		              h_now_ms() - t0, n);
 		ck_assert_msg(mx <= 600, "PTTL %lld above lease_ms 600", mx);
 		long long ttl, w;
 		ck_assert_int_eq(cl_status(b, "k", &ttl, &w), 1);
@@ -251,8 +253,8 @@ START_TEST(master_keys)
 	int n = h_masters_with_pttl(3, "lockd:k", &mn, &mx);
 	ck_assert_msg(n >= 2 && mx <= 3000, "lockd:k on %d masters, PTTL up to %lld", n, mx);
 	n = h_masters_with_pttl(3, "lockd:my:key", &mn, &mx);
-	ck_assert_msg(n >= 2 && mn > 50000 && mx <= 60000, "lockd:my:key on %d masters, PTTL %lld..%lld",
-		      n, mn, mx);
+	ck_assert_msg(n >= 2 && mn > 50000 && mx <= 60000,
+	              "lockd:my:key on %d masters, PTTL %lld..%lld", n, mn, mx);
 	for (int i = 0; i < 3; i++) {
 		/* every other key under the prefix has a byte no lock key has, and
 		 * the marker and the fence counters do not expire */
@@ -267,7 +269,8 @@ START_TEST(master_keys)
 			int odd = 0;
 			for (const char *p2 = k + 6; *p2; p2++)
 				odd |= (unsigned char)*p2 < 0x21 || (unsigned char)*p2 > 0x7e;
-			ck_assert_msg(odd, "master %d: key '%s' could collide with a lock key", i, k);
+			ck_assert_msg(odd, "master %d: key '%s' could collide with a lock key", i,
+			              k);
 			others++;
 		}
 		free(keys);
@@ -330,7 +333,7 @@ START_TEST(holder_disconnect)
 			h_sleep_ms(10);
 	}
 	ck_assert_msg(n == 0, "lockd:k2 still on %d masters %.0f ms after the session ended", n,
-		      h_now_ms() - t0);
+	              h_now_ms() - t0);
 }
 END_TEST
 
@@ -356,7 +359,8 @@ static int worker(int port, int rport, int id)
 		unsigned long long f = strtoull(l + 3, NULL, 10);
 		char *in = rc_cmd(r, "INCR", "lockd-test-inside", NULL);
 		if (!in || strcmp(in, "1") != 0) {
-			fprintf(stderr, "worker %d: %s sessions inside at once\n", id, in ? in : "?");
+			fprintf(stderr, "worker %d: %s sessions inside at once\n", id,
+			        in ? in : "?");
 			return 12;
 		}
 		free(in);
@@ -380,7 +384,8 @@ static int worker(int port, int rport, int id)
 		free(rc_cmd(r, "SET", "lockd-test-counter", vb, NULL));
 		char *out = rc_cmd(r, "DECR", "lockd-test-inside", NULL);
 		if (!out || strcmp(out, "0") != 0) {
-			fprintf(stderr, "worker %d: inside = %s on the way out\n", id, out ? out : "?");
+			fprintf(stderr, "worker %d: inside = %s on the way out\n", id,
+			        out ? out : "?");
 			return 14;
 		}
 		free(out);
@@ -432,7 +437,7 @@ START_TEST(concurrent_sessions)
 		} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			bad++;
 			fprintf(stderr, "worker %d: exit status %d\n", i,
-				WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
+			        WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
 		}
 	}
 	ck_assert_msg(bad == 0, "%d of %d workers failed (see stderr)", bad, NSESS);
@@ -443,7 +448,7 @@ START_TEST(concurrent_sessions)
 	ck_assert_msg(strcmp(v, want) == 0, "counter %s after %d increments", v, NSESS * NITER);
 	free(v);
 	fprintf(stderr, "concurrent_sessions: %d grants in %.0f ms\n", NSESS * NITER,
-		h_now_ms() - t0);
+	        h_now_ms() - t0);
 	struct cl *a = cl_open();
 	cl_expect(a, "STATUS counter", "FREE");
 	cl_close(a);
@@ -510,7 +515,9 @@ START_TEST(limit_clients)
 	cl_send(d, "PING\n");
 	const char *l = cl_line(d, H_TMO);
 	ck_assert_msg(l && strncmp(l, "ERR LIMIT", 9) == 0, "4th client with max_clients 3: '%s'",
-		      l ? l : d->eof ? "(closed)" : "(nothing)");
+	              l        ? l
+	              : d->eof ? "(closed)"
+	                       : "(nothing)");
 	cl_want_eof(d, 2000);
 	cl_close(d);
 	cl_close(b);

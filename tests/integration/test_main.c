@@ -17,7 +17,7 @@ int main(void)
 	if (!h_redis_server()[0]) {
 		const char *rs = getenv("REDIS_SERVER");
 		fprintf(stderr, "test_lockd: redis-server not found (REDIS_SERVER=%s): skipped\n",
-			rs ? rs : "");
+		        rs ? rs : "");
 		h_run_finish(0);
 		return 77;
 	}

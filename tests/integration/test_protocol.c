@@ -158,7 +158,7 @@ END_TEST
 
 /* Read a HELD reply: fills keys/fences/holds/ttls, returns the count. */
 static int read_held(struct cl *c, char keys[][64], unsigned long long *fences, int *holds,
-		     long long *ttls, int max)
+                     long long *ttls, int max)
 {
 	cl_send(c, "HELD\n");
 	const char *l = cl_reply(c, H_TMO);
@@ -172,7 +172,7 @@ static int read_held(struct cl *c, char keys[][64], unsigned long long *fences, 
 		int h;
 		long long t;
 		ck_assert_msg(sscanf(l, "KEY %63s %llu %d %lld%c", k, &f, &h, &t, &tail) == 4,
-			      "HELD: bad line '%s'", l);
+		              "HELD: bad line '%s'", l);
 		char back[200];
 		snprintf(back, sizeof(back), "KEY %s %llu %d %lld", k, f, h, t);
 		ck_assert_msg(strcmp(back, l) == 0, "HELD: bad line '%s'", l);
@@ -253,7 +253,7 @@ START_TEST(stats)
 	cl_lock(b, "LOCK k2");
 	char *g1 = cl_stat(a, "grants");
 	ck_assert_msg(strtoll(g1, NULL, 10) == strtoll(g0, NULL, 10) + 2,
-		      "STAT grants %s after 2 grants from %s", g1, g0);
+	              "STAT grants %s after 2 grants from %s", g1, g0);
 	free(g0);
 	free(g1);
 	/* STATS on a session that holds locks and has LOST events pending */
@@ -434,7 +434,7 @@ START_TEST(queued_behind_waiting_lock)
 	char want[64];
 	snprintf(want, sizeof(want), "KEY k %llu 1 ", f);
 	ck_assert_msg(strncmp(l, want, strlen(want)) == 0 || strncmp(l, "KEY other ", 10) == 0,
-		      "HELD line '%s'", l);
+	              "HELD line '%s'", l);
 	l = cl_line(b, H_TMO);
 	ck_assert_ptr_nonnull(l);
 	ck_assert_msg(strncmp(l, "KEY ", 4) == 0, "HELD line '%s'", l);
@@ -508,9 +508,10 @@ START_TEST(ping_long_word)
 	snprintf(want, sizeof(want), "PONG %s", req + 5);
 	const char *r = cl_cmd(a, req, H_TMO);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_msg(strcmp(r, want) == 0,
-		      "PING with a 1000 byte word: reply of %zu bytes '%.40s...', expected %zu bytes",
-		      strlen(r), r, strlen(want));
+	ck_assert_msg(
+	    strcmp(r, want) == 0,
+	    "PING with a 1000 byte word: reply of %zu bytes '%.40s...', expected %zu bytes",
+	    strlen(r), r, strlen(want));
 	cl_close(a);
 }
 END_TEST
@@ -521,7 +522,11 @@ START_TEST(ping_word_bytes)
 	h_std(NULL);
 	struct cl *a = cl_open();
 	cl_expect(a, "PING h\xc3\xa9llo-\xe2\x82\xac", "PONG h\xc3\xa9llo-\xe2\x82\xac");
-	cl_expect(a, "PING a\x0b" "b", "PONG a\x0b" "b");
+	cl_expect(a,
+	          "PING a\x0b"
+	          "b",
+	          "PONG a\x0b"
+	          "b");
 	cl_close(a);
 }
 END_TEST
@@ -572,38 +577,38 @@ START_TEST(err_empty_line)
 END_TEST
 
 static const char *const syntax_errors[] = {
-	"FOO",
-	"LOCKS k",
-	"LOC k",
-	"LOCK",
-	"TRYLOCK",
-	"UNLOCK",
-	"STATUS",
-	"EXTEND",
-	"EXTEND k",
-	"AUTH",
-	"LOCK k FOO 1",
-	"LOCK k TIMEOUT 1",
-	"LOCK k WAIT 1 WAIT 2",
-	"LOCK k wait 1 WAIT 1",
-	"LOCK k TTL 5000 TTL 5000",
-	"LOCK k WAIT",
-	"LOCK k TTL",
-	"LOCK k WAIT 10 TTL",
-	"LOCK k 100",
-	"TRYLOCK k WAIT 10",
-	"TRYLOCK k TTL",
-	"TRYLOCK k TTL 100 TTL 100",
-	"UNLOCK k extra",
-	"STATUS k extra",
-	"EXTEND k 100 extra",
-	"EXTEND k 100 TTL 100",
-	"HELD x",
-	"STATS x",
-	"QUIT x",
-	"PING a b",
-	"AUTH a b",
-	"LOCK k TTL 100 BOGUS",
+    "FOO",
+    "LOCKS k",
+    "LOC k",
+    "LOCK",
+    "TRYLOCK",
+    "UNLOCK",
+    "STATUS",
+    "EXTEND",
+    "EXTEND k",
+    "AUTH",
+    "LOCK k FOO 1",
+    "LOCK k TIMEOUT 1",
+    "LOCK k WAIT 1 WAIT 2",
+    "LOCK k wait 1 WAIT 1",
+    "LOCK k TTL 5000 TTL 5000",
+    "LOCK k WAIT",
+    "LOCK k TTL",
+    "LOCK k WAIT 10 TTL",
+    "LOCK k 100",
+    "TRYLOCK k WAIT 10",
+    "TRYLOCK k TTL",
+    "TRYLOCK k TTL 100 TTL 100",
+    "UNLOCK k extra",
+    "STATUS k extra",
+    "EXTEND k 100 extra",
+    "EXTEND k 100 TTL 100",
+    "HELD x",
+    "STATS x",
+    "QUIT x",
+    "PING a b",
+    "AUTH a b",
+    "LOCK k TTL 100 BOGUS",
 };
 
 START_TEST(err_protocol_syntax)
@@ -625,9 +630,19 @@ START_TEST(err_key)
 	h_std(NULL);
 	struct cl *a = cl_open();
 	static const char *const bad[] = {
-		"LOCK a\x01" "b", "TRYLOCK caf\xc3\xa9", "STATUS \x7f", "UNLOCK k\x80",
-		"EXTEND a\x02 100", "LOCK a\x0b" "b", "LOCK a\x0c" "b", "LOCK a\rb",
-		"TRYLOCK \xff", "STATUS k\x1b[0m",
+	    "LOCK a\x01"
+	    "b",
+	    "TRYLOCK caf\xc3\xa9",
+	    "STATUS \x7f",
+	    "UNLOCK k\x80",
+	    "EXTEND a\x02 100",
+	    "LOCK a\x0b"
+	    "b",
+	    "LOCK a\x0c"
+	    "b",
+	    "LOCK a\rb",
+	    "TRYLOCK \xff",
+	    "STATUS k\x1b[0m",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cl_expect_prefix(a, bad[i], "ERR KEY");
@@ -662,11 +677,24 @@ START_TEST(err_arg)
 	h_std(NULL);
 	struct cl *a = cl_open();
 	static const char *const bad[] = {
-		"LOCK k WAIT -1", "LOCK k WAIT 1.5", "LOCK k TTL 0", "LOCK k TTL 2147483648",
-		"LOCK k WAIT 99999999999999999999", "LOCK k WAIT 2147483648", "LOCK k WAIT +5",
-		"LOCK k WAIT 0x10", "LOCK k WAIT 1e3", "LOCK k WAIT abc", "LOCK k TTL -5",
-		"LOCK k TTL 18446744073709551617", "TRYLOCK k TTL 0", "TRYLOCK k TTL 1.0",
-		"EXTEND k 0", "EXTEND k -1", "EXTEND k 2147483648", "LOCK k WAIT 10ms",
+	    "LOCK k WAIT -1",
+	    "LOCK k WAIT 1.5",
+	    "LOCK k TTL 0",
+	    "LOCK k TTL 2147483648",
+	    "LOCK k WAIT 99999999999999999999",
+	    "LOCK k WAIT 2147483648",
+	    "LOCK k WAIT +5",
+	    "LOCK k WAIT 0x10",
+	    "LOCK k WAIT 1e3",
+	    "LOCK k WAIT abc",
+	    "LOCK k TTL -5",
+	    "LOCK k TTL 18446744073709551617",
+	    "TRYLOCK k TTL 0",
+	    "TRYLOCK k TTL 1.0",
+	    "EXTEND k 0",
+	    "EXTEND k -1",
+	    "EXTEND k 2147483648",
+	    "LOCK k WAIT 10ms",
 	};
 	cl_lock(a, "LOCK k TTL 60000");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -841,8 +869,10 @@ static void one_mb(struct cl *c)
 			continue;
 		}
 		if (pf.revents & POLLOUT) {
-			ssize_t w = send(c->fd, chunk, sizeof(chunk) < total - sent ? sizeof(chunk) : total - sent,
-					 MSG_NOSIGNAL | MSG_DONTWAIT);
+			ssize_t w =
+			    send(c->fd, chunk,
+			         sizeof(chunk) < total - sent ? sizeof(chunk) : total - sent,
+			         MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (w > 0)
 				sent += (size_t)w;
 			else if (w < 0 && errno != EAGAIN && errno != EINTR)
@@ -857,7 +887,7 @@ static void one_mb(struct cl *c)
 		}
 	}
 	ck_assert_msg(got, "no 'ERR PROTOCOL line too long' (sent %zu bytes, %s)", sent,
-		      c->eof ? cl_error(c) : "timeout");
+	              c->eof ? cl_error(c) : "timeout");
 	const char *l = cl_line(c, 2000);
 	ck_assert_msg(l == NULL && c->eof, "connection not closed after a too long line");
 }

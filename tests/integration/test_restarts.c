@@ -254,7 +254,7 @@ START_TEST(trust_after_majority_restart)
 	for (int k = 0; k < 500 && h_file_count(log, 0, "counts again", NULL) < 2; k++)
 		h_sleep_ms(20);
 	ck_assert_msg(h_file_count(log, 0, "counts again", NULL) >= 2,
-		      "the restarted masters did not both count again");
+	              "the restarted masters did not both count again");
 	cl_expect(a, "UNLOCK m", "OK 0");
 	long off = h_file_size(log);
 	h_master_stop(1);
@@ -266,13 +266,13 @@ START_TEST(trust_after_majority_restart)
 	for (; n < 400 && h_now_ms() < t2 + EXCL + 1500; n++) {
 		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
 		ck_assert_msg(r != NULL && strncmp(r, "ERR QUORUM", 10) == 0,
-			      "TRYLOCK m %.0f ms after master 2 restarted, master 1 stopped: '%s'",
-			      h_now_ms() - t2, r ? r : "no reply");
+		              "TRYLOCK m %.0f ms after master 2 restarted, master 1 stopped: '%s'",
+		              h_now_ms() - t2, r ? r : "no reply");
 		h_sleep_ms(20);
 	}
 	ck_assert_int_gt(n, 0);
 	ck_assert_msg(h_file_count(log, off, "lost their data at once", NULL) == 0,
-		      "a single restart was taken for a majority loss");
+	              "a single restart was taken for a majority loss");
 	h_master_cont(1);
 	double t1 = h_now_ms();
 	unsigned long long g = 0;
@@ -291,9 +291,9 @@ START_TEST(trust_after_majority_restart)
 	ck_assert_msg(l != NULL, "master 2 never counted again");
 	free(l);
 	ck_assert_msg(h_file_count(log, 0, "trusted again", NULL) == 1,
-		      "the masters were not trusted again once all counted");
+	              "the masters were not trusted again once all counted");
 	ck_assert_msg(h_file_count(log, off, "lost their data at once", NULL) == 0,
-		      "a single restart was taken for a majority loss");
+	              "a single restart was taken for a majority loss");
 	cl_close(a);
 }
 END_TEST

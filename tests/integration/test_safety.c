@@ -45,7 +45,7 @@ static long long held_ttl(struct cl *c, const char *key, unsigned long long *fen
 	const char *l = cl_reply(c, H_TMO);
 	for (int n = 0;; n++) {
 		ck_assert_msg(l != NULL, "HELD: reply ended (%s) before END",
-			      c->eof ? "EOF" : "timeout");
+		              c->eof ? "EOF" : "timeout");
 		if (strcmp(l, "END") == 0)
 			break;
 		ck_assert_msg(n < 1000, "HELD: more than 1000 lines");
@@ -53,7 +53,7 @@ static long long held_ttl(struct cl *c, const char *key, unsigned long long *fen
 		unsigned long long f;
 		long long h, t;
 		int good = strlen(l) < 500 &&
-			   sscanf(l, "KEY %399s %llu %lld %lld%c", k, &f, &h, &t, &tail) == 4;
+		           sscanf(l, "KEY %399s %llu %lld %lld%c", k, &f, &h, &t, &tail) == 4;
 		if (good) {
 			snprintf(back, sizeof(back), "KEY %s %llu %lld %lld", k, f, h, t);
 			good = strcmp(back, l) == 0 && f > 0 && h >= 1 && t >= 0;
@@ -88,7 +88,7 @@ static long long pttl(int i, const char *rkey)
  * returns the fence; *t_sent (if not NULL) gets when the granted request
  * was sent. */
 static unsigned long long lock_on_all(struct cl *c, const char *req, const char *key,
-				      const char *rkey, double *t_sent)
+                                      const char *rkey, double *t_sent)
 {
 	char un[400], last[400] = "";
 	snprintf(un, sizeof(un), "UNLOCK %s", key);
@@ -109,8 +109,8 @@ static unsigned long long lock_on_all(struct cl *c, const char *req, const char 
 		} else {
 			/* masters still reconnecting */
 			ck_assert_msg(strcmp(r, "BUSY") == 0 || strcmp(r, "TIMEOUT") == 0 ||
-					      strncmp(r, "ERR QUORUM", 10) == 0,
-				      "'%s': got '%s'", req, r);
+			                  strncmp(r, "ERR QUORUM", 10) == 0,
+			              "'%s': got '%s'", req, r);
 		}
 		h_sleep_ms(100);
 	}
@@ -131,9 +131,9 @@ START_TEST(extend_within_drift)
 	for (int i = 0; i < 3; i++) {
 		long long p = pttl(i, "lockd:k");
 		ck_assert_msg(p > 9000 && p <= 10000,
-			      "PTTL lockd:k on master %d is %lld after EXTEND k 1 / k 2 (ERR ARG "
-			      "changes nothing; was 10000)",
-			      i, p);
+		              "PTTL lockd:k on master %d is %lld after EXTEND k 1 / k 2 (ERR ARG "
+		              "changes nothing; was 10000)",
+		              i, p);
 	}
 	unsigned long long hf = 0;
 	long long t = held_ttl(a, "k", &hf);
@@ -146,8 +146,9 @@ START_TEST(extend_within_drift)
 	cl_expect_prefix(a, "LOCK k4 WAIT 0 TTL 1", "ERR ARG");
 	cl_expect_held(a, "k");
 	for (int i = 0; i < 3; i++)
-		ck_assert_msg(h_redis_int(i, "EXISTS", "lockd:k2", "lockd:k3", "lockd:k4", NULL) == 0,
-			      "a refused TTL lock was written on master %d", i);
+		ck_assert_msg(h_redis_int(i, "EXISTS", "lockd:k2", "lockd:k3", "lockd:k4", NULL) ==
+		                  0,
+		              "a refused TTL lock was written on master %d", i);
 	ck_assert_int_eq(a->nlost, 0);
 
 	/* 3 ms is the smallest TTL the allowance leaves room for: not ERR ARG
@@ -180,11 +181,12 @@ START_TEST(failed_extend_shortens)
 	const char *r = cl_cmd(a, "EXTEND k 600", 5000);
 	double t_reply = h_now_ms();
 	ck_assert_msg(r != NULL, "EXTEND k 600: no reply within 5 s (%s)",
-		      a->eof ? "EOF" : "timeout");
-	ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0 || strncmp(r, "ERR NOTHELD", 11) == 0,
-		      "EXTEND k 600 with 2 of 3 masters stopped: got '%s', expected 'ERR QUORUM...' "
-		      "or 'ERR NOTHELD...'",
-		      r);
+	              a->eof ? "EOF" : "timeout");
+	ck_assert_msg(
+	    strncmp(r, "ERR QUORUM", 10) == 0 || strncmp(r, "ERR NOTHELD", 11) == 0,
+	    "EXTEND k 600 with 2 of 3 masters stopped: got '%s', expected 'ERR QUORUM...' "
+	    "or 'ERR NOTHELD...'",
+	    r);
 	/* the reply bound with masters stopped: redis.timeout_ms + 500 ms */
 	ck_assert_msg(t_reply - t0 <= H_SLOW_LIMIT, "EXTEND k 600 answered after %.0f ms",
 	              t_reply - t0);
@@ -212,7 +214,7 @@ START_TEST(failed_extend_shortens)
 			const char *l = cl_line(a, 0);
 			if (l) {
 				ck_assert_msg(strcmp(l, lost) == 0, "A got '%s', expected '%s'", l,
-					      lost);
+				              lost);
 				t_lost = h_now_ms();
 			}
 		}
@@ -224,7 +226,7 @@ START_TEST(failed_extend_shortens)
 			break;
 		}
 		ck_assert_msg(strcmp(r, "BUSY") == 0 || strncmp(r, "ERR QUORUM", 10) == 0,
-			      "TRYLOCK k on B: got '%s'", r);
+		              "TRYLOCK k on B: got '%s'", r);
 		if (t_lost < 0 && h_now_ms() - t0 > 600 + H_JITTER)
 			break; /* too late already: reported below */
 		h_sleep_ms(10);
@@ -234,10 +236,11 @@ START_TEST(failed_extend_shortens)
 		const char *l = cl_line(a, 0);
 		if (l && strcmp(l, lost) == 0)
 			t_lost = h_now_ms();
-		ck_assert_msg(t_lost >= 0,
-			      "B was granted k (fence %llu) %.0f ms after the EXTEND while A had no "
-			      "'%s' (got '%s'): two holders",
-			      g, t_ok - t0, lost, l ? l : "nothing");
+		ck_assert_msg(
+		    t_lost >= 0,
+		    "B was granted k (fence %llu) %.0f ms after the EXTEND while A had no "
+		    "'%s' (got '%s'): two holders",
+		    g, t_ok - t0, lost, l ? l : "nothing");
 	}
 	if (t_lost < 0) {
 		/* not yet: wait for it (bounded), to report when it came */
@@ -245,23 +248,23 @@ START_TEST(failed_extend_shortens)
 		if (l)
 			ck_assert_msg(strcmp(l, lost) == 0, "A got '%s', expected '%s'", l, lost);
 		ck_abort_msg("A got '%s' %.0f ms after EXTEND k 600 was sent, expected it within "
-			     "%d ms (the new lease is 600 ms)",
-			     l ? l : "no LOST", h_now_ms() - t0, 600 + H_JITTER);
+		             "%d ms (the new lease is 600 ms)",
+		             l ? l : "no LOST", h_now_ms() - t0, 600 + H_JITTER);
 	}
 	ck_assert_msg(t_lost - t0 <= 600 + H_JITTER,
-		      "'%s' came %.0f ms after EXTEND k 600 was sent (new lease 600 ms)", lost,
-		      t_lost - t0);
+	              "'%s' came %.0f ms after EXTEND k 600 was sent (new lease 600 ms)", lost,
+	              t_lost - t0);
 	if (t_ok >= 0) {
 		ck_assert_msg(g > f, "fence %llu on B after %llu on A", g, f);
 		fprintf(stderr,
-			"failed_extend_shortens: LOST at %.0f ms, B granted at %.0f ms after the "
-			"EXTEND\n",
-			t_lost - t0, t_ok - t0);
+		        "failed_extend_shortens: LOST at %.0f ms, B granted at %.0f ms after the "
+		        "EXTEND\n",
+		        t_lost - t0, t_ok - t0);
 	} else {
 		fprintf(stderr,
-			"failed_extend_shortens: LOST at %.0f ms; B not granted within %.0f ms (%d "
-			"tries)\n",
-			t_lost - t0, h_now_ms() - t0, tries);
+		        "failed_extend_shortens: LOST at %.0f ms; B not granted within %.0f ms (%d "
+		        "tries)\n",
+		        t_lost - t0, h_now_ms() - t0, tries);
 	}
 	cl_expect(a, "HELD", "END");
 	cl_expect_prefix(a, "EXTEND k 1000", "ERR NOTHELD");
@@ -293,7 +296,7 @@ START_TEST(reload_lease_no_lost)
 		t = held_ttl(a, "r1", &hf);
 		el = h_now_ms() - t0;
 		ck_assert_msg(t >= 0, "r1 no longer held %.0f ms after raising lease_ms (%s)", el,
-			      a->nlost ? a->lost[0] : "no LOST");
+		              a->nlost ? a->lost[0] : "no LOST");
 		ck_assert_uint_eq(hf, f);
 		/* by the end of the old lease's validity (3000 ms): a later
 		 * renewal would be a LOST (safety: no headroom) */
@@ -302,8 +305,9 @@ START_TEST(reload_lease_no_lost)
 		h_sleep_ms(50);
 	}
 	ck_assert_msg(t > 20000, "HELD ttl of r1 is %lld %.0f ms after lease_ms 3000 -> 30000", t,
-		      el);
-	fprintf(stderr, "reload_lease_no_lost: renewed at the new lease %.0f ms after SIGHUP\n", el);
+	              el);
+	fprintf(stderr, "reload_lease_no_lost: renewed at the new lease %.0f ms after SIGHUP\n",
+	        el);
 	int big = 0;
 	for (int i = 0; i < 3; i++)
 		big += pttl(i, "lockd:r1") > 20000;
@@ -322,7 +326,7 @@ START_TEST(reload_lease_no_lost)
 		t = held_ttl(a, "r1", &hf);
 		el = h_now_ms() - t0;
 		ck_assert_msg(t >= 0, "r1 no longer held %.0f ms after lowering lease_ms (%s)", el,
-			      a->nlost ? a->lost[0] : "no LOST");
+		              a->nlost ? a->lost[0] : "no LOST");
 		ck_assert_uint_eq(hf, f);
 		/* renewed at the new lease by its first renewal: a third of
 		 * it (1000 ms) after the reload, loaded headroom (the old
@@ -332,17 +336,18 @@ START_TEST(reload_lease_no_lost)
 		h_sleep_ms(50);
 	}
 	ck_assert_msg(t <= 3000, "HELD ttl of r1 is %lld %.0f ms after lease_ms 30000 -> 3000", t,
-		      el);
+	              el);
 	fprintf(stderr, "reload_lease_no_lost: renewed at the lower lease %.0f ms after SIGHUP\n",
-		el);
+	        el);
 	/* for the rest of 5 s: renewed at 3000, on a majority, no LOST */
 	int samples = 0;
 	for (int k = 0; k < 200 && h_now_ms() - t0 < 5000; k++) {
 		t = held_ttl(a, "r1", &hf);
 		el = h_now_ms() - t0;
-		ck_assert_msg(t > 0 && t <= 3000, "HELD ttl of r1 is %lld %.0f ms after lowering "
-						  "lease_ms to 3000 (%s)",
-			      t, el, a->nlost ? a->lost[0] : "no LOST");
+		ck_assert_msg(t > 0 && t <= 3000,
+		              "HELD ttl of r1 is %lld %.0f ms after lowering "
+		              "lease_ms to 3000 (%s)",
+		              t, el, a->nlost ? a->lost[0] : "no LOST");
 		ck_assert_uint_eq(hf, f);
 		int ok = 0;
 		long long p[3];
@@ -350,9 +355,10 @@ START_TEST(reload_lease_no_lost)
 			p[i] = pttl(i, "lockd:r1");
 			ok += p[i] > 0 && p[i] <= 3000 + 10;
 		}
-		ck_assert_msg(ok >= 2, "%.0f ms after lowering lease_ms to 3000: PTTL lockd:r1 %lld "
-				       "%lld %lld",
-			      el, p[0], p[1], p[2]);
+		ck_assert_msg(ok >= 2,
+		              "%.0f ms after lowering lease_ms to 3000: PTTL lockd:r1 %lld "
+		              "%lld %lld",
+		              el, p[0], p[1], p[2]);
 		samples++;
 		h_sleep_ms(100);
 	}
@@ -428,7 +434,7 @@ START_TEST(reload_during_acquire)
 	long long ttl = held_ttl(a, "R3", &f);
 	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:R3", &pmin, &pmax), 3);
 	ck_assert_msg(ttl > 0 && ttl <= pmax + 50,
-		      "HELD says %lld ms while the masters' PTTL is %lld-%lld", ttl, pmin, pmax);
+	              "HELD says %lld ms while the masters' PTTL is %lld-%lld", ttl, pmin, pmax);
 	/* past the 3000 ms lease it was granted with: renewed, never lost */
 	cl_silence(a, 4000);
 	ck_assert_msg(a->nlost == 0, "lost with healthy masters: %s", a->lost[0]);
@@ -472,10 +478,10 @@ START_TEST(reload_during_inflight_renewal)
 	}
 	rc_close(m0);
 	ck_assert_msg(jump[1] > 0, "fewer than 2 renewals of ka seen on master 0 in %.0f ms",
-		      h_now_ms() - start);
+	              h_now_ms() - start);
 	double period = jump[1] - jump[0];
 	ck_assert_msg(period >= 200 && period <= 3000, "renewals %.0f ms apart (lease 3000)",
-		      period);
+	              period);
 	fprintf(stderr, "reload_during_inflight_renewal: renewals every %.0f ms\n", period);
 
 	/* stall every master (as DEBUG SLEEP 0.8 would) from 150 ms before the
@@ -512,7 +518,7 @@ START_TEST(reload_during_inflight_renewal)
 		double th = h_now_ms();
 		long long t = held_ttl(a, "ka", &hf);
 		ck_assert_msg(t >= 0, "ka no longer held by A %.0f ms after the stall began (%s)",
-			      th - t_stop, a->nlost ? a->lost[0] : "no LOST");
+		              th - t_stop, a->nlost ? a->lost[0] : "no LOST");
 		ck_assert_uint_eq(hf, f);
 		if (t > max_ttl)
 			max_ttl = t;
@@ -522,10 +528,10 @@ START_TEST(reload_during_inflight_renewal)
 		}
 		double me = majority_end(e);
 		ck_assert_msg(th + (double)t <= me + 50,
-			      "%.0f ms after the stall began (%s): A's HELD ttl of ka is %lld ms, "
-			      "the lease left on a majority of the masters %.0f ms",
-			      th - t_stop, stopped ? "masters stopped" : "masters running", t,
-			      me - th);
+		              "%.0f ms after the stall began (%s): A's HELD ttl of ka is %lld ms, "
+		              "the lease left on a majority of the masters %.0f ms",
+		              th - t_stop, stopped ? "masters stopped" : "masters running", t,
+		              me - th);
 		samples++;
 
 		if (!stopped) {
@@ -535,17 +541,19 @@ START_TEST(reload_during_inflight_renewal)
 			if (strncmp(r, "OK ", 3) == 0) {
 				unsigned long long g = h_fence(r);
 				long long ta = held_ttl(a, "ka", NULL);
-				ck_assert_msg(ta < 0,
-					      "%.0f ms after the stall began: B was granted ka (fence "
-					      "%llu) while A still lists it (ttl %lld, fence %llu): "
-					      "two holders",
-					      h_now_ms() - t_stop, g, ta, f);
+				ck_assert_msg(
+				    ta < 0,
+				    "%.0f ms after the stall began: B was granted ka (fence "
+				    "%llu) while A still lists it (ttl %lld, fence %llu): "
+				    "two holders",
+				    h_now_ms() - t_stop, g, ta, f);
 				ck_abort_msg("%.0f ms after the stall began: A lost ka (%s) and B "
-					     "was granted it, with healthy masters",
-					     h_now_ms() - t_stop, a->nlost ? a->lost[0] : "no LOST");
+				             "was granted it, with healthy masters",
+				             h_now_ms() - t_stop,
+				             a->nlost ? a->lost[0] : "no LOST");
 			}
 			ck_assert_msg(strcmp(r, "BUSY") == 0 || strncmp(r, "ERR QUORUM", 10) == 0,
-				      "TRYLOCK ka on B: got '%s'", r);
+			              "TRYLOCK ka on B: got '%s'", r);
 		}
 		h_sleep_ms(50);
 	}
@@ -554,19 +562,19 @@ START_TEST(reload_during_inflight_renewal)
 			h_master_cont(i);
 	ck_assert_msg(hup && seen_reload, "lockd 0 logged no 'reloaded' after SIGHUP");
 	ck_assert_msg(samples >= 40 && b_tries >= 30, "only %d samples, %d TRYLOCKs on B in 6 s",
-		      samples, b_tries);
+	              samples, b_tries);
 	/* a reload never causes a LOST with healthy masters, and the renewals
 	 * after it write the new lease */
 	ck_assert_int_eq(a->nlost, 0);
 	ck_assert_msg(expiries("lockd:ka", e), "a master did not answer PTTL");
 	double left = majority_end(e) - h_now_ms();
 	ck_assert_msg(left > 3000,
-		      "lease of ka left on a majority %.0f ms, 5 s after lease_ms 3000 -> 60000",
-		      left);
+	              "lease of ka left on a majority %.0f ms, 5 s after lease_ms 3000 -> 60000",
+	              left);
 	fprintf(stderr,
-		"reload_during_inflight_renewal: %d samples, %d TRYLOCKs on B, largest HELD ttl "
-		"%lld, lease left on a majority at the end %.0f ms\n",
-		samples, b_tries, max_ttl, left);
+	        "reload_during_inflight_renewal: %d samples, %d TRYLOCKs on B, largest HELD ttl "
+	        "%lld, lease left on a majority at the end %.0f ms\n",
+	        samples, b_tries, max_ttl, left);
 	cl_expect(b, "TRYLOCK ka", "BUSY");
 	cl_expect(a, "UNLOCK ka", "OK 0");
 	cl_close(a);
@@ -598,8 +606,8 @@ START_TEST(reset_during_extend)
 		/* lockd has read it and waits for the masters (timeout_ms 500) */
 		h_sleep_ms(50);
 		const char *l = cl_line(c, 0);
-		ck_assert_msg(l == NULL, "round %d: '%s' answered '%s' before the reset", round, ext,
-			      l);
+		ck_assert_msg(l == NULL, "round %d: '%s' answered '%s' before the reset", round,
+		              ext, l);
 		struct linger lg = {1, 0};
 		ck_assert(setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
 		cl_close(c);
@@ -626,9 +634,9 @@ START_TEST(fence_idle_expires)
 	for (int i = 0; i < 3; i++) {
 		long long p = pttl(i, "lockd:f fence");
 		ck_assert_msg(p > 0 && p <= 2000,
-			      "PTTL of 'lockd:f fence' on master %d is %lld right after the grant "
-			      "(fence_idle_ms 2000)",
-			      i, p);
+		              "PTTL of 'lockd:f fence' on master %d is %lld right after the grant "
+		              "(fence_idle_ms 2000)",
+		              i, p);
 	}
 	double el = 0;
 	int gone = 0;

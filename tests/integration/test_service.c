@@ -355,12 +355,12 @@ START_TEST(sigterm_releases)
 	for (int i = 0; i < 3; i++) {
 		const char *ln = cl_line(a, 1000);
 		ck_assert_msg(ln && strncmp(ln, "LOST k", 6) == 0 && ln[6] >= '1' && ln[6] <= '3' &&
-				  ln[7] == ' ',
-			      "holder got '%s', expected LOST k1/k2/k3", ln ? ln : "(nothing)");
+		                  ln[7] == ' ',
+		              "holder got '%s', expected LOST k1/k2/k3", ln ? ln : "(nothing)");
 		lost[ln[6] - '1']++;
 	}
-	ck_assert_msg(lost[0] == 1 && lost[1] == 1 && lost[2] == 1, "LOST lines: k1 %d, k2 %d, k3 %d",
-		      lost[0], lost[1], lost[2]);
+	ck_assert_msg(lost[0] == 1 && lost[1] == 1 && lost[2] == 1,
+	              "LOST lines: k1 %d, k2 %d, k3 %d", lost[0], lost[1], lost[2]);
 	cl_want_eof(a, 1000);
 	cl_want_eof(b, 1000);
 	cl_want_eof(c, 1000);
@@ -918,7 +918,8 @@ START_TEST(metrics_endpoint)
 	snprintf(bl, sizeof(bl), "{version=\"%s\"}", PACKAGE_VERSION);
 	ck_assert_msg(sample_val(&x, "lockd_build_info", bl) == 1, "lockd_build_info%s", bl);
 	ck_assert_msg(sample_val(&x, "lockd_masters_counting", "") == 3,
-	              "lockd_masters_counting %g, not 3", sample_val(&x, "lockd_masters_counting", ""));
+	              "lockd_masters_counting %g, not 3",
+	              sample_val(&x, "lockd_masters_counting", ""));
 	ck_assert_msg(sample_val(&x, "lockd_quorum_ok", "") == 1, "lockd_quorum_ok %g, not 1",
 	              sample_val(&x, "lockd_quorum_ok", ""));
 	/* bucket bounds are powers of two microseconds, written exactly */
@@ -1115,8 +1116,10 @@ START_TEST(config_test_matches_start)
 	     "bad.yml:1:10: listen: \"localhost:22393\": host must be a numeric IP address"},
 	    {"bound twice", "listen: [\"127.0.0.1:22393\", \"[::]:22393\"]\npassword: pw\n",
 	     "bad.yml:1:1: listen: \"127.0.0.1:22393\" and \"[::]:22393\" cannot both be bound"},
-	    {"metrics on a listener", "listen: [\"127.0.0.1:22393\"]\nmetrics: {listen: \"0.0.0.0:22393\"}\n",
-	     "bad.yml:2:11: metrics.listen: \"0.0.0.0:22393\" and listen \"127.0.0.1:22393\" cannot"},
+	    {"metrics on a listener",
+	     "listen: [\"127.0.0.1:22393\"]\nmetrics: {listen: \"0.0.0.0:22393\"}\n",
+	     "bad.yml:2:11: metrics.listen: \"0.0.0.0:22393\" and listen \"127.0.0.1:22393\" "
+	     "cannot"},
 	    {"open listener", "listen: [\"0.0.0.0:22393\"]\n",
 	     "bad.yml:1:1: listen: \"0.0.0.0:22393\" is not a loopback address and clients need no "
 	     "password"},
@@ -1133,13 +1136,14 @@ START_TEST(config_test_matches_start)
 		char *out, *err, *out2, *err2;
 		h_put_file(path, cases[i].text);
 		int rc = lockd_run(&out, &err, "-t", "-c", "bad.yml");
-		ck_assert_msg(rc == 1, "%s: lockd -t exit %d (stderr '%s')", cases[i].what, rc, err);
-		ck_assert_msg(strncmp(err, cases[i].msg, strlen(cases[i].msg)) == 0 &&
-		                  count_lines(err) == 1,
-		              "%s: lockd -t said '%s', expected '%s...'", cases[i].what, err,
-		              cases[i].msg);
+		ck_assert_msg(rc == 1, "%s: lockd -t exit %d (stderr '%s')", cases[i].what, rc,
+		              err);
+		ck_assert_msg(
+		    strncmp(err, cases[i].msg, strlen(cases[i].msg)) == 0 && count_lines(err) == 1,
+		    "%s: lockd -t said '%s', expected '%s...'", cases[i].what, err, cases[i].msg);
 		rc = lockd_run(&out2, &err2, "-c", "bad.yml", NULL);
-		ck_assert_msg(rc == 1, "%s: lockd -c exit %d (stderr '%s')", cases[i].what, rc, err2);
+		ck_assert_msg(rc == 1, "%s: lockd -c exit %d (stderr '%s')", cases[i].what, rc,
+		              err2);
 		ck_assert_msg(strcmp(err, err2) == 0, "%s: -t said '%s', start said '%s'",
 		              cases[i].what, err, err2);
 		free(out);
@@ -1306,9 +1310,9 @@ START_TEST(no_majority_at_start)
 	h_lockd_start(&o);
 	const char *logp = h_lockd(0)->log;
 	double t0 = h_now_ms();
-	char *l = h_log_wait(logp, 0,
-	                   "no majority of masters reachable: 1 of 3 up; LOCK will answer ERR QUORUM",
-	                   NULL, 5000);
+	char *l = h_log_wait(
+	    logp, 0, "no majority of masters reachable: 1 of 3 up; LOCK will answer ERR QUORUM",
+	    NULL, 5000);
 	ck_assert_msg(l != NULL, "no warning within 5 s of start");
 	free(l);
 	ck_assert_msg(h_now_ms() - t0 < 4000, "the warning took %.0f ms", h_now_ms() - t0);
@@ -1457,7 +1461,6 @@ START_TEST(systemd_unit_verify)
 	free(text);
 }
 END_TEST
-
 
 TCase *tc_service(void)
 {

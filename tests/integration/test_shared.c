@@ -42,12 +42,12 @@ struct ss {
 	char lock_req[96];
 	int hold_min, hold_max, think_min, think_max;
 	unsigned long long fence, lost_fence;
-	int holds;        /* believes it holds: OK received, no UNLOCK sent, no LOST */
-	double t_next;    /* IDLE: send LOCK at; HOLDING: send UNLOCK at */
-	double t_sent;    /* when the pending request was sent */
-	double max_wait;  /* longest LOCK sent -> OK */
+	int holds;       /* believes it holds: OK received, no UNLOCK sent, no LOST */
+	double t_next;   /* IDLE: send LOCK at; HOLDING: send UNLOCK at */
+	double t_sent;   /* when the pending request was sent */
+	double max_wait; /* longest LOCK sent -> OK */
 	long grants, timeouts, quorum;
-	int granted_now;  /* granted in this round */
+	int granted_now; /* granted in this round */
 	char *lines[16];
 	int nlines;
 };
@@ -77,8 +77,9 @@ static void eng_bad(struct eng *e, int i, const char *what, const char *line)
 {
 	e->bad++;
 	if (!e->first_bad[0])
-		snprintf(e->first_bad, sizeof(e->first_bad), "session %d (lockd %d, state %d): %s '%s'",
-			 i, e->s[i].inst, e->s[i].st, what, line ? line : "");
+		snprintf(e->first_bad, sizeof(e->first_bad),
+		         "session %d (lockd %d, state %d): %s '%s'", i, e->s[i].inst, e->s[i].st,
+		         what, line ? line : "");
 }
 
 static void eng_init(struct eng *e, int n, const char *key, int permits, unsigned seed)
@@ -104,19 +105,20 @@ static void eng_free(struct eng *e)
 
 /* Session i: on lockd inst, of a kind, holding and thinking for so long. */
 static void eng_add(struct eng *e, int i, int inst, int kind, int wait_ms, int hold_min,
-		    int hold_max, int think_min, int think_max)
+                    int hold_max, int think_min, int think_max)
 {
 	struct ss *s = &e->s[i];
 	s->c = cl_tcp(h_lockd(inst)->port);
 	s->inst = inst;
 	s->kind = kind;
 	if (kind == K_READER)
-		snprintf(s->lock_req, sizeof(s->lock_req), "LOCK %s SHARED WAIT %d\n", e->key, wait_ms);
+		snprintf(s->lock_req, sizeof(s->lock_req), "LOCK %s SHARED WAIT %d\n", e->key,
+		         wait_ms);
 	else if (kind == K_WRITER)
 		snprintf(s->lock_req, sizeof(s->lock_req), "LOCK %s WAIT %d\n", e->key, wait_ms);
 	else
 		snprintf(s->lock_req, sizeof(s->lock_req), "LOCK %s PERMITS %d WAIT %d\n", e->key,
-			 e->permits, wait_ms);
+		         e->permits, wait_ms);
 	s->hold_min = hold_min;
 	s->hold_max = hold_max;
 	s->think_min = think_min;
@@ -163,9 +165,9 @@ static void on_grant(struct eng *e, int i, unsigned long long f, double now)
 		e->regressions++;
 		if (!e->first_regression[0])
 			snprintf(e->first_regression, sizeof(e->first_regression),
-				 "session %d (lockd %d) got fence %llu; fence %llu was answered "
-				 "before its request",
-				 i, s->inst, f, before);
+			         "session %d (lockd %d) got fence %llu; fence %llu was answered "
+			         "before its request",
+			         i, s->inst, f, before);
 	}
 	if (e->ng == e->capg) {
 		e->capg = e->capg ? e->capg * 2 : 1024;
@@ -187,10 +189,10 @@ static void on_grant(struct eng *e, int i, unsigned long long f, double now)
 		e->overlaps++;
 		if (!e->first_overlap[0])
 			snprintf(e->first_overlap, sizeof(e->first_overlap),
-				 "session %d (%s, lockd %d) got 'OK %llu' while %d reader(s) and "
-				 "%d writer(s) held",
-				 i, s->kind == K_WRITER ? "writer" : "reader", s->inst, f, e->readers,
-				 e->writers);
+			         "session %d (%s, lockd %d) got 'OK %llu' while %d reader(s) and "
+			         "%d writer(s) held",
+			         i, s->kind == K_WRITER ? "writer" : "reader", s->inst, f,
+			         e->readers, e->writers);
 	}
 	if (s->kind == K_READER && e->readers > 0)
 		e->reader_overlaps++;
@@ -266,10 +268,11 @@ static void check_fifo(struct eng *e)
 				continue;
 			e->not_fifo++;
 			if (!e->first_fifo[0])
-				snprintf(e->first_fifo, sizeof(e->first_fifo),
-					 "lockd %d granted session %d (LOCK sent %.0f ms before) while "
-					 "session %d waited (LOCK sent %.0f ms before)",
-					 b->inst, i, h_now_ms() - b->t_sent, j, h_now_ms() - a->t_sent);
+				snprintf(
+				    e->first_fifo, sizeof(e->first_fifo),
+				    "lockd %d granted session %d (LOCK sent %.0f ms before) while "
+				    "session %d waited (LOCK sent %.0f ms before)",
+				    b->inst, i, h_now_ms() - b->t_sent, j, h_now_ms() - a->t_sent);
 		}
 	}
 }
@@ -293,7 +296,10 @@ static void eng_timers(struct eng *e, double now)
 	}
 }
 
-static int is_event(const char *l) { return strncmp(l, "LOST", 4) == 0 && (l[4] == ' ' || !l[4]); }
+static int is_event(const char *l)
+{
+	return strncmp(l, "LOST", 4) == 0 && (l[4] == ' ' || !l[4]);
+}
 
 static void eng_round(struct eng *e, int max_ms)
 {
@@ -355,7 +361,7 @@ static void eng_drain(struct eng *e, int timeout_ms)
 	while (eng_busy(e) && h_now_ms() < end)
 		eng_round(e, 20);
 	ck_assert_msg(eng_busy(e) == 0, "%d sessions still busy %d ms after the last LOCK",
-		      eng_busy(e), timeout_ms);
+	              eng_busy(e), timeout_ms);
 }
 
 /* ------------------------------------------------------------------ faults */
@@ -430,8 +436,8 @@ static void faults_tick(struct flt *f, double now, int stop_new)
 			f->until = h_now_ms() + rnd(&f->seed, 300, 700);
 			return;
 		}
-		ck_assert_msg(now < f->until, "master %d does not count again 15 s after its %s", f->m,
-			      f->kind == 0 ? "restart" : "SIGCONT");
+		ck_assert_msg(now < f->until, "master %d does not count again 15 s after its %s",
+		              f->m, f->kind == 0 ? "restart" : "SIGCONT");
 		return;
 	}
 }
@@ -459,14 +465,14 @@ static void eng_check(struct eng *e)
 	}
 	ck_assert_msg(e->overlaps == 0, "%ld overlaps; first: %s", e->overlaps, e->first_overlap);
 	ck_assert_msg(e->over_permits == 0, "%ld grants above %d holders (at most %d at once)",
-		      e->over_permits, e->permits, e->max_holders);
+	              e->over_permits, e->permits, e->max_holders);
 	ck_assert_msg(e->regressions == 0, "%ld fence regressions; first: %s", e->regressions,
-		      e->first_regression);
+	              e->first_regression);
 	ck_assert_msg(e->bad == 0, "%ld unexpected lines; first: %s", e->bad, e->first_bad);
 }
 
 static const struct h_opts soak_opts = {
-	.lease_ms = 2000, .redis_extra = "  restart_exclusion_ms: 2000\n  reconnect_max_ms: 200\n"};
+    .lease_ms = 2000, .redis_extra = "  restart_exclusion_ms: 2000\n  reconnect_max_ms: 200\n"};
 
 /* ------------------------------------------------------------------ the runs */
 
@@ -556,16 +562,16 @@ START_TEST(permits_soak)
 	       "SIGSTOP): grants %ld, most holders at once %d, above 3: %ld, not FIFO %ld, "
 	       "longest wait %.0f ms, TIMEOUT %ld, ERR QUORUM %ld, LOST %ld, permit_grants %s + "
 	       "%s\n",
-	       N, f.n, f.kills, f.stops, e.grants, e.max_holders, e.over_permits, e.not_fifo,
-	       worst, timeouts, quorum, e.lost, pg ? pg : "?", pg1 ? pg1 : "?");
+	       N, f.n, f.kills, f.stops, e.grants, e.max_holders, e.over_permits, e.not_fifo, worst,
+	       timeouts, quorum, e.lost, pg ? pg : "?", pg1 ? pg1 : "?");
 	fflush(stdout);
 	free(pg);
 	free(pg1);
 	eng_check(&e);
 	ck_assert_msg(e.max_holders == 3, "at most %d holders at once: not all permits used",
-		      e.max_holders);
+	              e.max_holders);
 	ck_assert_msg(e.not_fifo == 0, "%ld grants out of FIFO order; first: %s", e.not_fifo,
-		      e.first_fifo);
+	              e.first_fifo);
 	cl_close(f.ctl[0]);
 	cl_close(f.ctl[1]);
 	eng_free(&e);
@@ -656,14 +662,15 @@ START_TEST(shared_replies)
 	unsigned long long f;
 	int holds;
 	ck_assert_msg(sscanf(lines[0], "KEY k %llu %d %lld %15s", &f, &holds, &ttl, kw) == 4 &&
-			  f == fa && holds == 2 && ttl > 0 && ttl <= 3000 && strcmp(kw, "SHARED") == 0,
-		      "HELD line '%s'", lines[0]);
+	                  f == fa && holds == 2 && ttl > 0 && ttl <= 3000 &&
+	                  strcmp(kw, "SHARED") == 0,
+	              "HELD line '%s'", lines[0]);
 	const char *r = cl_cmd(c, "STATUS k", H_TMO);
 	int holders;
 	long long w;
 	ck_assert_msg(r && sscanf(r, "SHARED %d %lld %lld", &holders, &ttl, &w) == 3 &&
-			  holders == 2 && ttl > 3000 && ttl <= 5000 && w == 0,
-		      "STATUS k: '%s'", r ? r : "(none)");
+	                  holders == 2 && ttl > 3000 && ttl <= 5000 && w == 0,
+	              "STATUS k: '%s'", r ? r : "(none)");
 	cl_expect(c, "TRYLOCK k", "BUSY");
 	/* a writer waits: TRYLOCK SHARED is BUSY here, even while held shared */
 	cl_send(c, "LOCK k WAIT 5000\n");
@@ -683,13 +690,14 @@ START_TEST(shared_replies)
 	cl_expect(c, "LOCK k SHARED", want);
 	ck_assert_int_eq(held_lines(c, lines, 8), 1);
 	ck_assert_msg(sscanf(lines[0], "KEY k %llu %d %lld%15s", &f, &holds, &ttl, kw) == 3 &&
-			  holds == 2,
-		      "HELD line '%s'", lines[0]);
+	                  holds == 2,
+	              "HELD line '%s'", lines[0]);
 	cl_expect(c, "UNLOCK k", "OK 1");
 	cl_expect(c, "UNLOCK k", "OK 0");
 	cl_expect(d, "STATUS k", "FREE");
 	/* syntax */
-	cl_expect(d, "LOCK k SHARED PERMITS 2", "ERR PROTOCOL SHARED and PERMITS exclude each other");
+	cl_expect(d, "LOCK k SHARED PERMITS 2",
+	          "ERR PROTOCOL SHARED and PERMITS exclude each other");
 	cl_expect_prefix(d, "TRYLOCK k PERMITS 2 SHARED", "ERR PROTOCOL ");
 	cl_expect_prefix(d, "LOCK k PERMITS 0", "ERR ARG ");
 	cl_expect_prefix(d, "LOCK k PERMITS 1025", "ERR ARG ");
@@ -723,13 +731,15 @@ START_TEST(permits_replies)
 	unsigned long long f;
 	int holds, permit;
 	long long ttl;
-	ck_assert_msg(sscanf(lines[0], "KEY p %llu %d %lld PERMIT %d", &f, &holds, &ttl, &permit) == 4 &&
-			  f == fa && holds == 1 && permit == 0,
-		      "HELD line '%s'", lines[0]);
+	ck_assert_msg(sscanf(lines[0], "KEY p %llu %d %lld PERMIT %d", &f, &holds, &ttl, &permit) ==
+	                      4 &&
+	                  f == fa && holds == 1 && permit == 0,
+	              "HELD line '%s'", lines[0]);
 	ck_assert_int_eq(held_lines(b, lines, 8), 1);
-	ck_assert_msg(sscanf(lines[0], "KEY p %llu %d %lld PERMIT %d", &f, &holds, &ttl, &permit) == 4 &&
-			  f == fb && permit == 1 && ttl > 3000 && ttl <= 4000,
-		      "HELD line '%s'", lines[0]);
+	ck_assert_msg(sscanf(lines[0], "KEY p %llu %d %lld PERMIT %d", &f, &holds, &ttl, &permit) ==
+	                      4 &&
+	                  f == fb && permit == 1 && ttl > 3000 && ttl <= 4000,
+	              "HELD line '%s'", lines[0]);
 	/* one lock each on the masters */
 	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:p", NULL, NULL), 3);
 	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:p permit 1", NULL, NULL), 3);
@@ -829,7 +839,7 @@ START_TEST(shared_two_lockds)
 	cl_expect(r2, "TRYLOCK k SHARED", "BUSY"); /* lockd 0 admits no new reader */
 	const char *st = cl_cmd(x, "STATUS k", H_TMO);
 	ck_assert_msg(st && sscanf(st, "SHARED 1 %lld %lld", &ttl, &n) == 2 && n == 0,
-		      "STATUS k: '%s'", st ? st : "(none)");
+	              "STATUS k: '%s'", st ? st : "(none)");
 	double t0 = h_now_ms();
 	cl_expect(r1, "UNLOCK k", "OK 0");
 	unsigned long long fw = cl_want_ok(w, 2000);
@@ -915,7 +925,7 @@ static int runs_together(const char *opt, const char *optval, const char *key, i
 	for (int i = 0; i < n; i++) {
 		int st = h_reap(pids[i], 15000);
 		ck_assert_msg(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-			      "lockctl run %s %s: %s", opt, key, h_status_str(st));
+		              "lockctl run %s %s: %s", opt, key, h_status_str(st));
 	}
 	int lines, most = most_at_once(log, &lines);
 	ck_assert_int_eq(lines, 2 * n);

@@ -1123,15 +1123,15 @@ END_TEST
 enum { F_GAP, F_KILLED, F_STOPPED, F_RECOVER };
 
 struct faults {
-	int phase, m, kind; /* kind 0: kill -9 + restart, 1: SIGSTOP + SIGCONT */
-	int maj, m2;        /* a majority fault: masters m and m2 killed at once */
-	int majs;           /* majority faults so far */
+	int phase, m, kind;              /* kind 0: kill -9 + restart, 1: SIGSTOP + SIGCONT */
+	int maj, m2;                     /* a majority fault: masters m and m2 killed at once */
+	int majs;                        /* majority faults so far */
 	double maj_from[64], maj_to[64]; /* from the kill to the first grant after */
-	int await_grant;    /* a majority restart waits for its first grant */
-	long grants_at;     /* grants when the masters were restarted */
+	int await_grant;                 /* a majority restart waits for its first grant */
+	long grants_at;                  /* grants when the masters were restarted */
 	double worst_first_grant;
-	double until;       /* end of the current phase (F_RECOVER: deadline) */
-	double t_recover;   /* when the master came back */
+	double until;     /* end of the current phase (F_RECOVER: deadline) */
+	double t_recover; /* when the master came back */
 	int n, kills, stops;
 	double worst_recover;
 	struct cl *ctl[2];
@@ -1248,7 +1248,7 @@ static void faults_grants(struct faults *f, long grants)
 		return;
 	}
 	ck_assert_msg(now - f->t_recover < 15000,
-		      "no grant 15 s after a majority of the masters restarted");
+	              "no grant 15 s after a majority of the masters restarted");
 }
 
 /* Stall k overlaps a majority fault (no grant is possible then). */

@@ -56,8 +56,9 @@ START_TEST(fifo_ten)
 	for (int i = 0; i < N; i++) {
 		w[i] = cl_open();
 		/* a mix of LOCK forms: all wait in one queue */
-		cl_send(w[i], i % 3 == 0 ? "LOCK k\n" : i % 3 == 1 ? "LOCK k WAIT 20000\n"
-								     : "LOCK k WAIT 20000 TTL 20000\n");
+		cl_send(w[i], i % 3 == 0   ? "LOCK k\n"
+		              : i % 3 == 1 ? "LOCK k WAIT 20000\n"
+		                           : "LOCK k WAIT 20000 TTL 20000\n");
 		cl_wait_waiters(s, "k", i + 1, 2000);
 	}
 	cl_expect(a, "UNLOCK k", "OK 0");
@@ -186,10 +187,10 @@ START_TEST(trylock_does_not_jump_queue)
 	unsigned long long f = cl_want_ok(b, 1000);
 	const char *ra = cl_reply(a, H_TMO), *rc;
 	ck_assert_msg(ra && strcmp(ra, "BUSY") == 0, "TRYLOCK after own UNLOCK with a waiter: '%s'",
-		      ra ? ra : "no reply");
+	              ra ? ra : "no reply");
 	rc = cl_reply(c, H_TMO);
 	ck_assert_msg(rc && strcmp(rc, "BUSY") == 0, "TRYLOCK with a waiter: '%s'",
-		      rc ? rc : "no reply");
+	              rc ? rc : "no reply");
 	ck_assert_uint_gt(f, 0);
 	cl_close(a);
 	cl_close(b);
@@ -237,9 +238,11 @@ START_TEST(waiter_with_ttl)
 	const char *l = cl_line(b, 2000);
 	char want[64];
 	snprintf(want, sizeof(want), "LOST k %llu", f);
-	ck_assert_msg(l && strcmp(l, want) == 0, "got '%s', expected '%s'", l ? l : "nothing", want);
+	ck_assert_msg(l && strcmp(l, want) == 0, "got '%s', expected '%s'", l ? l : "nothing",
+	              want);
 	double el = h_now_ms() - t0;
-	ck_assert_msg(el >= 250 && el <= 1400, "LOST %.0f ms after the grant of a TTL 400 lock", el);
+	ck_assert_msg(el >= 250 && el <= 1400, "LOST %.0f ms after the grant of a TTL 400 lock",
+	              el);
 	cl_close(a);
 	cl_close(b);
 }

@@ -15,7 +15,7 @@ static int released_keys;
 static unsigned token_seq;
 
 static struct rl_call *add(enum fake_kind k, const char *key, size_t klen, rl_done_fn *done,
-			   void *owner)
+                           void *owner)
 {
 	struct rl_call *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -39,9 +39,9 @@ void rl_token_new(char *out)
 }
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, int64_t lease_ms, const char *old_token,
-			   enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
-			   rl_done_fn *release_done, void *owner)
+                           const char *token, int64_t lease_ms, const char *old_token,
+                           enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
+                           rl_done_fn *release_done, void *owner)
 {
 	struct rl_call *c = add(FK_ACQUIRE, key, klen, done, owner);
 	c->hold = hold;
@@ -55,7 +55,10 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	return c;
 }
 
-const struct rl_grant *rl_grant_of(const struct rl_call *c) { return &c->grant; }
+const struct rl_grant *rl_grant_of(const struct rl_call *c)
+{
+	return &c->grant;
+}
 
 void rl_undo(const struct rl_call *c)
 {
@@ -63,8 +66,8 @@ void rl_undo(const struct rl_call *c)
 }
 
 struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-			   const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
-			   rl_done_fn *done, void *owner)
+                           const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
+                           rl_done_fn *done, void *owner)
 {
 	struct rl_call *c = add(FK_RELEASE, key, klen, NULL, owner);
 	c->hold = hold;
@@ -76,10 +79,13 @@ struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint
 	return c;
 }
 
-enum rl_result rl_result_of(const struct rl_call *c) { return c->rel_result; }
+enum rl_result rl_result_of(const struct rl_call *c)
+{
+	return c->rel_result;
+}
 
 struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, rl_done_fn *done,
-			 void *owner)
+                         void *owner)
 {
 	struct rl_call *c = add(FK_RENEW, NULL, 0, done, owner);
 	c->items = items;
@@ -94,11 +100,17 @@ struct rl_renew_item *rl_renew_items(const struct rl_call *c, int *n)
 	return c->items;
 }
 
-int64_t rl_start_us(const struct rl_call *c) { return c->grant.start_us; }
-int64_t rl_lease_of(const struct rl_call *c) { return c->lease_ms; }
+int64_t rl_start_us(const struct rl_call *c)
+{
+	return c->grant.start_us;
+}
+int64_t rl_lease_of(const struct rl_call *c)
+{
+	return c->lease_ms;
+}
 
 struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_done_fn *done,
-				void *owner)
+                                void *owner)
 {
 	struct rl_call *c = add(FK_RELEASE_MANY, NULL, 0, done, owner);
 	c->nitems = n;
@@ -115,14 +127,17 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 }
 
 struct rl_call *rl_status(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
-			  void *owner)
+                          void *owner)
 {
 	struct rl_call *c = add(FK_STATUS, key, klen, done, owner);
 	c->status.npermits = permits;
 	return c;
 }
 
-const struct rl_status *rl_status_of(const struct rl_call *c) { return &c->status; }
+const struct rl_status *rl_status_of(const struct rl_call *c)
+{
+	return &c->status;
+}
 
 const char *rl_key_of(const struct rl_call *c, size_t *klen)
 {
@@ -136,7 +151,10 @@ void rl_detach(struct rl_call *c, void *owner)
 		c->owner = NULL;
 }
 
-int rl_inflight(void) { return fake_pending(FK_ACQUIRE) + fake_pending(FK_RELEASE); }
+int rl_inflight(void)
+{
+	return fake_pending(FK_ACQUIRE) + fake_pending(FK_RELEASE);
+}
 
 /* --- the test's side --- */
 
@@ -156,7 +174,10 @@ struct rl_call *fake_oldest(enum fake_kind k)
 	return NULL;
 }
 
-int fake_released_keys(void) { return released_keys; }
+int fake_released_keys(void)
+{
+	return released_keys;
+}
 
 static void decide(struct rl_call *c)
 {
@@ -166,7 +187,7 @@ static void decide(struct rl_call *c)
 }
 
 void fake_acquire_done(struct rl_call *c, enum rl_result r, uint64_t fence, int64_t valid_ms,
-		       int64_t pttl_ms)
+                       int64_t pttl_ms)
 {
 	c->grant.result = r;
 	c->grant.fence = fence;
@@ -235,11 +256,14 @@ void fake_reset(void)
 /* Sessions that outlive a connection are tested end to end
  * (tests/integration): locktab's unit tests never make one resumable. */
 struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
-			    int64_t expire_ms, const struct rl_sess_hold *holds, int n,
-			    rl_done_fn *done, void *owner)
+                            int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                            rl_done_fn *done, void *owner)
 {
 	ck_abort_msg("rl_sess_put without a resumable session");
 	return NULL;
 }
 
-int rl_adopting(void) { return 0; }
+int rl_adopting(void)
+{
+	return 0;
+}

@@ -41,7 +41,7 @@ int fake_released_keys(void);
  * pttl, or RL_QUORUM. A handoff's release verdict comes apart. The
  * oldest undecided acquire, checked to be for key (with permit, or shared). */
 void fake_acquire_done(struct rl_call *c, enum rl_result r, uint64_t fence, int64_t valid_ms,
-		       int64_t pttl_ms);
+                       int64_t pttl_ms);
 void fake_release_done(struct rl_call *c, enum rl_result r); /* also a handoff's */
 void fake_renew_done(struct rl_call *c, int ok, int64_t valid_ms);
 /* A status verdict: the key's lock held (ttl_ms left), else shared holders. */

@@ -257,13 +257,10 @@ static const struct {
      10000000},
     {"limits: {reqs_per_event: 10000}", offsetof(struct config, reqs_per_event), 10000},
     {"limits: {line_timeout_ms: 100}", offsetof(struct config, line_timeout_ms), 100},
-    {"limits: {line_timeout_ms: 2147483647}", offsetof(struct config, line_timeout_ms),
-     2147483647},
+    {"limits: {line_timeout_ms: 2147483647}", offsetof(struct config, line_timeout_ms), 2147483647},
     {"limits: {idle_timeout_ms: 0}", offsetof(struct config, idle_timeout_ms), 0},
-    {"limits: {idle_timeout_ms: 2147483647}", offsetof(struct config, idle_timeout_ms),
-     2147483647},
-    {"limits: {max_clients_per_ip: 1000000}", offsetof(struct config, max_clients_per_ip),
-     1000000},
+    {"limits: {idle_timeout_ms: 2147483647}", offsetof(struct config, idle_timeout_ms), 2147483647},
+    {"limits: {max_clients_per_ip: 1000000}", offsetof(struct config, max_clients_per_ip), 1000000},
     {"limits: {max_auth_failures: 0}", offsetof(struct config, max_auth_failures), 0},
     {"limits: {max_auth_failures: 1000000}", offsetof(struct config, max_auth_failures), 1000000},
     {"redis: {timeout_ms: +7}", offsetof(struct config, timeout_ms), 7},
@@ -336,18 +333,19 @@ START_TEST(listen_mappings)
 	char err[ERRLEN];
 
 	cfg_defaults(&c);
-	ck_assert_msg(load(&c,
-	                   "password: pw\n"
-	                   "listen:\n"
-	                   "  - \"127.0.0.1:7390\"\n"
-	                   "  - address: \"0.0.0.0:7391\"\n"
-	                   "    tls:\n"
-	                   "      cert: /etc/lockd/cert.pem\n"
-	                   "      key: /etc/lockd/key.pem\n"
-	                   "  - {address: \"[::]:7392\", tls: {ca: ca.pem, key: k.pem, cert: c.pem}}\n"
-	                   "  - {address: \"unix:/run/l.sock\"}\n",
-	                   err) == 0,
-	              "%s", err);
+	ck_assert_msg(
+	    load(&c,
+	         "password: pw\n"
+	         "listen:\n"
+	         "  - \"127.0.0.1:7390\"\n"
+	         "  - address: \"0.0.0.0:7391\"\n"
+	         "    tls:\n"
+	         "      cert: /etc/lockd/cert.pem\n"
+	         "      key: /etc/lockd/key.pem\n"
+	         "  - {address: \"[::]:7392\", tls: {ca: ca.pem, key: k.pem, cert: c.pem}}\n"
+	         "  - {address: \"unix:/run/l.sock\"}\n",
+	         err) == 0,
+	    "%s", err);
 	ck_assert_int_eq(c.nlisten, 4);
 	ck_assert_str_eq(c.listen[0], "127.0.0.1:7390");
 	ck_assert_ptr_null(c.listen_tls[0].cert);
@@ -367,8 +365,9 @@ START_TEST(listen_mappings)
 	for (int i = 0; i < CONFIG_MAX_LISTEN; i++)
 		ck_assert_ptr_null(c.listen_tls[i].cert);
 	/* an error inside an entry: defaults, and nothing leaks (ASan) */
-	ck_assert_int_eq(load(&c, "listen:\n  - {address: 127.0.0.1:1, tls: {cert: c, key: k}}\n"
-	                          "  - {address: 127.0.0.2:2, tls: {cert: c}}\n",
+	ck_assert_int_eq(load(&c,
+	                      "listen:\n  - {address: 127.0.0.1:1, tls: {cert: c, key: k}}\n"
+	                      "  - {address: 127.0.0.2:2, tls: {cert: c}}\n",
 	                      err),
 	                 -1);
 	ck_assert_str_eq(err, "t.yml:3:33: listen: tls: needs both cert and key");
@@ -1048,11 +1047,12 @@ START_TEST(open_listener)
 
 	cfg_defaults(&c);
 	ck_assert_ptr_null(cfg_open_listener(&c));
-	ck_assert_msg(load(&c,
-	                   "allow_unauthenticated: true\n"
-	                   "listen: [\"127.0.0.1:1\", \"unix:/tmp/x\", \"[::1]:2\", \"10.0.0.1:3\"]\n",
-	                   err) == 0,
-	              "%s", err);
+	ck_assert_msg(
+	    load(&c,
+	         "allow_unauthenticated: true\n"
+	         "listen: [\"127.0.0.1:1\", \"unix:/tmp/x\", \"[::1]:2\", \"10.0.0.1:3\"]\n",
+	         err) == 0,
+	    "%s", err);
 	ck_assert_int_eq(c.allow_unauthenticated, 1);
 	ck_assert_str_eq(cfg_open_listener(&c), "10.0.0.1:3");
 	cfg_free(&c);
@@ -1062,12 +1062,13 @@ START_TEST(open_listener)
 	ck_assert_ptr_null(cfg_open_listener(&c));
 	ck_assert_int_eq(c.allow_unauthenticated, 0);
 	/* TLS with a ca asks every client for a certificate: authenticated */
-	ck_assert_msg(load(&c, "listen: [{address: \"0.0.0.0:7391\", tls: {cert: c, key: k, ca: a}}]\n",
+	ck_assert_msg(load(&c,
+	                   "listen: [{address: \"0.0.0.0:7391\", tls: {cert: c, key: k, ca: a}}]\n",
 	                   err) == 0,
 	              "%s", err);
 	ck_assert_ptr_null(cfg_open_listener(&c));
-	ck_assert_int_eq(load(&c, "listen: [{address: \"0.0.0.0:7391\", tls: {cert: c, key: k}}]\n", err),
-	                 -1);
+	ck_assert_int_eq(
+	    load(&c, "listen: [{address: \"0.0.0.0:7391\", tls: {cert: c, key: k}}]\n", err), -1);
 	ck_assert_str_eq(err, "t.yml:1:1: listen: \"0.0.0.0:7391\" is not a loopback address and "
 	                      "clients need no password: set password or password_file, or "
 	                      "allow_unauthenticated: true");

@@ -30,7 +30,10 @@ struct tclient {
 static struct event_base *base;
 static struct config cfg;
 
-static struct tclient *of(struct lt_client *c) { return (struct tclient *)c; }
+static struct tclient *of(struct lt_client *c)
+{
+	return (struct tclient *)c;
+}
 
 static void add_out(struct tclient *t, const char *fmt, va_list ap)
 {
@@ -47,8 +50,14 @@ static void t_reply(struct lt_client *c, const char *fmt, va_list ap)
 	t->blocked = 0;
 }
 
-static void t_line(struct lt_client *c, const char *fmt, va_list ap) { add_out(of(c), fmt, ap); }
-static void t_wake(struct lt_client *c) { of(c)->wakes++; }
+static void t_line(struct lt_client *c, const char *fmt, va_list ap)
+{
+	add_out(of(c), fmt, ap);
+}
+static void t_wake(struct lt_client *c)
+{
+	of(c)->wakes++;
+}
 
 static const struct lt_ops ops = {t_reply, t_line, t_wake, NULL, NULL};
 
@@ -125,7 +134,10 @@ static void req(struct tclient *t, const char *line)
 	}
 }
 
-static const char *last(const struct tclient *t) { return t->nout ? t->out[t->nout - 1] : ""; }
+static const char *last(const struct tclient *t)
+{
+	return t->nout ? t->out[t->nout - 1] : "";
+}
 
 #define want(t, s)                                                                                 \
 	do {                                                                                       \
@@ -324,7 +336,7 @@ START_TEST(lost_at_validity_end)
 	ck_assert_int_eq(a->nout, 1);
 	run(60);
 	ck_assert_str_eq(last(a), "LOST k 4");
-	ck_assert_int_eq(a->replies, 1); /* an event, not a reply */
+	ck_assert_int_eq(a->replies, 1);           /* an event, not a reply */
 	ck_assert_int_eq(fake_released_keys(), 1); /* cleared on the masters */
 	req(a, "HELD");
 	want(a, "END");
@@ -551,8 +563,9 @@ START_TEST(status_counts_waiters)
 	grant(a, "LOCK k", 1);
 	req(b, "LOCK k");
 	req(s, "STATUS k");
-	ck_assert_msg(strncmp(last(s), "HELD ", 5) == 0 && strcmp(last(s) + strlen(last(s)) - 2, " 1") == 0,
-		      "%s", last(s));
+	ck_assert_msg(strncmp(last(s), "HELD ", 5) == 0 &&
+	                  strcmp(last(s) + strlen(last(s)) - 2, " 1") == 0,
+	              "%s", last(s));
 	req(s, "STATUS other");
 	fake_status_done(fake_oldest(FK_STATUS), 0, 0);
 	want(s, "FREE");
@@ -704,8 +717,8 @@ START_TEST(reentry_table)
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		ck_assert_msg(cf_reentry(t[i].held, t[i].permit, t[i].asked, t[i].n) == t[i].want,
-			      "row %zu: held %d/%u asked %d/%u", i, t[i].held, t[i].permit,
-			      t[i].asked, t[i].n);
+		              "row %zu: held %d/%u asked %d/%u", i, t[i].held, t[i].permit,
+		              t[i].asked, t[i].n);
 }
 END_TEST
 
@@ -730,7 +743,7 @@ START_TEST(permit_reentry_refused)
 	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
 	req(a, "HELD");
 	ck_assert_msg(strncmp(a->out[a->nout - 2], "KEY k 747 2 ", 12) == 0, "%s",
-		      a->out[a->nout - 2]);
+	              a->out[a->nout - 2]);
 	want(a, "END");
 	leave(a);
 	leave(b);
@@ -768,11 +781,11 @@ START_TEST(reentrant_kinds_and_upgrade)
 	want(a, "END");
 	req(b, "HELD");
 	ck_assert_msg(strncmp(b->out[b->nout - 3], "KEY j 9 3 ", 10) == 0 &&
-			  !strchr(b->out[b->nout - 3] + 10, ' '),
-		      "%s", b->out[b->nout - 3]);
+	                  !strchr(b->out[b->nout - 3] + 10, ' '),
+	              "%s", b->out[b->nout - 3]);
 	ck_assert_msg(strncmp(b->out[b->nout - 2], "KEY p 11 3 ", 11) == 0 &&
-			  strstr(b->out[b->nout - 2], " PERMIT 0"),
-		      "%s", b->out[b->nout - 2]);
+	                  strstr(b->out[b->nout - 2], " PERMIT 0"),
+	              "%s", b->out[b->nout - 2]);
 	want(b, "END");
 	req(a, "UNLOCK k");
 	want(a, "OK 1");
@@ -942,9 +955,9 @@ START_TEST(batches_mix_kinds)
 	ck_assert_int_eq(c->nitems, 3);
 	kinds = 0;
 	for (int i = 0; i < 3; i++)
-		kinds |= c->rel_items[i].hold == RH_SHARED      ? 2
-			 : c->rel_items[i].permit == 1 ? 4
-						       : 1;
+		kinds |= c->rel_items[i].hold == RH_SHARED ? 2
+		         : c->rel_items[i].permit == 1     ? 4
+		                                           : 1;
 	ck_assert_int_eq(kinds, 7);
 	c->decided = 1;
 	c->done(c, c->owner);
@@ -991,7 +1004,7 @@ static struct {
 } hk;
 
 static void hk_granted(struct lt_client *c, const char *key, size_t klen, uint64_t fence,
-		       const char *token)
+                       const char *token)
 {
 	hk.c = c;
 	hk.fence = fence;
@@ -1000,7 +1013,7 @@ static void hk_granted(struct lt_client *c, const char *key, size_t klen, uint64
 }
 
 static int hk_releasing(struct lt_client *c, const char *key, size_t klen, const char *token,
-			int lost)
+                        int lost)
 {
 	hk.releasing++;
 	hk.lost += lost;

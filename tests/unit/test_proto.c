@@ -152,7 +152,7 @@ START_TEST(trylock_plain_and_ttl)
 END_TEST
 
 #define M_PERMITS "PERMITS must be 1 to limits.max_permits"
-#define M_BOTH "SHARED and PERMITS exclude each other"
+#define M_BOTH    "SHARED and PERMITS exclude each other"
 
 /* SHARED is a flag, PERMITS n an option; both in any order. */
 START_TEST(shared_and_permits)
@@ -1046,7 +1046,6 @@ START_TEST(tokens)
 	free(t);
 }
 END_TEST
-
 
 START_TEST(monotonic_clock)
 {
