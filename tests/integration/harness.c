@@ -1228,6 +1228,35 @@ void h_std(const struct h_opts *o)
 	h_lockd_start(o);
 }
 
+/* ------------------------------------------------------------------ lockctl */
+
+void h_lockctl_spawn(struct h_lockctl *p, const char *const *args)
+{
+	static int seq;
+	static const char *const env[] = {"LOCKD_HOST=",     "LOCKD_PORT=",    "LOCKD_SOCKET=",
+	                                  "LOCKD_PASSWORD=", "LOCKD_TLS=",     "LOCKD_CACERT=",
+	                                  "LOCKD_CERT=",     "LOCKD_TLS_KEY=", NULL};
+	const char *argv[32];
+	int n = 0;
+	argv[n++] = h_built("lockctl");
+	for (int i = 0; args[i] && n < 31; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	int k = seq++;
+	snprintf(p->out, sizeof(p->out), "%s/lockctl%d.out", h_dir(), k);
+	snprintf(p->err, sizeof(p->err), "%s/lockctl%d.err", h_dir(), k);
+	struct h_spawn o = {.out = p->out, .err = p->err, .env = env};
+	p->pid = h_spawn((char *const *)argv, &o);
+}
+
+int h_lockctl_wait(struct h_lockctl *p, int timeout_ms)
+{
+	int st = h_reap(p->pid, timeout_ms);
+	if (st == -1)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
 /* ------------------------------------------------------------------ files */
 
 long h_file_size(const char *path)

@@ -109,6 +109,17 @@ int h_connect_tcp(int port);
 /* A socket connected to the Unix socket path, or -1 (errno set). */
 int h_connect_unix(const char *path);
 
+/* ---- lockctl as a child ---- */
+struct h_lockctl {
+	pid_t pid;
+	char out[352], err[352]; /* its stdout and stderr, files of the test's directory */
+};
+/* Start lockctl with args (NULL-terminated), its LOCKD_ variables unset. */
+void h_lockctl_spawn(struct h_lockctl *p, const char *const *args);
+/* Its exit status (128 + signal for a signal), or -1 while it runs after
+ * timeout_ms. */
+int h_lockctl_wait(struct h_lockctl *p, int timeout_ms);
+
 /* ---- files ---- */
 /* Size of a file (0 when missing). */
 long h_file_size(const char *path);

@@ -28,51 +28,16 @@
 
 #define LEASE 3000 /* h_opts default lease_ms */
 
-struct proc {
-	pid_t pid;
-	char out[PATH_MAX], err[PATH_MAX];
-};
-
-/* lockctl with args, its LOCKD_ variables unset, stdout and stderr in
- * files of the test's directory. */
-static void spawn_lc(struct proc *p, const char *const *args)
-{
-	static int seq;
-	static const char *const env[] = {"LOCKD_HOST=",     "LOCKD_PORT=",    "LOCKD_SOCKET=",
-	                                  "LOCKD_PASSWORD=", "LOCKD_TLS=",     "LOCKD_CACERT=",
-	                                  "LOCKD_CERT=",     "LOCKD_TLS_KEY=", NULL};
-	const char *argv[32];
-	int n = 0;
-	argv[n++] = h_built("lockctl");
-	for (int i = 0; args[i] && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	int k = seq++;
-	snprintf(p->out, sizeof(p->out), "%s/lce%d.out", h_dir(), k);
-	snprintf(p->err, sizeof(p->err), "%s/lce%d.err", h_dir(), k);
-	struct h_spawn o = {.out = p->out, .err = p->err, .env = env};
-	p->pid = h_spawn((char *const *)argv, &o);
-}
-
-/* lockctl's exit status (128 + signal), or -1 when it runs after timeout_ms. */
-static int wait_lc(struct proc *p, int timeout_ms)
-{
-	int st = h_reap(p->pid, timeout_ms);
-	if (st == -1)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 /* `lockctl -p port leader name`: its stdout (one line, without LF) into
  * out; returns its exit status. */
 static int leader(int port, const char *name, char *out, size_t n)
 {
-	struct proc p;
+	struct h_lockctl p;
 	char ps[16];
 	snprintf(ps, sizeof(ps), "%d", port);
 	const char *args[] = {"-p", ps, "leader", name, NULL};
-	spawn_lc(&p, args);
-	int ex = wait_lc(&p, 15000);
+	h_lockctl_spawn(&p, args);
+	int ex = h_lockctl_wait(&p, 15000);
 	ck_assert_msg(ex != -1, "lockctl leader still runs after 15 s");
 	char *s = h_slurp(p.out);
 	snprintf(out, n, "%s", s ? s : "");
@@ -179,15 +144,15 @@ START_TEST(lockctl_elect_failover)
 	ck_assert_int_eq(leader(h_lockd(b)->port, "ee", out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "NONE");
 
-	struct proc p1, p2;
+	struct h_lockctl p1, p2;
 	const char *a1[] = {"-p", pa, "elect", "-v", "ee", "n1", "--", "sh", "-c", cmd, NULL};
-	spawn_lc(&p1, a1);
+	h_lockctl_spawn(&p1, a1);
 	struct ev e[16];
 	wait_log(e, 1, 5000);
 	ck_assert_str_eq(e[0].value, "n1");
 	unsigned long long f1 = e[0].fence;
 	const char *a2[] = {"-p", pb, "elect", "-v", "ee", "n2", "--", "sh", "-c", cmd, NULL};
-	spawn_lc(&p2, a2);
+	h_lockctl_spawn(&p2, a2);
 	/* the second contender waits: for several leases, one CMD only */
 	h_sleep_ms(LEASE + 500);
 	ck_assert_int_eq(read_log(e, 16), 1);
@@ -210,7 +175,7 @@ START_TEST(lockctl_elect_failover)
 	assert_no_overlap(e, n);
 	ck_assert_str_eq(e[2].value, "n2");
 	unsigned long long f2 = e[2].fence;
-	ck_assert_int_eq(wait_lc(&p1, 5000), 70); /* lockctl run's rule for loss */
+	ck_assert_int_eq(h_lockctl_wait(&p1, 5000), 70); /* lockctl run's rule for loss */
 	h_lockd_wait(a, 5000);
 	snprintf(want, sizeof(want), "LEADER %llu n2", f2);
 	ck_assert_int_eq(leader(h_lockd(b)->port, "ee", out, sizeof(out)), 0);
@@ -218,7 +183,7 @@ START_TEST(lockctl_elect_failover)
 
 	/* CMD's end: its status is lockctl's, and the leader resigns */
 	h_put_file(path_of("done.n2"), "x\n");
-	ck_assert_int_eq(wait_lc(&p2, 10000), 3);
+	ck_assert_int_eq(h_lockctl_wait(&p2, 10000), 3);
 	n = read_log(e, 16);
 	ck_assert_int_eq(n, 4);
 	assert_no_overlap(e, n);
@@ -240,26 +205,26 @@ START_TEST(lockctl_elect_one_at_a_time)
 	char port[16], cmd[4 * PATH_MAX + 600];
 	snprintf(port, sizeof(port), "%d", h_lockd(0)->port);
 	cmd_line(cmd, sizeof(cmd));
-	struct proc p1, p2, p3;
+	struct h_lockctl p1, p2, p3;
 	const char *a1[] = {"-p", port, "elect", "ee", "n1", "--", "sh", "-c", cmd, NULL};
-	spawn_lc(&p1, a1);
+	h_lockctl_spawn(&p1, a1);
 	struct ev e[16];
 	wait_log(e, 1, 5000);
 	const char *a2[] = {"-p", port, "elect", "-w", "300", "ee",
 	                    "n2", "--", "sh",    "-c", cmd,   NULL};
-	spawn_lc(&p2, a2);
-	ck_assert_int_eq(wait_lc(&p2, 5000), 75);
+	h_lockctl_spawn(&p2, a2);
+	ck_assert_int_eq(h_lockctl_wait(&p2, 5000), 75);
 	ck_assert_int_eq(read_log(e, 16), 1);
 	const char *a3[] = {"-p", port, "elect", "ee", "n3", "--", "sh", "-c", cmd, NULL};
-	spawn_lc(&p3, a3);
+	h_lockctl_spawn(&p3, a3);
 	h_sleep_ms(300);
 	ck_assert_int_eq(read_log(e, 16), 1);
 	h_put_file(path_of("done.n1"), "x\n");
-	ck_assert_int_eq(wait_lc(&p1, 10000), 3);
+	ck_assert_int_eq(h_lockctl_wait(&p1, 10000), 3);
 	wait_log(e, 3, H_SLOW_LIMIT);
 	ck_assert_str_eq(e[2].value, "n3");
 	h_put_file(path_of("done.n3"), "x\n");
-	ck_assert_int_eq(wait_lc(&p3, 10000), 3);
+	ck_assert_int_eq(h_lockctl_wait(&p3, 10000), 3);
 	int n = read_log(e, 16);
 	ck_assert_int_eq(n, 4);
 	assert_no_overlap(e, n);
@@ -267,7 +232,7 @@ START_TEST(lockctl_elect_one_at_a_time)
 END_TEST
 
 /* The lines lockctl observe printed so far (up to max), and how many. */
-static int obs_lines(const struct proc *p, char lines[][128], int max)
+static int obs_lines(const struct h_lockctl *p, char lines[][128], int max)
 {
 	char *s = h_slurp(p->out);
 	int n = 0;
@@ -280,7 +245,7 @@ static int obs_lines(const struct proc *p, char lines[][128], int max)
 }
 
 /* Wait until observe's last line is want. */
-static void wait_last(const struct proc *p, const char *want, int timeout_ms)
+static void wait_last(const struct h_lockctl *p, const char *want, int timeout_ms)
 {
 	char lines[64][128];
 	double end = h_now_ms() + timeout_ms;
@@ -296,7 +261,7 @@ static void wait_last(const struct proc *p, const char *want, int timeout_ms)
 }
 
 /* Every ELECTED line in fence order, no line twice in a row. */
-static void assert_fence_order(const struct proc *p)
+static void assert_fence_order(const struct h_lockctl *p)
 {
 	char lines[64][128];
 	int n = obs_lines(p, lines, 64);
@@ -322,9 +287,9 @@ START_TEST(lockctl_observe_changes)
 	int a = h_lockd_start(NULL), b = h_lockd_start(NULL);
 	char pb[16], want[128];
 	snprintf(pb, sizeof(pb), "%d", h_lockd(b)->port);
-	struct proc p;
+	struct h_lockctl p;
 	const char *args[] = {"-p", pb, "observe", "-v", "ob", NULL};
-	spawn_lc(&p, args);
+	h_lockctl_spawn(&p, args);
 	wait_last(&p, "NOLEADER", 5000);
 
 	struct cl *c1 = cl_tcp(h_lockd(a)->port), *c2 = cl_tcp(h_lockd(a)->port);
@@ -365,7 +330,7 @@ START_TEST(lockctl_observe_changes)
 
 	/* SIGTERM: exit 0, promptly */
 	kill(p.pid, SIGTERM);
-	ck_assert_int_eq(wait_lc(&p, 2000), 0);
+	ck_assert_int_eq(h_lockctl_wait(&p, 2000), 0);
 	char *err = h_slurp(p.err);
 	ck_assert_msg(err && strstr(err, "resumed"), "stderr '%s'", err ? err : "");
 	free(err);

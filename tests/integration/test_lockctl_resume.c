@@ -24,41 +24,6 @@
 
 #define LEASE 3000 /* h_opts default lease_ms */
 
-struct proc {
-	pid_t pid;
-	char out[PATH_MAX], err[PATH_MAX];
-};
-
-/* lockctl with args, its LOCKD_ variables unset, stdout and stderr in
- * files of the test's directory. */
-static void spawn_lc(struct proc *p, const char *const *args)
-{
-	static int seq;
-	static const char *const env[] = {"LOCKD_HOST=",     "LOCKD_PORT=",    "LOCKD_SOCKET=",
-	                                  "LOCKD_PASSWORD=", "LOCKD_TLS=",     "LOCKD_CACERT=",
-	                                  "LOCKD_CERT=",     "LOCKD_TLS_KEY=", NULL};
-	const char *argv[32];
-	int n = 0;
-	argv[n++] = h_built("lockctl");
-	for (int i = 0; args[i] && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	int k = seq++;
-	snprintf(p->out, sizeof(p->out), "%s/lcr%d.out", h_dir(), k);
-	snprintf(p->err, sizeof(p->err), "%s/lcr%d.err", h_dir(), k);
-	struct h_spawn o = {.out = p->out, .err = p->err, .env = env};
-	p->pid = h_spawn((char *const *)argv, &o);
-}
-
-/* lockctl's exit status (128 + signal), or -1 when it runs after timeout_ms. */
-static int wait_lc(struct proc *p, int timeout_ms)
-{
-	int st = h_reap(p->pid, timeout_ms);
-	if (st == -1)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
 static int group_exists(pid_t pg)
 {
 	return kill(-pg, 0) == 0 || errno != ESRCH;
@@ -100,7 +65,7 @@ static void go(void)
 }
 
 /* The session id lockctl -v printed ("session ID on PEER"). */
-static void session_id(const struct proc *p, char *id, size_t n)
+static void session_id(const struct h_lockctl *p, char *id, size_t n)
 {
 	char *l = h_log_wait(p->err, 0, "session ", " on ", 5000);
 	ck_assert_msg(l != NULL, "lockctl -v printed no session id");
@@ -160,8 +125,8 @@ START_TEST(lockctl_run_lockd_restart)
 	char port[16];
 	snprintf(port, sizeof(port), "%d", h_lockd(0)->port);
 	args[1] = port;
-	struct proc p;
-	spawn_lc(&p, args);
+	struct h_lockctl p;
+	h_lockctl_spawn(&p, args);
 	wait_long("fence", 5000);
 	pid_t pg = (pid_t)wait_long("pg", 5000);
 	session_id(&p, id, sizeof(id));
@@ -195,7 +160,7 @@ START_TEST(lockctl_run_lockd_restart)
 		assert_busy(0, "job");
 	}
 	go();
-	ck_assert_int_eq(wait_lc(&p, 10000), 0);
+	ck_assert_int_eq(h_lockctl_wait(&p, 10000), 0);
 	char *err = h_slurp(p.err);
 	ck_assert_msg(err && !strstr(err, "UNLOCK") && !strstr(err, "stopped"), "stderr '%s'",
 	              err ? err : "");
@@ -228,8 +193,8 @@ START_TEST(lockctl_run_lockd_gone)
 	                      "-c",
 	                      cmd_line(cmd, sizeof(cmd)),
 	                      NULL};
-	struct proc p;
-	spawn_lc(&p, args);
+	struct h_lockctl p;
+	h_lockctl_spawn(&p, args);
 	wait_long("fence", 5000);
 	pid_t pg = (pid_t)wait_long("pg", 5000);
 	h_sleep_ms(200);
@@ -256,7 +221,7 @@ START_TEST(lockctl_run_lockd_gone)
 	              "CMD stopped %.0f ms after the kill, before trying to "
 	              "resume",
 	              gone - t0);
-	ck_assert_int_eq(wait_lc(&p, 5000), 70);
+	ck_assert_int_eq(h_lockctl_wait(&p, 5000), 70);
 	char *err = h_slurp(p.err);
 	ck_assert_msg(err && strstr(err, "resuming session") && strstr(err, "no lockd resumed"),
 	              "stderr '%s'", err ? err : "");
@@ -279,8 +244,8 @@ START_TEST(lockctl_run_failover)
 	snprintf(onb, sizeof(onb), "resumed on 127.0.0.1:%d", h_lockd(b)->port);
 	const char *args[] = {
 	    "-h", hosts, "run", "-v", "job", "--", "sh", "-c", cmd_line(cmd, sizeof(cmd)), NULL};
-	struct proc p;
-	spawn_lc(&p, args);
+	struct h_lockctl p;
+	h_lockctl_spawn(&p, args);
 	wait_long("fence", 5000);
 	pid_t pg = (pid_t)wait_long("pg", 5000);
 	session_id(&p, id, sizeof(id));
@@ -312,7 +277,7 @@ START_TEST(lockctl_run_failover)
 		assert_busy(b, "job");
 	}
 	go();
-	ck_assert_int_eq(wait_lc(&p, 10000), 0);
+	ck_assert_int_eq(h_lockctl_wait(&p, 10000), 0);
 	struct cl *c = cl_tcp(h_lockd(b)->port);
 	const char *r = cl_cmd(c, "STATUS job", H_SLOW_LIMIT);
 	ck_assert_msg(r && strcmp(r, "FREE") == 0, "after CMD's end: STATUS job '%s'", r ? r : "");
