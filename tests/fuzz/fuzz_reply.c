@@ -36,8 +36,10 @@ static void one_line(const char *line, size_t n, int list, int in_list)
 		memcpy(words, line, n + 1);
 		struct lockd_event ev;
 		rp_event(&ev, line, words, in_list);
-		if (ev.line != line || strcmp(ev.name, "LOST") != 0 ||
-		    (*ev.key && !inside(ev.key, words, n)))
+		int known = strcmp(ev.name, "LOST") == 0 || strcmp(ev.name, "ELECTED") == 0 ||
+		            strcmp(ev.name, "NOLEADER") == 0;
+		if (ev.line != line || !known || (*ev.key && !inside(ev.key, words, n)) ||
+		    !ev.value || (*ev.value && !inside(ev.value, words, n)))
 			abort();
 		free(words);
 		return;
@@ -45,13 +47,13 @@ static void one_line(const char *line, size_t n, int list, int in_list)
 	(void)rp_more(line, list, in_list);
 	struct lockd_reply r;
 	rp_classify(&r, line, list);
-	if (r.kind < LOCKD_R_OK || r.kind > LOCKD_R_OTHER)
+	if (r.kind < LOCKD_R_OK || r.kind > LOCKD_R_NONE)
 		abort();
 	if (memchr(r.code, '\0', sizeof(r.code)) == NULL)
 		abort();
 	if (*r.text && !inside(r.text, line, n))
 		abort();
-	if (r.has_num && r.kind != LOCKD_R_OK && r.kind != LOCKD_R_HELD)
+	if (r.has_num && r.kind != LOCKD_R_OK && r.kind != LOCKD_R_HELD && r.kind != LOCKD_R_LEADER)
 		abort();
 	if (list && r.kind != LOCKD_R_LIST && r.kind != LOCKD_R_ERR)
 		abort();
