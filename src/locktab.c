@@ -474,8 +474,18 @@ static void kick(struct lkey *lk)
 	if (!(l = ilist_first(&lk->waiters)))
 		return;
 	struct waiter *w = ilist_entry(l, struct waiter, link);
-	if (!cf_can_ask(lk, w))
-		return; /* a release here wakes it */
+	if (!cf_can_ask(lk, w)) {
+		if (w->mode == WM_WAIT)
+			return; /* a release here wakes it */
+		/* A TRYLOCK held back while an adoption was on its way (see
+		 * rl_adopting) meets the hold it brought: answered as it would
+		 * have been on arrival. */
+		stats.busy += w->mode == WM_TRY;
+		stats.timeouts += w->mode == WM_ONCE;
+		waiter_fail(w, w->mode == WM_TRY ? "BUSY" : "TIMEOUT");
+		kick(lk);
+		return;
+	}
 	if (w->kind == HK_PERMIT) {
 		permit = cf_free_permit(lk, w->npermits, w->next_permit);
 		if (permit == NO_PERMIT)

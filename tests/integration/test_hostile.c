@@ -436,7 +436,11 @@ START_TEST(hostile_reset_mid_flush)
 	h_std(&o);
 	pid_t pid = h_lockd(0)->pid;
 	struct cl *u = cl_unix(h_lockd(0)->sock);
-	int base = open_fds(pid);
+	/* the most it has open at rest (a master's subscriber may still be
+	 * connecting when the lockd first grants) */
+	int base = 0;
+	for (int t = 0; t < 10; t++, h_sleep_ms(50))
+		base = open_fds(pid) > base ? open_fds(pid) : base;
 	ck_assert_int_gt(base, 0);
 	static char pings[40000 * 5];
 	for (size_t i = 0; i < sizeof(pings); i += 5)
@@ -452,9 +456,9 @@ START_TEST(hostile_reset_mid_flush)
 		close(fd);
 	}
 	int n = -1;
-	for (int t = 0; t < 200 && (n = open_fds(pid)) != base; t++)
+	for (int t = 0; t < 200 && (n = open_fds(pid)) > base; t++)
 		h_sleep_ms(25);
-	ck_assert_msg(n == base, "lockd has %d descriptors open, %d before the resets", n, base);
+	ck_assert_msg(n <= base, "lockd has %d descriptors open, %d before the resets", n, base);
 	cl_wait_stat(u, "clients", "1", 2000);
 	struct cl *c[3];
 	for (int i = 0; i < 3; i++) {
