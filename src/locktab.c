@@ -334,24 +334,6 @@ void ltc_lost(struct hold *h)
 	ltc_maybe_free(lk);
 }
 
-/* A hold's validity ended (rn_ops.lost). When the deadline comes late, as
- * after lockd was stopped, a resumable session may have moved to another
- * lockd meanwhile, which drops it here without LOST: LOST waits for one
- * check of its record, at most a call's time (1.2). */
-#define LATE_US 100000
-static void deadline_lost(struct hold *h)
-{
-	struct lt_client *s = h->holder;
-	int64_t now = now_us();
-	if (s && s->sid && !h->verifying && ops->verify && now - h->dl.at > LATE_US) {
-		h->verifying = 1;
-		rn_deadline(h, now + (cfg->timeout_ms + 500) * 1000);
-		ops->verify(s);
-		return;
-	}
-	ltc_lost(h);
-}
-
 /* --- acquiring --- */
 
 static void handoff_released(struct rl_call *c, void *owner)
@@ -859,7 +841,15 @@ struct hold *ltc_hold_new(void)
 
 /* --- setup --- */
 
-static struct rn_ops renew_ops = {deadline_lost, hold_unref, NULL};
+/* A resumable session's hold reached its deadline late (rn_ops.late):
+ * has the session moved to another lockd meanwhile? (lt_ops.verify) */
+static void hold_late(struct hold *h)
+{
+	if (ops->verify)
+		ops->verify(h->holder);
+}
+
+static struct rn_ops renew_ops = {ltc_lost, hold_unref, NULL, hold_late};
 
 int locktab_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {

@@ -189,13 +189,24 @@ void rn_deadline(struct hold *h, int64_t at)
 	dl_arm();
 }
 
+/* A deadline this far past is late: lockd was stopped or stalled. */
+#define LATE_US 100000
+
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dh_node *t;
+	int64_t now = now_us();
 	dl_at = 0;
-	while ((t = dh_top(&deadlines)) && t->at <= now_us()) {
+	while ((t = dh_top(&deadlines)) && t->at <= now) {
+		struct hold *h = ilist_entry(t, struct hold, dl);
+		if (h->holder->sid && !h->verifying && now - t->at > LATE_US) {
+			h->verifying = 1; /* rn_ops.late; LOST at the next deadline */
+			dh_set(&deadlines, t, now + (cfg->timeout_ms + 500) * 1000);
+			ops->late(h);
+			continue;
+		}
 		dh_remove(&deadlines, t);
-		ops->lost(ilist_entry(t, struct hold, dl));
+		ops->lost(h);
 	}
 	dl_arm();
 }
@@ -231,24 +242,34 @@ static void reply(struct lt_client *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void extended(struct rl_call *c, void *owner)
+/* The verdict of an EXTEND or a count write for h: the session that
+ * waits for it, or NULL when the hold ended meanwhile (answered NOTHELD,
+ * if anyone waits; h let go of, and maybe freed). */
+static struct lt_client *verdict_for(struct hold *h)
 {
-	struct hold *h = owner;
 	struct lt_client *s = h->ext_for;
-	int n;
-	struct rl_renew_item *it = rl_renew_items(c, &n);
-	int64_t start = rl_start_us(c), lease = rl_lease_of(c);
-
 	h->refs--;
 	h->ext_for = NULL;
 	if (s)
 		s->verdict_h = NULL;
-	if (!s || h->holder != s) {
-		if (s)
-			reply(s, "ERR NOTHELD the lock was lost");
-		ops->unref(h);
+	if (s && h->holder == s)
+		return s;
+	if (s)
+		reply(s, "ERR NOTHELD the lock was lost");
+	ops->unref(h);
+	return NULL;
+}
+
+static void extended(struct rl_call *c, void *owner)
+{
+	struct hold *h = owner;
+	int n;
+	struct rl_renew_item *it = rl_renew_items(c, &n);
+	int64_t start = rl_start_us(c), lease = rl_lease_of(c);
+	struct lt_client *s = verdict_for(h);
+
+	if (!s)
 		return;
-	}
 	if (now_us() >= h->dl.at) {
 		/* The validity ended before the verdict came: lost, whatever it
 		 * says (lost frees what nothing uses any more). */
@@ -306,20 +327,12 @@ void rn_extend(struct lt_client *s, struct hold *h, uint32_t ms)
 static void counted(struct rl_call *c, void *owner)
 {
 	struct hold *h = owner;
-	struct lt_client *s = h->ext_for;
 	int delta = h->counting;
+	struct lt_client *s;
 
 	h->counting = 0;
-	h->refs--;
-	h->ext_for = NULL;
-	if (s)
-		s->verdict_h = NULL;
-	if (!s || h->holder != s) {
-		if (s)
-			reply(s, "ERR NOTHELD the lock was lost");
-		ops->unref(h);
+	if (!(s = verdict_for(h)))
 		return;
-	}
 	if (rl_result_of(c) != RL_OK) { /* the count stays as the record may have it */
 		h->holds -= (uint32_t)delta;
 		stats.quorum_failures++;

@@ -25,6 +25,11 @@ struct rn_ops {
 	void (*unref)(struct hold *h);
 	/* Answer an EXTEND (lt_ops.reply). */
 	void (*reply)(struct lt_client *c, const char *fmt, va_list ap);
+	/* h of a resumable session reached its deadline late (lockd was
+	 * stopped or stalled): check whether the session moved to another
+	 * lockd, which drops it without LOST (1.2). LOST waits for that, at
+	 * most a call's time. */
+	void (*late)(struct hold *h);
 };
 
 int rn_init(struct event_base *base, const struct config *cfg, const struct rn_ops *ops);

@@ -60,6 +60,20 @@ static void check_status(struct rl_call *c)
 	rl_fire_done(c);
 }
 
+/* A resumable session's record key at argument a (or "" without one);
+ * returns where the next bytes go. */
+static char *put_record(struct rl_call *c, int a, char *p, const char *sid)
+{
+	if (!sid) {
+		c->dargv[a] = "";
+		c->dargvlen[a] = 0;
+		return p;
+	}
+	c->dargv[a] = p;
+	c->dargvlen[a] = rl_record_at(p, sid);
+	return p + c->dargvlen[a] + 1;
+}
+
 static void renew_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
@@ -126,12 +140,8 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 		c->dargvlen[a] = rl_key_at(p, items[k].key, items[k].klen, " shared");
 		p += c->dargvlen[a++] + 1;
 	}
-	for (int k = 0; k < n; k++) { /* a resumable session's record: its owner is checked */
-		c->dargv[a] = p;
-		c->dargvlen[a] = items[k].sid ? rl_record_at(p, items[k].sid) : 0;
-		*p = items[k].sid ? *p : '\0';
-		p += c->dargvlen[a++] + 1;
-	}
+	for (int k = 0; k < n; k++) /* a resumable session's record: its owner is checked */
+		p = put_record(c, a++, p, items[k].sid);
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->dargv[a] = c->leasebuf;
 	c->dargvlen[a++] = strlen(c->leasebuf);
@@ -208,12 +218,8 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 			p += c->dargvlen[a++] + 1;
 		}
 	}
-	for (int k = 0; k < n; k++) {
-		c->dargv[a] = p;
-		c->dargvlen[a] = items[k].sid ? rl_record_at(p, items[k].sid) : 0;
-		*p = items[k].sid ? *p : '\0';
-		p += c->dargvlen[a++] + 1;
-	}
+	for (int k = 0; k < n; k++)
+		p = put_record(c, a++, p, items[k].sid);
 	c->dargv[a] = rl_channel;
 	c->dargvlen[a++] = strlen(rl_channel);
 	c->dargv[a] = rl_instance;
@@ -229,13 +235,13 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 		c->dargv[a] = rl_kind_arg(items[k].hold, items[k].permit);
 		c->dargvlen[a++] = 1;
 	}
-	for (int k = 0; k < n; k++) {
-		c->dargv[a] = p;
+	for (int k = 0; k < n; k++) { /* the hold's field in its record, or "" */
+		c->dargv[a] = items[k].sid ? p : "";
 		c->dargvlen[a] = items[k].sid ? rl_field_at(p, items[k].rkind, items[k].permit,
 		                                            items[k].key, items[k].klen)
 		                              : 0;
-		*p = items[k].sid ? *p : '\0';
-		p += c->dargvlen[a++] + 1;
+		p += items[k].sid ? c->dargvlen[a] + 1 : 0;
+		a++;
 	}
 	stats.releases += (uint64_t)n;
 	rl_fanout(c, SCR_RELEASE_MANY, release_many_reply);
