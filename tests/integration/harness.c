@@ -194,6 +194,28 @@ static void print_tail(const char *path, int lines)
 	        n && buf[n - 1] != '\n' ? "\n" : "");
 }
 
+/* The tails of what the lockctl processes of the test in directory name
+ * said (h_lockctl_spawn's lockctlK.err). */
+static void print_errs(const char *name)
+{
+	char dir[PATH_MAX + 300];
+	snprintf(dir, sizeof(dir), "%s/%s", run_dir, name);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (strncmp(e->d_name, "lockctl", 7) != 0 || n < 4 ||
+		    strcmp(e->d_name + n - 4, ".err") != 0)
+			continue;
+		char p[2 * PATH_MAX + 600];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		print_tail(p, 15);
+	}
+	closedir(d);
+}
+
 void h_run_finish(int failed)
 {
 	if (!run_dir[0])
@@ -211,6 +233,7 @@ void h_run_finish(int failed)
 				snprintf(p, sizeof(p), "%s/%s/lockd%d.log", run_dir, e->d_name, i);
 				print_tail(p, 25);
 			}
+			print_errs(e->d_name);
 		}
 		closedir(d);
 	}
