@@ -206,9 +206,15 @@ void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
 			adopt(s, &a[i]);
 			continue;
 		}
-		/* Not held on a majority: lost; clear what the adoption wrote. */
-		ltc_line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key,
-		         (unsigned long long)a[i].fence);
+		/* Not held on a majority (or no fence on a majority of its
+		   records: a LOST for each fence seen, the granted one among
+		   them): lost; clear what the adoption wrote. */
+		if (a[i].fence || !a[i].nseen)
+			ltc_line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key,
+			         (unsigned long long)a[i].fence);
+		for (int k = 0; !a[i].fence && k < a[i].nseen; k++)
+			ltc_line(s, "LOST %.*s %llu", (int)a[i].klen, a[i].key,
+			         (unsigned long long)a[i].seen[k]);
 		stats.lost++;
 		struct rl_rec rec = {s->sid, a[i].kind, 0};
 		rl_release(a[i].key, a[i].klen, a[i].kind == 's' ? RH_SHARED : RH_LOCK, a[i].permit,

@@ -55,6 +55,20 @@ int64_t quorum_fence(const int64_t *counters, int k, int maj, int *writeback)
 	return max;
 }
 
+uint64_t quorum_agreed(const uint64_t *v, int n, int maj)
+{
+	for (int i = 0; i < n; i++) {
+		if (!v[i])
+			continue;
+		int k = 0;
+		for (int j = 0; j < n; j++)
+			k += v[j] == v[i];
+		if (k >= maj)
+			return v[i];
+	}
+	return 0;
+}
+
 int64_t quorum_kth_largest(int64_t *v, int n, int k)
 {
 	for (int i = 0; i < k; i++)

@@ -45,6 +45,13 @@ int64_t quorum_valid_until(int64_t lease_ms, int64_t start_us, int64_t now_us, d
  * the grant is answered. */
 int64_t quorum_fence(const int64_t *counters, int k, int maj, int *writeback);
 
+/* The value that at least maj of v[0..n) hold, 0 when none does (0s in v
+ * are "nothing there"). A resumable hold's fence: a grant is answered only
+ * once a majority of the masters' records hold the fence granted, and
+ * two majorities meet, so no other value can have a majority; a master
+ * that answered too late to be corrected may hold its own. */
+uint64_t quorum_agreed(const uint64_t *v, int n, int maj);
+
 /* The k-th largest of v[0..n) (1 <= k <= n): the most that k of them
  * reach at least. v is reordered. */
 int64_t quorum_kth_largest(int64_t *v, int n, int k);

@@ -179,6 +179,7 @@ void rl_call_free(struct rl_call *c)
 		for (int i = 0; i < c->u.sess.a.n; i++)
 			free(c->u.sess.a.holds[i].key);
 		free(c->u.sess.a.holds);
+		free(c->u.sess.seen);
 	}
 	free(c->dargv);
 	free(c->dargvlen);
@@ -219,6 +220,7 @@ static void fire_rel(struct rl_call *c, enum rl_result r)
 
 static void finish_acquire(struct rl_call *c, enum rl_result r)
 {
+	c->u.acq.decided = 1;
 	c->u.acq.grant.result = r;
 	if (r == RL_OK) {
 		int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), rl_drift);
@@ -253,18 +255,59 @@ static void raise_reply(struct master *m, redisReply *r, void *arg)
 	rl_check(c);
 }
 
-/* AP_WRITEBACK: store the fence on enough masters that a majority holds it. */
-static void start_writeback(struct rl_call *c)
+/* SCR_RAISE of the granted fence to master i (raise_st[i] says how it went). */
+static void send_raise(struct rl_call *c, int i)
 {
-	c->u.acq.phase = AP_WRITEBACK;
-	if (c->expired)
-		return; /* no time left for a second round: check_acquire fails it */
 	snprintf(c->u.acq.fencebuf, sizeof(c->u.acq.fencebuf), "%llu",
 	         (unsigned long long)c->u.acq.grant.fence);
 	c->u.acq.wargv[WA_VALUE] = c->u.acq.fencebuf;
 	c->u.acq.wargvlen[WA_VALUE] = strlen(c->u.acq.fencebuf);
 	c->u.acq.wargv[WA_IDLE] = rl_fence_idle;
 	c->u.acq.wargvlen[WA_IDLE] = strlen(rl_fence_idle);
+	c->u.acq.raise_st[i] = MR_FAIL;
+	if (master_call(master_get(i), SCR_RAISE, WA_ARGC, c->u.acq.wargv, c->u.acq.wargvlen,
+	                raise_reply, c) == 0) {
+		c->u.acq.raise_st[i] = MR_WAIT;
+		c->pending++;
+	}
+}
+
+/* Masters in state s of the write-back that make the fence the majority's:
+ * counting ones whose counter holds it; for a resumable hold, only those
+ * that granted, whose record holds it too (a second lockd adopting the
+ * session takes the fence a majority of the records hold: rlsess.c). */
+static int raised(const struct rl_call *c, enum mr s)
+{
+	int rec = c->fargvlen[AA_RECORD] != 0, k = 0;
+	for (int i = 0; i < c->n; i++)
+		k += c->counts[i] && c->u.acq.raise_st[i] == s && (!rec || c->st[i] == MR_YES);
+	return k;
+}
+
+/* A master's grant came after the verdict, or after the write-back went
+ * out: a resumable hold's record there holds that master's own counter.
+ * Correct it (the record of a late master would otherwise tell a lockd
+ * that adopts the session a fence other than the one granted). */
+static void correct_late(struct rl_call *c, int i)
+{
+	if (!c->fargvlen[AA_RECORD] || c->st[i] != MR_YES || c->expired)
+		return;
+	if (c->u.acq.decided && (c->u.acq.grant.result != RL_OK ||
+	                         (uint64_t)c->u.acq.fence_of[i] == c->u.acq.grant.fence))
+		return;
+	if (!c->u.acq.decided && c->u.acq.phase != AP_WRITEBACK)
+		return; /* the verdict will see it */
+	if (c->u.acq.raise_st[i] == MR_WAIT || c->u.acq.raise_st[i] == MR_YES)
+		return;
+	send_raise(c, i);
+}
+
+/* AP_WRITEBACK: store the fence on enough masters that a majority holds it. */
+static void start_writeback(struct rl_call *c)
+{
+	c->u.acq.phase = AP_WRITEBACK;
+	if (c->expired)
+		return; /* no time left for a second round: check_acquire fails it */
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
 		if (c->st[i] == MR_YES && (uint64_t)c->u.acq.fence_of[i] == c->u.acq.grant.fence) {
@@ -275,11 +318,7 @@ static void start_writeback(struct rl_call *c)
 		/* a resumable hold's record is corrected where it was written */
 		if (!c->counts[i] && !(c->fargvlen[AA_RECORD] && c->st[i] == MR_YES))
 			continue;
-		if (master_call(master_get(i), SCR_RAISE, WA_ARGC, c->u.acq.wargv,
-		                c->u.acq.wargvlen, raise_reply, c) == 0) {
-			c->u.acq.raise_st[i] = MR_WAIT;
-			c->pending++;
-		}
+		send_raise(c, i);
 	}
 	c->in_fanout = 0;
 	stats.fence_writebacks++;
@@ -333,8 +372,7 @@ static void check_acquire(struct rl_call *c)
 		start_writeback(c);
 	}
 	/* AP_WRITEBACK */
-	v = quorum_verdict(rl_count_st(c, c->u.acq.raise_st, MR_YES), 0,
-	                   rl_count_st(c, c->u.acq.raise_st, MR_WAIT), c->maj);
+	v = quorum_verdict(raised(c, MR_YES), 0, raised(c, MR_WAIT), c->maj);
 	if (v == Q_WON)
 		finish_acquire(c, RL_OK);
 	else if (v == Q_LOST)
@@ -463,6 +501,7 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 			if (r->elements > 2 && r->element[2]->type == REDIS_REPLY_INTEGER &&
 			    r->element[2]->integer > 0)
 				c->u.acq.grant.remote_waiters = 1;
+			correct_late(c, i);
 		} else if (r->element[1]->integer == -3) {
 			c->st[i] = MR_FAIL; /* the session's record names another lockd (1.2) */
 		} else {

@@ -191,15 +191,20 @@ struct rl_sess_item {
 struct rl_call *rl_sess_touch(struct rl_sess_item *items, int n, rl_done_fn *done, void *owner);
 struct rl_sess_item *rl_sess_items(const struct rl_call *c, int *n);
 /* One hold of an adopted record. */
+#define RL_ADOPT_SEEN 15 /* CONFIG_MAX_MASTERS: one fence per master at most */
 struct rl_adopted {
 	char *key;
 	size_t klen;
 	char kind;
 	uint32_t permit;
 	char token[TOKEN_LEN + 1]; /* this instance's now */
-	uint64_t fence;
+	uint64_t fence;            /* the fence a majority of the records hold (0: none does) */
 	uint32_t holds;
 	int ttl;
+	/* fence 0: the fences the records hold (the masters disagree and too
+	   few answered to tell which was granted: LOST for each) */
+	uint64_t seen[RL_ADOPT_SEEN];
+	int nseen;
 	int yes;             /* counting masters that hold it for this instance now */
 	int ok;              /* on a majority, within its validity */
 	int64_t lease_ms;    /* the shortest lease left where it is held */

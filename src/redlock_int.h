@@ -53,6 +53,7 @@ enum acq_phase {
 /* RK_ACQUIRE: the set round, then the fence write-back round. */
 struct acq_part {
 	enum acq_phase phase;
+	int decided;                                /* finish_acquire gave grant.result */
 	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
 	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
 	struct rl_grant grant;
@@ -76,12 +77,21 @@ struct batch_part {
 	int nitems;
 };
 
+/* RK_ADOPT: what one counting master's record says of one hold. */
+struct rl_seen {
+	uint64_t fence; /* 0: no record of the hold there */
+	uint32_t holds;
+	int ttl;
+	char token[TOKEN_LEN + 1];
+};
+
 /* RK_TOUCH and RK_ADOPT (rlsess.c). */
 struct sess_part {
 	struct rl_sess_item *items; /* RK_TOUCH; owned, freed with the call */
 	int nitems;
 	struct rl_adoption a; /* RK_ADOPT; a.holds owned, freed with the call */
-	int cap;              /* room in a.holds */
+	struct rl_seen *seen; /* RK_ADOPT; per hold, c->n of them: each master's record */
+	int cap;              /* room in a.holds and seen */
 	int found, none;      /* counting masters that have the record, that do not */
 };
 

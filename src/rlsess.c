@@ -196,8 +196,9 @@ struct rl_sess_item *rl_sess_items(const struct rl_call *c, int *n)
 /* --- the adoption --- */
 
 /* The entry of a's holds for a record field (made on first sight). */
-static struct rl_adopted *entry(struct sess_part *sp, const char *f, size_t flen)
+static struct rl_adopted *entry(struct rl_call *c, const char *f, size_t flen)
 {
+	struct sess_part *sp = &c->u.sess;
 	const char *sp_ = memchr(f, ' ', flen);
 	if (flen < 4 || !sp_ || (f[0] != 'x' && f[0] != 'p' && f[0] != 's'))
 		return NULL;
@@ -215,6 +216,12 @@ static struct rl_adopted *entry(struct sess_part *sp, const char *f, size_t flen
 		if (!h)
 			return NULL;
 		sp->a.holds = h;
+		struct rl_seen *w = realloc(sp->seen, (size_t)cap * (size_t)c->n * sizeof(*w));
+		if (!w)
+			return NULL;
+		sp->seen = w;
+		memset(w + (size_t)sp->cap * (size_t)c->n, 0,
+		       (size_t)(cap - sp->cap) * (size_t)c->n * sizeof(*w));
 		sp->cap = cap;
 	}
 	struct rl_adopted *e = &sp->a.holds[sp->a.n];
@@ -241,21 +248,23 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
 		    ok->type != REDIS_REPLY_INTEGER || left->type != REDIS_REPLY_INTEGER)
 			continue;
-		struct rl_adopted *e = entry(sp, f->str, f->len);
+		struct rl_adopted *e = entry(c, f->str, f->len);
 		char tok[TOKEN_LEN + 1];
 		unsigned long long fence;
 		unsigned holds;
 		int ttl;
 		if (!e || sscanf(v->str, "%32s %llu %u %d", tok, &fence, &holds, &ttl) != 4 ||
-		    strlen(tok) != TOKEN_LEN)
+		    strlen(tok) != TOKEN_LEN || fence == 0)
 			continue;
-		/* The fence a counting master holds: a raise made each one the
-		 * fence granted (a master that did not count may hold its own). */
-		if (c->counts[i] && fence >= e->fence) {
-			e->fence = fence;
-			e->holds = holds;
-			e->ttl = ttl;
-			memcpy(e->token, tok, sizeof(e->token));
+		/* Each counting master's word; check_adopt takes the fence a
+		 * majority of them hold (a master that did not count, or that
+		 * answered the grant too late to be corrected, may hold its own). */
+		if (c->counts[i]) {
+			struct rl_seen *w = &sp->seen[(e - sp->a.holds) * c->n + i];
+			w->fence = fence;
+			w->holds = holds;
+			w->ttl = ttl;
+			memcpy(w->token, tok, sizeof(w->token));
 		}
 		if (c->counts[i] && ok->integer == 1) {
 			e->yes++;
@@ -291,6 +300,49 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	rl_check(c);
 }
 
+/* The hold's fence is the one a majority of the records hold: the grant
+ * was answered only once a majority held it (redlock.c, check_acquire),
+ * so the granted fence is the only one that can be. A record of another
+ * fence is a master that wrote its own counter and was not corrected (its
+ * answer came after the verdict, or never came). When too few answered
+ * to tell, the hold is not adopted: e->seen lists each fence seen, so
+ * that the LOST reaches the client whichever it was granted. */
+static void agree_on_fence(const struct rl_call *c, struct rl_adopted *e, const struct rl_seen *w)
+{
+	uint64_t v[CONFIG_MAX_MASTERS];
+	for (int i = 0; i < c->n; i++)
+		v[i] = w[i].fence;
+	e->fence = quorum_agreed(v, c->n, c->maj);
+	e->nseen = 0;
+	for (int i = 0; i < c->n; i++) {
+		if (!w[i].fence)
+			continue;
+		if (e->fence && w[i].fence == e->fence) {
+			if (w[i].holds > e->holds || !e->token[0]) {
+				e->holds = w[i].holds;
+				e->ttl = w[i].ttl;
+				memcpy(e->token, w[i].token, sizeof(e->token));
+			}
+			continue;
+		}
+		if (e->fence)
+			continue;
+		if (!e->token[0]) { /* to release it with */
+			e->ttl = w[i].ttl;
+			memcpy(e->token, w[i].token, sizeof(e->token));
+		}
+		int dup = 0;
+		for (int j = 0; j < e->nseen; j++)
+			dup |= e->seen[j] == w[i].fence;
+		if (!dup && e->nseen < RL_ADOPT_SEEN)
+			e->seen[e->nseen++] = w[i].fence;
+	}
+	if (!e->fence && e->nseen)
+		log_warn("adopt: the masters disagree on the fence of %.*s and too few answered to "
+		         "tell which was granted (%d fences seen): reported LOST",
+		         (int)e->klen, e->key, e->nseen);
+}
+
 /* Every counting master answered (or the time is up): found on a
  * majority, each hold ours where a majority holds it for us in time. */
 static void check_adopt(struct rl_call *c)
@@ -312,11 +364,12 @@ static void check_adopt(struct rl_call *c)
 	int64_t now = now_us();
 	for (int k = 0; sp->a.result == RL_OK && k < sp->a.n; k++) {
 		struct rl_adopted *e = &sp->a.holds[k];
+		agree_on_fence(c, e, &sp->seen[k * c->n]);
 		int64_t until = e->lease_ms > 0
 		                    ? quorum_valid_until(e->lease_ms, c->start_us, now, rl_drift)
 		                    : 0;
 		e->start_us = c->start_us;
-		e->ok = quorum_reached(e->yes, c->maj) && until > 0;
+		e->ok = quorum_reached(e->yes, c->maj) && until > 0 && e->fence;
 		e->validity_us = e->ok ? until : 0;
 	}
 	rl_fire_done(c);

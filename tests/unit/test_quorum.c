@@ -348,6 +348,40 @@ START_TEST(status)
 }
 END_TEST
 
+/* quorum_agreed: the fence a majority of a resumable hold's records hold,
+ * whatever the others say (a master that answered a grant too late to be
+ * corrected, or nothing there). */
+static const struct {
+	const char *what;
+	uint64_t v[5];
+	int n, maj;
+	uint64_t want;
+} agreed[] = {
+    {"all agree", {7, 7, 7}, 3, 2, 7},
+    {"a late master ahead", {7, 7, 9}, 3, 2, 7},
+    {"a late master ahead, listed first", {9, 7, 7}, 3, 2, 7},
+    {"a late master behind", {7, 5, 7}, 3, 2, 7},
+    {"one missing", {7, 0, 7}, 3, 2, 7},
+    {"two read, they disagree", {7, 9, 0}, 3, 2, 0},
+    {"all differ", {5, 7, 9}, 3, 2, 0},
+    {"one of one", {7}, 1, 1, 7},
+    {"nothing anywhere", {0, 0, 0}, 3, 2, 0},
+    {"zeros never agree", {0, 0, 7}, 3, 2, 0},
+    {"five: three agree", {9, 7, 7, 8, 7}, 5, 3, 7},
+    {"five: two and two", {9, 7, 7, 9, 0}, 5, 3, 0},
+    {"large values", {UINT64_MAX - 1, UINT64_MAX - 1, UINT64_MAX}, 3, 2, UINT64_MAX - 1},
+};
+
+START_TEST(fence_agreed_table)
+{
+	for (size_t i = 0; i < sizeof(agreed) / sizeof(agreed[0]); i++) {
+		uint64_t got = quorum_agreed(agreed[i].v, agreed[i].n, agreed[i].maj);
+		ck_assert_msg(got == agreed[i].want, "%s: got %llu, expected %llu", agreed[i].what,
+		              (unsigned long long)got, (unsigned long long)agreed[i].want);
+	}
+}
+END_TEST
+
 START_TEST(fence_agreeing)
 {
 	const int64_t c3[] = {5, 5, 5}, c2[] = {9, 9}, c1[] = {7};
@@ -457,6 +491,7 @@ Suite *quorum_suite(void)
 	tcase_add_loop_test(tc, status, 0, (int)(sizeof(statuses) / sizeof(statuses[0])));
 	tcase_add_test(tc, fence_agreeing);
 	tcase_add_test(tc, fence_notes_example);
+	tcase_add_test(tc, fence_agreed_table);
 	tcase_add_test(tc, fence_all_different);
 	tcase_add_test(tc, fence_ties);
 	tcase_add_test(tc, fence_five_masters);
