@@ -22,16 +22,7 @@
 
 #include "harness.h"
 
-/* The lease of these tests' lockds. lockctl stops CMD when lockd is
- * silent while the lease it last confirmed comes within the grace (1000
- * ms) of its end, and that lease is down to two thirds of lease_ms before
- * each renewal: with 3000 ms, a lockd or a lockctl held up for a second
- * (the ASan build on a loaded machine) stops CMD, rightly, and the test
- * fails on something it does not test. 6000 ms leaves over 2 s of
- * headroom. */
-#define LEASE 6000
-
-static const struct h_opts opts = {.lease_ms = LEASE};
+#define LEASE 3000 /* h_opts default lease_ms */
 
 static int group_exists(pid_t pg)
 {
@@ -127,7 +118,7 @@ static void assert_busy(int idx, const char *key)
  * lockctl's (exit 0, UNLOCK answered). */
 START_TEST(lockctl_run_lockd_restart)
 {
-	h_std(&opts);
+	h_std(NULL);
 	char cmd[2 * PATH_MAX + 600], id[64];
 	const char *args[] = {
 	    "-p", NULL, "run", "-v", "job", "--", "sh", "-c", cmd_line(cmd, sizeof(cmd)), NULL};
@@ -186,7 +177,7 @@ END_TEST
  * lease it last confirmed can end: exit 70. */
 START_TEST(lockctl_run_lockd_gone)
 {
-	h_std(&opts);
+	h_std(NULL);
 	char cmd[2 * PATH_MAX + 600];
 	char port[16];
 	snprintf(port, sizeof(port), "%d", h_lockd(0)->port);
@@ -246,7 +237,7 @@ END_TEST
 START_TEST(lockctl_run_failover)
 {
 	h_masters_start(3);
-	int a = h_lockd_start(&opts), b = h_lockd_start(&opts);
+	int a = h_lockd_start(NULL), b = h_lockd_start(NULL);
 	char hosts[64], cmd[2 * PATH_MAX + 600], id[64], onb[64];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", h_lockd(a)->port,
 	         h_lockd(b)->port);
