@@ -13,19 +13,11 @@
  * restart or a missing marker means for the majority is for the user of
  * these callbacks (membership.c) to decide.
  *
- * While a master is up, a second connection subscribes to the channel of
- * released-key notices (enum sub_state). A master restarts its pub/sub
- * connections on its own terms (CLIENT KILL TYPE pubsub, an output buffer
- * limit) and a network can cut one silently: the subscriber is then made
- * again with the same capped backoff, and the command connection, which
- * answers fine, is left alone with its calls. lockd writes nothing on the
- * subscriber otherwise, so a PING when it has been quiet for slow_ms()
- * proves it alive; one unanswered for as long is a cut connection. Each
- * subscribe calls opts.on_subscribed: notices sent before it may have
- * been missed, and waiters asleep on one must ask again. */
+ * While a master is up, a second connection subscribes to its notices:
+ * that is mastersub.c's (sub_start when the master goes up, sub_close
+ * when it goes down). What the two files share is in master_int.h. */
 #include "config.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +28,7 @@
 
 #include "log.h"
 #include "master.h"
+#include "master_int.h"
 #include "slab.h"
 
 /* One request on the wire. Freed only from its hiredis callback, which
@@ -67,8 +60,6 @@ static struct master *masters;
 static int nmasters;
 static struct master_opts opts;
 static char marker_key[128];
-static char channel[128];
-static char elected[128]; /* election notices (1.3) */
 /* Requests come from a slab: no malloc per request, and a burst's leave
  * no holes in the heap (slab.h). */
 static struct slab req_slab;
@@ -76,7 +67,6 @@ static int shutting_down; /* our own close: no "down" warnings, no on_down */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
-static void sub_close(struct master *m, int free_ctx);
 
 /* Masters to write at the end of the loop turn, and the event that does
  * it (activated by the first call of a turn, so it runs after every
@@ -127,32 +117,6 @@ static void set_state(struct master *m, enum master_state s)
 {
 	m->state = s;
 	m->state_since_us = now_us();
-}
-
-/* How long a connect, a handshake or a subscriber's PING may take: more
- * than a request's timeout_ms, as a false alarm here costs a reconnect. */
-static int64_t slow_ms(void)
-{
-	return opts.timeout_ms * 4 < 250 ? 250 : opts.timeout_ms * 4;
-}
-
-static void timer_at(struct event *ev, int64_t at_us)
-{
-	int64_t d = at_us - now_us();
-	if (d < 0)
-		d = 0;
-	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
-	event_add(ev, &tv);
-}
-
-/* Arm ev after *backoff_ms with jitter (50-100 %), and double *backoff_ms
- * up to reconnect_max_ms for the next time. */
-static void backoff_arm(struct event *ev, int64_t *backoff_ms)
-{
-	int64_t b = *backoff_ms;
-	*backoff_ms = b * 2 > opts.reconnect_max_ms ? opts.reconnect_max_ms : b * 2;
-	b = b / 2 + (int64_t)(random() % (b / 2 + 1));
-	timer_at(ev, now_us() + b * 1000);
 }
 
 /* A master is down when it answers nothing for timeout_ms while a request
@@ -208,14 +172,14 @@ static void arm_timer(struct master *m)
 	struct ilink *l = ilist_first(&m->inflight);
 
 	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
-		deadline = m->state_since_us + slow_ms() * 1000;
+		deadline = m->state_since_us + master_slow_ms(&opts) * 1000;
 	} else if (l) {
 		deadline = progress_us(m, l) + opts.timeout_ms * 1000;
 	} else {
 		event_del(m->timer);
 		return;
 	}
-	timer_at(m->timer, deadline);
+	master_timer_at(m->timer, deadline);
 }
 
 /* Give r its answer (NULL: it failed): a batch hands each of its calls
@@ -280,7 +244,7 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 
 	if (opts.on_down && !shutting_down)
 		opts.on_down(m);
-	backoff_arm(m->retry, &m->backoff_ms);
+	master_backoff_arm(&opts, m->retry, &m->backoff_ms);
 }
 
 static void timer_cb(evutil_socket_t fd, short what, void *arg)
@@ -290,7 +254,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 	int64_t now = now_us();
 
 	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
-		if (now - m->state_since_us >= slow_ms() * 1000) {
+		if (now - m->state_since_us >= master_slow_ms(&opts) * 1000) {
 			master_drop(m,
 			            m->state == MS_CONNECTING ? "connect timed out"
 			                                      : "handshake timed out",
@@ -621,218 +585,6 @@ static void hs_load_cb(struct master *m, redisReply *r, void *arg)
 	script_set_sha((enum script_id)(intptr_t)arg, r->str, r->len);
 }
 
-/* --- the subscriber --- */
-
-static void start_subscriber(struct master *m);
-
-static void sub_set_state(struct master *m, enum sub_state st)
-{
-	m->sub_state = st;
-	m->sub_since_us = now_us();
-}
-
-/* Let go of the subscriber, if any, and make none: SUB_OFF. free_ctx is 0
- * when hiredis is already tearing the context down. */
-static void sub_close(struct master *m, int free_ctx)
-{
-	redisAsyncContext *s = m->sub;
-	m->sub = NULL;
-	sub_set_state(m, SUB_OFF);
-	if (m->sub_timer)
-		event_del(m->sub_timer);
-	if (s) {
-		s->data = NULL; /* its callbacks, run by the free, find no master */
-		if (free_ctx)
-			redisAsyncFree(s);
-	}
-}
-
-/* The subscriber is gone (why): while the master is up, make another
- * after a backoff. The command connection and its calls stay as they are. */
-static void sub_lost(struct master *m, const char *why, int free_ctx)
-{
-	enum sub_state was = m->sub_state;
-	sub_close(m, free_ctx);
-	if (shutting_down || m->state != MS_UP)
-		return;
-	if (was == SUB_UP)
-		log_warn("master %s: subscriber lost (%s): subscribing again", m->name, why);
-	else
-		log_debug("master %s: subscriber: %s", m->name, why);
-	sub_set_state(m, SUB_WAIT);
-	backoff_arm(m->sub_timer, &m->sub_backoff_ms);
-}
-
-/* Arm sub_timer for the subscriber's next deadline or PING. */
-static void sub_arm(struct master *m)
-{
-	int64_t limit = slow_ms() * 1000;
-	if (m->sub_state == SUB_CONNECTING)
-		timer_at(m->sub_timer, m->sub_since_us + limit);
-	else if (m->sub_state == SUB_UP)
-		timer_at(m->sub_timer, (m->sub_ping_us ? m->sub_ping_us : m->sub_heard_us) + limit);
-}
-
-/* Every read of the subscriber is a sign of life: a notice, the answer to
- * SUBSCRIBE or to a PING. Hooked in front of the adapter's read event. */
-static void sub_read_event(evutil_socket_t fd, short what, void *arg)
-{
-	redisLibeventEvents *e = arg;
-	struct master *m = e->context->data;
-	if (m)
-		m->sub_heard_us = now_us();
-	redisAsyncHandleRead(e->context);
-}
-
-/* Bytes (or the end) wait on the subscriber's socket: our own loop was
- * busy, not the connection cut. */
-static int sub_readable(const struct master *m)
-{
-	struct pollfd p = {.fd = m->sub->c.fd, .events = POLLIN};
-	return poll(&p, 1, 0) > 0;
-}
-
-static void sub_ping(struct master *m)
-{
-	redisAsyncContext *s = m->sub;
-	/* Not redisAsyncCommand: in subscribed mode hiredis 0.14 files the
-	 * callback of any other command under invalid commands, and routes
-	 * the PONG (an array in RESP2) to the channel callbacks instead, so
-	 * that callback would never run and they would pile up. The PONG's
-	 * bytes are what counts (sub_read_event); hiredis drops the reply. */
-	if (redisAppendCommand(&s->c, "PING") != REDIS_OK) {
-		sub_lost(m, "PING: out of memory", 1);
-		return;
-	}
-	m->sub_ping_us = now_us();
-	s->ev.addWrite(s->ev.data); /* written from the loop, as hiredis does */
-}
-
-static void sub_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct master *m = arg;
-	int64_t now = now_us(), limit = slow_ms() * 1000;
-
-	switch (m->sub_state) {
-	case SUB_OFF:
-		return;
-	case SUB_WAIT:
-		m->sub_reconnects++;
-		start_subscriber(m);
-		return;
-	case SUB_CONNECTING:
-		if (now - m->sub_since_us >= limit) {
-			sub_lost(m, "subscribe timed out", 1);
-			return;
-		}
-		break;
-	case SUB_UP:
-		if (m->sub_ping_us && m->sub_heard_us > m->sub_ping_us) {
-			m->sub_ping_us = 0; /* answered: it stays up, so the next loss is news */
-			m->sub_backoff_ms = 10;
-		}
-		if (m->sub_ping_us && now - m->sub_ping_us >= limit) {
-			if (!sub_readable(m)) {
-				char why[80];
-				snprintf(why, sizeof(why), "no answer to PING in %lld ms",
-				         (long long)(now - m->sub_ping_us) / 1000);
-				sub_lost(m, why, 1);
-				return;
-			}
-			m->sub_heard_us = now; /* the loop reads it next */
-			m->sub_ping_us = 0;
-		}
-		if (!m->sub_ping_us && now - m->sub_heard_us >= limit) {
-			sub_ping(m);
-			if (m->sub_state != SUB_UP)
-				return;
-		}
-		break;
-	}
-	sub_arm(m);
-}
-
-static void sub_msg_cb(redisAsyncContext *ac, void *reply, void *priv)
-{
-	struct master *m = ac->data;
-	redisReply *r = reply;
-
-	if (!m || m->sub != ac)
-		return;
-	if (!r) { /* hiredis tears the context down: it frees it */
-		sub_lost(m, ac->errstr[0] ? ac->errstr : "connection lost", 0);
-		return;
-	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
-		return;
-	int el = strcmp(r->element[1]->str, elected) == 0;
-	/* ["message", channel, key]: a release, or an election's change (1.3) */
-	if (strcmp(r->element[0]->str, "message") == 0) {
-		if (r->element[2]->type != REDIS_REPLY_STRING)
-			return;
-		if (el && opts.on_elected)
-			opts.on_elected(r->element[2]->str, r->element[2]->len);
-		else if (!el && opts.on_notice)
-			opts.on_notice(r->element[2]->str, r->element[2]->len);
-		return;
-	}
-	/* ["subscribe", channel, count], for each channel in turn: notices
-	 * flow from the last one (the elections') on */
-	if (strcmp(r->element[0]->str, "subscribe") == 0 && el && m->sub_state == SUB_CONNECTING) {
-		if (m->sub_reconnects)
-			log_info("master %s: subscribed again", m->name);
-		sub_set_state(m, SUB_UP);
-		m->sub_ping_us = 0;
-		sub_arm(m);
-		if (opts.on_subscribed)
-			opts.on_subscribed(m);
-	}
-}
-
-static void sub_disconnect_cb(const redisAsyncContext *ac, int status)
-{
-	struct master *m = ac->data;
-	if (m && m->sub == ac)
-		sub_lost(m, ac->errstr[0] ? ac->errstr : "disconnected", 0);
-}
-
-static void sub_connect_cb(const redisAsyncContext *ac, int status)
-{
-	struct master *m = ac->data;
-	if (status != REDIS_OK && m && m->sub == ac) /* hiredis frees it after this callback */
-		sub_lost(m, ac->errstr[0] ? ac->errstr : "connect failed", 0);
-}
-
-static void start_subscriber(struct master *m)
-{
-	redisAsyncContext *s = redisAsyncConnect(m->addr.host, m->addr.port);
-	if (!s || s->err) {
-		char why[160];
-		snprintf(why, sizeof(why), "connect: %s", s ? s->errstr : "out of memory");
-		if (s)
-			redisAsyncFree(s);
-		sub_lost(m, why, 0);
-		return;
-	}
-	s->data = m;
-	redisLibeventAttach(s, base);
-	redisLibeventEvents *e = s->ev.data;
-	event_del(e->rev);
-	event_assign(e->rev, base, s->c.fd, EV_READ, sub_read_event, e);
-	event_add(e->rev, NULL);
-	redisAsyncSetConnectCallback(s, sub_connect_cb);
-	redisAsyncSetDisconnectCallback(s, sub_disconnect_cb);
-	m->sub = s;
-	sub_set_state(m, SUB_CONNECTING);
-	m->sub_ping_us = 0;
-	m->sub_heard_us = now_us();
-	if (opts.password[0])
-		redisAsyncCommand(s, NULL, NULL, "AUTH %s", opts.password);
-	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s %s", channel, elected);
-	sub_arm(m);
-}
-
 static void marker_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (r && r->type != REDIS_REPLY_ERROR)
@@ -862,7 +614,7 @@ static void go_up(struct master *m)
 	m->last_error[0] = '\0';
 	log_info("master %s up", m->name);
 	m->sub_backoff_ms = 10;
-	start_subscriber(m);
+	sub_start(m);
 	int restarted = m->restarted;
 	m->restarted = 0;
 	if (opts.on_up)
@@ -1003,8 +755,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	if (!masters || !flush_ev)
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
-	snprintf(channel, sizeof(channel), "%s released", o->prefix);
-	snprintf(elected, sizeof(elected), "%s elected", o->prefix);
+	sub_init(base, &opts, &shutting_down, o->prefix);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;

@@ -24,9 +24,9 @@ enum master_state {
 	MS_UP,         /* answering; calls go to it */
 };
 
-/* A master's pub/sub subscriber, for released-key notices. It exists only
- * while its master is MS_UP and is lost and made again on its own: the
- * command connection and its calls never depend on it. */
+/* A master's pub/sub subscriber (mastersub.c), for released-key notices.
+ * It exists only while its master is MS_UP and is lost and made again on
+ * its own: the command connection and its calls never depend on it. */
 enum sub_state {
 	SUB_OFF,        /* none: the master is not up (made again when it comes up) */
 	SUB_WAIT,       /* lost while the master is up: sub_timer reconnects after a backoff */
