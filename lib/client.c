@@ -1,5 +1,5 @@
 /* liblockd: the public API of the client of lockd's text protocol (see
- * lockd/client.h; client_int.h draws the files beneath it).
+ * lockd/client.h; client_int.h draws liblockd's files).
  *
  * A client owns one non-blocking socket, an output buffer, an input
  * buffer, and the queue of requests sent and not answered yet (each knows
@@ -11,7 +11,10 @@
  * "acc"; a reply that a lockd_call() waits for is handed over by swapping
  * acc with "res", so it outlives the step that read it without a copy.
  * No allocation per request once the buffers have grown to the traffic.
- * Connecting and the bytes on the wire (plain or TLS) are net.c's. */
+ * Connecting and the bytes on the wire (plain or TLS) are net.c's; what
+ * follows a broken connection (the next address, the resume of a
+ * session) is reconnect.c's, called at the safe points of lockd_step()
+ * and lockd_connect_start(). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -31,7 +34,7 @@
 
 /* ------------------------------------------------------------ buffers */
 
-static int buf_reserve(struct buf *b, size_t more)
+int cli_buf_reserve(struct buf *b, size_t more)
 {
 	if (b->cap - b->len >= more)
 		return 0;
@@ -53,7 +56,7 @@ static int buf_reserve(struct buf *b, size_t more)
 	return 0;
 }
 
-static int rs_add(struct rstore *r, const char *line, size_t n)
+int cli_rs_add(struct rstore *r, const char *line, size_t n)
 {
 	if (r->len + n + 1 > r->cap) {
 		size_t cap = r->cap ? r->cap : 256;
@@ -84,12 +87,6 @@ static int rs_add(struct rstore *r, const char *line, size_t n)
 	return 0;
 }
 
-static void rs_reset(struct rstore *r)
-{
-	r->len = 0;
-	r->n = 0;
-}
-
 static void rs_free(struct rstore *r)
 {
 	free(r->text);
@@ -99,11 +96,6 @@ static void rs_free(struct rstore *r)
 
 /* ------------------------------------------------------------ queue */
 
-static struct pend *q_at(struct lockd_client *c, size_t i)
-{
-	return &c->q[(c->qhead + i) % c->qcap];
-}
-
 static struct pend *q_push(struct lockd_client *c)
 {
 	if (c->qlen == c->qcap) {
@@ -112,7 +104,7 @@ static struct pend *q_push(struct lockd_client *c)
 		if (!nq)
 			return NULL;
 		for (size_t i = 0; i < c->qlen; i++)
-			nq[i] = *q_at(c, i);
+			nq[i] = *cli_q_at(c, i);
 		free(c->q);
 		c->q = nq;
 		c->qcap = ncap;
@@ -123,29 +115,24 @@ static struct pend *q_push(struct lockd_client *c)
 	return p;
 }
 
-static int is_internal(unsigned who)
-{
-	return who == W_AUTH || who == W_SESSION || who == W_RESUME;
-}
-
 /* Drop the head (its key is the caller's to free). */
-static void q_pop(struct lockd_client *c)
+void cli_q_pop(struct lockd_client *c)
 {
-	if (is_internal(q_at(c, 0)->who))
+	if (cli_is_internal(cli_q_at(c, 0)->who))
 		c->nint--;
 	c->qhead = (c->qhead + 1) % c->qcap;
 	c->qlen--;
 }
 
 /* A new entry before every other (the AUTH and RESUME of a reconnection). */
-static struct pend *q_push_front(struct lockd_client *c)
+struct pend *cli_q_push_front(struct lockd_client *c)
 {
 	if (!q_push(c))
 		return NULL;
 	c->qlen--; /* q_push made room; take the slot before the head instead */
 	c->qhead = (c->qhead + c->qcap - 1) % c->qcap;
 	c->qlen++;
-	struct pend *p = q_at(c, 0);
+	struct pend *p = cli_q_at(c, 0);
 	memset(p, 0, sizeof(*p));
 	return p;
 }
@@ -173,7 +160,7 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 	char *key = NULL;
 	if (c->rz && c->rz->resume && rz_request(req, n, &op, &key) != 0)
 		return LOCKD_ENOMEM;
-	if (buf_reserve(ob, n + 1) != 0) {
+	if (cli_buf_reserve(ob, n + 1) != 0) {
 		free(key);
 		return LOCKD_ENOMEM;
 	}
@@ -187,7 +174,7 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 	ob->len += n + 1;
 	p->op = (unsigned char)op;
 	p->key = key;
-	if (is_internal(who))
+	if (cli_is_internal(who))
 		c->nint++;
 	p->tag = tag;
 	p->who = (unsigned char)who;
@@ -206,9 +193,6 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 }
 
 /* ------------------------------------------------------------ replies */
-
-static void handle_session(struct lockd_client *c, const char *line);
-static void handle_resume(struct lockd_client *c, const char *line);
 
 /* Fill r from the lines in rs (complete). */
 static void build_reply(struct lockd_reply *r, struct rstore *rs, int list, int64_t latency)
@@ -235,25 +219,25 @@ static void handle_auth(struct lockd_client *c, const char *line)
 }
 
 /* The reply at the head of the queue is complete in acc. */
-static void reply_done(struct lockd_client *c)
+void cli_reply_done(struct lockd_client *c)
 {
-	struct pend p = *q_at(c, 0);
+	struct pend p = *cli_q_at(c, 0);
 	int64_t lat = cli_now_us() - p.sent_us;
-	q_pop(c);
+	cli_q_pop(c);
 	c->in_list = 0;
 	if (p.who == W_AUTH) {
 		handle_auth(c, c->acc.text);
-		rs_reset(&c->acc);
+		cli_rs_reset(&c->acc);
 		return;
 	}
 	if (p.who == W_SESSION || p.who == W_RESUME) {
 		char line[512];
 		snprintf(line, sizeof(line), "%s", c->acc.text);
-		rs_reset(&c->acc);
+		cli_rs_reset(&c->acc);
 		if (p.who == W_SESSION)
-			handle_session(c, line);
+			cli_handle_session(c, line);
 		else
-			handle_resume(c, line);
+			cli_handle_resume(c, line);
 		memset(line, 0, sizeof(line));
 		return;
 	}
@@ -266,7 +250,7 @@ static void reply_done(struct lockd_client *c)
 		struct rstore t = c->res;
 		c->res = c->acc;
 		c->acc = t;
-		rs_reset(&c->acc);
+		cli_rs_reset(&c->acc);
 		build_reply(&c->call_reply, &c->res, p.list, lat);
 		c->call_done = 1;
 		return;
@@ -279,10 +263,10 @@ static void reply_done(struct lockd_client *c)
 		c->on_reply(c, &r, p.tag, c->arg);
 		c->depth--;
 	}
-	rs_reset(&c->acc);
+	cli_rs_reset(&c->acc);
 }
 
-static int handle_event(struct lockd_client *c, const char *line, size_t n)
+int cli_handle_event(struct lockd_client *c, const char *line, size_t n)
 {
 	if (c->rz && c->rz->nkeys && strncmp(line, "LOST ", 5) == 0) {
 		char key[LOCKD_MAX_KEY + 1];
@@ -327,20 +311,20 @@ static int handle_line(struct lockd_client *c, const char *line, size_t n)
 			return 0;
 	}
 	if (rp_is_event(line))
-		return handle_event(c, line, n);
+		return cli_handle_event(c, line, n);
 	if (c->qlen == 0) {
 		rp_escape(e, sizeof(e), line, n);
 		return cli_fail(c, LOCKD_EPROTO, "%s sent a line without a request: \"%s\"",
 		                c->peer, e);
 	}
-	if (rs_add(&c->acc, line, n) != 0)
+	if (cli_rs_add(&c->acc, line, n) != 0)
 		return cli_fail(c, LOCKD_ENOMEM, "out of memory");
-	int more = rp_more(line, q_at(c, 0)->list, c->in_list);
+	int more = rp_more(line, cli_q_at(c, 0)->list, c->in_list);
 	if (more) {
 		c->in_list = 1;
 		return 0;
 	}
-	reply_done(c);
+	cli_reply_done(c);
 	return 0;
 }
 
@@ -420,7 +404,7 @@ static int do_read(struct lockd_client *c)
 		/* small to start (thousands of clients in one process); it
 		   doubles only while unread bytes fill it (a long list) */
 		if (c->in.cap - c->in.len < READ_MIN &&
-		    buf_reserve(&c->in, c->in.cap > READ_MIN ? c->in.cap / 2 : READ_MIN) != 0)
+		    cli_buf_reserve(&c->in, c->in.cap > READ_MIN ? c->in.cap / 2 : READ_MIN) != 0)
 			return cli_fail(c, LOCKD_ENOMEM, "out of memory");
 		ssize_t k = net_recv(c, c->in.p + c->in.len, c->in.cap - c->in.len);
 		if (c->st == CS_FAILED)
@@ -472,7 +456,7 @@ static int check_deadlines(struct lockd_client *c)
 	    now >= c->connect_deadline_us) {
 		if (c->st == CS_OPEN)
 			return cli_fail(c, LOCKD_ETIMEDOUT, "%s to %s: no reply within %d ms",
-			                c->qlen ? q_at(c, 0)->cmd : "AUTH", c->peer,
+			                c->qlen ? cli_q_at(c, 0)->cmd : "AUTH", c->peer,
 			                c->connect_timeout_ms);
 		return cli_fail(c, LOCKD_ETIMEDOUT,
 		                c->st == CS_CONNECTING
@@ -483,273 +467,12 @@ static int check_deadlines(struct lockd_client *c)
 	if (resuming(c))
 		return 0; /* the requests wait for the session's new connection */
 	for (size_t i = 0; i < c->qlen; i++) {
-		struct pend *p = q_at(c, i);
+		struct pend *p = cli_q_at(c, i);
 		if (p->deadline_us && now >= p->deadline_us)
 			return cli_fail(c, LOCKD_ETIMEDOUT, "no reply to %s from %s within %d ms",
 			                p->cmd, c->peer, p->timeout_ms);
 	}
 	return 0;
-}
-
-/* ------------------------------------------------------------ resume */
-
-/* An event of the library's own making (resume), as if lockd sent it. */
-static void hand_event(struct lockd_client *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void hand_event(struct lockd_client *c, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= sizeof(line))
-		n = (int)sizeof(line) - 1;
-	handle_event(c, line, (size_t)n);
-}
-
-/* The session is gone: report each key it held LOST, then fail. */
-static void give_up(struct lockd_client *c, const char *why)
-{
-	struct rz *rz = c->rz;
-	char msg[sizeof(c->err)];
-	snprintf(msg, sizeof(msg), "%s", why);
-	rz->st = RZ_OVER;
-	if (c->st == CS_BROKEN)
-		c->st = CS_DOWN; /* so that cli_fail fails */
-	while (rz->nkeys > 0 && c->st != CS_FAILED) {
-		size_t before = rz->nkeys;
-		char key[LOCKD_MAX_KEY + 1];
-		snprintf(key, sizeof(key), "%s", rz->keys[0].key);
-		hand_event(c, "LOST %s %llu", key, (unsigned long long)rz->keys[0].fence);
-		if (rz->nkeys == before)
-			rz_lost(rz, key); /* a key too long for hand_event's line */
-	}
-	cli_fail(c, LOCKD_ENOSESSION, "%s", msg);
-}
-
-/* Close the broken connection and forget what was read or queued on it. */
-static void conn_reset(struct lockd_client *c)
-{
-	ctls_free(c);
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	c->in.len = c->in.off = 0;
-	c->scan = 0;
-	c->eof = 0;
-	c->send_errno = 0;
-	if (c->out.p)
-		memset(c->out.p, 0, c->out.cap); /* may hold AUTH and RESUME */
-	c->out.len = c->out.off = 0;
-	c->in_list = 0;
-	rs_reset(&c->acc);
-	c->wrote = 0;
-	c->authed = 1;
-	c->connect_deadline_us = 0;
-}
-
-/* Connect to address i of c->rz (the connect deadline starts now). */
-static void connect_ep(struct lockd_client *c, int i)
-{
-	struct lockd_opts o;
-	rz_ep_opts(c->rz, i, &o);
-	c->naddr = 0;
-	c->ai = 0;
-	if (c->connect_timeout_ms > 0)
-		c->connect_deadline_us = cli_now_us() + (int64_t)c->connect_timeout_ms * 1000;
-	if (net_resolve(c, &o) == 0 && net_start_tls(c, &o, 0) == 0)
-		net_connect_next(c);
-}
-
-/* Append a line to the output (an internal request: its entry is pushed
- * in front of the queue with push_internal). */
-static int out_line(struct lockd_client *c, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int out_line(struct lockd_client *c, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(line) - 1 || buf_reserve(&c->out, (size_t)n + 1) != 0)
-		return cli_fail(c, LOCKD_ENOMEM, "out of memory");
-	line[n] = '\n';
-	memcpy(c->out.p + c->out.len, line, (size_t)n + 1);
-	c->out.len += (size_t)n + 1;
-	memset(line, 0, sizeof(line));
-	return 0;
-}
-
-/* Queue an internal request before all others. */
-static int push_internal(struct lockd_client *c, enum who who, const char *cmd)
-{
-	struct pend *p = q_push_front(c);
-	if (!p)
-		return cli_fail(c, LOCKD_ENOMEM, "out of memory");
-	p->who = (unsigned char)who;
-	p->sent_us = cli_now_us();
-	p->timeout_ms = -1;
-	snprintf(p->cmd, sizeof(p->cmd), "%s", cmd);
-	c->nint++;
-	return 0;
-}
-
-/* One attempt to resume: connect to the next address, AUTH, RESUME. */
-static void attempt(struct lockd_client *c)
-{
-	struct rz *rz = c->rz;
-	rz->st = RZ_TRYING;
-	int i = (rz->ep + rz->tried) % rz->nep;
-	/* in front of the requests that wait: AUTH, RESUME */
-	if (push_internal(c, W_RESUME, "RESUME") != 0)
-		return;
-	if (rz->o.password) {
-		if (push_internal(c, W_AUTH, "AUTH") != 0 ||
-		    out_line(c, "AUTH %s", rz->o.password) != 0)
-			return;
-		c->authed = 0;
-	}
-	if (out_line(c, "RESUME %s %s", rz->id, rz->secret) != 0)
-		return;
-	connect_ep(c, i);
-	if (c->connect_deadline_us == 0 || c->connect_deadline_us > rz->deadline_us)
-		c->connect_deadline_us = rz->deadline_us;
-}
-
-/* c->st is CS_BROKEN: connect to the next address (connecting), or start
- * resuming (the session's connection broke), or go on with it. */
-static void on_break(struct lockd_client *c)
-{
-	struct rz *rz = c->rz;
-	char why[sizeof(rz->why) + 64];
-	while (c->st == CS_BROKEN) {
-		int64_t now = cli_now_us();
-		if (rz->st == RZ_NONE) {
-			/* connecting, nothing written: the next address, same requests */
-			ctls_free(c);
-			if (c->fd >= 0)
-				close(c->fd);
-			c->fd = -1;
-			c->st = CS_CONNECTING;
-			connect_ep(c, ++rz->tried);
-			continue;
-		}
-		if (rz->st == RZ_LIVE) {
-			snprintf(rz->was, sizeof(rz->was), "%s", c->peer);
-			conn_reset(c);
-			for (size_t i = 0; i < c->qlen; i++)
-				q_at(c, i)->dead = 1;
-			rz->broke_us = now;
-			rz->deadline_us = now + (int64_t)rz->grace_ms * 1000;
-			rz->tried = 0;
-			rz->backoff_us = 100000;
-			rz->st = RZ_WAIT;
-			c->st = CS_DOWN;
-			hand_event(c, "RESUMING %s %s", rz->was, rz->why);
-			if (c->st == CS_FAILED || c->close_pending)
-				return;
-		} else {
-			/* an attempt failed: its AUTH and RESUME go with it */
-			conn_reset(c);
-			while (c->qlen && is_internal(q_at(c, 0)->who)) {
-				free(q_at(c, 0)->key);
-				q_pop(c);
-			}
-			rz->tried++;
-			c->st = CS_DOWN;
-		}
-		if (now >= rz->deadline_us) {
-			snprintf(why, sizeof(why),
-			         "no lockd resumed the session within its grace (%d ms); last: %s",
-			         rz->grace_ms, rz->why);
-			give_up(c, why);
-			return;
-		}
-		if (rz->tried >= rz->nep) {
-			/* a round of every address failed: pause, then again */
-			rz->tried = 0;
-			rz->next_us = now + rz->backoff_us;
-			if (rz->next_us > rz->deadline_us)
-				rz->next_us = rz->deadline_us;
-			rz->backoff_us =
-			    rz->backoff_us * 2 > 2000000 ? 2000000 : rz->backoff_us * 2;
-			rz->st = RZ_WAIT;
-			return;
-		}
-		attempt(c);
-	}
-}
-
-static void handle_session(struct lockd_client *c, const char *line)
-{
-	char e[128];
-	if (rz_session_reply(c->rz, line) == 0) {
-		c->rz->st = RZ_LIVE;
-		c->rz->tried = 0;
-		return;
-	}
-	c->rz->st = RZ_OVER;
-	rp_escape(e, sizeof(e), line, strlen(line));
-	cli_fail(c, LOCKD_ENOSESSION, "SESSION refused by %s: \"%s\"", c->peer, e);
-}
-
-static void handle_resume(struct lockd_client *c, const char *line)
-{
-	struct rz *rz = c->rz;
-	char e[128], msg[1024];
-	rp_escape(e, sizeof(e), line, strlen(line));
-	if (strncmp(line, "ERR NOSESSION", 13) == 0) {
-		snprintf(msg, sizeof(msg), "RESUME on %s: \"%s\": every lock is lost", c->peer, e);
-		give_up(c, msg);
-		return;
-	}
-	if (!(strncmp(line, "OK", 2) == 0 && (line[2] == '\0' || line[2] == ' '))) {
-		cli_fail(c, LOCKD_ECLOSED, "RESUME on %s: \"%s\"", c->peer, e);
-		return; /* broken: the next address */
-	}
-	rz->st = RZ_LIVE;
-	rz->ep = (rz->ep + rz->tried) % rz->nep;
-	rz->tried = 0;
-	rz->resumes++;
-	c->connect_deadline_us = 0;
-	/* what was sent on the broken connection is answered now, in order */
-	int n = snprintf(msg, sizeof(msg),
-	                 "ERR DISCONNECTED the connection to %s broke before the reply; "
-	                 "the session was resumed on %s",
-	                 rz->was, c->peer);
-	if (n < 0 || (size_t)n >= sizeof(msg))
-		n = (int)sizeof(msg) - 1;
-	while (c->qlen && q_at(c, 0)->dead && c->st != CS_FAILED && !c->close_pending) {
-		rs_reset(&c->acc);
-		if (rs_add(&c->acc, msg, (size_t)n) != 0) {
-			cli_fail(c, LOCKD_ENOMEM, "out of memory");
-			return;
-		}
-		reply_done(c);
-	}
-	/* what was sent while resuming goes out now, with fresh deadlines */
-	int64_t now = cli_now_us();
-	for (size_t i = 0; i < c->qlen; i++) {
-		struct pend *p = q_at(c, i);
-		if (p->timeout_ms >= 0)
-			p->deadline_us = now + (int64_t)p->timeout_ms * 1000;
-	}
-	struct buf *l = &rz->later;
-	if (l->len > l->off) {
-		if (buf_reserve(&c->out, l->len - l->off) != 0) {
-			cli_fail(c, LOCKD_ENOMEM, "out of memory");
-			return;
-		}
-		memcpy(c->out.p + c->out.len, l->p + l->off, l->len - l->off);
-		c->out.len += l->len - l->off;
-		memset(l->p, 0, l->len);
-	}
-	l->len = l->off = 0;
-	hand_event(c, "RESUMED %s %s", c->peer, line[2] ? line + 3 : "0");
 }
 
 /* ------------------------------------------------------------ public */
@@ -836,14 +559,15 @@ int lockd_connect_start(const struct lockd_opts *uo, struct lockd_client **out)
 		                       : snprintf(req, sizeof(req), "SESSION");
 		rc = cli_enqueue(c, req, (size_t)n, -1, NULL, W_SESSION);
 		if (rc == 0)
-			snprintf(q_at(c, c->qlen - 1)->cmd, sizeof(q_at(c, 0)->cmd), "SESSION");
+			snprintf(cli_q_at(c, c->qlen - 1)->cmd, sizeof(cli_q_at(c, 0)->cmd),
+			         "SESSION");
 		else
 			cli_fail(c, rc, "out of memory");
 	}
 	if (rc == 0)
-		connect_ep(c, 0);
+		cli_connect_ep(c, 0);
 	if (c->st == CS_BROKEN)
-		on_break(c);
+		cli_on_break(c);
 	return c->st == CS_FAILED ? c->status : 0;
 }
 
@@ -880,12 +604,9 @@ int lockd_step(struct lockd_client *c)
 	if (c->depth)
 		return LOCKD_ESTATE;
 	if (c->st == CS_BROKEN)
-		on_break(c);
-	if (c->st == CS_DOWN && c->rz->st == RZ_WAIT && cli_now_us() >= c->rz->next_us) {
-		attempt(c);
-		if (c->st == CS_BROKEN)
-			on_break(c);
-	}
+		cli_on_break(c);
+	if (c->st == CS_DOWN)
+		cli_resume_due(c);
 	if (c->st == CS_CONNECTING)
 		net_connect_check(c);
 	if (c->st == CS_HANDSHAKE)
@@ -893,11 +614,11 @@ int lockd_step(struct lockd_client *c)
 	do_flush(c);
 	do_read(c);
 	if (c->st == CS_BROKEN)
-		on_break(c);
+		cli_on_break(c);
 	if (!c->close_pending) {
 		check_deadlines(c);
 		if (c->st == CS_BROKEN)
-			on_break(c);
+			cli_on_break(c);
 	}
 	if (c->close_pending && c->depth == 0) {
 		c->close_pending = 0;
@@ -1158,7 +879,7 @@ void lockd_close(struct lockd_client *c)
 		/* end the session now, not at the end of its grace (best effort:
 		   lockd reads it unless a LOCK waits ahead of it) */
 		c->rz->st = RZ_OVER;
-		if (buf_reserve(&c->out, 5) == 0) {
+		if (cli_buf_reserve(&c->out, 5) == 0) {
 			memcpy(c->out.p + c->out.len, "QUIT\n", 5);
 			c->out.len += 5;
 			do_flush(c);
@@ -1168,7 +889,7 @@ void lockd_close(struct lockd_client *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	for (size_t i = 0; i < c->qlen; i++)
-		free(q_at(c, i)->key);
+		free(cli_q_at(c, i)->key);
 	rz_free(c->rz);
 	if (c->out.p)
 		memset(c->out.p, 0, c->out.cap); /* may hold AUTH password */

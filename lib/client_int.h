@@ -1,22 +1,31 @@
-/* client_int: what liblockd's I/O files share (private).
+/* client_int: what liblockd's files share (private).
  *
- * The layers, each using only those below it (no two files use each
- * other's names):
+ * The files, each using only those listed after it, except the pair
+ * client.c and reconnect.c, which use each other:
  *
- *   client.c  the public API: buffers, the request queue, lines to
- *             replies and events, callbacks, deadlines, and the resume
- *             of a resumable session (when to reconnect, what to hand)
- *   typed.c   typed requests (lockd_lock(), ...) and status names
- *   resume.c  a resumable session's state: its addresses, id and
- *             secret, the keys it holds, backoff (no I/O, no callbacks)
- *   net.c     options, addresses, connecting (TCP, Unix socket), and the
- *             bytes in and out, plain or through tls.c
- *   tls.c     the TLS layer over OpenSSL (every #ifdef HAVE_TLS)
- *   reply.c   the pure parser (reply.h), used by client.c
+ *   typed.c      typed requests (lockd_lock(), ...) and status names,
+ *                queued through client.c (cli_enqueue)
+ *   client.c     the public API: buffers, the request queue, lines to
+ *                replies and events, callbacks, deadlines
+ *   reconnect.c  the I/O of reaching lockd again after a break: the next
+ *                address, and the resume of a resumable session (when to
+ *                reconnect, what to hand). client.c calls it at its safe
+ *                points and with SESSION's and RESUME's replies; it uses
+ *                client.c's buffers and queue and hands replies and
+ *                events through client.c (cli_reply_done, cli_handle_event)
+ *   resume.c     a resumable session's state: its addresses, id and
+ *                secret, the keys it holds, backoff (no I/O, no callbacks)
+ *   net.c        options, addresses, connecting (TCP, Unix socket), and
+ *                the bytes in and out, plain or through tls.c
+ *   tls.c        the TLS layer over OpenSSL (every #ifdef HAVE_TLS)
+ *   reply.c      the pure parser (reply.h), used by client.c, reconnect.c
+ *                and typed.c
  *
  * The state of one client, struct lockd_client, is defined here so that
  * net.c and tls.c can advance its connection state and fail it
- * (cli_fail) without calling up into client.c. */
+ * (cli_fail) without calling up into client.c. Private names shared
+ * between files carry their file's prefix (net_, rz_, ctls_, rp_), or
+ * cli_ for client.c's and reconnect.c's. */
 #ifndef LOCKD_LIB_CLIENT_INT_H
 #define LOCKD_LIB_CLIENT_INT_H
 
@@ -36,8 +45,8 @@ enum conn_state {
 	CS_HANDSHAKE,  /* connected; the TLS handshake is under way */
 	CS_OPEN,       /* connected; requests flow */
 	CS_BROKEN,     /* the connection broke and the session may be resumed, or
-	                  the next address may be tried: client.c takes over at
-	                  its next safe point (rz.why says what broke) */
+	                  the next address may be tried: reconnect.c takes over
+	                  at client.c's next safe point (rz.why says what broke) */
 	CS_DOWN,       /* no connection: the next attempt is due at rz.next_us */
 	CS_FAILED,     /* status and err say why; only lockd_close() is left */
 };
@@ -266,11 +275,54 @@ void rz_lost(struct rz *rz, const char *key);
 /* "SESSION id secret grace_ms": 0 when line is that (kept), else -1. */
 int rz_session_reply(struct rz *rz, const char *line);
 
-/* ---- client.c, for typed.c ---- */
+/* ---- client.c, for typed.c and reconnect.c ---- */
 
 /* Queue a request (as lockd_send() with who). */
 int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
                 enum who who);
+/* Room for more bytes at the end of b (0, or -1 out of memory). */
+int cli_buf_reserve(struct buf *b, size_t more);
+/* Append a line to r (0, or -1 out of memory). */
+int cli_rs_add(struct rstore *r, const char *line, size_t n);
+
+static inline void cli_rs_reset(struct rstore *r)
+{
+	r->len = 0;
+	r->n = 0;
+}
+
+/* The i-th request of the queue, from its head. */
+static inline struct pend *cli_q_at(struct lockd_client *c, size_t i)
+{
+	return &c->q[(c->qhead + i) % c->qcap];
+}
+
+/* 1: a request of the library's own (counted in nint), not the caller's. */
+static inline int cli_is_internal(unsigned who)
+{
+	return who == W_AUTH || who == W_SESSION || who == W_RESUME;
+}
+
+/* Drop the head of the queue (its key is the caller's to free). */
+void cli_q_pop(struct lockd_client *c);
+/* A new, zeroed entry before every other (NULL: out of memory). */
+struct pend *cli_q_push_front(struct lockd_client *c);
+/* The reply at the head of the queue is complete in acc: hand it. */
+void cli_reply_done(struct lockd_client *c);
+/* An event line (NUL-terminated, n bytes): track LOST, hand it. */
+int cli_handle_event(struct lockd_client *c, const char *line, size_t n);
+
+/* ---- reconnect.c: reaching lockd again, for client.c ---- */
+
+/* Connect to address i of c->rz (the connect deadline starts now). */
+void cli_connect_ep(struct lockd_client *c, int i);
+/* c->st is CS_BROKEN: the next address, or resume, or fail. */
+void cli_on_break(struct lockd_client *c);
+/* c->st is CS_DOWN: the next attempt once its pause is over. */
+void cli_resume_due(struct lockd_client *c);
+/* The replies to SESSION and to RESUME. */
+void cli_handle_session(struct lockd_client *c, const char *line);
+void cli_handle_resume(struct lockd_client *c, const char *line);
 
 /* ---- tls.c: the TLS layer ---- */
 
