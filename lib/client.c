@@ -11,10 +11,12 @@
  * "acc"; a reply that a lockd_call() waits for is handed over by swapping
  * acc with "res", so it outlives the step that read it without a copy.
  * No allocation per request once the buffers have grown to the traffic.
- * Connecting and the bytes on the wire (plain or TLS) are net.c's; what
- * follows a broken connection (the next address, the resume of a
- * session) is reconnect.c's, called at the safe points of lockd_step()
- * and lockd_connect_start(). */
+ * The buffers and the queue themselves are queue.c's. Connecting and the
+ * bytes on the wire (plain or TLS) are net.c's; what follows a broken
+ * connection (the next address, the resume of a session) is
+ * reconnect.c's, called at the safe points of lockd_step() and
+ * lockd_connect_start(); it hands its replies and events back up through
+ * the struct cli_ops that client_new() puts in every client. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -31,111 +33,6 @@
 
 #define READ_MIN      512
 #define STEP_READ_MAX (1 << 20) /* bytes read per lockd_step before others get a turn */
-
-/* ------------------------------------------------------------ buffers */
-
-int cli_buf_reserve(struct buf *b, size_t more)
-{
-	if (b->cap - b->len >= more)
-		return 0;
-	if (b->off > 0) {
-		memmove(b->p, b->p + b->off, b->len - b->off);
-		b->len -= b->off;
-		b->off = 0;
-		if (b->cap - b->len >= more)
-			return 0;
-	}
-	size_t cap = b->cap ? b->cap : 1024;
-	while (cap - b->len < more)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
-	if (!p)
-		return -1;
-	b->p = p;
-	b->cap = cap;
-	return 0;
-}
-
-int cli_rs_add(struct rstore *r, const char *line, size_t n)
-{
-	if (r->len + n + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap : 256;
-		while (cap < r->len + n + 1)
-			cap *= 2;
-		char *p = realloc(r->text, cap);
-		if (!p)
-			return -1;
-		r->text = p;
-		r->cap = cap;
-	}
-	if (r->n == r->ncap) {
-		size_t ncap = r->ncap ? r->ncap * 2 : 8;
-		size_t *o = realloc(r->offs, ncap * sizeof(*o));
-		if (!o)
-			return -1;
-		r->offs = o;
-		const char **l = realloc(r->lines, ncap * sizeof(*l));
-		if (!l)
-			return -1;
-		r->lines = l;
-		r->ncap = ncap;
-	}
-	memcpy(r->text + r->len, line, n);
-	r->text[r->len + n] = '\0';
-	r->offs[r->n++] = r->len;
-	r->len += n + 1;
-	return 0;
-}
-
-static void rs_free(struct rstore *r)
-{
-	free(r->text);
-	free(r->offs);
-	free(r->lines);
-}
-
-/* ------------------------------------------------------------ queue */
-
-static struct pend *q_push(struct lockd_client *c)
-{
-	if (c->qlen == c->qcap) {
-		size_t ncap = c->qcap ? c->qcap * 2 : 8;
-		struct pend *nq = malloc(ncap * sizeof(*nq));
-		if (!nq)
-			return NULL;
-		for (size_t i = 0; i < c->qlen; i++)
-			nq[i] = *cli_q_at(c, i);
-		free(c->q);
-		c->q = nq;
-		c->qcap = ncap;
-		c->qhead = 0;
-	}
-	struct pend *p = &c->q[(c->qhead + c->qlen++) % c->qcap];
-	memset(p, 0, sizeof(*p));
-	return p;
-}
-
-/* Drop the head (its key is the caller's to free). */
-void cli_q_pop(struct lockd_client *c)
-{
-	if (cli_is_internal(cli_q_at(c, 0)->who))
-		c->nint--;
-	c->qhead = (c->qhead + 1) % c->qcap;
-	c->qlen--;
-}
-
-/* A new entry before every other (the AUTH and RESUME of a reconnection). */
-struct pend *cli_q_push_front(struct lockd_client *c)
-{
-	if (!q_push(c))
-		return NULL;
-	c->qlen--; /* q_push made room; take the slot before the head instead */
-	c->qhead = (c->qhead + c->qcap - 1) % c->qcap;
-	c->qlen++;
-	struct pend *p = cli_q_at(c, 0);
-	memset(p, 0, sizeof(*p));
-	return p;
-}
 
 /* A resumable session between connections: requests wait in rz.later. */
 static int resuming(const struct lockd_client *c)
@@ -164,7 +61,7 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 		free(key);
 		return LOCKD_ENOMEM;
 	}
-	struct pend *p = q_push(c);
+	struct pend *p = cli_q_push(c);
 	if (!p) {
 		free(key);
 		return LOCKD_ENOMEM;
@@ -219,7 +116,7 @@ static void handle_auth(struct lockd_client *c, const char *line)
 }
 
 /* The reply at the head of the queue is complete in acc. */
-void cli_reply_done(struct lockd_client *c)
+static void reply_done(struct lockd_client *c)
 {
 	struct pend p = *cli_q_at(c, 0);
 	int64_t lat = cli_now_us() - p.sent_us;
@@ -266,7 +163,7 @@ void cli_reply_done(struct lockd_client *c)
 	cli_rs_reset(&c->acc);
 }
 
-int cli_handle_event(struct lockd_client *c, const char *line, size_t n)
+static int handle_event(struct lockd_client *c, const char *line, size_t n)
 {
 	if (c->rz && c->rz->nkeys && strncmp(line, "LOST ", 5) == 0) {
 		char key[LOCKD_MAX_KEY + 1];
@@ -298,6 +195,13 @@ int cli_handle_event(struct lockd_client *c, const char *line, size_t n)
 	return 0;
 }
 
+/* What reconnect.c hands up: the ERR DISCONNECTED answers and the
+ * RESUMING, RESUMED and LOST events of a resume go the way lockd's own do. */
+static const struct cli_ops up = {
+    .reply_done = reply_done,
+    .event = handle_event,
+};
+
 /* One complete input line (NUL-terminated, CR LF removed). */
 static int handle_line(struct lockd_client *c, const char *line, size_t n)
 {
@@ -311,7 +215,7 @@ static int handle_line(struct lockd_client *c, const char *line, size_t n)
 			return 0;
 	}
 	if (rp_is_event(line))
-		return cli_handle_event(c, line, n);
+		return handle_event(c, line, n);
 	if (c->qlen == 0) {
 		rp_escape(e, sizeof(e), line, n);
 		return cli_fail(c, LOCKD_EPROTO, "%s sent a line without a request: \"%s\"",
@@ -324,7 +228,7 @@ static int handle_line(struct lockd_client *c, const char *line, size_t n)
 		c->in_list = 1;
 		return 0;
 	}
-	cli_reply_done(c);
+	reply_done(c);
 	return 0;
 }
 
@@ -484,6 +388,7 @@ static struct lockd_client *client_new(void)
 		return NULL;
 	c->fd = -1;
 	c->st = CS_OPEN;
+	c->ops = &up;
 	c->authed = 1;
 	c->max_line = LOCKD_MAX_LINE;
 	c->connect_timeout_ms = LOCKD_CONNECT_TIMEOUT_MS;
@@ -896,8 +801,8 @@ void lockd_close(struct lockd_client *c)
 	free(c->out.p);
 	free(c->in.p);
 	free(c->q);
-	rs_free(&c->acc);
-	rs_free(&c->res);
+	cli_rs_free(&c->acc);
+	cli_rs_free(&c->res);
 	free(c->evbuf);
 	free(c);
 }

@@ -1,18 +1,19 @@
 /* client_int: what liblockd's files share (private).
  *
- * The files, each using only those listed after it, except the pair
- * client.c and reconnect.c, which use each other:
+ * The files, each using only those listed after it (nothing calls up:
+ * what reconnect.c hands back to client.c goes through struct cli_ops):
  *
  *   typed.c      typed requests (lockd_lock(), ...) and status names,
  *                queued through client.c (cli_enqueue)
- *   client.c     the public API: buffers, the request queue, lines to
- *                replies and events, callbacks, deadlines
+ *   client.c     the public API: lines to replies and events, callbacks,
+ *                deadlines; fills each client's struct cli_ops
  *   reconnect.c  the I/O of reaching lockd again after a break: the next
  *                address, and the resume of a resumable session (when to
  *                reconnect, what to hand). client.c calls it at its safe
- *                points and with SESSION's and RESUME's replies; it uses
- *                client.c's buffers and queue and hands replies and
- *                events through client.c (cli_reply_done, cli_handle_event)
+ *                points and with SESSION's and RESUME's replies; it hands
+ *                replies and events up through c->ops (cli_ops)
+ *   queue.c      the buffers and the queue of requests (no I/O, no
+ *                callbacks), used by client.c and reconnect.c
  *   resume.c     a resumable session's state: its addresses, id and
  *                secret, the keys it holds, backoff (no I/O, no callbacks)
  *   net.c        options, addresses, connecting (TCP, Unix socket), and
@@ -25,7 +26,7 @@
  * net.c and tls.c can advance its connection state and fail it
  * (cli_fail) without calling up into client.c. Private names shared
  * between files carry their file's prefix (net_, rz_, ctls_, rp_), or
- * cli_ for client.c's and reconnect.c's. */
+ * cli_ for the client's own (client.c's, queue.c's and reconnect.c's). */
 #ifndef LOCKD_LIB_CLIENT_INT_H
 #define LOCKD_LIB_CLIENT_INT_H
 
@@ -96,6 +97,16 @@ struct rstore {
 };
 
 struct ctls; /* tls.c: the TLS state of one connection */
+struct lockd_client;
+
+/* What reconnect.c hands up to client.c (filled by client.c, once, in
+ * every client): it answers and tells the way lockd's own lines do. */
+struct cli_ops {
+	/* The reply at the head of the queue is complete in acc: hand it. */
+	void (*reply_done)(struct lockd_client *c);
+	/* An event line (NUL-terminated, n bytes): track LOST, hand it. */
+	int (*event)(struct lockd_client *c, const char *line, size_t n);
+};
 
 /* A lockd to connect to (lockd_opts.addresses). */
 struct rz_ep {
@@ -175,10 +186,11 @@ struct lockd_client {
 	void *line_arg;
 	int depth; /* > 0 while a callback runs */
 	int close_pending;
-	struct ctls *tls; /* NULL: plain */
-	size_t wrote;     /* bytes written on this connection */
-	size_t nint;      /* internal requests (AUTH, SESSION, RESUME) in the queue */
-	struct rz *rz;    /* addresses and resume (NULL: neither asked) */
+	struct ctls *tls;          /* NULL: plain */
+	size_t wrote;              /* bytes written on this connection */
+	size_t nint;               /* internal requests (AUTH, SESSION, RESUME) in the queue */
+	struct rz *rz;             /* addresses and resume (NULL: neither asked) */
+	const struct cli_ops *ops; /* client.c's, for reconnect.c */
 };
 
 static inline int64_t cli_now_us(void)
@@ -275,15 +287,20 @@ void rz_lost(struct rz *rz, const char *key);
 /* "SESSION id secret grace_ms": 0 when line is that (kept), else -1. */
 int rz_session_reply(struct rz *rz, const char *line);
 
-/* ---- client.c, for typed.c and reconnect.c ---- */
+/* ---- client.c, for typed.c ---- */
 
 /* Queue a request (as lockd_send() with who). */
 int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
                 enum who who);
+
+/* ---- queue.c: buffers and the request queue, for client.c and reconnect.c ---- */
+
 /* Room for more bytes at the end of b (0, or -1 out of memory). */
 int cli_buf_reserve(struct buf *b, size_t more);
 /* Append a line to r (0, or -1 out of memory). */
 int cli_rs_add(struct rstore *r, const char *line, size_t n);
+/* Free r's memory (r itself is the caller's). */
+void cli_rs_free(struct rstore *r);
 
 static inline void cli_rs_reset(struct rstore *r)
 {
@@ -303,14 +320,12 @@ static inline int cli_is_internal(unsigned who)
 	return who == W_AUTH || who == W_SESSION || who == W_RESUME;
 }
 
+/* A new, zeroed entry after every other (NULL: out of memory). */
+struct pend *cli_q_push(struct lockd_client *c);
 /* Drop the head of the queue (its key is the caller's to free). */
 void cli_q_pop(struct lockd_client *c);
 /* A new, zeroed entry before every other (NULL: out of memory). */
 struct pend *cli_q_push_front(struct lockd_client *c);
-/* The reply at the head of the queue is complete in acc: hand it. */
-void cli_reply_done(struct lockd_client *c);
-/* An event line (NUL-terminated, n bytes): track LOST, hand it. */
-int cli_handle_event(struct lockd_client *c, const char *line, size_t n);
 
 /* ---- reconnect.c: reaching lockd again, for client.c ---- */
 

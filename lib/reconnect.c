@@ -10,9 +10,10 @@
  * the session held and LOCKD_ENOSESSION. SESSION's answer is read here
  * too. It is apart from resume.c so that resume.c stays pure (the
  * session's state: no I/O, no callbacks), and apart from client.c so
- * that the ordinary life of a connection reads without it. It works on
- * client.c's buffers and queue and hands replies and events through
- * client.c (cli_reply_done, cli_handle_event), as lockd's own would be. */
+ * that the ordinary life of a connection reads without it. It sits below
+ * client.c: it works on the buffers and queue through queue.c and hands
+ * replies and events up through c->ops (struct cli_ops, filled by
+ * client.c), the way lockd's own are handed. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ static void hand_event(struct lockd_client *c, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof(line))
 		n = (int)sizeof(line) - 1;
-	cli_handle_event(c, line, (size_t)n);
+	c->ops->event(c, line, (size_t)n);
 }
 
 /* The session is gone: report each key it held LOST, then fail. */
@@ -269,7 +270,7 @@ void cli_handle_resume(struct lockd_client *c, const char *line)
 			cli_fail(c, LOCKD_ENOMEM, "out of memory");
 			return;
 		}
-		cli_reply_done(c);
+		c->ops->reply_done(c);
 	}
 	/* what was sent while resuming goes out now, with fresh deadlines */
 	int64_t now = cli_now_us();
