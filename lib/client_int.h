@@ -1,22 +1,32 @@
-/* client_int: what liblockd's I/O files share (private).
+/* client_int: what liblockd's files share (private).
  *
- * The layers, each using only those below it (no two files use each
- * other's names):
+ * The files, each using only those listed after it (nothing calls up:
+ * what reconnect.c hands back to client.c goes through struct cli_ops):
  *
- *   client.c  the public API: buffers, the request queue, lines to
- *             replies and events, callbacks, deadlines, and the resume
- *             of a resumable session (when to reconnect, what to hand)
- *   typed.c   typed requests (lockd_lock(), ...) and status names
- *   resume.c  a resumable session's state: its addresses, id and
- *             secret, the keys it holds, backoff (no I/O, no callbacks)
- *   net.c     options, addresses, connecting (TCP, Unix socket), and the
- *             bytes in and out, plain or through tls.c
- *   tls.c     the TLS layer over OpenSSL (every #ifdef HAVE_TLS)
- *   reply.c   the pure parser (reply.h), used by client.c
+ *   typed.c      typed requests (lockd_lock(), ...) and status names,
+ *                queued through client.c (cli_enqueue)
+ *   client.c     the public API: lines to replies and events, callbacks,
+ *                deadlines; fills each client's struct cli_ops
+ *   reconnect.c  the I/O of reaching lockd again after a break: the next
+ *                address, and the resume of a resumable session (when to
+ *                reconnect, what to hand). client.c calls it at its safe
+ *                points and with SESSION's and RESUME's replies; it hands
+ *                replies and events up through c->ops (cli_ops)
+ *   queue.c      the buffers and the queue of requests (no I/O, no
+ *                callbacks), used by client.c and reconnect.c
+ *   resume.c     a resumable session's state: its addresses, id and
+ *                secret, the keys it holds, backoff (no I/O, no callbacks)
+ *   net.c        options, addresses, connecting (TCP, Unix socket), and
+ *                the bytes in and out, plain or through tls.c
+ *   tls.c        the TLS layer over OpenSSL (every #ifdef HAVE_TLS)
+ *   reply.c      the pure parser (reply.h), used by client.c, reconnect.c
+ *                and typed.c
  *
  * The state of one client, struct lockd_client, is defined here so that
  * net.c and tls.c can advance its connection state and fail it
- * (cli_fail) without calling up into client.c. */
+ * (cli_fail) without calling up into client.c. Private names shared
+ * between files carry their file's prefix (net_, rz_, ctls_, rp_), or
+ * cli_ for the client's own (client.c's, queue.c's and reconnect.c's). */
 #ifndef LOCKD_LIB_CLIENT_INT_H
 #define LOCKD_LIB_CLIENT_INT_H
 
@@ -36,8 +46,8 @@ enum conn_state {
 	CS_HANDSHAKE,  /* connected; the TLS handshake is under way */
 	CS_OPEN,       /* connected; requests flow */
 	CS_BROKEN,     /* the connection broke and the session may be resumed, or
-	                  the next address may be tried: client.c takes over at
-	                  its next safe point (rz.why says what broke) */
+	                  the next address may be tried: reconnect.c takes over
+	                  at client.c's next safe point (rz.why says what broke) */
 	CS_DOWN,       /* no connection: the next attempt is due at rz.next_us */
 	CS_FAILED,     /* status and err say why; only lockd_close() is left */
 };
@@ -87,6 +97,16 @@ struct rstore {
 };
 
 struct ctls; /* tls.c: the TLS state of one connection */
+struct lockd_client;
+
+/* What reconnect.c hands up to client.c (filled by client.c, once, in
+ * every client): it answers and tells the way lockd's own lines do. */
+struct cli_ops {
+	/* The reply at the head of the queue is complete in acc: hand it. */
+	void (*reply_done)(struct lockd_client *c);
+	/* An event line (NUL-terminated, n bytes): track LOST, hand it. */
+	int (*event)(struct lockd_client *c, const char *line, size_t n);
+};
 
 /* A lockd to connect to (lockd_opts.addresses). */
 struct rz_ep {
@@ -166,10 +186,11 @@ struct lockd_client {
 	void *line_arg;
 	int depth; /* > 0 while a callback runs */
 	int close_pending;
-	struct ctls *tls; /* NULL: plain */
-	size_t wrote;     /* bytes written on this connection */
-	size_t nint;      /* internal requests (AUTH, SESSION, RESUME) in the queue */
-	struct rz *rz;    /* addresses and resume (NULL: neither asked) */
+	struct ctls *tls;          /* NULL: plain */
+	size_t wrote;              /* bytes written on this connection */
+	size_t nint;               /* internal requests (AUTH, SESSION, RESUME) in the queue */
+	struct rz *rz;             /* addresses and resume (NULL: neither asked) */
+	const struct cli_ops *ops; /* client.c's, for reconnect.c */
 };
 
 static inline int64_t cli_now_us(void)
@@ -271,6 +292,52 @@ int rz_session_reply(struct rz *rz, const char *line);
 /* Queue a request (as lockd_send() with who). */
 int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
                 enum who who);
+
+/* ---- queue.c: buffers and the request queue, for client.c and reconnect.c ---- */
+
+/* Room for more bytes at the end of b (0, or -1 out of memory). */
+int cli_buf_reserve(struct buf *b, size_t more);
+/* Append a line to r (0, or -1 out of memory). */
+int cli_rs_add(struct rstore *r, const char *line, size_t n);
+/* Free r's memory (r itself is the caller's). */
+void cli_rs_free(struct rstore *r);
+
+static inline void cli_rs_reset(struct rstore *r)
+{
+	r->len = 0;
+	r->n = 0;
+}
+
+/* The i-th request of the queue, from its head. */
+static inline struct pend *cli_q_at(struct lockd_client *c, size_t i)
+{
+	return &c->q[(c->qhead + i) % c->qcap];
+}
+
+/* 1: a request of the library's own (counted in nint), not the caller's. */
+static inline int cli_is_internal(unsigned who)
+{
+	return who == W_AUTH || who == W_SESSION || who == W_RESUME;
+}
+
+/* A new, zeroed entry after every other (NULL: out of memory). */
+struct pend *cli_q_push(struct lockd_client *c);
+/* Drop the head of the queue (its key is the caller's to free). */
+void cli_q_pop(struct lockd_client *c);
+/* A new, zeroed entry before every other (NULL: out of memory). */
+struct pend *cli_q_push_front(struct lockd_client *c);
+
+/* ---- reconnect.c: reaching lockd again, for client.c ---- */
+
+/* Connect to address i of c->rz (the connect deadline starts now). */
+void cli_connect_ep(struct lockd_client *c, int i);
+/* c->st is CS_BROKEN: the next address, or resume, or fail. */
+void cli_on_break(struct lockd_client *c);
+/* c->st is CS_DOWN: the next attempt once its pause is over. */
+void cli_resume_due(struct lockd_client *c);
+/* The replies to SESSION and to RESUME. */
+void cli_handle_session(struct lockd_client *c, const char *line);
+void cli_handle_resume(struct lockd_client *c, const char *line);
 
 /* ---- tls.c: the TLS layer ---- */
 

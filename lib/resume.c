@@ -5,7 +5,8 @@
  * session was granted and has not released or lost (to report them LOST
  * when the session cannot be resumed), and the rule of which failure
  * breaks a connection without failing the client. No I/O and no
- * callbacks: client.c reconnects and hands replies and events. */
+ * callbacks: reconnect.c reconnects and resumes, client.c hands replies
+ * and events. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -17,5 +17,6 @@ Suite *client_suite(void);        /* test_client.c: liblockd on a socketpair */
 Suite *client_api_suite(void);    /* test_client_api.c: options' size, typed requests */
 Suite *reply_suite(void);         /* test_reply.c: liblockd's pure parser (lib/reply.c) */
 Suite *client_resume_suite(void); /* test_client_resume.c: resume, addresses */
+Suite *client_tls_suite(void);    /* test_client_tls.c: liblockd over TLS */
 
 #endif
