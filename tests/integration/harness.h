@@ -348,7 +348,7 @@ const char *h_esc(const void *p, size_t n);
 /* Send all n bytes within timeout_ms; 0, or -1 (errno set). */
 int h_send_all(int fd, const void *p, size_t n, int timeout_ms);
 
-/* ---- many sessions in one poll loop (test_soak.c) ---- */
+/* ---- many sessions in one poll loop (soak_run.c, test_shared.c) ---- */
 /* Read what c's socket has now, without waiting; returns the lines read
  * (sets c->eof at EOF or a reset). */
 int cl_fill_at(const char *file, int line, struct cl *c);
