@@ -106,7 +106,30 @@ struct el_client {
 	 * command, and "NAME" or "NAME VALUE". */
 	enum cmd pend_cmd;
 	char *pend_value;
+	/* Its CAMPAIGN's WAIT (as LOCK's: a grant whose value reached no
+	   majority is tried again until it ends, then ERR QUORUM). */
+	int has_deadline;
+	uint32_t wait_ms;    /* the CAMPAIGN's WAIT, counted from its arrival (req_us) */
+	int64_t deadline_us; /* req_us + wait_ms */
+	struct ilist adopts; /* struct el_adopt: reads of holds adopted at RESUME */
+	struct event *retry; /* the next try of a CAMPAIGN whose put failed */
+	char *retry_key;     /* its name (value: value above) */
+	size_t retry_klen;
+	int64_t backoff_ms;
 };
+
+/* A majority read of a name whose lock a session resumed from another
+ * lockd holds (1.2): is it that session's leadership? */
+struct el_adopt {
+	struct ilink link; /* on el_client.adopts */
+	struct lt_client *c;
+	struct rl_call *call;
+	size_t klen;
+	char key[];
+};
+
+#define RETRY_MIN_MS 50  /* first pause before a CAMPAIGN is tried again */
+#define RETRY_MAX_MS 500 /* longest pause (doubling in between) */
 
 static struct keytab leads, watches;
 static struct ilist lead_list;
@@ -161,8 +184,10 @@ static char *dup_bytes(const char *p, size_t n)
 
 static struct el_client *el_of(struct lt_client *c)
 {
-	if (!c->el && (c->el = calloc(1, sizeof(*c->el))))
+	if (!c->el && (c->el = calloc(1, sizeof(*c->el)))) {
 		ilist_init(&c->el->obs);
+		ilist_init(&c->el->adopts);
+	}
 	return c->el;
 }
 
@@ -198,6 +223,59 @@ static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
 
 static void watch_poke(const char *key, size_t klen);
 
+static void retry_cb(evutil_socket_t fd, short what, void *arg);
+
+/* c's CAMPAIGN of key (value: e->value) is tried again after a pause,
+ * while its WAIT lasts: 1, else 0 (the WAIT is over, or no memory). */
+static int retry_later(struct lt_client *c, const char *key, size_t klen)
+{
+	struct el_client *e = c->el;
+	int64_t now = now_us();
+	if (!e || !e->value || (e->has_deadline && now >= e->deadline_us))
+		return 0;
+	if (!e->retry && !(e->retry = evtimer_new(base, retry_cb, c)))
+		return 0;
+	char *k = dup_bytes(key, klen);
+	if (!k)
+		return 0;
+	free(e->retry_key);
+	e->retry_key = k;
+	e->retry_klen = klen;
+	e->backoff_ms = e->backoff_ms ? e->backoff_ms * 2 : RETRY_MIN_MS;
+	if (e->backoff_ms > RETRY_MAX_MS)
+		e->backoff_ms = RETRY_MAX_MS;
+	int64_t at = now + e->backoff_ms * 1000;
+	if (e->has_deadline && at > e->deadline_us)
+		at = e->deadline_us;
+	rn_timer_at(e->retry, at);
+	return 1;
+}
+
+/* The pause is over: LOCK the name again with what is left of the WAIT
+ * (the grant comes to el_granted), or answer ERR QUORUM when nothing is. */
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lt_client *c = arg;
+	struct el_client *e = c->el;
+	char *key = e->retry_key;
+	e->retry_key = NULL;
+	int64_t left_us = e->has_deadline ? e->deadline_us - now_us() : RETRY_MIN_MS * 1000;
+	if (!key || !e->value || left_us < 5000) { /* too little to try in */
+		free(key);
+		reply(c, "%s", MSG_NO_QUORUM);
+		return;
+	}
+	struct request r = {.cmd = CMD_CAMPAIGN,
+	                    .key = key,
+	                    .klen = e->retry_klen,
+	                    .word = e->value,
+	                    .wlen = e->vlen,
+	                    .has_wait = e->has_deadline,
+	                    .wait_ms = e->wait_ms}; /* locktab counts it from req_us too */
+	lt_lock(c, &r);
+	free(key);
+}
+
 static void put_done(struct rl_call *call, void *owner)
 {
 	struct lead *ld = owner;
@@ -207,7 +285,8 @@ static void put_done(struct rl_call *call, void *owner)
 	ld->reply_to = NULL;
 	if (ld->state == LD_PUBLISHING && !ok) {
 		/* No majority holds the value: give the lock back, with
-		 * whatever value reached a minority. */
+		 * whatever value reached a minority, and try again while the
+		 * CAMPAIGN's WAIT lasts (as LOCK does on ERR QUORUM). */
 		struct rl_rec rec = {c ? c->sid : NULL, 'x', 0};
 		uint64_t fence;
 		char token[TOKEN_LEN + 1];
@@ -216,8 +295,14 @@ static void put_done(struct rl_call *call, void *owner)
 		if (c && lt_lock_holder(ld->key, ld->node.klen, &fence, token) == c &&
 		    strcmp(token, ld->token) == 0)
 			lt_drop(c, ld->key, ld->node.klen);
+		if (c && c->el && !c->el->value) { /* the value goes back to the campaign */
+			c->el->value = ld->value;
+			c->el->vlen = ld->vlen;
+			ld->value = NULL;
+		}
+		int again = c && retry_later(c, ld->key, ld->node.klen);
 		lead_free(ld);
-		if (c)
+		if (c && !again)
 			reply(c, "%s", MSG_NO_QUORUM);
 		return;
 	}
@@ -338,6 +423,64 @@ static void proclaim(struct lead *ld, struct lt_client *c, const struct request 
 
 static void resign(struct lead *ld, struct lt_client *c, int unlock);
 
+/* A majority read v of key, whose lock c holds with no leader known here
+ * (its session was resumed from another lockd): when a majority holds
+ * the lock with the leader's record and c holds the lock (on a majority,
+ * for its validity), c leads, with the record's fence, value and version
+ * from now on here (its value written back, its release announced). */
+static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen,
+                               const struct rl_leader *v)
+{
+	uint64_t fence;
+	char token[TOKEN_LEN + 1];
+	struct lead *ld;
+	if (!v->ok || v->kind != RLE_LEADER || lt_lock_holder(key, klen, &fence, token) != c ||
+	    lead_find(key, klen) || !(ld = calloc(1, sizeof(*ld) + klen + 1)))
+		return NULL;
+	if (!(ld->value = dup_bytes(v->value, v->vlen))) {
+		free(ld);
+		return NULL;
+	}
+	memcpy(ld->key, key, klen);
+	ld->node.key = ld->key;
+	ld->node.klen = klen;
+	keytab_insert(&leads, &ld->node);
+	ilist_push(&lead_list, &ld->link);
+	ld->state = LD_LEADING;
+	stats.leaders++;
+	memcpy(ld->token, token, sizeof(ld->token));
+	ld->fence = v->fence; /* the leader's, as published */
+	ld->version = v->version;
+	ld->vlen = v->vlen;
+	return ld;
+}
+
+static void adopted_done(struct rl_call *call, void *owner)
+{
+	struct el_adopt *a = owner;
+	lead_adopt(a->c, a->key, a->klen, rl_leader_of(call));
+	ilist_remove(&a->c->el->adopts, &a->link);
+	free(a);
+}
+
+void el_adopted(struct lt_client *c, const char *key, size_t klen)
+{
+	struct el_client *e;
+	struct el_adopt *a;
+	if (!c->sid || lead_find(key, klen) || !(e = el_of(c)) ||
+	    !(a = calloc(1, sizeof(*a) + klen + 1)))
+		return;
+	memcpy(a->key, key, klen);
+	a->klen = klen;
+	a->c = c;
+	a->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, adopted_done, a);
+	if (!a->call) {
+		free(a); /* the lazy path (adopt_first) is left */
+		return;
+	}
+	ilist_push(&e->adopts, &a->link);
+}
+
 /* The read for a leader adopted with its session (1.2): the masters know
  * whether the hold c has is a leader's, with its value and version. */
 static void adopt_done(struct rl_call *call, void *owner)
@@ -347,34 +490,12 @@ static void adopt_done(struct rl_call *call, void *owner)
 	const struct rl_leader *v = rl_leader_of(call);
 	size_t klen;
 	const char *key = e ? e->pend_value : NULL;
-	uint64_t fence;
-	char token[TOKEN_LEN + 1];
 	c->call = NULL;
 	if (!e || !key)
 		return;
 	klen = strcspn(key, " ");
 	const char *val = key[klen] ? key + klen + 1 : "";
-	struct lead *ld = NULL;
-	/* A majority holds the lock with the record's token, and c holds the
-	 * lock (on a majority, for its validity): the leader is c. */
-	if (v->ok && v->kind == RLE_LEADER && lt_lock_holder(key, klen, &fence, token) == c &&
-	    !lead_find(key, klen) && (ld = calloc(1, sizeof(*ld) + klen + 1)) &&
-	    (ld->value = dup_bytes(v->value, v->vlen))) {
-		memcpy(ld->key, key, klen);
-		ld->node.key = ld->key;
-		ld->node.klen = klen;
-		keytab_insert(&leads, &ld->node);
-		ilist_push(&lead_list, &ld->link);
-		ld->state = LD_LEADING;
-		stats.leaders++;
-		memcpy(ld->token, token, sizeof(ld->token));
-		ld->fence = v->fence; /* the leader's, as published */
-		ld->version = v->version;
-		ld->vlen = v->vlen;
-	} else if (ld) {
-		free(ld);
-		ld = NULL;
-	}
+	struct lead *ld = lead_adopt(c, key, klen, v);
 	struct request r = {
 	    .cmd = e->pend_cmd, .key = key, .klen = klen, .word = val, .wlen = strlen(val)};
 	char *hold = e->pend_value;
@@ -452,6 +573,10 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	free(e->value);
 	e->value = v;
 	e->vlen = r->wlen;
+	e->has_deadline = r->has_wait;
+	e->wait_ms = r->wait_ms;
+	e->deadline_us = c->req_us + (int64_t)r->wait_ms * 1000;
+	e->backoff_ms = 0;
 	lt_lock(c, r); /* LOCK name [WAIT ms]: the grant comes to el_granted */
 }
 
@@ -786,6 +911,15 @@ void el_conn_end(struct lt_client *c)
 		return;
 	while ((l = ilist_first(&e->obs)))
 		obs_end(e, ilist_entry(l, struct obs, clink));
+	while ((l = ilist_first(&e->adopts))) {
+		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
+		ilist_remove(&e->adopts, l);
+		rl_detach(a->call, a); /* a request later reads it (adopt_first) */
+		free(a);
+	}
+	if (e->retry)
+		event_free(e->retry); /* a CAMPAIGN tried again is cancelled with it */
+	free(e->retry_key);
 	free(e->value);
 	free(e->pend_value);
 	free(e);

@@ -34,6 +34,11 @@ void el_unobserve(struct lt_client *c, const char *key, size_t klen);
 /* UNLOCK of a name c leads: answered here (all its holds dropped, OK 0),
  * returns 1; else 0 (locktab answers it). */
 int el_unlock(struct lt_client *c, const char *key, size_t klen);
+/* RESUME adopted c's exclusive hold of key from another lockd (1.2): a
+ * majority read tells whether c leads that name, so that its value is
+ * written back and its release announced from here. (Until the read
+ * answers, a CAMPAIGN, PROCLAIM or RESIGN of the name reads first.) */
+void el_adopted(struct lt_client *c, const char *key, size_t klen);
 /* c's connection ends: its observations end with it (never resumed). */
 void el_conn_end(struct lt_client *c);
 

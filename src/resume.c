@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "cfg.h"
+#include "elect.h"
 #include "keytab.h"
 #include "log.h"
 #include "proto.h"
@@ -355,6 +356,9 @@ static void adopted(struct rl_call *c, void *owner)
 		r->lt.ctx = NULL;
 		lt_resume(&r->lt, a->holds, a->n);
 		r->lt.ctx = ctx;
+		for (int i = 0; !local && i < a->n; i++)
+			if (a->holds[i].ok && a->holds[i].kind == 'x' && a->holds[i].permit == 0)
+				el_adopted(&r->lt, a->holds[i].key, a->holds[i].klen);
 		stats.resumes++;
 		stats.adoptions += !local;
 		log_info("session %s (%s): resumed%s with %u lock(s)", r->id, r->peer,

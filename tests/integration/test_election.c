@@ -595,6 +595,101 @@ START_TEST(election_value_survives_restart)
 }
 END_TEST
 
+/* A leader resumed on another lockd (its first lockd killed) is that
+ * lockd's leader from the RESUME on, before any election command: its
+ * value is written back on a restarted master from there, and its UNLOCK
+ * there announces NOLEADER to observers on both lockds. */
+START_TEST(election_resumed_leader_written_back)
+{
+	struct h_opts o = {.lease_ms = 900, .redis_extra = "  restart_exclusion_ms: 1000\n"};
+	h_std(&o);
+	h_lockd_start(&o);
+	struct ec *a = ec_open(P0);
+	char id[64], secret[64], req[160];
+	const char *r = ec_cmd(a, "SESSION", H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "SESSION %63s %63s", id, secret) == 2, "SESSION: %s",
+	              r ? r : "");
+	unsigned long long f = ok_fence(ec_cmd(a, "CAMPAIGN rw v1", H_SLOW_LIMIT));
+	h_lockd_signal(0, SIGKILL);
+	ck_assert_int_ne(h_lockd_wait(0, 3000), -1);
+	ec_close(a);
+	struct ec *b = ec_open(P1), *q = ec_open(P1);
+	snprintf(req, sizeof(req), "RESUME %s %s", id, secret);
+	ec_expect(b, req, "OK 1");
+	h_master_restart(0);
+	double t0 = h_now_ms();
+	char *v = NULL;
+	while (h_now_ms() - t0 < 3000) {
+		free(v);
+		v = h_redis(0, "HGET", "lockd:rw leader", "val", NULL);
+		if (v && strcmp(v, "v1") == 0)
+			break;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(v && strcmp(v, "v1") == 0,
+	              "the resumed leader's value on the restarted master: %s", v ? v : "(none)");
+	free(v);
+	printf("election_resumed_leader_written_back: written back by lockd 1 after %.0f ms\n",
+	       h_now_ms() - t0);
+	char want[128];
+	snprintf(want, sizeof(want), "ELECTED rw %llu v1", f);
+	ec_send(q, "OBSERVE rw");
+	ck_assert_str_eq(ec_reply(q, H_SLOW_LIMIT), "OK");
+	wait_last(q, want, 500 + H_LOADED);
+	ec_expect(b, "UNLOCK rw", "OK 0");
+	wait_last(q, "NOLEADER rw", 500 + H_LOADED);
+	ec_close(b);
+	ec_close(q);
+}
+END_TEST
+
+/* A grant whose value reaches no majority (PROTOCOL.md 1.3: "every rule
+ * of locks ... quorum errors" holds for a leader's hold; LOCK keeps trying
+ * until its WAIT ends): the record of the name on two masters is made a
+ * string, so that the value cannot be written there. CAMPAIGN WAIT keeps
+ * trying (the lock given back between tries) and leads once the records
+ * can be written again; with them broken for good it answers ERR QUORUM
+ * when its WAIT ends, not before; the name is free after it. */
+START_TEST(election_campaign_retries_quorum)
+{
+	h_std(NULL);
+	struct ec *a = ec_open(P0), *q = ec_open(P0);
+	for (int i = 0; i < 2; i++)
+		free(h_redis(i, "SET", "lockd:rq leader", "not-a-hash", NULL));
+	double t0 = h_now_ms();
+	ec_send(a, "CAMPAIGN rq alpha WAIT 5000");
+	ck_assert_ptr_null(ec_reply(a, 600)); /* trying, not failed */
+	for (int i = 0; i < 2; i++)
+		free(h_redis(i, "DEL", "lockd:rq leader", NULL));
+	unsigned long long f = ok_fence(ec_reply(a, 1500 + H_LOADED));
+	printf("election_campaign_retries_quorum: led %.0f ms after the CAMPAIGN\n",
+	       h_now_ms() - t0);
+	char want[128];
+	snprintf(want, sizeof(want), "LEADER %llu alpha", f);
+	ec_expect(q, "LEADER rq", want);
+	ec_expect(a, "RESIGN rq", "OK");
+
+	for (int i = 0; i < 2; i++)
+		free(h_redis(i, "SET", "lockd:rq leader", "not-a-hash", NULL));
+	t0 = h_now_ms();
+	ec_send(a, "CAMPAIGN rq beta WAIT 1000");
+	const char *r = ec_reply(a, 1000 + 1500 + H_LOADED);
+	double ms = h_now_ms() - t0;
+	ck_assert_msg(r && strncmp(r, "ERR QUORUM ", 11) == 0, "CAMPAIGN WAIT 1000: '%s'",
+	              r ? r : "(nothing)");
+	ck_assert_msg(ms >= 1000 - H_JITTER, "ERR QUORUM after %.0f ms, before the WAIT ended", ms);
+	for (int i = 0; i < 2; i++)
+		free(h_redis(i, "DEL", "lockd:rq leader", NULL));
+	/* the lock was given back each time (or lapses): a plain session gets it */
+	struct ec *o = ec_open(P0);
+	ck_assert_uint_gt(ok_fence(ec_cmd(o, "LOCK rq WAIT 5000", 5000 + H_LOADED)), f);
+	ck_assert_int_eq(a->nev, 0);
+	ec_close(o);
+	ec_close(a);
+	ec_close(q);
+}
+END_TEST
+
 TCase *tc_election(void)
 {
 	TCase *tc = tcase_create("election");
@@ -608,5 +703,7 @@ TCase *tc_election(void)
 	H_ADD(tc, election_events_not_in_lists);
 	H_ADD(tc, election_resume_elsewhere);
 	H_ADD(tc, election_value_survives_restart);
+	H_ADD(tc, election_campaign_retries_quorum);
+	H_ADD(tc, election_resumed_leader_written_back);
 	return tc;
 }
