@@ -206,6 +206,25 @@ static void check_order(const struct ec *e, const char *who)
 	}
 }
 
+/* Master i holds value as the leader's value of name within 3000 ms (a
+ * write-back after its restart: lease/3 plus headroom); what says so. */
+static void wait_value_on(int i, const char *name, const char *value, const char *what)
+{
+	char rkey[300];
+	snprintf(rkey, sizeof(rkey), "lockd:%s leader", name);
+	double t0 = h_now_ms();
+	char *v = NULL;
+	while (h_now_ms() - t0 < 3000) {
+		free(v);
+		v = h_redis(i, "HGET", rkey, "val", NULL);
+		if (v && strcmp(v, value) == 0)
+			break;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(v && strcmp(v, value) == 0, "%s: %s", what, v ? v : "(none)");
+	free(v);
+}
+
 /* 3 masters, 2 lockd. */
 static void two_lockds(void)
 {
@@ -565,17 +584,7 @@ START_TEST(election_value_survives_restart)
 	ec_expect(a, "PROCLAIM vr v2", "OK");
 	h_master_restart(0);
 	double t0 = h_now_ms();
-	char *v = NULL;
-	while (h_now_ms() - t0 < 3000) {
-		free(v);
-		v = h_redis(0, "HGET", "lockd:vr leader", "val", NULL);
-		if (v && strcmp(v, "v2") == 0)
-			break;
-		h_sleep_ms(20);
-	}
-	ck_assert_msg(v && strcmp(v, "v2") == 0, "value on the restarted master: %s",
-	              v ? v : "(none)");
-	free(v);
+	wait_value_on(0, "vr", "v2", "value on the restarted master");
 	printf("election_value_survives_restart: written back after %.0f ms\n", h_now_ms() - t0);
 	h_sleep_ms(1500); /* restart_exclusion_ms: master 0 counts again */
 	h_master_kill(1);
@@ -618,17 +627,7 @@ START_TEST(election_resumed_leader_written_back)
 	ec_expect(b, req, "OK 1");
 	h_master_restart(0);
 	double t0 = h_now_ms();
-	char *v = NULL;
-	while (h_now_ms() - t0 < 3000) {
-		free(v);
-		v = h_redis(0, "HGET", "lockd:rw leader", "val", NULL);
-		if (v && strcmp(v, "v1") == 0)
-			break;
-		h_sleep_ms(20);
-	}
-	ck_assert_msg(v && strcmp(v, "v1") == 0,
-	              "the resumed leader's value on the restarted master: %s", v ? v : "(none)");
-	free(v);
+	wait_value_on(0, "rw", "v1", "the resumed leader's value on the restarted master");
 	printf("election_resumed_leader_written_back: written back by lockd 1 after %.0f ms\n",
 	       h_now_ms() - t0);
 	char want[128];
