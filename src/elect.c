@@ -109,8 +109,7 @@ struct el_client {
 	/* Its CAMPAIGN's WAIT (as LOCK's: a grant whose value reached no
 	   majority is tried again until it ends, then ERR QUORUM). */
 	int has_deadline;
-	uint32_t wait_ms;    /* the CAMPAIGN's WAIT, counted from its arrival (req_us) */
-	int64_t deadline_us; /* req_us + wait_ms */
+	uint32_t wait_ms;    /* the CAMPAIGN's WAIT, counted from its arrival (c->req_us) */
 	struct ilist adopts; /* struct el_adopt: reads of holds adopted at RESUME */
 	struct event *retry; /* the next try of a CAMPAIGN whose put failed */
 	char *retry_key;     /* its name (value: value above) */
@@ -225,13 +224,20 @@ static void watch_poke(const char *key, size_t klen);
 
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
 
+/* When c's CAMPAIGN's WAIT ends, as locktab counts it (c->req_us stays the
+ * CAMPAIGN's arrival until it is answered). */
+static int64_t campaign_deadline(const struct lt_client *c)
+{
+	return c->req_us + (int64_t)c->el->wait_ms * 1000;
+}
+
 /* c's CAMPAIGN of key (value: e->value) is tried again after a pause,
  * while its WAIT lasts: 1, else 0 (the WAIT is over, or no memory). */
 static int retry_later(struct lt_client *c, const char *key, size_t klen)
 {
 	struct el_client *e = c->el;
 	int64_t now = now_us();
-	if (!e || !e->value || (e->has_deadline && now >= e->deadline_us))
+	if (!e || !e->value || (e->has_deadline && now >= campaign_deadline(c)))
 		return 0;
 	if (!e->retry && !(e->retry = evtimer_new(base, retry_cb, c)))
 		return 0;
@@ -245,8 +251,8 @@ static int retry_later(struct lt_client *c, const char *key, size_t klen)
 	if (e->backoff_ms > RETRY_MAX_MS)
 		e->backoff_ms = RETRY_MAX_MS;
 	int64_t at = now + e->backoff_ms * 1000;
-	if (e->has_deadline && at > e->deadline_us)
-		at = e->deadline_us;
+	if (e->has_deadline && at > campaign_deadline(c))
+		at = campaign_deadline(c);
 	rn_timer_at(e->retry, at);
 	return 1;
 }
@@ -259,8 +265,8 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	struct el_client *e = c->el;
 	char *key = e->retry_key;
 	e->retry_key = NULL;
-	int64_t left_us = e->has_deadline ? e->deadline_us - now_us() : RETRY_MIN_MS * 1000;
-	if (!key || !e->value || left_us < 5000) { /* too little to try in */
+	if (!key || !e->value || (e->has_deadline && campaign_deadline(c) - now_us() < 5000)) {
+		/* no WAIT left to try in (5 ms at least) */
 		free(key);
 		reply(c, "%s", MSG_NO_QUORUM);
 		return;
@@ -575,7 +581,6 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	e->vlen = r->wlen;
 	e->has_deadline = r->has_wait;
 	e->wait_ms = r->wait_ms;
-	e->deadline_us = c->req_us + (int64_t)r->wait_ms * 1000;
 	e->backoff_ms = 0;
 	lt_lock(c, r); /* LOCK name [WAIT ms]: the grant comes to el_granted */
 }

@@ -220,7 +220,6 @@ static void fire_rel(struct rl_call *c, enum rl_result r)
 
 static void finish_acquire(struct rl_call *c, enum rl_result r)
 {
-	c->u.acq.decided = 1;
 	c->u.acq.grant.result = r;
 	if (r == RL_OK) {
 		int64_t until = quorum_valid_until(c->lease_ms, c->start_us, now_us(), rl_drift);
@@ -292,10 +291,11 @@ static void correct_late(struct rl_call *c, int i)
 {
 	if (!c->fargvlen[AA_RECORD] || c->st[i] != MR_YES || c->expired)
 		return;
-	if (c->u.acq.decided && (c->u.acq.grant.result != RL_OK ||
-	                         (uint64_t)c->u.acq.fence_of[i] == c->u.acq.grant.fence))
+	/* done_fired: finish_acquire gave the verdict (grant.result) */
+	if (c->done_fired && (c->u.acq.grant.result != RL_OK ||
+	                      (uint64_t)c->u.acq.fence_of[i] == c->u.acq.grant.fence))
 		return;
-	if (!c->u.acq.decided && c->u.acq.phase != AP_WRITEBACK)
+	if (!c->done_fired && c->u.acq.phase != AP_WRITEBACK)
 		return; /* the verdict will see it */
 	if (c->u.acq.raise_st[i] == MR_WAIT || c->u.acq.raise_st[i] == MR_YES)
 		return;

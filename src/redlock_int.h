@@ -53,7 +53,6 @@ enum acq_phase {
 /* RK_ACQUIRE: the set round, then the fence write-back round. */
 struct acq_part {
 	enum acq_phase phase;
-	int decided;                                /* finish_acquire gave grant.result */
 	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
 	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
 	struct rl_grant grant;
