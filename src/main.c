@@ -398,6 +398,7 @@ int main(int argc, char **argv)
 	master_opts_from(&cfg, &mo);
 	mb_opts_from(&cfg, &mbo);
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
+	mo.gen_key = rl_epoch_key();
 	sessions_set_cfg(&cfg);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    rs_init(base, &cfg, &session_lt_ops) != 0 ||

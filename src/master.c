@@ -8,8 +8,8 @@
  * capped, jittered backoff. A hung master thus costs a call at most
  * timeout_ms, and a master that is down is skipped at once.
  *
- * The handshake (AUTH, SCRIPT LOAD, INFO for the run_id, EXISTS of the
- * marker) ends in opts.on_up; every drop ends in opts.on_down. What a
+ * The handshake (AUTH, SCRIPT LOAD, the connection epoch, INFO for the
+ * run_id, EXISTS of the marker) ends in opts.on_up; every drop ends in opts.on_down. What a
  * restart or a missing marker means for the majority is for the user of
  * these callbacks (membership.c) to decide.
  *
@@ -60,6 +60,14 @@ static struct master *masters;
 static int nmasters;
 static struct master_opts opts;
 static char marker_key[128];
+/* Connection epochs (master_epoch): the key's expiry, raised again on the
+ * next request after GEN_REFRESH_US. It must outlive any request of an
+ * older connection still on its way (TCP gives up on those long before). */
+#define GEN_EXPIRE_MS  "3600000"
+#define GEN_REFRESH_US (600 * 1000000LL)
+static uint64_t epoch;
+static char epoch_str[MASTER_EPOCH_LEN + 1] = "00000000000000000000";
+static char gen_key[160];
 /* Requests come from a slab: no malloc per request, and a burst's leave
  * no holes in the heap (slab.h). */
 static struct slab req_slab;
@@ -436,8 +444,13 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
  * script's first call came. Calls of different scripts are about
  * different holds or a hold and its own undo, whose order on a master
  * does not matter (a stale token of ours is overwritten, never trusted). */
+static void send_gen(struct master *m, master_reply_fn *fn);
+static void gen_cb(struct master *m, redisReply *r, void *arg);
+
 static void flush_pend(struct master *m, int from_loop)
 {
+	if (m->state == MS_UP && now_us() - m->gen_at_us > GEN_REFRESH_US)
+		send_gen(m, gen_cb);
 	while (m->pend.len) {
 		struct mreq *first = ilist_entry(ilist_first(&m->pend), struct mreq, link);
 		struct mreq *head = NULL, **tail = &head;
@@ -585,6 +598,41 @@ static void hs_load_cb(struct master *m, redisReply *r, void *arg)
 	script_set_sha((enum script_id)(intptr_t)arg, r->str, r->len);
 }
 
+/* Raise the master's epoch key to this connection's epoch (m->gen). */
+static void send_gen(struct master *m, master_reply_fn *fn)
+{
+	m->gen_argv[GA_NKEYS] = "1";
+	m->gen_argv[GA_KEY] = gen_key;
+	m->gen_argv[GA_EPOCH] = m->gen;
+	m->gen_argv[GA_EXPIRE] = GEN_EXPIRE_MS;
+	for (int i = GA_NKEYS; i < GA_ARGC; i++)
+		m->gen_len[i] = strlen(m->gen_argv[i]);
+	m->gen_at_us = now_us();
+	call_any(m, SCR_GEN, GA_ARGC, m->gen_argv, m->gen_len, fn, NULL);
+}
+
+static void hs_gen_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		hs_fail(m, r, "the connection epoch");
+}
+
+/* A refresh that failed is tried again with the next request; until the
+ * key is back, the master takes no token of ours for stale (safe). */
+static void gen_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (r && r->type != REDIS_REPLY_INTEGER) {
+		log_warn("master %s: the connection epoch: %s", m->name,
+		         r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+		m->gen_at_us = 0;
+	}
+}
+
+const char *master_epoch(void)
+{
+	return epoch_str;
+}
+
 static void marker_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (r && r->type != REDIS_REPLY_ERROR)
@@ -690,6 +738,11 @@ static void connect_cb(const redisAsyncContext *cac, int status)
 			load_len[i][j] = strlen(load_args[i][j]);
 		call_any(m, -1, 3, load_args[i], load_len[i], hs_load_cb, (void *)(intptr_t)i);
 	}
+	/* Before any request on this connection: see master_epoch. */
+	snprintf(epoch_str, sizeof(epoch_str), "%0*llu", MASTER_EPOCH_LEN,
+	         (unsigned long long)++epoch);
+	memcpy(m->gen, epoch_str, sizeof(epoch_str));
+	send_gen(m, hs_gen_cb);
 	static const char *info_argv[] = {"INFO", "server"};
 	static const size_t info_len[] = {4, 6};
 	call_any(m, -1, 2, info_argv, info_len, hs_info_cb, NULL);
@@ -755,6 +808,8 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	if (!masters || !flush_ev)
 		return -1;
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
+	snprintf(gen_key, sizeof(gen_key), "%s", o->gen_key ? o->gen_key : "");
+	opts.gen_key = NULL;
 	sub_init(base, &opts, &shutting_down, o->prefix);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];

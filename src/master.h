@@ -17,6 +17,8 @@
 struct event_base;
 struct master;
 
+#define MASTER_EPOCH_LEN 20 /* master_epoch()'s length, always (zero-padded) */
+
 enum master_state {
 	MS_DOWN,       /* no connection; a reconnect timer is armed */
 	MS_CONNECTING, /* TCP connect in flight */
@@ -66,6 +68,8 @@ struct master_opts {
 	void (*on_subscribed)(struct master *m);
 	master_up_fn *on_up;
 	master_down_fn *on_down;
+	const char *gen_key; /* "P gen INSTANCE": this process's connection epoch on a
+	                        master (scripts.c), copied at masters_init */
 };
 
 struct master {
@@ -93,6 +97,12 @@ struct master {
 	int64_t last_reply_us; /* when it last answered */
 	uint64_t reconnects;
 	char last_error[128];
+	/* the connection epoch (master_epoch) of this connection, as SCR_GEN
+	 * takes it, and when it was last raised on the master */
+	char gen[MASTER_EPOCH_LEN + 1];
+	int64_t gen_at_us;
+	const char *gen_argv[GA_ARGC];
+	size_t gen_len[GA_ARGC];
 	/* the subscriber */
 	enum sub_state sub_state;
 	struct event *sub_timer; /* SUB_WAIT: reconnect; SUB_CONNECTING: its deadline;
@@ -120,6 +130,15 @@ const char *master_state_name(enum master_state s);
  * (script_batch_of) made in one turn go out as one script call. */
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
                 master_reply_fn *fn, void *arg);
+
+/* The connection epoch now, in decimal: every command connection takes the
+ * next one at its connect, and its handshake raises master_opts.gen_key on
+ * its master to it before any request goes out on it. A script argument
+ * that points here carries the epoch of the moment it is written to a
+ * connection (or written again after NOSCRIPT), so a request written on a
+ * connection lockd gave up on carries less than that master's key says
+ * once lockd has connected again: a late arrival of it is stale. */
+const char *master_epoch(void);
 
 /* Write lockd's marker key on m unless it has it: "this master has counted,
  * so it holds lockd's data". */

@@ -31,6 +31,7 @@ char rl_prefix[80];
 size_t rl_prefix_len;
 char rl_channel[128];
 char rl_elected[128];
+char rl_gen_key[160]; /* "P gen INSTANCE": master_epoch's key (scripts.c) */
 double rl_drift;
 char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 /* A master that stops answering is dropped after timeout_ms (master.c);
@@ -86,6 +87,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	rl_prefix_len = strlen(rl_prefix);
 	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
 	snprintf(rl_elected, sizeof(rl_elected), "%s elected", p);
+	snprintf(rl_gen_key, sizeof(rl_gen_key), "%s gen %s", p, rl_instance);
 	redlock_set_opts(drift_factor, timeout_ms, fence_idle_ms);
 }
 
@@ -94,6 +96,11 @@ void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idl
 	rl_drift = drift_factor;
 	timeout_us = (timeout_ms + CALL_GRACE_MS) * 1000;
 	snprintf(rl_fence_idle, sizeof(rl_fence_idle), "%lld", (long long)fence_idle_ms);
+}
+
+const char *rl_epoch_key(void)
+{
+	return rl_gen_key;
 }
 
 void rl_token_new(char *out)
@@ -593,8 +600,8 @@ static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " s
 static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
 /* Each key after the lock has its suffix, and numkeys says how many. */
 #define NSFX(a) ((int)(sizeof(a) / sizeof((a)[0])))
-_Static_assert(NSFX(sfx_acquire) == AA_SESSION - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 7,
-               "enum acq_arg: 7 keys, the lock, sfx_acquire and the session record");
+_Static_assert(NSFX(sfx_acquire) == AA_SESSION - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 8,
+               "enum acq_arg: 8 keys, the lock, sfx_acquire, the session record, the epoch");
 _Static_assert(NSFX(sfx_release) == RA_SESSION - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 5,
                "enum rel_arg: 5 keys, the lock, sfx_release and the session record");
 
@@ -642,6 +649,8 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	else
 		old[0] = '\0';
 	put_rec(c, old + TOKEN_LEN + 1, AA_SESSION, AA_RECORD, rec, 1);
+	put_arg(c, AA_GEN, rl_gen_key);
+	put_arg(c, AA_EPOCH, master_epoch()); /* read when written: see master_epoch */
 	c->u.acq.phase = AP_SET;
 	c->u.acq.grant.pttl_ms = -1;
 	c->u.acq.grant.start_us = c->start_us;
@@ -652,7 +661,7 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->argc = AA_ARGC;
-	put_arg(c, AA_NKEYS, "7");
+	put_arg(c, AA_NKEYS, "8");
 	put_arg(c, AA_TOKEN, tok);
 	put_arg(c, AA_LEASE, c->leasebuf);
 	put_arg(c, AA_OLD, old);

@@ -78,6 +78,9 @@ void redlock_shutdown(void);
  * may overwrite a token of ours that no session of ours holds (a stale
  * leftover of a late write), never another process's. */
 void rl_token_new(char *out);
+/* "P gen INSTANCE", this process's connection-epoch key (master_epoch),
+ * for master_opts.gen_key; valid after redlock_init. */
+const char *rl_epoch_key(void);
 
 /* Acquire a hold of key (a lock: permit `permit`, 0 for the key's lock;
  * or a shared hold) with token for lease_ms. With old_token, swap our own

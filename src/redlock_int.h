@@ -154,6 +154,7 @@ struct rl_call {
 extern char rl_prefix[80];
 extern size_t rl_prefix_len;
 extern char rl_channel[128];
+extern char rl_gen_key[160];
 extern char rl_elected[128]; /* election changes are announced here (1.3) */
 extern double rl_drift;
 extern char rl_fence_idle[24];

@@ -125,7 +125,7 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	char *p = c->dbuf, sfx[SFX_MAX];
 	int a = SA_NKEYS;
 	c->dargv[a] = p;
-	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RNA_KEYS * n);
+	c->dargvlen[a++] = (size_t)sprintf(p, "%d", RNA_KEYS * n + 1);
 	p += c->dargvlen[a - 1] + 1;
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
@@ -142,9 +142,13 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	}
 	for (int k = 0; k < n; k++) /* a resumable session's record: its owner is checked */
 		p = put_record(c, a++, p, items[k].sid);
+	c->dargv[a] = rl_gen_key;
+	c->dargvlen[a++] = strlen(rl_gen_key);
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->dargv[a] = c->leasebuf;
 	c->dargvlen[a++] = strlen(c->leasebuf);
+	c->dargv[a] = master_epoch(); /* read when written: see master_epoch */
+	c->dargvlen[a++] = MASTER_EPOCH_LEN;
 	/* The token is copied: a resend after NOSCRIPT must carry the token
 	 * of this call, whatever the key's entry holds by then. */
 	for (int k = 0; k < n; k++)

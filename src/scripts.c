@@ -23,9 +23,19 @@
  * the key's lock against any other token and against live shared holders
  * of another instance; a shared hold against the key's lock of another
  * instance; a permit I >= 1 only against another token of its own key.
+ *   P gen INST     this lockd's connection epoch on this master (SCR_GEN)
  * A token (or member) of our own instance that we did not name is stale:
- * lockd never asks for what one of its sessions holds. Kinds as the
- * scripts take them: "x" the key's lock, "p" a permit >= 1, "s" shared. */
+ * lockd never asks for what one of its sessions holds. But only for a
+ * request written on lockd's current connection to this master: one
+ * written on a connection lockd gave up on can reach the master late (the
+ * kernel still delivers what it had sent, after a partition heals) and
+ * must take nothing of ours for stale, since lockd may have granted it
+ * since. Each connection's handshake raises "P gen INST" to the epoch
+ * lockd had then (master_epoch), and each request carries the epoch it
+ * was written at: the request is current when its epoch is at least the
+ * key's (the key is read only when a token of ours is in the way). Kinds
+ * as the scripts take them: "x" the key's lock, "p" a permit >= 1, "s"
+ * shared. */
 #include "config.h"
 
 #include <string.h>
@@ -41,9 +51,11 @@
 
 /* Positions: enum acq_arg (scripts.h).
  * KEYS: lock (the key's or a permit's), fence counter, waiting flag,
- * reservation, shared set, exclusive-waiting flag. ARGV: token, lease ms,
- * old token or "", "1" if the caller waits ("2": and it raised the
- * exclusive-waiting flag before), instance, fence idle ms, kind. Returns
+ * reservation, shared set, exclusive-waiting flag, session record, epoch.
+ * ARGV: token, lease ms, old token or "", "1" if the caller waits ("2":
+ * and it raised the exclusive-waiting flag before), instance, fence idle
+ * ms, kind, record field, epoch. ours(v): a token of ours that this
+ * request may take for stale (see the head comment). Returns
  * {fence, 0, waiting} when granted (waiting: 1 if a waiter on another
  * lockd raised the flag), {0, pttl} when another holder has it or a
  * release reserved it for a waiter on another lockd ({0, pttl, 0, 1} when
@@ -65,7 +77,15 @@
 	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                          \
 	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
 	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"            \
-	"local function ours(v) return string.sub(v, 1, 16) == inst end\n"                         \
+	"local cur\n"                                                                              \
+	"local function ours(v)\n"                                                                 \
+	"  if string.sub(v, 1, 16) ~= inst then return false end\n"                                \
+	"  if cur == nil then\n"                                                                   \
+	"    local g = redis.call('GET', KEYS[kb + 8])\n"                                          \
+	"    cur = g ~= false and tonumber(ARGV[ab + 9]) >= tonumber(g)\n"                         \
+	"  end\n"                                                                                  \
+	"  return cur\n"                                                                           \
+	"end\n"                                                                                    \
 	"local function busy(ttl)\n"                                                               \
 	"  if ARGV[ab + 3] ~= '' and redis.call('GET', KEYS[kb + 1]) == ARGV[ab + 3] then\n"       \
 	"    redis.call('DEL', KEYS[kb + 1])\n"                                                    \
@@ -186,18 +206,20 @@
 
 /* The strides of the batch forms are the one-item scripts' argument
  * counts (enum acq_arg, enum rel_arg). */
-_Static_assert(AA_TOKEN - AA_LOCK == 7 && AA_ARGC - AA_TOKEN == 8, "BATCH_OF(ACQUIRE_LUA, 7, 8)");
+_Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 9, "BATCH_OF(ACQUIRE_LUA, 8, 9)");
 _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(RELEASE_LUA, 5, 8)");
 
 static const char *const bodies[SCR_COUNT] = {
     [SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
-    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 7, 8),
+    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 8, 9),
     [SCR_RELEASE] = ONE_OF(RELEASE_LUA),
     [SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 5, 8),
     /* Counts: RNA_* (scripts.h).
      * KEYS: n locks (the key's or a permit's), then their n shared sets,
-     * then their n session records ("" for a version-1 session's hold).
-     * ARGV: lease ms, then one token per item, then one kind per item.
+     * then their n session records ("" for a version-1 session's hold),
+     * then the epoch's key. ARGV: lease ms, the epoch, then one token per
+     * item, then one kind per item. A token of ours is stale (written
+     * over) only for a current request (ACQUIRE_LUA's ours()).
      * A hold of a resumable session is renewed and written back only
      * where its record names this instance (1.2: a session resumed
      * elsewhere is that lockd's, whatever this one still believes).
@@ -206,12 +228,20 @@ static const char *const bodies[SCR_COUNT] = {
      * key's lock of another instance; the key's lock: live shared holders
      * of another instance too). */
     [SCR_RENEW] = LUA_NOW
-    "local n = #KEYS / 3\n"
+    "local n = (#KEYS - 1) / 3\n"
     "local lease = tonumber(ARGV[1])\n"
-    "local now\n"
+    "local now, cur\n"
     "local r = {}\n"
+    "local function ours(v, inst)\n"
+    "  if string.sub(v, 1, 16) ~= inst then return false end\n"
+    "  if cur == nil then\n"
+    "    local g = redis.call('GET', KEYS[#KEYS])\n"
+    "    cur = g ~= false and tonumber(ARGV[2]) >= tonumber(g)\n"
+    "  end\n"
+    "  return cur\n"
+    "end\n"
     "for i = 1, n do\n"
-    "  local tok, kind, z, rk = ARGV[i + 1], ARGV[n + i + 1], KEYS[n + i], KEYS[2 * n + i]\n"
+    "  local tok, kind, z, rk = ARGV[i + 2], ARGV[n + i + 2], KEYS[n + i], KEYS[2 * n + i]\n"
     "  local inst = string.sub(tok, 1, 16)\n"
     "  local v = redis.call('GET', KEYS[i])\n"
     "  if rk ~= '' and redis.call('HGET', rk, 'o') ~= inst then\n"
@@ -221,7 +251,7 @@ static const char *const bodies[SCR_COUNT] = {
     "    redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
     "    if redis.call('ZSCORE', z, tok) then\n"
     "      r[i] = 1\n"
-    "    elseif v and string.sub(v, 1, 16) ~= inst then\n"
+    "    elseif v and not ours(v, inst) then\n"
     "      r[i] = 0\n"
     "    else\n"
     "      if v then redis.call('DEL', KEYS[i]) end\n"
@@ -233,13 +263,13 @@ static const char *const bodies[SCR_COUNT] = {
     "    end\n"
     "  elseif v == tok then\n"
     "    redis.call('PEXPIRE', KEYS[i], lease); r[i] = 1\n"
-    "  elseif v == false or string.sub(v, 1, 16) == inst then\n"
+    "  elseif v == false or ours(v, inst) then\n"
     "    r[i] = 2\n"
     "    if kind == 'x' and redis.call('EXISTS', z) == 1 then\n"
     "      now = now or clock()\n"
     "      redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
     "      for _, m in ipairs(redis.call('ZRANGE', z, 0, -1)) do\n"
-    "        if string.sub(m, 1, 16) ~= inst then r[i] = 0; break end\n"
+    "        if not ours(m, inst) then r[i] = 0; break end\n"
     "      end\n"
     "    end\n"
     "    if r[i] == 2 then redis.call('SET', KEYS[i], tok, 'PX', lease) end\n"
@@ -500,6 +530,17 @@ static const char *const bodies[SCR_COUNT] = {
                       "end\n"
                       "if changed then redis.call('PUBLISH', ARGV[6], ARGV[3]) end\n"
                       "return 1\n",
+    /* Positions: enum gen_arg (scripts.h). Raised, never lowered: a
+     * handshake's write that arrives late (it too may) cannot make the
+     * requests of an older connection current again. Returns the key's
+     * value afterwards. */
+    [SCR_GEN] = "local c = redis.call('GET', KEYS[1])\n"
+                "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
+                "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+                "  return tonumber(ARGV[1])\n"
+                "end\n"
+                "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                "return tonumber(c)\n",
 };
 
 static char shas[SCR_COUNT][41];

@@ -21,6 +21,7 @@ enum script_id {
 	SCR_EL_PUT,       /* write a leader's value where its lock holds its token (1.3) */
 	SCR_EL_READ,      /* who leads an election on one master, with what value */
 	SCR_EL_RESIGN,    /* release a leader's lock and value, announce both */
+	SCR_GEN,          /* raise this lockd's connection epoch on a master */
 	SCR_COUNT
 };
 
@@ -36,7 +37,7 @@ enum script_arg {
 
 /* SCR_ACQUIRE (ACQUIRE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
 enum acq_arg {
-	AA_NKEYS = SA_NKEYS, /* "7" */
+	AA_NKEYS = SA_NKEYS, /* "8" */
 	AA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
 	AA_FENCE,            /* KEYS[2] the fence counter */
 	AA_WAITING,          /* KEYS[3] the waiting flag */
@@ -44,6 +45,7 @@ enum acq_arg {
 	AA_SHARED,           /* KEYS[5] the shared set */
 	AA_XWAIT,            /* KEYS[6] the exclusive-waiting flag */
 	AA_SESSION,          /* KEYS[7] the session's record (1.2), or "" */
+	AA_GEN,              /* KEYS[8] this lockd's connection epoch on the master (SCR_GEN) */
 	AA_TOKEN,            /* ARGV[1] the token */
 	AA_LEASE,            /* ARGV[2] lease ms */
 	AA_OLD,              /* ARGV[3] the old token (a handoff), or "" */
@@ -52,6 +54,7 @@ enum acq_arg {
 	AA_IDLE,             /* ARGV[6] fence idle ms */
 	AA_KIND,             /* ARGV[7] "x", "p" or "s" */
 	AA_RECORD,           /* ARGV[8] "" or the TTL flag and the hold's record field ("0x0 k") */
+	AA_EPOCH,            /* ARGV[9] lockd's epoch when the call was written (master_epoch) */
 	AA_ARGC
 };
 
@@ -84,6 +87,15 @@ enum raise_arg {
 	WA_FIELD,            /* ARGV[3] the hold's field in the record, or "" */
 	WA_TOKEN,            /* ARGV[4] the hold's token */
 	WA_ARGC
+};
+
+/* SCR_GEN: a master's connection epoch (see master_epoch), raised only. */
+enum gen_arg {
+	GA_NKEYS = SA_NKEYS, /* "1" */
+	GA_KEY,              /* KEYS[1] "P gen INSTANCE" */
+	GA_EPOCH,            /* ARGV[1] the epoch of this connection */
+	GA_EXPIRE,           /* ARGV[2] the key's expiry ms */
+	GA_ARGC
 };
 
 /* SCR_EL_PUT (1.3): a leader's value, "P NAME leader" beside its lock. */
@@ -133,10 +145,11 @@ enum elres_arg {
  * ones; these are the counts, the order is in scripts.c. */
 enum batch_arg {
 	/* SCR_RENEW: KEYS[i] lock, KEYS[n + i] shared set, KEYS[2n + i]
-	 * session record; ARGV[1] lease ms, ARGV[1 + i] token, ARGV[1 + n +
-	 * i] kind */
+	 * session record, KEYS[3n + 1] the connection epoch's key; ARGV[1]
+	 * lease ms, ARGV[2] the epoch, ARGV[2 + i] token, ARGV[2 + n + i]
+	 * kind */
 	RNA_KEYS = 3,  /* keys per item */
-	RNA_FIXED = 1, /* arguments before the items' */
+	RNA_FIXED = 3, /* keys and arguments that do not repeat */
 	RNA_ARGV = 2,  /* arguments per item */
 	/* SCR_RELEASE_MANY: KEYS[i] lock, KEYS[n + i] waiting flag,
 	 * KEYS[2n + i] reservation, KEYS[3n + i] shared set, KEYS[4n + i]

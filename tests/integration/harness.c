@@ -819,7 +819,8 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	fprintf(f, "redis:\n  masters: [");
 	int n = o->nmasters > 0 ? o->nmasters : H.nm;
 	for (int i = 0; i < n; i++)
-		fprintf(f, "%s\"127.0.0.1:%d\"", i ? ", " : "", H.m[i].port);
+		fprintf(f, "%s\"127.0.0.1:%d\"", i ? ", " : "",
+		        o->via && o->via[i] ? o->via[i] : H.m[i].port);
 	fprintf(f, "]\n  timeout_ms: %d\n", o->timeout_ms > 0 ? o->timeout_ms : H_REDIS_TMO);
 	if (o->redis_extra)
 		fputs(o->redis_extra, f);

@@ -187,6 +187,8 @@ struct h_opts {
 	int log_debug;           /* log_level: debug */
 	const char *tls;         /* "cert: F, key: F[, ca: F]": one more listener, TLS */
 	int nofile;              /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
+	const int *via;          /* NULL, or per master a port to reach it through
+	                            (h_proxy_port), 0 for its own */
 };
 struct h_lockd {
 	int port;
@@ -222,6 +224,23 @@ long h_lockd_reload(int idx, const char *text);
 int h_lockd_reloaded(int idx, long off);
 /* Wait (bounded) until it has. */
 void h_lockd_wait_reloaded(int idx, long off, int timeout_ms);
+
+/* ---- a proxy in front of a master (harness_proxy.c) ----
+ * It can hold back what the connections open now send, and deliver it
+ * later, after lockd gave up on them: the late arrival of what a
+ * partition kept on its way, made exact. A child process that dies with
+ * the test. */
+struct h_proxy;
+/* A proxy on a free port of 127.0.0.1 to 127.0.0.1:port. */
+struct h_proxy *h_proxy_start(int port);
+int h_proxy_port(const struct h_proxy *p);
+/* The connections open now keep what their clients send from now on; a
+ * client that closes leaves its server side open. Returns how many. */
+long h_proxy_hold(struct h_proxy *p);
+/* What they kept goes to the server, in order; they pass bytes again, and
+ * those whose client left close a second later. Returns the bytes sent. */
+long h_proxy_release(struct h_proxy *p);
+void h_proxy_stop(struct h_proxy *p);
 
 /* ---- lockd protocol client (harness_client.c) ----
  * A session is a liblockd client (lockd/client.h): requests go out through
@@ -374,6 +393,7 @@ TCase *tc_shared(void);         /* test_shared.c */
 TCase *tc_lockctl(void);        /* test_lockctl.c */
 TCase *tc_sessions(void);       /* test_sessions.c */
 TCase *tc_adopt_fence(void);    /* test_adopt_fence.c */
+TCase *tc_late_writes(void);    /* test_late_writes.c */
 TCase *tc_lockctl_resume(void); /* test_lockctl_resume.c */
 TCase *tc_lockctl_elect(void);  /* test_lockctl_elect.c */
 
