@@ -191,6 +191,18 @@
 	"end\n"                                                                                    \
 	"return 1\n"
 
+/* Raise KEYS[1] to ARGV[1] if it is below (or missing), with ARGV[2] ms of
+ * expiry either way; returns its value afterwards. A fence counter
+ * (SCR_RAISE) and a connection epoch (SCR_GEN) only ever go up. */
+#define RAISE_LUA                                                                                  \
+	"local c = redis.call('GET', KEYS[1])\n"                                                   \
+	"if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"                                  \
+	"  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"                                   \
+	"  return tonumber(ARGV[1])\n"                                                             \
+	"end\n"                                                                                    \
+	"redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                                                \
+	"return tonumber(c)\n"
+
 /* A one-item script body is a function of where its keys and arguments
  * start (KEYS[kb + 1], ARGV[ab + 1]): the one-item script runs it at 0,
  * the batch form (master.c joins the calls of a loop turn into one) at
@@ -287,14 +299,7 @@ static const char *const bodies[SCR_COUNT] = {
                   "%S+ (.*)$')\n"
                   "  if rest then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4] .. ' ' .. ARGV[1] "
                   ".. ' ' .. rest) end\n"
-                  "end\n"
-                  "local c = redis.call('GET', KEYS[1])\n"
-                  "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
-                  "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-                  "  return tonumber(ARGV[1])\n"
-                  "end\n"
-                  "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-                  "return tonumber(c)\n",
+                  "end\n" RAISE_LUA,
     /* KEYS: fence counters. ARGV: one value per key, then fence idle ms,
      * then "1" to raise each counter to at least the master's clock in
      * microseconds too (a catch-up after a majority lost its data: the
@@ -534,13 +539,7 @@ static const char *const bodies[SCR_COUNT] = {
      * handshake's write that arrives late (it too may) cannot make the
      * requests of an older connection current again. Returns the key's
      * value afterwards. */
-    [SCR_GEN] = "local c = redis.call('GET', KEYS[1])\n"
-                "if c == false or tonumber(c) < tonumber(ARGV[1]) then\n"
-                "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-                "  return tonumber(ARGV[1])\n"
-                "end\n"
-                "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-                "return tonumber(c)\n",
+    [SCR_GEN] = RAISE_LUA,
 };
 
 static char shas[SCR_COUNT][41];
