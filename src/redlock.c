@@ -155,6 +155,7 @@ struct rl_call *rl_call_new(enum rl_kind kind, size_t extra)
 	if (++live_calls > burst_peak)
 		burst_peak = live_calls;
 	c->kind = kind;
+	rl_adopts += kind == RK_ADOPT; /* until rl_call_free: see rl_adopting */
 	c->n = masters_count();
 	c->maj = quorum_majority(c->n);
 	c->start_us = now_us();
@@ -187,6 +188,7 @@ void rl_call_free(struct rl_call *c)
 			free(c->u.sess.a.holds[i].key);
 		free(c->u.sess.a.holds);
 		free(c->u.sess.seen);
+		free(c->u.sess.am);
 	}
 	free(c->dargv);
 	free(c->dargvlen);

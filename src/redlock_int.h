@@ -92,6 +92,14 @@ struct sess_part {
 	struct rl_seen *seen; /* RK_ADOPT; per hold, c->n of them: each master's record */
 	int cap;              /* room in a.holds and seen */
 	int found, none;      /* counting masters that have the record, that do not */
+	struct adopt_m *am;   /* RK_ADOPT; c->n of them: each master's second round */
+};
+/* RK_ADOPT: one master's SCR_SESS_ADOPT, sent once its SCR_SESS_PEEK
+ * answered: the call's arguments with that master's adoption count. */
+struct adopt_m {
+	const char *v[SDA_ARGC];
+	size_t l[SDA_ARGC];
+	char count[24];
 };
 
 /* RK_EL_READ (rlelect.c): what each master said. */

@@ -281,7 +281,12 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	int i = m->idx;
 	c->pending--;
 	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER) {
+	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -2) {
+		/* Adopted by another call between our two rounds: no word. */
+		log_info("master %s: adopt: adopted elsewhere meanwhile", m->name);
+		c->st[i] = MR_FAIL;
+	} else if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+	           r->element[0]->type == REDIS_REPLY_INTEGER) {
 		c->st[i] = MR_YES;
 		long long what = r->element[0]->integer;
 		if (what == 1 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_INTEGER) {
@@ -298,6 +303,38 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 		c->st[i] = MR_FAIL;
 	}
 	rl_check(c);
+}
+
+/* The first round's answer on one master: its adoption count. The second
+ * round (SCR_SESS_ADOPT) goes to that master at once, comparing it; the
+ * call's pending count carries over to it. */
+static void peek_reply(struct master *m, redisReply *r, void *arg_)
+{
+	struct rl_call *c = arg_;
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	if (c->expired || !r || r->type != REDIS_REPLY_STRING || r->len >= sizeof(am->count)) {
+		c->pending--;
+		if (!c->expired) {
+			if (r && r->type == REDIS_REPLY_ERROR)
+				log_warn("master %s: adopt: %s", m->name, r->str);
+			c->st[m->idx] = MR_FAIL;
+		}
+		rl_check(c);
+		return;
+	}
+	memcpy(am->count, r->str, r->len);
+	am->count[r->len] = '\0';
+	for (int k = 0; k < SDA_ARGC; k++) {
+		am->v[k] = c->argv[k];
+		am->l[k] = c->argvlen[k];
+	}
+	am->v[SDA_COUNT] = am->count;
+	am->l[SDA_COUNT] = r->len;
+	if (master_call(m, SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) != 0) {
+		c->pending--;
+		c->st[m->idx] = MR_FAIL;
+		rl_check(c);
+	}
 }
 
 /* The hold's fence is the one a majority of the records hold: the grant
@@ -378,22 +415,30 @@ static void check_adopt(struct rl_call *c)
 struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease_ms,
                               rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = one_record(RK_ADOPT, sid, 4, strlen(secret) + 64);
+	struct rl_call *c = one_record(RK_ADOPT, sid, SDA_ARGC - SDA_SECRET, strlen(secret) + 64);
 	if (!c)
 		return NULL;
+	if (!(c->u.sess.am = calloc((size_t)c->n, sizeof(*c->u.sess.am)))) {
+		rl_call_free(c);
+		return NULL;
+	}
 	char *p = c->dbuf + c->klen, num[24];
-	int a = SA_KEYS + 1;
 	snprintf(num, sizeof(num), "%lld", (long long)lease_ms);
-	p = arg(c, a++, p, secret);
-	p = arg(c, a++, p, rl_instance);
-	p = arg(c, a++, p, num);
-	arg(c, a++, p, rl_prefix);
+	p = arg(c, SDA_SECRET, p, secret);
+	p = arg(c, SDA_INSTANCE, p, rl_instance);
+	p = arg(c, SDA_LEASE, p, num);
+	p = arg(c, SDA_PREFIX, p, rl_prefix);
+	arg(c, SDA_COUNT, p, ""); /* each master's, from its first round */
 	c->lease_ms = lease_ms;
 	c->done = done;
 	c->owner = owner;
 	c->check_fn = check_adopt;
-	rl_adopts++;
-	rl_fanout(c, SCR_SESS_ADOPT, adopt_reply);
+	/* Two rounds per master: the record's adoption count, then the
+	 * adoption if the count is still that (peek_reply). SCR_SESS_PEEK
+	 * reads only the record's key. */
+	c->argc = SA_KEYS + 1;
+	rl_fanout(c, SCR_SESS_PEEK, peek_reply);
+	c->argc = SDA_ARGC;
 	return c;
 }
 

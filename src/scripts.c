@@ -413,10 +413,13 @@ static const char *const bodies[SCR_COUNT] = {
                      "  redis.call('DEL', KEYS[1])\n"
                      "end\n"
                      "return 1\n",
-    /* SESS_ADOPT. KEYS: the record. ARGV: the secret, instance, lease
-     * ms, key prefix. {0}: no record; {-1}: another secret (nothing
-     * changed); else {1, grace, then per hold: field, value, 1 if it now
-     * holds for this instance, the ms its lease has left}. The record
+    /* SESS_ADOPT. KEYS: the record. ARGV: enum adopt_arg. {0}: no
+     * record; {-1}: another secret, {-2}: adopted since SCR_SESS_PEEK read
+     * the count (nothing changed either way); else {1, grace, then per
+     * hold: field, value, 1 if it now holds for this instance, the ms its
+     * lease has left}. The count ("a") makes it a compare-and-set: an
+     * adoption that arrives late (lockd gave up on that connection, the
+     * client has resumed elsewhere since) finds it moved on. The record
      * names this instance from now on, and each hold still held for the
      * session takes this instance's token (its random part kept): the
      * lockd that had it finds nothing of its own. A TTL hold keeps its
@@ -428,6 +431,8 @@ static const char *const bodies[SCR_COUNT] = {
     "local h = {}\n"
     "for i = 1, #all, 2 do h[all[i]] = all[i + 1] end\n"
     "if h['s'] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
+    "if (h['a'] or '0') ~= ARGV[5] then return {-2} end\n"
+    "redis.call('HINCRBY', rk, 'a', 1)\n"
     "local inst, lease, p = ARGV[2], tonumber(ARGV[3]), ARGV[4]\n"
     "local g = tonumber(h['g'] or '0')\n"
     "redis.call('HSET', rk, 'o', inst)\n"
@@ -540,6 +545,9 @@ static const char *const bodies[SCR_COUNT] = {
      * requests of an older connection current again. Returns the key's
      * value afterwards. */
     [SCR_GEN] = RAISE_LUA,
+    /* SESS_PEEK. KEYS: the record. The adoption count SCR_SESS_ADOPT
+     * compares, "0" before the first. */
+    [SCR_SESS_PEEK] = "return redis.call('HGET', KEYS[1], 'a') or '0'\n",
 };
 
 static char shas[SCR_COUNT][41];

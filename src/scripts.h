@@ -22,6 +22,7 @@ enum script_id {
 	SCR_EL_READ,      /* who leads an election on one master, with what value */
 	SCR_EL_RESIGN,    /* release a leader's lock and value, announce both */
 	SCR_GEN,          /* raise this lockd's connection epoch on a master */
+	SCR_SESS_PEEK,    /* a session record's adoption count, before SCR_SESS_ADOPT */
 	SCR_COUNT
 };
 
@@ -96,6 +97,16 @@ enum gen_arg {
 	GA_EPOCH,            /* ARGV[1] the epoch of this connection */
 	GA_EXPIRE,           /* ARGV[2] the key's expiry ms */
 	GA_ARGC
+};
+
+/* SCR_SESS_ADOPT (1.2): KEYS[1] the record; then these. */
+enum adopt_arg {
+	SDA_SECRET = SA_KEYS + 1, /* ARGV[1] the secret */
+	SDA_INSTANCE,             /* ARGV[2] this lockd's instance */
+	SDA_LEASE,                /* ARGV[3] lease ms */
+	SDA_PREFIX,               /* ARGV[4] the key prefix */
+	SDA_COUNT,                /* ARGV[5] the adoption count SCR_SESS_PEEK read there */
+	SDA_ARGC
 };
 
 /* SCR_EL_PUT (1.3): a leader's value, "P NAME leader" beside its lock. */

@@ -8,8 +8,10 @@
  * RELEASE of the same token: written over and deleted, the live hold
  * would be gone from that master, and a second lockd could take the key
  * while the first one's session holds it (partition scenario 7 found
- * this: "c0 x2 ... overlaps c4 x2"). Real masters, two real lockds, and a
- * proxy in front of master 2 that holds the bytes back (harness_proxy.c). */
+ * this: "c0 x2 ... overlaps c4 x2"). An adoption (RESUME) that arrives
+ * late must not take a session back from the lockd the client has moved
+ * to since. Real masters, real lockds, and a proxy in front of master 2
+ * that holds the bytes back (harness_proxy.c). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "scripts.h" /* the adoption's script, run by hand in adopt_compares_count */
 
 #define LEASE 3000
 /* a token of another lockd instance (the first 16 hex digits) */
@@ -126,6 +129,140 @@ START_TEST(late_write_keeps_live_hold)
 }
 END_TEST
 
+/* A session on lockd 0 holding k (fence returned); "RESUME id secret"
+ * written to resume. */
+static unsigned long long session_with_k(struct cl *c, char *resume, size_t n, char *id, size_t idn)
+{
+	const char *r = cl_cmd(c, "SESSION", H_SLOW_LIMIT);
+	char sid[20], sec[40];
+	ck_assert_msg(r && sscanf(r, "SESSION %19s %39s", sid, sec) == 2, "SESSION: '%s'",
+	              r ? r : "(nothing)");
+	snprintf(resume, n, "RESUME %s %s", sid, sec);
+	snprintf(id, idn, "%s", sid);
+	return cl_lock(c, "LOCK k");
+}
+
+/* Field f of session id's record on master i (malloc'd; "(nil)" if none). */
+static char *record_field(int i, const char *id, const char *f)
+{
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	char *v = h_redis(i, "HGET", rkey, f, NULL);
+	ck_assert_msg(v != NULL, "master %d did not answer", i);
+	return v;
+}
+
+/* An adoption is a compare-and-set on the record's adoption count, so one
+ * that reaches a master late (lockd B gave up on that connection, and the
+ * client has resumed on lockd C since) changes nothing there: the record
+ * and the hold's token stay C's. Master 2 is behind a proxy for lockd B
+ * only; what B sent it for the RESUME arrives after C's adoption. */
+START_TEST(late_adopt_changes_nothing)
+{
+	h_masters_start(3);
+	struct h_proxy *px = h_proxy_start(h_master(2)->port);
+	int via[3] = {0, 0, h_proxy_port(px)};
+	int a = h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
+	int b = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via});
+	int cc = h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
+	char resume[96], id[20];
+	struct cl *c = cl_tcp(h_lockd(a)->port);
+	unsigned long long f = session_with_k(c, resume, sizeof(resume), id, sizeof(id));
+	cl_close(c); /* detached: its holds stay */
+
+	ck_assert_int_ge(h_proxy_hold(px), 1);
+	long off = h_file_size(h_lockd(b)->log);
+	c = cl_tcp(h_lockd(b)->port);
+	cl_expect(c, resume, "OK 1"); /* masters 0 and 1: a majority */
+	wait_reconnected(b, off, via[2]);
+	cl_close(c);
+
+	c = cl_tcp(h_lockd(cc)->port);
+	cl_expect(c, resume, "OK 1");
+	char want[64];
+	snprintf(want, sizeof(want), "KEY k %llu 1 ", f);
+	cl_expect_prefix(c, "HELD", want);
+	cl_want(c, "END", H_TMO);
+	char *tok = h_redis(2, "GET", "lockd:k", NULL), *own = record_field(2, id, "o");
+	ck_assert_msg(tok && strlen(tok) == 32 && strncmp(tok, own, 16) == 0,
+	              "after C's adoption master 2 holds '%s', its record names '%s'",
+	              tok ? tok : "(none)", own);
+
+	/* What B sent master 2 for its RESUME arrives now. */
+	ck_assert_int_gt(h_proxy_release(px), 0);
+	master_caught_up(2);
+	char *tok2 = h_redis(2, "GET", "lockd:k", NULL), *own2 = record_field(2, id, "o");
+	ck_assert_msg(
+	    tok2 && strcmp(tok2, tok) == 0 && strcmp(own2, own) == 0,
+	    "after lockd B's late adoption master 2 holds '%s' and its record names '%s'; "
+	    "lockd C's adoption left '%s' and '%s'",
+	    tok2 ? tok2 : "(none)", own2, tok, own);
+	cl_expect(c, "UNLOCK k", "OK 0");
+	free(tok);
+	free(own);
+	free(tok2);
+	free(own2);
+	cl_close(c);
+	h_proxy_stop(px);
+}
+END_TEST
+
+/* The compare-and-set itself, on a real master: SCR_SESS_ADOPT with the
+ * count read before another adoption changes nothing ({-2}); with the
+ * count as it is, it adopts and counts one more. */
+START_TEST(adopt_compares_count)
+{
+	h_std(&(struct h_opts){.lease_ms = LEASE});
+	h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
+	char resume[96], id[20];
+	struct cl *c = cl_open();
+	session_with_k(c, resume, sizeof(resume), id, sizeof(id));
+	char *n0 = record_field(0, id, "a");
+	ck_assert_msg(strcmp(n0, "(nil)") == 0, "a record never adopted counts '%s'", n0);
+	free(n0);
+	cl_close(c);
+	c = cl_tcp(h_lockd(1)->port);
+	cl_expect(c, resume, "OK 1");
+	char *n1 = record_field(0, id, "a"), *own = record_field(0, id, "o");
+	char *tok = h_redis(0, "GET", "lockd:k", NULL);
+	ck_assert_msg(strcmp(n1, "1") == 0, "after one adoption the count is '%s'", n1);
+
+	char rkey[128], sid[20], sec[40];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	ck_assert_int_eq(sscanf(resume, "RESUME %19s %39s", sid, sec), 2);
+	const char *late[] = {"EVAL", script_body(SCR_SESS_ADOPT), "1",    rkey,
+	                      sec,    "eeeeeeeeeeeeeeee",          "3000", "lockd:",
+	                      "0"};
+	struct rconn *r = rc_open(h_master(0)->port, H_TMO);
+	ck_assert(r != NULL);
+	char *rep = rc_cmdv(r, 9, late);
+	ck_assert_msg(rep && strcmp(rep, "-2\n") == 0, "an adoption with the old count: '%s'",
+	              rep ? rep : "(none)");
+	free(rep);
+	char *own2 = record_field(0, id, "o"), *tok2 = h_redis(0, "GET", "lockd:k", NULL);
+	ck_assert_msg(strcmp(own2, own) == 0 && tok2 && strcmp(tok2, tok) == 0,
+	              "after a refused adoption: owner '%s' (was '%s'), token '%s' (was '%s')",
+	              own2, own, tok2 ? tok2 : "(none)", tok);
+	late[8] = "1";
+	rep = rc_cmdv(r, 9, late);
+	ck_assert_msg(rep && strncmp(rep, "1\n", 2) == 0, "an adoption with the count: '%s'",
+	              rep ? rep : "(none)");
+	free(rep);
+	char *own3 = record_field(0, id, "o"), *n2 = record_field(0, id, "a");
+	ck_assert_msg(strcmp(own3, "eeeeeeeeeeeeeeee") == 0 && strcmp(n2, "2") == 0,
+	              "after an adoption with the count: owner '%s', count '%s'", own3, n2);
+	rc_close(r);
+	free(n1);
+	free(own);
+	free(tok);
+	free(own2);
+	free(tok2);
+	free(own3);
+	free(n2);
+	cl_close(c);
+}
+END_TEST
+
 TCase *tc_late_writes(void)
 {
 	TCase *tc = tcase_create("late_writes");
@@ -133,5 +270,7 @@ TCase *tc_late_writes(void)
 	tcase_set_timeout(tc, 60);
 	if (h_selected("late_write_keeps_live_hold"))
 		tcase_add_loop_test(tc, late_write_keeps_live_hold, 0, 2);
+	H_ADD(tc, late_adopt_changes_nothing);
+	H_ADD(tc, adopt_compares_count);
 	return tc;
 }
