@@ -838,11 +838,17 @@ void masters_set_opts(const struct master_opts *o)
 void masters_shutdown(void)
 {
 	shutting_down = 1;
+	/* Every master is closed before any is freed: a call failed by one
+	 * master's close (a catch-up reading from it) may still name another
+	 * master in its callback. */
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
 		event_del(m->retry);
 		if (m->ac || m->sub)
 			master_drop(m, "shutting down", 1);
+	}
+	for (int i = 0; i < nmasters; i++) {
+		struct master *m = &masters[i];
 		event_del(m->retry);
 		event_free(m->retry);
 		event_free(m->timer);
