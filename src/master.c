@@ -9,9 +9,9 @@
  * timeout_ms, and a master that is down is skipped at once.
  *
  * The handshake (AUTH, SCRIPT LOAD, the connection epoch, INFO for the
- * run_id, EXISTS of the marker) ends in opts.on_up; every drop ends in opts.on_down. What a
- * restart or a missing marker means for the majority is for the user of
- * these callbacks (membership.c) to decide.
+ * run_id, EXISTS of the marker) ends in opts.on_up; every drop ends in
+ * opts.on_down. What a restart or a missing marker means for the majority
+ * is for the user of these callbacks (membership.c) to decide.
  *
  * While a master is up, a second connection subscribes to its notices:
  * that is mastersub.c's (sub_start when the master goes up, sub_close
