@@ -280,15 +280,15 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	struct sess_part *sp = &c->u.sess;
 	int i = m->idx;
 	c->pending--;
-	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -2) {
+	int answered = !c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+	               r->element[0]->type == REDIS_REPLY_INTEGER;
+	long long what = answered ? r->element[0]->integer : 0;
+	if (answered && what == -2) {
 		/* Adopted by another call between our two rounds: no word. */
 		log_info("master %s: adopt: adopted elsewhere meanwhile", m->name);
 		c->st[i] = MR_FAIL;
-	} else if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-	           r->element[0]->type == REDIS_REPLY_INTEGER) {
+	} else if (answered) {
 		c->st[i] = MR_YES;
-		long long what = r->element[0]->integer;
 		if (what == 1 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_INTEGER) {
 			sp->found += c->counts[i];
 			if (r->element[1]->integer > sp->a.grace_ms)
