@@ -13,6 +13,8 @@
 #   testenv.sh lockd-kill DIR X    SIGKILL lockd X (a or b)
 #   testenv.sh lockd-term DIR X    SIGTERM lockd X and wait for its exit
 #   testenv.sh lockd-start DIR X   start lockd X again on its old port
+#   testenv.sh lockd-stop DIR X    SIGSTOP lockd X (frozen, its sockets open)
+#   testenv.sh lockd-cont DIR X    SIGCONT lockd X
 #
 # DIR/env is shell syntax, one NAME=value a line:
 #   LOCKD_A=127.0.0.1:PORT  LOCKD_B=127.0.0.1:PORT
@@ -128,7 +130,7 @@ killpid() { # FILE SIGNAL
 
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: testenv.sh start|stop|master-stop|master-cont|lockd-kill|lockd-term|lockd-start DIR [ARG]"
+[ -n "$cmd" ] && [ -n "$dir" ] || die "usage: testenv.sh start|stop|master-stop|master-cont|lockd-kill|lockd-term|lockd-start|lockd-stop|lockd-cont DIR [ARG]"
 case "$cmd" in
 start)
 	mkdir -p "$dir"
@@ -158,5 +160,7 @@ master-cont) kill -CONT "$(cat "$dir/m$3/pid")" ;;
 lockd-kill) killpid "$dir/$3/pid" KILL ;;
 lockd-term) killpid "$dir/$3/pid" TERM ;;
 lockd-start) start_lockd "$dir" "$3" "$(port_of "$dir" "$3")" ;;
+lockd-stop) kill -STOP "$(cat "$dir/$3/pid")" ;;
+lockd-cont) kill -CONT "$(cat "$dir/$3/pid")" ;;
 *) die "unknown command $cmd" ;;
 esac
