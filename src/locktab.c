@@ -282,6 +282,11 @@ static void hold_end(struct hold *h)
 	hold_put(h);
 }
 
+void ltc_hold_end(struct hold *h)
+{
+	hold_end(h);
+}
+
 /* A renewal batch let go of h (rn_ops.unref). */
 static void hold_unref(struct hold *h)
 {

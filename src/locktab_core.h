@@ -18,6 +18,8 @@ void ltc_maybe_free(struct lkey *lk);
 struct hold *ltc_hold_of(const struct lkey *lk, const struct lt_client *s);
 /* The hold is lost: LOST to its session, released where it may sit. */
 void ltc_lost(struct hold *h);
+/* h ends here, without LOST and without a word to the masters or waiters. */
+void ltc_hold_end(struct hold *h);
 /* A zeroed hold (NULL: out of memory). */
 struct hold *ltc_hold_new(void);
 /* Answer a client (lt_ops.reply), or send it a line (lt_ops.line). */

@@ -149,6 +149,22 @@ void lt_client_move(struct lt_client *from, struct lt_client *to)
 	from->nlocks = 0;
 }
 
+/* What the masters' records say of a hold, over whatever h said: its
+ * token, fence, count and lease. A hold this lockd kept may be older than
+ * the records (1.2, "The latest state": the session moved away, took the
+ * key again there, and came back). */
+static void take_adopted(struct hold *h, const struct rl_adopted *a)
+{
+	h->holds = a->holds ? a->holds : 1;
+	h->fence = a->fence;
+	memcpy(h->token, a->token, sizeof(h->token));
+	if (h->state != HS_TTL) {
+		h->lease_ms = a->lease_ms;
+		h->lease_end_us = a->start_us + a->lease_ms * 1000;
+		h->renewed_us = a->start_us;
+	}
+}
+
 /* A hold the masters hold for the session, and this lockd did not. */
 static void adopt(struct lt_client *s, const struct rl_adopted *a)
 {
@@ -164,12 +180,9 @@ static void adopt(struct lt_client *s, const struct rl_adopted *a)
 	h->holder = s;
 	h->kind = a->kind == 's' ? HK_SHARED : a->kind == 'p' ? HK_PERMIT : HK_LOCK;
 	h->permit = a->kind == 's' ? 0 : a->permit;
-	h->holds = a->holds ? a->holds : 1;
-	h->fence = a->fence;
 	h->lease_ms = a->lease_ms;
 	h->lease_end_us = a->start_us + a->lease_ms * 1000;
-	h->renewed_us = a->start_us;
-	memcpy(h->token, a->token, sizeof(h->token));
+	take_adopted(h, a);
 	rn_hold_state(h, a->ttl ? HS_TTL : HS_WATCHED);
 	rn_deadline(h, a->validity_us);
 }
@@ -185,6 +198,8 @@ static const struct rl_adopted *listed(const struct rl_adopted *a, int n, const 
 
 void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
 {
+	/* Holds this lockd kept for the session (it was here before): the
+	 * records are the truth; a local copy only ever shortens a deadline. */
 	for (struct ilink *l = s->locks.head.next, *nx; l != &s->locks.head; l = nx) {
 		struct hold *h = ilist_entry(l, struct hold, hold_link);
 		const struct rl_adopted *e = listed(a, n, h);
@@ -193,10 +208,14 @@ void lt_resume(struct lt_client *s, const struct rl_adopted *a, int n)
 			ltc_lost(h);
 			continue;
 		}
-		h->holds = e->holds ? e->holds : h->holds;
-		if (e->validity_us > h->dl.at || h->state == HS_TTL)
+		if ((h->state == HS_TTL) != (e->ttl != 0)) {
+			/* taken again elsewhere, of the other sort: adopted below */
+			ltc_hold_end(h);
 			continue;
-		rn_deadline(h, e->validity_us); /* what the adoption wrote, if sooner */
+		}
+		take_adopted(h, e);
+		if (e->validity_us < h->dl.at)
+			rn_deadline(h, e->validity_us);
 	}
 	for (int i = 0; i < n; i++) {
 		struct lkey *lk = ltc_find(a[i].key, a[i].klen);

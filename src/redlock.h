@@ -180,8 +180,12 @@ struct rl_sess_hold {
 struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
                             int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                             rl_done_fn *done, void *owner);
-/* Delete the record where it is ours (done: once all answered). */
-struct rl_call *rl_sess_end(const char *sid, rl_done_fn *done, void *owner);
+/* End the session where its record is ours: the record becomes a
+ * tombstone (it names no instance) for keep_ms plus its grace, so that a
+ * lockd that still has the session (it was here before it moved) learns
+ * at its touch that it moved on, rather than finding the record missing,
+ * which only a master that lost its data shows (done: once all answered). */
+struct rl_call *rl_sess_end(const char *sid, int64_t keep_ms, rl_done_fn *done, void *owner);
 struct rl_sess_item {
 	const char *sid;   /* copied */
 	int64_t expire_ms; /* the record's expiry, where it is ours */
@@ -220,6 +224,7 @@ struct rl_adoption {
 	int64_t grace_ms;
 	struct rl_adopted *holds;
 	int n;
+	int raced; /* masters where another adoption came between our two rounds */
 };
 /* RESUME: take the session's record over (it names this instance from
  * now on) with every hold still held for it, each given a token of this

@@ -38,6 +38,7 @@
 #define RS_ID_LEN     16
 #define RS_SECRET_LEN TOKEN_LEN /* 128 random bits, hex */
 #define RS_MAX_HOLDS  100000    /* SESSION writes at most this many holds at once */
+#define RS_RACE_TRIES 3         /* a RESUME that met another one tries again this often */
 
 enum rs_state {
 	RS_PLAIN,    /* version 1: ends with its connection */
@@ -60,6 +61,7 @@ struct rsess {
 	struct rl_call *call;   /* SESSION or RESUME in flight */
 	struct evbuffer *kept;  /* LOST lines while detached, for its RESUME */
 	char *rid;              /* RESUME in flight: the id asked */
+	int tries;              /* RESUME in flight: adoptions tried again after a race */
 	char peer[64];
 };
 
@@ -169,7 +171,7 @@ static void fire_and_forget(struct rl_call *c, void *owner)
 /* The session ends for good: its record goes, its holds are released. */
 static void end(struct rsess *r)
 {
-	if (r->state != RS_PLAIN && rl_sess_end(r->id, fire_and_forget, FORGET))
+	if (r->state != RS_PLAIN && rl_sess_end(r->id, cfg->lease_ms, fire_and_forget, FORGET))
 		calls++;
 	unlist(r);
 	lt_client_end(&r->lt);
@@ -336,8 +338,20 @@ static void adopted(struct rl_call *c, void *owner)
 	char *id = r->rid;
 
 	r->call = NULL;
+	if (a->result != RL_OK && a->raced && r->tries < RS_RACE_TRIES) {
+		/* Another RESUME of the session (on another lockd) came between
+		 * our two rounds on some master: try again, and win (the later
+		 * one wins, PROTOCOL 1.2); its lockd closes its connection at
+		 * its touch. */
+		r->tries++;
+		if ((r->call = rl_sess_adopt(r->rid, r->secret, cfg->lease_ms, adopted, r)))
+			return;
+	}
 	r->rid = NULL;
-	if (a->result == RL_QUORUM) {
+	r->tries = 0;
+	if (a->result != RL_OK && a->raced) {
+		reply(r, "ERR NOSESSION no such session"); /* it is another's now */
+	} else if (a->result == RL_QUORUM) {
 		stats.quorum_failures++;
 		reply(r, "%s", MSG_NO_QUORUM);
 	} else if (a->result != RL_OK || lt_waiting(&r->lt) || r->lt.nlocks) {

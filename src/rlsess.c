@@ -101,12 +101,15 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
 	return c;
 }
 
-struct rl_call *rl_sess_end(const char *sid, rl_done_fn *done, void *owner)
+struct rl_call *rl_sess_end(const char *sid, int64_t keep_ms, rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = one_record(RK_SESS, sid, 1, 64);
+	struct rl_call *c = one_record(RK_SESS, sid, 2, 96);
 	if (!c)
 		return NULL;
-	arg(c, SA_KEYS + 1, c->dbuf + c->klen, rl_instance);
+	char num[24];
+	snprintf(num, sizeof(num), "%lld", (long long)keep_ms);
+	char *p = arg(c, SA_KEYS + 1, c->dbuf + c->klen, rl_instance);
+	arg(c, SA_KEYS + 2, p, num);
 	c->rel_done = done;
 	c->owner = owner;
 	c->check_fn = check_record;
@@ -287,6 +290,7 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 		/* Adopted by another call between our two rounds: no word. */
 		log_info("master %s: adopt: adopted elsewhere meanwhile", m->name);
 		c->st[i] = MR_FAIL;
+		sp->a.raced++;
 	} else if (answered) {
 		c->st[i] = MR_YES;
 		if (what == 1 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_INTEGER) {
@@ -374,6 +378,18 @@ static void agree_on_fence(const struct rl_call *c, struct rl_adopted *e, const 
 		if (!dup && e->nseen < RL_ADOPT_SEEN)
 			e->seen[e->nseen++] = w[i].fence;
 	}
+	/* The count is the one a majority of the records of that fence hold:
+	 * a count write was answered OK only once a majority held it, so the
+	 * latest answered count is on a majority; a master that missed it
+	 * (its link was cut) holds an older one, larger or smaller. Only when
+	 * too few agree does the largest stand (a hold kept too long, never
+	 * one let go too soon). */
+	uint64_t cnt[CONFIG_MAX_MASTERS];
+	for (int i = 0; i < c->n; i++)
+		cnt[i] = e->fence && w[i].fence == e->fence ? w[i].holds : 0;
+	uint64_t agreed = e->fence ? quorum_agreed(cnt, c->n, c->maj) : 0;
+	if (agreed)
+		e->holds = (uint32_t)agreed;
 	if (!e->fence && e->nseen)
 		log_warn("adopt: the masters disagree on the fence of %.*s and too few answered to "
 		         "tell which was granted (%d fences seen): reported LOST",

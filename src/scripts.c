@@ -408,9 +408,16 @@ static const char *const bodies[SCR_COUNT] = {
                        "  end\n"
                        "end\n"
                        "return r\n",
-    /* SESS_END. KEYS: the record. ARGV: instance. Deletes it if ours. */
+    /* SESS_END. KEYS: the record. ARGV: instance, keep ms. If ours, the
+     * record becomes a tombstone: its owner "-" (no instance), nothing
+     * else, for keep ms + its grace. A lockd that still has the session
+     * (from before it moved here) then reads "another's" at its touch and
+     * drops it; a missing record means a master that lost its data. */
     [SCR_SESS_END] = "if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then\n"
+                     "  local g = tonumber(redis.call('HGET', KEYS[1], 'g') or '0')\n"
                      "  redis.call('DEL', KEYS[1])\n"
+                     "  redis.call('HSET', KEYS[1], 'o', '-')\n"
+                     "  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + g)\n"
                      "end\n"
                      "return 1\n",
     /* SESS_ADOPT. KEYS: the record. ARGV: enum adopt_arg. {0}: no

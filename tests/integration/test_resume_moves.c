@@ -1,0 +1,235 @@
+/* resume_moves: a resumable session (protocol 1.2) that moves between
+ * lockd and comes back, against real masters and two or three real lockd
+ * (issue 28's review findings). PROTOCOL.md, "The latest state": what a
+ * RESUME restores comes from the masters' records, never from a copy of
+ * the session older than them; QUIT always ends a session; hold counts
+ * survive exactly; two RESUMEs racing each answer OK or ERR NOSESSION. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "sess_util.h"
+
+/* A long lease: lockd A's touch (every lease/3) must not come between a
+ * move and the move back, or A would have forgotten the session and the
+ * move back would be an ordinary adoption. */
+#define LONG_LEASE 30000
+static const struct h_opts long_opts = {
+    .lease_ms = LONG_LEASE, .top_extra = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n"};
+
+#define LEASE 3000
+static const struct h_opts opts = {
+    .lease_ms = LEASE, .top_extra = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n"};
+
+/* PROTOCOL.md "Service levels": a session's locks are released within 1 s
+ * of its end; plus the headroom of a loaded machine */
+#define RELEASE_LIMIT (1000 + H_LOADED)
+
+/* A -> B -> A -> C: on B the session releases k and takes it again (a
+ * new grant, a larger fence); back on A, whose own copy of the session
+ * still says the old fence, HELD and a reentrant LOCK must answer B's
+ * fence, and the count written then must carry it, so that C too
+ * restores B's fence with the count A gave it. */
+START_TEST(resume_back_takes_latest)
+{
+	h_std(&long_opts);
+	int b = h_lockd_start(&long_opts);
+	int cc = h_lockd_start(&long_opts);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 20000", 20000, &s);
+	unsigned long long f1 = cl_lock(c, "LOCK k");
+
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	cl_expect(c2, "UNLOCK k", "OK 0");
+	unsigned long long f2 = cl_lock(c2, "LOCK k");
+	ck_assert_msg(f2 > f1, "B's new grant %llu, not above %llu", f2, f1);
+
+	struct cl *c3 = cl_open(); /* back on A, where c is still attached */
+	resume(c3, &s, "OK 1");
+	expect_held(c3, "KEY k %llu 1 *", f2);
+	unsigned long long again = cl_lock(c3, "LOCK k");
+	ck_assert_msg(again == f2,
+	              "reentrant LOCK on A answered fence %llu, B granted %llu (A's "
+	              "old copy said %llu)",
+	              again, f2, f1);
+	expect_held(c3, "KEY k %llu 2 *", f2);
+
+	struct cl *c4 = cl_tcp(h_lockd(cc)->port);
+	resume(c4, &s, "OK 1");
+	expect_held(c4, "KEY k %llu 2 *", f2);
+	ck_assert_int_eq(c4->nlost, 0);
+	/* on C (A and B may answer BUSY from their own copies until their
+	 * touch: PROTOCOL 1.2 lets them) */
+	struct cl *o = cl_tcp(h_lockd(cc)->port);
+	cl_expect(o, "TRYLOCK k", "BUSY");
+	cl_expect(c4, "UNLOCK k", "OK 1");
+	cl_expect(c4, "UNLOCK k", "OK 0");
+	double ms;
+	double t0 = h_now_ms();
+	const char *r = NULL;
+	for (int t = 0; t < 1000 && h_now_ms() - t0 < RELEASE_LIMIT; t++) {
+		r = cl_cmd(o, "TRYLOCK k", H_SLOW_LIMIT);
+		if (r && strncmp(r, "OK ", 3) == 0)
+			break;
+		h_sleep_ms(10);
+	}
+	ms = h_now_ms() - t0;
+	ck_assert_msg(r && strncmp(r, "OK ", 3) == 0,
+	              "TRYLOCK k after the last UNLOCK: '%s' "
+	              "after %.0f ms",
+	              r ? r : "(nothing)", ms);
+	ck_assert(h_fence(r) > f2);
+	cl_close(o);
+	cl_close(c4);
+	cl_close(c3);
+	cl_close(c2);
+	cl_close(c);
+}
+END_TEST
+
+/* A session detached on A, resumed on B, ended there with QUIT after a
+ * new grant: A, which still has the session, must not bring it back at
+ * its touch (the record is gone from the masters because the session
+ * ended, not because a master lost its data). Over several of A's
+ * touches, k stays free for others and the session stays ended on A. */
+START_TEST(ended_elsewhere_stays_ended)
+{
+	h_std(&opts);
+	int b = h_lockd_start(&opts);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 60000", 60000, &s);
+	unsigned long long f1 = cl_lock(c, "LOCK k");
+	blip(c); /* detached on A */
+
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	cl_expect(c2, "UNLOCK k", "OK 0");
+	unsigned long long f2 = cl_lock(c2, "LOCK k");
+	ck_assert(f2 > f1);
+	cl_expect(c2, "QUIT", "OK");
+	cl_close(c2);
+	double t0 = h_now_ms();
+
+	/* A touches every lease/3: three touches and more */
+	struct cl *o = cl_tcp(h_lockd(b)->port);
+	int granted = 0;
+	while (h_now_ms() - t0 < LEASE + 1000) {
+		const char *r = cl_cmd(o, "TRYLOCK k", H_SLOW_LIMIT);
+		ck_assert_msg(r != NULL, "TRYLOCK k: no reply");
+		if (strncmp(r, "OK ", 3) == 0) {
+			ck_assert(h_fence(r) > f2);
+			granted++;
+			cl_expect(o, "UNLOCK k", "OK 0");
+		} else {
+			ck_assert_msg(strcmp(r, "BUSY") == 0, "TRYLOCK k: '%s'", r);
+			ck_assert_msg(h_now_ms() - t0 <= RELEASE_LIMIT,
+			              "TRYLOCK k: BUSY %.0f ms after the session's QUIT on B (%d "
+			              "grants before): the ended session holds k again",
+			              h_now_ms() - t0, granted);
+		}
+		h_sleep_ms(50);
+	}
+	ck_assert_int_gt(granted, 0);
+	struct cl *c3 = cl_open();
+	resume(c3, &s, NOSESSION);
+	cl_close(c3);
+	cl_close(o);
+}
+END_TEST
+
+/* LOCK k twice, then UNLOCK k while the link from A to master 2 is cut:
+ * the count write (2 -> 1) reaches masters 0 and 1 only, and A answers
+ * OK 1. A dies; B adopts from records that say 1, 1 and 2: the count a
+ * majority holds is the one the client was answered. */
+START_TEST(counts_survive_cut_link)
+{
+	h_masters_start(3);
+	struct h_proxy *px = h_proxy_start(h_master(2)->port);
+	int via[3] = {0, 0, h_proxy_port(px)};
+	struct h_opts ao = opts;
+	ao.via = via;
+	int a = h_lockd_start(&ao);
+	int b = h_lockd_start(&opts);
+	struct cl *c = cl_tcp(h_lockd(a)->port);
+	struct sess s;
+	session(c, "SESSION GRACE 10000", 10000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+	ck_assert(cl_lock(c, "LOCK k") == f);
+	ck_assert_int_ge(h_proxy_hold(px), 1);
+	cl_expect(c, "UNLOCK k", "OK 1");
+	h_lockd_signal(a, SIGKILL);
+	ck_assert_int_ne(h_lockd_wait(a, 3000), -1);
+	cl_want_eof(c, H_TMO);
+	cl_close(c);
+
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	expect_held(c2, "KEY k %llu 1 *", f);
+	cl_expect(c2, "UNLOCK k", "OK 0");
+	cl_close(c2);
+	h_proxy_stop(px);
+}
+END_TEST
+
+/* Two RESUMEs of one detached session sent at once to lockd B and C:
+ * each answers OK or ERR NOSESSION, at least one OK, never ERR QUORUM
+ * (every master answers). Then the session is where the last OK left it. */
+START_TEST(racing_resumes)
+{
+	h_std(&opts);
+	int b = h_lockd_start(&opts);
+	int cc = h_lockd_start(&opts);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 10000", 10000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+	blip(c);
+	char req[128];
+	snprintf(req, sizeof(req), "RESUME %s %s\n", s.id, s.secret);
+	for (int round = 0; round < 4; round++) {
+		struct cl *x = cl_tcp(h_lockd(b)->port);
+		struct cl *y = cl_tcp(h_lockd(cc)->port);
+		cl_send(x, req);
+		cl_send(y, req);
+		const char *rx = cl_reply(x, H_SLOW_LIMIT);
+		char ax[128];
+		snprintf(ax, sizeof(ax), "%s", rx ? rx : "(nothing)");
+		const char *ry = cl_reply(y, H_SLOW_LIMIT);
+		char ay[128];
+		snprintf(ay, sizeof(ay), "%s", ry ? ry : "(nothing)");
+		int okx = strcmp(ax, "OK 1") == 0, oky = strcmp(ay, "OK 1") == 0;
+		ck_assert_msg(
+		    (okx || strcmp(ax, NOSESSION) == 0) && (oky || strcmp(ay, NOSESSION) == 0),
+		    "round %d: racing RESUMEs answered '%s' (B) and '%s' (C)", round, ax, ay);
+		ck_assert_msg(okx || oky, "round %d: neither RESUME answered OK ('%s', '%s')",
+		              round, ax, ay);
+		/* the session is on one of them: a fresh RESUME there or elsewhere works */
+		cl_close(x);
+		cl_close(y);
+	}
+	struct cl *z = cl_tcp(h_lockd(b)->port);
+	resume(z, &s, "OK 1");
+	expect_held(z, "KEY k %llu 1 *", f);
+	cl_close(z);
+}
+END_TEST
+
+TCase *tc_resume_moves(void)
+{
+	TCase *tc = tcase_create("resume_moves");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 60);
+	H_ADD(tc, resume_back_takes_latest);
+	H_ADD(tc, ended_elsewhere_stays_ended);
+	H_ADD(tc, counts_survive_cut_link);
+	H_ADD(tc, racing_resumes);
+	return tc;
+}
