@@ -163,9 +163,15 @@ struct rl_call *rl_call_new(enum rl_kind kind, size_t extra)
 	c->argvlen = c->fargvlen;
 	for (int i = 0; i < c->n; i++)
 		c->counts[i] = (unsigned char)mb_counts(master_get(i));
-	ilist_push(&expq, &c->exp_link);
-	if (expq.len == 1)
-		arm_expiry();
+	/* An adoption is bounded by progress, not by one timeout: its rounds
+	 * go one after the other, each answered within redis.timeout_ms or
+	 * its master is dropped (master.c), so a session of any size within
+	 * the limits resumes (rlsess.c). */
+	if (kind != RK_ADOPT) {
+		ilist_push(&expq, &c->exp_link);
+		if (expq.len == 1)
+			arm_expiry();
+	}
 	return c;
 }
 
@@ -188,6 +194,15 @@ void rl_call_free(struct rl_call *c)
 			free(c->u.sess.a.holds[i].key);
 		free(c->u.sess.a.holds);
 		free(c->u.sess.seen);
+		for (int i = 0; c->u.sess.am && i < c->n; i++) {
+			struct adopt_m *am = &c->u.sess.am[i];
+			for (int k = 0; k < am->npend; k++)
+				free(am->pend[k]);
+			free(am->pend);
+			free(am->plen);
+			free(am->mv);
+			free(am->ml);
+		}
 		free(c->u.sess.am);
 	}
 	free(c->dargv);

@@ -100,6 +100,18 @@ struct adopt_m {
 	const char *v[SDA_ARGC];
 	size_t l[SDA_ARGC];
 	char count[24];
+	/* A record of more than ADOPT_CHUNK holds (SCR_SESS_ADOPT answered
+	 * 2): its holds are taken over in rounds, one after the other, each a
+	 * bounded time on the master: an HSCAN of the record, then
+	 * SCR_SESS_ADOPT_MORE of the holds it returned, until the cursor is 0. */
+	char acount[24]; /* the adoption count SCR_SESS_ADOPT left */
+	char cursor[24]; /* the HSCAN cursor ("0" once the scan is complete) */
+	char **pend;     /* field, value strings of the last HSCAN */
+	size_t *plen;
+	int npend, cap;  /* strings in pend; room */
+	const char **mv; /* the arguments of the round in flight */
+	size_t *ml;
+	int rounds; /* rounds sent after SCR_SESS_ADOPT */
 };
 
 /* RK_EL_READ (rlelect.c): what each master said. */

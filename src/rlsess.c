@@ -241,11 +241,43 @@ static struct rl_adopted *entry(struct rl_call *c, const char *f, size_t flen)
 	return e;
 }
 
-/* One master's {1, grace, field, value, ok, left, ...}. */
+/* Drop the strings of the last HSCAN on master am. */
+static void pend_clear(struct adopt_m *am)
+{
+	for (int k = 0; k < am->npend; k++)
+		free(am->pend[k]);
+	am->npend = 0;
+}
+
+/* Keep one string of an HSCAN for the SCR_SESS_ADOPT_MORE round. */
+static int pend_add(struct adopt_m *am, const redisReply *s)
+{
+	if (am->npend == am->cap) {
+		int cap = am->cap ? 2 * am->cap : 64;
+		char **p = realloc(am->pend, (size_t)cap * sizeof(*p));
+		if (!p)
+			return -1;
+		am->pend = p;
+		size_t *l = realloc(am->plen, (size_t)cap * sizeof(*l));
+		if (!l)
+			return -1;
+		am->plen = l;
+		am->cap = cap;
+	}
+	if (!(am->pend[am->npend] = malloc(s->len + 1)))
+		return -1;
+	memcpy(am->pend[am->npend], s->str, s->len);
+	am->pend[am->npend][s->len] = '\0';
+	am->plen[am->npend++] = s->len;
+	return 0;
+}
+
+/* One master's {1, grace, count, field, value, ok, left, ...}. A field an
+ * HSCAN returned twice is counted once. */
 static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 {
 	struct sess_part *sp = &c->u.sess;
-	for (size_t k = 2; k + 3 < r->elements; k += 4) {
+	for (size_t k = 3; k + 3 < r->elements; k += 4) {
 		const redisReply *f = r->element[k], *v = r->element[k + 1];
 		const redisReply *ok = r->element[k + 2], *left = r->element[k + 3];
 		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
@@ -257,19 +289,19 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 		unsigned holds;
 		int ttl;
 		if (!e || sscanf(v->str, "%32s %llu %u %d", tok, &fence, &holds, &ttl) != 4 ||
-		    strlen(tok) != TOKEN_LEN || fence == 0)
+		    strlen(tok) != TOKEN_LEN || fence == 0 || !c->counts[i])
 			continue;
 		/* Each counting master's word; check_adopt takes the fence a
 		 * majority of them hold (a master that did not count, or that
 		 * answered the grant too late to be corrected, may hold its own). */
-		if (c->counts[i]) {
-			struct rl_seen *w = &sp->seen[(e - sp->a.holds) * c->n + i];
-			w->fence = fence;
-			w->holds = holds;
-			w->ttl = ttl;
-			memcpy(w->token, tok, sizeof(w->token));
-		}
-		if (c->counts[i] && ok->integer == 1) {
+		struct rl_seen *w = &sp->seen[(e - sp->a.holds) * c->n + i];
+		if (w->fence)
+			continue;
+		w->fence = fence;
+		w->holds = holds;
+		w->ttl = ttl;
+		memcpy(w->token, tok, sizeof(w->token));
+		if (ok->integer == 1) {
 			e->yes++;
 			if (e->lease_ms < 0 || left->integer < e->lease_ms)
 				e->lease_ms = left->integer;
@@ -277,35 +309,145 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 	}
 }
 
+static void adopt_reply(struct master *m, redisReply *r, void *arg_);
+static void scan_reply(struct master *m, redisReply *r, void *arg_);
+
+/* Send a round's arguments: v[0..n) then the strings of the last HSCAN. */
+static int round_send(struct rl_call *c, struct master *m, int script, const char *const *v,
+                      const size_t *l, int n, master_reply_fn *fn)
+{
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	int argc = n + (script < 0 ? 0 : am->npend);
+	free(am->mv); /* the last round was answered: master.c is done with them */
+	free(am->ml);
+	am->mv = malloc((size_t)argc * sizeof(*am->mv));
+	am->ml = malloc((size_t)argc * sizeof(*am->ml));
+	if (!am->mv || !am->ml)
+		return -1;
+	for (int k = 0; k < argc; k++) {
+		am->mv[k] = k < n ? v[k] : am->pend[k - n];
+		am->ml[k] = k < n ? l[k] : am->plen[k - n];
+	}
+	am->rounds++;
+	return master_call(m, script, argc, am->mv, am->ml, fn, c);
+}
+
+/* HSCAN record cursor COUNT ADOPT_CHUNK. */
+static int scan_next(struct rl_call *c, struct master *m)
+{
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	const char *v[] = {"HSCAN", c->argv[SA_KEYS], am->cursor, "COUNT", ADOPT_CHUNK_S};
+	size_t l[] = {5, c->argvlen[SA_KEYS], strlen(am->cursor), 5, strlen(ADOPT_CHUNK_S)};
+	return round_send(c, m, -1, v, l, 5, scan_reply);
+}
+
+/* SCR_SESS_ADOPT_MORE of the holds the last HSCAN returned. */
+static int adopt_more(struct rl_call *c, struct master *m)
+{
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	const char *v[] = {NULL,
+	                   NULL,
+	                   "1",
+	                   c->argv[SA_KEYS],
+	                   am->acount,
+	                   c->argv[SDA_INSTANCE],
+	                   c->argv[SDA_LEASE],
+	                   c->argv[SDA_PREFIX]};
+	size_t l[] = {0,
+	              0,
+	              1,
+	              c->argvlen[SA_KEYS],
+	              strlen(am->acount),
+	              c->argvlen[SDA_INSTANCE],
+	              c->argvlen[SDA_LEASE],
+	              c->argvlen[SDA_PREFIX]};
+	return round_send(c, m, SCR_SESS_ADOPT_MORE, v, l, 8, adopt_reply);
+}
+
+/* The scan goes on, or this master is done (0: the call still waits for it). */
+static int scan_on(struct rl_call *c, struct master *m)
+{
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	return am->cursor[0] && strcmp(am->cursor, "0") != 0 && scan_next(c, m) == 0 ? 0 : -1;
+}
+
+static void scan_reply(struct master *m, redisReply *r, void *arg_)
+{
+	struct rl_call *c = arg_;
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	pend_clear(am);
+	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len < sizeof(am->cursor) &&
+	    r->element[1]->type == REDIS_REPLY_ARRAY) {
+		const redisReply *kv = r->element[1];
+		memcpy(am->cursor, r->element[0]->str, r->element[0]->len);
+		am->cursor[r->element[0]->len] = '\0';
+		for (size_t k = 0; k + 1 < kv->elements; k += 2) {
+			const redisReply *f = kv->element[k], *v = kv->element[k + 1];
+			if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+			    !memchr(f->str, ' ', f->len))
+				continue; /* o, s, g, a: not a hold */
+			if (pend_add(am, f) != 0 || pend_add(am, v) != 0) {
+				log_warn("adopt: out of memory: holds not adopted on %s", m->name);
+				pend_clear(am);
+				break;
+			}
+		}
+		if (am->npend ? adopt_more(c, m) == 0 : scan_on(c, m) == 0)
+			return; /* the next round answers */
+	} else if (r && r->type == REDIS_REPLY_ERROR) {
+		log_warn("master %s: adopt: %s", m->name, r->str);
+	}
+	/* done with this master: the holds not taken over there count no yes */
+	c->pending--;
+	rl_check(c);
+}
+
 static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 {
 	struct rl_call *c = arg_;
 	struct sess_part *sp = &c->u.sess;
+	struct adopt_m *am = &sp->am[m->idx];
 	int i = m->idx;
-	c->pending--;
 	int answered = !c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
 	               r->element[0]->type == REDIS_REPLY_INTEGER;
 	long long what = answered ? r->element[0]->integer : 0;
 	if (answered && what == -2) {
-		/* Adopted by another call between our two rounds: no word. */
+		/* Adopted by another call between our rounds: no word (from
+		 * this round on: the holds of earlier rounds count). */
 		log_info("master %s: adopt: adopted elsewhere meanwhile", m->name);
-		c->st[i] = MR_FAIL;
+		if (!am->rounds)
+			c->st[i] = MR_FAIL;
 		sp->a.raced++;
-	} else if (answered) {
-		c->st[i] = MR_YES;
-		if (what == 1 && r->elements >= 2 && r->element[1]->type == REDIS_REPLY_INTEGER) {
+	} else if (answered && (what == 1 || what == 2) && r->elements >= 3 &&
+	           r->element[1]->type == REDIS_REPLY_INTEGER &&
+	           r->element[2]->type == REDIS_REPLY_INTEGER) {
+		if (!am->rounds) {
+			c->st[i] = MR_YES;
 			sp->found += c->counts[i];
 			if (r->element[1]->integer > sp->a.grace_ms)
 				sp->a.grace_ms = r->element[1]->integer;
-			adopt_holds(c, i, r);
-		} else {
-			sp->none += c->counts[i];
+			snprintf(am->acount, sizeof(am->acount), "%lld",
+			         (long long)r->element[2]->integer);
 		}
+		adopt_holds(c, i, r);
+		if (what == 2 && !am->rounds) { /* a large record: scan it from the start */
+			snprintf(am->cursor, sizeof(am->cursor), "0");
+			if (scan_next(c, m) == 0)
+				return;
+		} else if (am->rounds && scan_on(c, m) == 0) {
+			return; /* the next round answers */
+		}
+	} else if (answered && !am->rounds) {
+		c->st[i] = MR_YES;
+		sp->none += c->counts[i];
 	} else if (!c->expired) {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: adopt: %s", m->name, r->str);
-		c->st[i] = MR_FAIL;
+		if (!am->rounds)
+			c->st[i] = MR_FAIL;
 	}
+	c->pending--;
 	rl_check(c);
 }
 

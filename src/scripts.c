@@ -221,6 +221,54 @@
 _Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 9, "BATCH_OF(ACQUIRE_LUA, 8, 9)");
 _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(RELEASE_LUA, 5, 8)");
 
+/* One hold of a session's record taken over by this instance (SESS_ADOPT
+ * and SESS_ADOPT_MORE; ARGV[2] instance, ARGV[3] lease ms, ARGV[4] the key
+ * prefix): one(field, value) returns the new value, 1 if the hold is now
+ * held for this instance, and the ms its lease has left; nothing for a
+ * field that is not a hold. */
+#define ADOPT_ONE_LUA                                                                              \
+	LUA_NOW "local rk = KEYS[1]\n"                                                             \
+	        "local inst, lease, p = ARGV[2], tonumber(ARGV[3]), ARGV[4]\n"                     \
+	        "local now\n"                                                                      \
+	        "local function one(f, v)\n"                                                       \
+	        "  local sp = string.find(f, ' ', 1, true)\n"                                      \
+	        "  local tok, fence, cnt, ttl = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')\n"    \
+	        "  if not (sp and tok) then return nil end\n"                                      \
+	        "  local kind, permit, key = string.sub(f, 1, 1), string.sub(f, 2, sp - 1), "      \
+	        "string.sub(f, sp + 1)\n"                                                          \
+	        "  local nt = inst .. string.sub(tok, 17)\n"                                       \
+	        "  local ok, left = 0, -1\n"                                                       \
+	        "  if kind == 's' then\n"                                                          \
+	        "    local z = p .. key .. ' shared'\n"                                            \
+	        "    now = now or clock()\n"                                                       \
+	        "    local sc = redis.call('ZSCORE', z, tok) or redis.call('ZSCORE', z, nt)\n"     \
+	        "    if sc and tonumber(sc) > now then\n"                                          \
+	        "      local til = ttl == '1' and tonumber(sc) or now + lease\n"                   \
+	        "      redis.call('ZREM', z, tok)\n"                                               \
+	        "      redis.call('ZADD', z, string.format('%.0f', til), nt)\n"                    \
+	        "      if redis.call('PTTL', z) < til - now then redis.call('PEXPIRE', z, til - "  \
+	        "now) end\n"                                                                       \
+	        "      ok, left = 1, til - now\n"                                                  \
+	        "    end\n"                                                                        \
+	        "  else\n"                                                                         \
+	        "    local lk = p .. key\n"                                                        \
+	        "    if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"                  \
+	        "    local cur = redis.call('GET', lk)\n"                                          \
+	        "    if cur == tok or cur == nt then\n"                                            \
+	        "      if ttl == '1' then\n"                                                       \
+	        "        left = redis.call('PTTL', lk)\n"                                          \
+	        "        redis.call('SET', lk, nt, 'KEEPTTL')\n"                                   \
+	        "      else\n"                                                                     \
+	        "        redis.call('SET', lk, nt, 'PX', lease); left = lease\n"                   \
+	        "      end\n"                                                                      \
+	        "      ok = left > 0 and 1 or 0\n"                                                 \
+	        "    end\n"                                                                        \
+	        "  end\n"                                                                          \
+	        "  local nv = nt .. ' ' .. fence .. ' ' .. cnt .. ' ' .. ttl\n"                    \
+	        "  redis.call('HSET', rk, f, nv)\n"                                                \
+	        "  return nv, ok, left\n"                                                          \
+	        "end\n"
+
 static const char *const bodies[SCR_COUNT] = {
     [SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
     [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 8, 9),
@@ -420,72 +468,56 @@ static const char *const bodies[SCR_COUNT] = {
                      "  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + g)\n"
                      "end\n"
                      "return 1\n",
-    /* SESS_ADOPT. KEYS: the record. ARGV: enum adopt_arg. {0}: no
-     * record; {-1}: another secret, {-2}: adopted since SCR_SESS_PEEK read
-     * the count (nothing changed either way); else {1, grace, then per
-     * hold: field, value, 1 if it now holds for this instance, the ms its
-     * lease has left}. The count ("a") makes it a compare-and-set: an
-     * adoption that arrives late (lockd gave up on that connection, the
-     * client has resumed elsewhere since) finds it moved on. The record
-     * names this instance from now on, and each hold still held for the
-     * session takes this instance's token (its random part kept): the
-     * lockd that had it finds nothing of its own. A TTL hold keeps its
-     * expiry, any other gets a new lease. */
-    [SCR_SESS_ADOPT] = LUA_NOW
-    "local rk = KEYS[1]\n"
-    "local all = redis.call('HGETALL', rk)\n"
-    "if #all == 0 then return {0} end\n"
-    "local h = {}\n"
-    "for i = 1, #all, 2 do h[all[i]] = all[i + 1] end\n"
-    "if h['s'] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
-    "if (h['a'] or '0') ~= ARGV[5] then return {-2} end\n"
-    "redis.call('HINCRBY', rk, 'a', 1)\n"
-    "local inst, lease, p = ARGV[2], tonumber(ARGV[3]), ARGV[4]\n"
-    "local g = tonumber(h['g'] or '0')\n"
+    /* SESS_ADOPT. KEYS: the record. ARGV: enum adopt_arg. {-1}: no
+     * such session (no record, an ended one, another secret), {-2}:
+     * adopted since SCR_SESS_PEEK read the count (nothing changed either
+     * way); else {1, grace, the new count, then per hold: field, value, 1
+     * if it now holds for this instance, the ms its lease has left}, or
+     * {2, grace, the new count} for a record of more than ADOPT_CHUNK
+     * holds, whose holds lockd then takes over ADOPT_CHUNK at a time
+     * (HSCAN, SESS_ADOPT_MORE), so that no script's time on the master
+     * grows with the session. The secret is checked before anything else
+     * is read. The count ("a") makes it a compare-and-set: an adoption
+     * that arrives late (lockd gave up on that connection, the client has
+     * resumed elsewhere since) finds it moved on. The record names this
+     * instance from now on, and each hold still held for the session
+     * takes this instance's token (its random part kept): the lockd that
+     * had it finds nothing of its own. A TTL hold keeps its expiry, any
+     * other gets a new lease. */
+    [SCR_SESS_ADOPT] = ADOPT_ONE_LUA
+    "local h = redis.call('HMGET', rk, 's', 'a', 'g')\n"
+    "if h[1] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
+    "if (h[2] or '0') ~= ARGV[5] then return {-2} end\n"
+    "local a = redis.call('HINCRBY', rk, 'a', 1)\n"
+    "local g = tonumber(h[3] or '0')\n"
     "redis.call('HSET', rk, 'o', inst)\n"
     "redis.call('PEXPIRE', rk, lease + g)\n"
-    "local r = {1, g}\n"
-    "local now\n"
+    "if redis.call('HLEN', rk) > " ADOPT_CHUNK_S " + 4 then return {2, g, a} end\n"
+    "local all = redis.call('HGETALL', rk)\n"
+    "local r = {1, g, a}\n"
     "for i = 1, #all, 2 do\n"
-    "  local f, v = all[i], all[i + 1]\n"
-    "  local sp = string.find(f, ' ', 1, true)\n"
-    "  local tok, fence, cnt, ttl = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')\n"
-    "  if sp and tok then\n"
-    "    local kind, permit, key = string.sub(f, 1, 1), string.sub(f, 2, sp - 1), string.sub(f, sp "
-    "+ 1)\n"
-    "    local nt = inst .. string.sub(tok, 17)\n"
-    "    local ok, left = 0, -1\n"
-    "    if kind == 's' then\n"
-    "      local z = p .. key .. ' shared'\n"
-    "      now = now or clock()\n"
-    "      local sc = redis.call('ZSCORE', z, tok) or redis.call('ZSCORE', z, nt)\n"
-    "      if sc and tonumber(sc) > now then\n"
-    "        local til = ttl == '1' and tonumber(sc) or now + lease\n"
-    "        redis.call('ZREM', z, tok)\n"
-    "        redis.call('ZADD', z, string.format('%.0f', til), nt)\n"
-    "        if redis.call('PTTL', z) < til - now then redis.call('PEXPIRE', z, til - now) end\n"
-    "        ok, left = 1, til - now\n"
-    "      end\n"
-    "    else\n"
-    "      local lk = p .. key\n"
-    "      if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"
-    "      local cur = redis.call('GET', lk)\n"
-    "      if cur == tok or cur == nt then\n"
-    "        if ttl == '1' then\n"
-    "          left = redis.call('PTTL', lk)\n"
-    "          redis.call('SET', lk, nt, 'KEEPTTL')\n"
-    "        else\n"
-    "          redis.call('SET', lk, nt, 'PX', lease); left = lease\n"
-    "        end\n"
-    "        ok = left > 0 and 1 or 0\n"
-    "      end\n"
-    "    end\n"
-    "    local nv = nt .. ' ' .. fence .. ' ' .. cnt .. ' ' .. ttl\n"
-    "    redis.call('HSET', rk, f, nv)\n"
-    "    r[#r + 1] = f; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
+    "  local nv, ok, left = one(all[i], all[i + 1])\n"
+    "  if nv then\n"
+    "    r[#r + 1] = all[i]; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
     "  end\n"
     "end\n"
     "return r\n",
+    /* SESS_ADOPT_MORE. KEYS: the record. ARGV: the count SESS_ADOPT
+     * left, instance, lease ms, the key prefix, then field, value pairs
+     * as one HSCAN of the record returned them. {-2}: the record
+     * names another instance or was adopted again since (nothing changed);
+     * else {1, 0, 0, then per hold as SESS_ADOPT}. */
+    [SCR_SESS_ADOPT_MORE] =
+        ADOPT_ONE_LUA "local m = redis.call('HMGET', rk, 'o', 'a')\n"
+                      "if m[1] ~= inst or m[2] ~= ARGV[1] then return {-2} end\n"
+                      "local r = {1, 0, 0}\n"
+                      "for i = 5, #ARGV - 1, 2 do\n"
+                      "  local nv, ok, left = one(ARGV[i], ARGV[i + 1])\n"
+                      "  if nv then\n"
+                      "    r[#r + 1] = ARGV[i]; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
+                      "  end\n"
+                      "end\n"
+                      "return r\n",
     /* Leader election (1.3). A leader's value lives beside its lock in
      * the hash "P NAME leader": t the leader's token, f its fence, v the
      * value's version (1 at the grant, +1 per PROCLAIM), val the value.

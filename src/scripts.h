@@ -5,24 +5,25 @@
 #include <stddef.h>
 
 enum script_id {
-	SCR_ACQUIRE,      /* take a lock, a permit or a shared hold; bump the fence */
-	SCR_RELEASE,      /* compare-and-delete, then announce the release */
-	SCR_RENEW,        /* extend each key we hold, write back each we lost */
-	SCR_RAISE,        /* raise a fence counter to at least a value */
-	SCR_RAISE_MANY,   /* the same for many counters (catching up a master) */
-	SCR_RELEASE_MANY, /* SCR_RELEASE for many keys (a session's end) */
-	SCR_STATUS,       /* what holds a key (and its permits) on one master */
-	SCR_ACQUIRE_N,    /* SCR_ACQUIRE for each of n calls (one loop turn's) */
-	SCR_RELEASE_N,    /* SCR_RELEASE for each of n calls */
-	SCR_SESS_PUT,     /* write a session's record where it is ours (1.2) */
-	SCR_SESS_TOUCH,   /* refresh records' expiry; who owns each */
-	SCR_SESS_END,     /* delete a session's record where it is ours */
-	SCR_SESS_ADOPT,   /* take a session's record and holds over (RESUME) */
-	SCR_EL_PUT,       /* write a leader's value where its lock holds its token (1.3) */
-	SCR_EL_READ,      /* who leads an election on one master, with what value */
-	SCR_EL_RESIGN,    /* release a leader's lock and value, announce both */
-	SCR_GEN,          /* raise this lockd's connection epoch on a master */
-	SCR_SESS_PEEK,    /* a session record's adoption count, before SCR_SESS_ADOPT */
+	SCR_ACQUIRE,         /* take a lock, a permit or a shared hold; bump the fence */
+	SCR_RELEASE,         /* compare-and-delete, then announce the release */
+	SCR_RENEW,           /* extend each key we hold, write back each we lost */
+	SCR_RAISE,           /* raise a fence counter to at least a value */
+	SCR_RAISE_MANY,      /* the same for many counters (catching up a master) */
+	SCR_RELEASE_MANY,    /* SCR_RELEASE for many keys (a session's end) */
+	SCR_STATUS,          /* what holds a key (and its permits) on one master */
+	SCR_ACQUIRE_N,       /* SCR_ACQUIRE for each of n calls (one loop turn's) */
+	SCR_RELEASE_N,       /* SCR_RELEASE for each of n calls */
+	SCR_SESS_PUT,        /* write a session's record where it is ours (1.2) */
+	SCR_SESS_TOUCH,      /* refresh records' expiry; who owns each */
+	SCR_SESS_END,        /* delete a session's record where it is ours */
+	SCR_SESS_ADOPT,      /* take a session's record and holds over (RESUME) */
+	SCR_EL_PUT,          /* write a leader's value where its lock holds its token (1.3) */
+	SCR_EL_READ,         /* who leads an election on one master, with what value */
+	SCR_EL_RESIGN,       /* release a leader's lock and value, announce both */
+	SCR_GEN,             /* raise this lockd's connection epoch on a master */
+	SCR_SESS_PEEK,       /* a session record's adoption count, before SCR_SESS_ADOPT */
+	SCR_SESS_ADOPT_MORE, /* the holds SCR_SESS_ADOPT left, ADOPT_CHUNK at a time */
 	SCR_COUNT
 };
 
@@ -99,6 +100,13 @@ enum gen_arg {
 	GA_ARGC
 };
 
+/* Holds one adoption script takes over at most: 256 cost a master about
+ * 4 ms, well within redis.timeout_ms, whatever the session's size (up to
+ * limits.max_locks_per_session). */
+#define ADOPT_CHUNK   256
+#define ADOPT_STR_(x) #x
+#define ADOPT_STR(x)  ADOPT_STR_(x)
+#define ADOPT_CHUNK_S ADOPT_STR(ADOPT_CHUNK)
 /* SCR_SESS_ADOPT (1.2): KEYS[1] the record; then these. */
 enum adopt_arg {
 	SDA_SECRET = SA_KEYS + 1, /* ARGV[1] the secret */

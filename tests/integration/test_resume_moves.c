@@ -222,6 +222,58 @@ START_TEST(racing_resumes)
 }
 END_TEST
 
+/* A session at limits.max_locks_per_session (10,000 holds, the default)
+ * resumes on another lockd with redis.timeout_ms at its default of 50 ms:
+ * no adoption script may outlive the timeout (they take the holds 256 at
+ * a time), and every hold comes back. */
+#define MANY 10000
+START_TEST(resume_at_the_limit)
+{
+	/* A takes the locks with the tests' timeout (a burst of LOCKs on a
+	 * loaded machine); B, which resumes, with the default 50 ms */
+	static const struct h_opts oa = {.lease_ms = 6000};
+	static const struct h_opts ob = {.lease_ms = 6000, .timeout_ms = 50};
+	h_std(&oa);
+	int b = h_lockd_start(&ob);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 10000", 10000, &s);
+	char req[64];
+	for (int done = 0; done < MANY;) {
+		int n = MANY - done < 250 ? MANY - done : 250;
+		for (int k = 0; k < n; k++) {
+			snprintf(req, sizeof(req), "LOCK many-%d\n", done + k);
+			cl_send(c, req);
+		}
+		for (int k = 0; k < n; k++) {
+			const char *r = cl_reply(c, H_SLOW_LIMIT + 5000);
+			ck_assert_msg(r && strncmp(r, "OK ", 3) == 0, "LOCK many-%d: '%s'", done + k,
+			              r ? r : "(nothing)");
+		}
+		done += n;
+	}
+	h_lockd_signal(0, SIGKILL);
+	ck_assert_int_ne(h_lockd_wait(0, 3000), -1);
+	cl_want_eof(c, H_TMO);
+	cl_close(c);
+
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	snprintf(req, sizeof(req), "OK %d", MANY);
+	double t0 = h_now_ms();
+	resume(c2, &s, req);
+	fprintf(stderr, "resume_at_the_limit: RESUME of %d holds took %.0f ms\n", MANY,
+	        h_now_ms() - t0);
+	ck_assert_int_eq(c2->nlost, 0);
+	struct cl *x = cl_tcp(h_lockd(b)->port);
+	cl_expect(x, "TRYLOCK many-0", "BUSY");
+	cl_expect(x, "TRYLOCK many-9999", "BUSY");
+	cl_expect(c2, "UNLOCK many-9999", "OK 0");
+	cl_expect_prefix(x, "TRYLOCK many-9999", "OK ");
+	cl_close(x);
+	cl_close(c2);
+}
+END_TEST
+
 TCase *tc_resume_moves(void)
 {
 	TCase *tc = tcase_create("resume_moves");
@@ -231,5 +283,6 @@ TCase *tc_resume_moves(void)
 	H_ADD(tc, ended_elsewhere_stays_ended);
 	H_ADD(tc, counts_survive_cut_link);
 	H_ADD(tc, racing_resumes);
+	H_ADD(tc, resume_at_the_limit);
 	return tc;
 }
