@@ -92,6 +92,8 @@ struct sess_part {
 	struct rl_seen *seen; /* RK_ADOPT; per hold, c->n of them: each master's record */
 	int cap;              /* room in a.holds and seen */
 	int found, none;      /* counting masters that have the record, that do not */
+	int peek_out;         /* RK_ADOPT: first rounds not answered yet */
+	int npeeked;          /* RK_ADOPT: counting masters whose first round answered */
 	struct adopt_m *am;   /* RK_ADOPT; c->n of them: each master's second round */
 };
 /* RK_ADOPT: one master's SCR_SESS_ADOPT, sent once its SCR_SESS_PEEK
@@ -112,6 +114,7 @@ struct adopt_m {
 	const char **mv; /* the arguments of the round in flight */
 	size_t *ml;
 	int rounds; /* rounds sent after SCR_SESS_ADOPT */
+	int peeked; /* its first round answered; its second waits for a majority's */
 };
 
 /* RK_EL_READ (rlelect.c): what each master said. */

@@ -451,13 +451,36 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	rl_check(c);
 }
 
-/* The first round's answer on one master: its adoption count. The second
- * round (SCR_SESS_ADOPT) goes to that master at once, comparing it; the
- * call's pending count carries over to it. */
+/* The second round (SCR_SESS_ADOPT) to master i, comparing the count its
+ * first round read; the call's pending count carries over to it. */
+static void adopt_send(struct rl_call *c, int i)
+{
+	struct adopt_m *am = &c->u.sess.am[i];
+	am->peeked = 0;
+	for (int k = 0; k < SDA_ARGC; k++) {
+		am->v[k] = c->argv[k];
+		am->l[k] = c->argvlen[k];
+	}
+	am->v[SDA_COUNT] = am->count;
+	am->l[SDA_COUNT] = strlen(am->count);
+	if (master_call(master_get(i), SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) !=
+	    0) {
+		c->pending--;
+		c->st[i] = MR_FAIL;
+	}
+}
+
+/* The first round's answer on one master: its adoption count. Nothing is
+ * written anywhere until a majority of the counting masters answered it
+ * (a RESUME that cannot reach a majority changes nothing: PROTOCOL 1.2,
+ * the holds keep their fault tolerance); from then on each master that
+ * answered gets the second round at once. */
 static void peek_reply(struct master *m, redisReply *r, void *arg_)
 {
 	struct rl_call *c = arg_;
-	struct adopt_m *am = &c->u.sess.am[m->idx];
+	struct sess_part *sp = &c->u.sess;
+	struct adopt_m *am = &sp->am[m->idx];
+	sp->peek_out--;
 	if (c->expired || !r || r->type != REDIS_REPLY_STRING || r->len >= sizeof(am->count)) {
 		c->pending--;
 		if (!c->expired) {
@@ -465,22 +488,24 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 				log_warn("master %s: adopt: %s", m->name, r->str);
 			c->st[m->idx] = MR_FAIL;
 		}
-		rl_check(c);
-		return;
+	} else {
+		memcpy(am->count, r->str, r->len);
+		am->count[r->len] = '\0';
+		am->peeked = 1;
+		sp->npeeked += c->counts[m->idx];
 	}
-	memcpy(am->count, r->str, r->len);
-	am->count[r->len] = '\0';
-	for (int k = 0; k < SDA_ARGC; k++) {
-		am->v[k] = c->argv[k];
-		am->l[k] = c->argvlen[k];
+	for (int i = 0; i < c->n; i++) {
+		if (!sp->am[i].peeked)
+			continue;
+		if (quorum_reached(sp->npeeked, c->maj)) {
+			adopt_send(c, i);
+		} else if (!sp->peek_out) { /* no majority answered: write nothing */
+			sp->am[i].peeked = 0;
+			c->st[i] = MR_FAIL;
+			c->pending--;
+		}
 	}
-	am->v[SDA_COUNT] = am->count;
-	am->l[SDA_COUNT] = r->len;
-	if (master_call(m, SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) != 0) {
-		c->pending--;
-		c->st[m->idx] = MR_FAIL;
-		rl_check(c);
-	}
+	rl_check(c);
 }
 
 /* The hold's fence is the one a majority of the records hold: the grant
@@ -597,6 +622,8 @@ struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease
 	c->argc = SA_KEYS + 1;
 	rl_fanout(c, SCR_SESS_PEEK, peek_reply);
 	c->argc = SDA_ARGC;
+	for (int i = 0; i < c->n; i++)
+		c->u.sess.peek_out += c->st[i] == MR_WAIT;
 	return c;
 }
 

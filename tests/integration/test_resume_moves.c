@@ -247,8 +247,8 @@ START_TEST(resume_at_the_limit)
 		}
 		for (int k = 0; k < n; k++) {
 			const char *r = cl_reply(c, H_SLOW_LIMIT + 5000);
-			ck_assert_msg(r && strncmp(r, "OK ", 3) == 0, "LOCK many-%d: '%s'", done + k,
-			              r ? r : "(nothing)");
+			ck_assert_msg(r && strncmp(r, "OK ", 3) == 0, "LOCK many-%d: '%s'",
+			              done + k, r ? r : "(nothing)");
 		}
 		done += n;
 	}
@@ -274,6 +274,67 @@ START_TEST(resume_at_the_limit)
 }
 END_TEST
 
+/* The owner named by master i's record of session id (malloc'd). */
+static char *record_owner(int i, const char *id)
+{
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	return h_redis(i, "HGET", rkey, "o", NULL);
+}
+
+/* A RESUME on B that reaches only master 1 (B's links to masters 0 and 2
+ * are cut) answers ERR QUORUM and changes nothing: master 1's record
+ * still names A, so that A keeps renewing k on every master, and
+ * stopping master 0 afterwards costs the session nothing, as before. */
+#define SHORT_LEASE 1500
+START_TEST(failed_resume_keeps_fault_tolerance)
+{
+	h_masters_start(3);
+	struct h_proxy *p0 = h_proxy_start(h_master(0)->port);
+	struct h_proxy *p2 = h_proxy_start(h_master(2)->port);
+	int via[3] = {h_proxy_port(p0), 0, h_proxy_port(p2)};
+	static const char *sx = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n";
+	int a = h_lockd_start(&(struct h_opts){.lease_ms = SHORT_LEASE, .top_extra = sx});
+	int b =
+	    h_lockd_start(&(struct h_opts){.lease_ms = SHORT_LEASE, .top_extra = sx, .via = via});
+	struct cl *c = cl_tcp(h_lockd(a)->port);
+	struct sess s;
+	session(c, "SESSION GRACE 10000", 10000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+	char *owner = record_owner(1, s.id);
+	ck_assert_msg(owner && strlen(owner) == 16, "master 1's record owner: '%s'",
+	              owner ? owner : "(none)");
+
+	ck_assert_int_ge(h_proxy_hold(p0), 1);
+	ck_assert_int_ge(h_proxy_hold(p2), 1);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	char req[128];
+	snprintf(req, sizeof(req), "RESUME %s %s", s.id, s.secret);
+	cl_expect_prefix(c2, req, "ERR QUORUM");
+	cl_close(c2);
+	for (int i = 0; i < 3; i++) {
+		char *o = record_owner(i, s.id);
+		ck_assert_msg(
+		    o && strcmp(o, owner) == 0,
+		    "master %d's record names '%s' after the failed RESUME on B, A is '%s'", i,
+		    o ? o : "(none)", owner);
+		free(o);
+	}
+
+	h_master_stop(0);
+	double t0 = h_now_ms();
+	while (h_now_ms() - t0 < 2 * SHORT_LEASE + 500)
+		cl_silence(c, 100);
+	ck_assert_msg(c->nlost == 0, "A's client got '%s' with masters 1 and 2 up", c->lost[0]);
+	expect_held(c, "KEY k %llu 1 *", f);
+	h_master_cont(0);
+	free(owner);
+	cl_close(c);
+	h_proxy_stop(p0);
+	h_proxy_stop(p2);
+}
+END_TEST
+
 TCase *tc_resume_moves(void)
 {
 	TCase *tc = tcase_create("resume_moves");
@@ -284,5 +345,6 @@ TCase *tc_resume_moves(void)
 	H_ADD(tc, counts_survive_cut_link);
 	H_ADD(tc, racing_resumes);
 	H_ADD(tc, resume_at_the_limit);
+	H_ADD(tc, failed_resume_keeps_fault_tolerance);
 	return tc;
 }
