@@ -204,6 +204,8 @@ static const struct ckey keys[] = {
     {"limits.idle_timeout_ms", CT_INT, OFF(idle_timeout_ms), 0, 0, 2147483647, NULL},
     {"limits.max_clients_per_ip", CT_INT, OFF(max_clients_per_ip), 0, 0, 1000000, NULL},
     {"limits.max_auth_failures", CT_INT, OFF(max_auth_failures), 0, 0, 1000000, NULL},
+    {"limits.max_sessions", CT_INT, OFF(max_sessions), 0, 1, 10000000, NULL},
+    {"limits.max_sessions_per_ip", CT_INT, OFF(max_sessions_per_ip), 0, 0, 10000000, NULL},
     {"sessions", CT_SECTION, 0, 0, 0, 0, NULL},
     {"sessions.grace_ms", CT_INT, OFF(grace_ms), 0, 1, 2147483647, NULL},
     {"sessions.max_grace_ms", CT_INT, OFF(max_grace_ms), 0, 1, 2147483647, NULL},
@@ -255,6 +257,7 @@ void cfg_defaults(struct config *c)
 	c->max_value_len = 256;
 	c->line_timeout_ms = 60000;
 	c->max_auth_failures = 5;
+	c->max_sessions = 10000;
 	c->grace_ms = 10000;
 	c->max_grace_ms = 60000;
 	c->metrics_listen = strdup("");

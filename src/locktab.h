@@ -95,6 +95,9 @@ struct lt_ops {
 	 * was stopped or stalled): check now whether the session moved to
 	 * another lockd, which drops it without LOST (1.2). */
 	void (*verify)(struct lt_client *c);
+	/* End c's connection once what was answered is written (a limit of
+	 * failed RESUMEs, 1.2). Not used by locktab. */
+	void (*quit)(struct lt_client *c);
 };
 
 int locktab_init(struct event_base *base, const struct config *cfg, const struct lt_ops *ops);

@@ -32,6 +32,7 @@
 #include "redlock.h"
 #include "renew.h"
 #include "resume.h"
+#include "sha1.h"
 #include "stats.h"
 #include "util.h"
 
@@ -46,6 +47,14 @@ enum rs_state {
 	RS_DETACHED, /* resumable, its connection gone: renewed until its grace ends */
 };
 
+/* The resumable sessions (detached ones too) whose last connection came
+ * from one IP address: limits.max_sessions_per_ip. */
+struct addr_sessions {
+	struct kt_node node; /* key: addr */
+	uint32_t n;
+	char addr[64];
+};
+
 struct rsess {
 	struct lt_client lt; /* its holds and wait; lt.ctx: the connection, NULL when
 	                        detached; lt.sid: id, once resumable */
@@ -54,6 +63,7 @@ struct rsess {
 	struct ilink link;   /* on the list of resumable sessions */
 	char id[RS_ID_LEN + 1];
 	char secret[RS_SECRET_LEN + 1];
+	char digest[SHA1_HEX_LEN + 1]; /* what the masters see of the secret (digest_of) */
 	int64_t grace_ms;
 	int64_t want_grace;     /* SESSION in flight: the grace asked */
 	int64_t grace_end_us;   /* detached: when its grace ends */
@@ -63,13 +73,16 @@ struct rsess {
 	char *rid;              /* RESUME in flight: the id asked */
 	int tries;              /* RESUME in flight: adoptions tried again after a race */
 	char peer[64];
+	struct addr_sessions *as; /* its address's count, while resumable (NULL: unix) */
+	int failures;             /* RESUMEs answered ERR NOSESSION on this connection */
 };
 
 static struct event_base *base;
 static const struct config *cfg;
 static const struct lt_ops *ops;
-static struct keytab table; /* resumable sessions by id */
-static struct ilist all;    /* resumable sessions, for the touch */
+static struct keytab table;   /* resumable sessions by id */
+static struct keytab by_addr; /* struct addr_sessions by address */
+static struct ilist all;      /* resumable sessions, for the touch */
 static struct event *touch_ev;
 static int calls;    /* session calls in flight nobody waits for */
 static int stopping; /* SIGTERM: records stay as rs_shutdown_all left them */
@@ -137,6 +150,11 @@ static void unlist(struct rsess *r)
 	if (r->state == RS_DETACHED)
 		stats.sessions_detached--;
 	stats.sessions_resumable--;
+	if (r->as && --r->as->n == 0) {
+		keytab_remove(&by_addr, &r->as->node);
+		free(r->as);
+	}
+	r->as = NULL;
 	keytab_remove(&table, &r->node);
 	ilist_remove(&all, &r->link);
 	r->state = RS_PLAIN;
@@ -145,8 +163,58 @@ static void unlist(struct rsess *r)
 		event_del(r->grace_ev);
 }
 
+/* The address of a peer "ADDR:PORT" ("[V6]:PORT"), or 0 for a Unix client. */
+static size_t addr_len(const char *peer)
+{
+	const char *colon = strrchr(peer, ':');
+	return colon && strcmp(peer, "unix") != 0 ? (size_t)(colon - peer) : 0;
+}
+
+static struct addr_sessions *addr_find(const char *peer)
+{
+	struct kt_node *n = keytab_find(&by_addr, peer, addr_len(peer));
+	return n ? ilist_entry(n, struct addr_sessions, node) : NULL;
+}
+
+/* May one more session of r's address become resumable here? Else it
+ * answers ERR LIMIT. */
+static int room_for(struct rsess *r)
+{
+	const char *why = NULL;
+	struct addr_sessions *as = addr_len(r->peer) ? addr_find(r->peer) : NULL;
+	if (stats.sessions_resumable >= (uint64_t)cfg->max_sessions)
+		why = "too many resumable sessions";
+	else if (as && cfg->max_sessions_per_ip > 0 && as->n >= (uint64_t)cfg->max_sessions_per_ip)
+		why = "too many resumable sessions from this address";
+	if (!why)
+		return 1;
+	stats.rejected_sessions++;
+	log_debug("session %llu (%s): %s", (unsigned long long)r->lt.id, r->peer, why);
+	reply(r, "ERR LIMIT %s", why);
+	return 0;
+}
+
+/* Count r against its address (best effort: out of memory, uncounted). */
+static void addr_count(struct rsess *r)
+{
+	size_t len = addr_len(r->peer);
+	if (!len || len >= sizeof(r->as->addr))
+		return;
+	struct addr_sessions *as = addr_find(r->peer);
+	if (!as && (as = calloc(1, sizeof(*as)))) {
+		memcpy(as->addr, r->peer, len);
+		as->node.key = as->addr;
+		as->node.klen = len;
+		keytab_insert(&by_addr, &as->node);
+	}
+	if (as)
+		as->n++;
+	r->as = as;
+}
+
 static void list(struct rsess *r)
 {
+	addr_count(r);
 	r->node.key = r->id;
 	r->node.klen = RS_ID_LEN;
 	keytab_insert(&table, &r->node);
@@ -160,6 +228,29 @@ static struct rsess *find(const char *id, size_t len)
 {
 	struct kt_node *n = keytab_find(&table, id, len);
 	return n ? ilist_entry(n, struct rsess, node) : NULL;
+}
+
+/* The session's digest, the only form of its secret that leaves lockd
+ * (the masters keep SHA1 of it): the SHA1 of the login (lockd's password,
+ * "" without one), a newline and the secret. A session made behind AUTH is
+ * thus resumed only where the same password is required: on a lockd with
+ * another password, or none, its digest differs, and RESUME answers
+ * ERR NOSESSION. */
+static void digest_of(struct rsess *r)
+{
+	size_t pl = strlen(cfg->password), n = pl + 1 + RS_SECRET_LEN;
+	char *buf = malloc(n);
+	if (!buf) { /* a digest of nothing that any secret could match */
+		memset(r->digest, '-', SHA1_HEX_LEN);
+		r->digest[SHA1_HEX_LEN] = '\0';
+		return;
+	}
+	memcpy(buf, cfg->password, pl);
+	buf[pl] = '\n';
+	memcpy(buf + pl + 1, r->secret, RS_SECRET_LEN);
+	sha1_hex(buf, n, r->digest);
+	memset(buf, 0, n);
+	free(buf);
 }
 
 static void fire_and_forget(struct rl_call *c, void *owner)
@@ -182,8 +273,8 @@ static void grace_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct rsess *r = arg;
 	stats.sessions_expired++;
-	log_info("session %s: its grace of %lld ms ran out: releasing %u lock(s)", r->id,
-	         (long long)r->grace_ms, r->lt.nlocks);
+	log_debug("session %s: its grace of %lld ms ran out: releasing %u lock(s)", r->id,
+	          (long long)r->grace_ms, r->lt.nlocks);
 	end(r);
 }
 
@@ -216,8 +307,8 @@ void rs_conn_end(struct rsess *r, int quit)
 	}
 	r->grace_end_us = now_us() + r->grace_ms * 1000;
 	rn_timer_at(r->grace_ev, r->grace_end_us);
-	log_info("session %s (%s): connection ended: detached for %lld ms with %u lock(s)", r->id,
-	         r->peer, (long long)r->grace_ms, r->lt.nlocks);
+	log_debug("session %s (%s): connection ended: detached for %lld ms with %u lock(s)", r->id,
+	          r->peer, (long long)r->grace_ms, r->lt.nlocks);
 	touch(r);
 }
 
@@ -233,8 +324,8 @@ void rs_keep_line(struct lt_client *c, const char *fmt, va_list ap)
 /* The session moved to another lockd: forget it here, without LOST. */
 static void moved(struct rsess *r)
 {
-	log_info("session %s: resumed on another lockd: dropping it here (%u lock(s))", r->id,
-	         r->lt.nlocks);
+	log_debug("session %s: resumed on another lockd: dropping it here (%u lock(s))", r->id,
+	          r->lt.nlocks);
 	unlist(r);
 	lt_client_forget(&r->lt);
 	if (r->lt.ctx)
@@ -285,18 +376,21 @@ void rs_session(struct rsess *r, int has_grace, uint32_t grace_ms)
 		return;
 	}
 	if (r->state == RS_PLAIN) {
+		if (!room_for(r))
+			return;
 		char tok[TOKEN_LEN + 1];
 		token_new(tok);
 		memcpy(r->id, tok, RS_ID_LEN);
 		r->id[RS_ID_LEN] = '\0';
 		token_new(r->secret);
+		digest_of(r);
 		if (find(r->id, RS_ID_LEN)) { /* 64 random bits met again: ask again */
 			reply(r, "%s", MSG_NO_QUORUM);
 			return;
 		}
 	}
 	r->want_grace = grace;
-	if (put_holds(r, r->secret, grace, session_put, r, &r->call) != 0)
+	if (put_holds(r, r->digest, grace, session_put, r, &r->call) != 0)
 		reply(r, "%s", MSG_OOM);
 }
 
@@ -310,6 +404,25 @@ static int hexword(const char *s, size_t len, size_t want)
 		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return 0;
 	return 1;
+}
+
+/* ERR NOSESSION: counted, and like a wrong AUTH password, the
+ * limits.max_auth_failures-th in one connection closes it (a wrong secret
+ * costs the masters two reads; a guess costs the guesser a connection). */
+static void no_session(struct rsess *r)
+{
+	int64_t max = cfg->max_auth_failures;
+	int last = max > 0 && r->failures + 1 >= max;
+	stats.resume_failures++;
+	r->failures++;
+	log_warn("session %llu (%s): RESUME of no such session (%d in this connection)%s",
+	         (unsigned long long)r->lt.id, r->peer, r->failures,
+	         last ? ": closing (limits.max_auth_failures)" : "");
+	reply(r, "ERR NOSESSION no such session");
+	if (last && r->lt.ctx) {
+		stats.resume_closes++;
+		ops->quit(&r->lt);
+	}
 }
 
 /* Take over what a local session of that id had (its holds, its
@@ -344,18 +457,18 @@ static void adopted(struct rl_call *c, void *owner)
 		 * one wins, PROTOCOL 1.2); its lockd closes its connection at
 		 * its touch. */
 		r->tries++;
-		if ((r->call = rl_sess_adopt(r->rid, r->secret, cfg->lease_ms, adopted, r)))
+		if ((r->call = rl_sess_adopt(r->rid, r->digest, cfg->lease_ms, adopted, r)))
 			return;
 	}
 	r->rid = NULL;
 	r->tries = 0;
 	if (a->result != RL_OK && a->raced) {
-		reply(r, "ERR NOSESSION no such session"); /* it is another's now */
+		no_session(r); /* it is another's now */
 	} else if (a->result == RL_QUORUM) {
 		stats.quorum_failures++;
 		reply(r, "%s", MSG_NO_QUORUM);
 	} else if (a->result != RL_OK || lt_waiting(&r->lt) || r->lt.nlocks) {
-		reply(r, "ERR NOSESSION no such session");
+		no_session(r);
 	} else {
 		struct rsess *old = find(id, RS_ID_LEN);
 		int local = old != NULL;
@@ -375,8 +488,8 @@ static void adopted(struct rl_call *c, void *owner)
 				el_adopted(&r->lt, a->holds[i].key, a->holds[i].klen);
 		stats.resumes++;
 		stats.adoptions += !local;
-		log_info("session %s (%s): resumed%s with %u lock(s)", r->id, r->peer,
-		         local ? "" : " from another lockd", r->lt.nlocks);
+		log_debug("session %s (%s): resumed%s with %u lock(s)", r->id, r->peer,
+		          local ? "" : " from another lockd", r->lt.nlocks);
 		reply(r, "OK %u", r->lt.nlocks);
 		if (r->kept) {
 			char *l;
@@ -401,13 +514,16 @@ void rs_resume(struct rsess *r, const char *id, size_t idlen, const char *secret
 		return;
 	}
 	if (!hexword(id, idlen, RS_ID_LEN) || !hexword(secret, seclen, RS_SECRET_LEN)) {
-		reply(r, "ERR NOSESSION no such session");
+		no_session(r);
 		return;
 	}
+	if (!find(id, idlen) && !room_for(r))
+		return;
 	memcpy(r->secret, secret, RS_SECRET_LEN);
 	r->secret[RS_SECRET_LEN] = '\0';
+	digest_of(r);
 	if (!(r->rid = strndup(id, idlen)) ||
-	    !(r->call = rl_sess_adopt(r->rid, r->secret, cfg->lease_ms, adopted, r))) {
+	    !(r->call = rl_sess_adopt(r->rid, r->digest, cfg->lease_ms, adopted, r))) {
 		free(r->rid);
 		r->rid = NULL;
 		reply(r, "%s", MSG_OOM);
@@ -430,24 +546,39 @@ static void touched(struct rl_call *c, void *owner)
 		} else if (it[i].missing && !r->call) {
 			/* A master lost it (restarted empty): write it again. */
 			struct rl_call *p;
-			if (put_holds(r, r->secret, r->grace_ms, fire_and_forget, FORGET, &p) == 0)
+			if (put_holds(r, r->digest, r->grace_ms, fire_and_forget, FORGET, &p) == 0)
 				calls++;
 		}
 	}
 }
 
+/* One touch script covers at most this many records: its time on a master
+ * stays bounded (as a renewal batch's) whatever the number of sessions. */
+#define TOUCH_BATCH 256
+
+static void touch_batch(struct rsess *only, struct ilink **l, size_t n);
+
 static void touch(struct rsess *only)
 {
-	size_t n = only ? 1 : all.len, k = 0;
-	if (!n)
-		return;
-	struct rl_sess_item *it = calloc(n, sizeof(*it));
-	if (!it)
-		return;
-	int64_t now = now_us();
+	size_t n = only ? 1 : all.len;
 	struct ilink *l = all.head.next;
-	for (; k < n; k++, l = l->next) {
-		struct rsess *r = only ? only : ilist_entry(l, struct rsess, link);
+	for (size_t k = 0; k < n; k += TOUCH_BATCH)
+		touch_batch(only, &l, n - k < TOUCH_BATCH ? n - k : TOUCH_BATCH);
+}
+
+/* Touch n records: only's, or those of the sessions from *l on. */
+static void touch_batch(struct rsess *only, struct ilink **l, size_t n)
+{
+	size_t k = 0;
+	struct rl_sess_item *it = calloc(n, sizeof(*it));
+	if (!it) { /* these are touched next time; the others still now */
+		for (; k < n; k++)
+			*l = (*l)->next;
+		return;
+	}
+	int64_t now = now_us();
+	for (; k < n; k++, *l = (*l)->next) {
+		struct rsess *r = only ? only : ilist_entry(*l, struct rsess, link);
 		it[k].sid = r->id;
 		if (r->state == RS_DETACHED) /* the grace ends where lockd saw it end */
 			it[k].expire_ms =
@@ -483,7 +614,8 @@ int rs_init(struct event_base *b, const struct config *c, const struct lt_ops *o
 	cfg = c;
 	ops = o;
 	ilist_init(&all);
-	if (keytab_init(&table, 64) != 0 || !(touch_ev = evtimer_new(base, touch_cb, NULL)))
+	if (keytab_init(&table, 64) != 0 || keytab_init(&by_addr, 64) != 0 ||
+	    !(touch_ev = evtimer_new(base, touch_cb, NULL)))
 		return -1;
 	rn_timer_at(touch_ev, now_us() + cfg->lease_ms * 1000 / 3);
 	return 0;
@@ -525,10 +657,15 @@ void rs_shutdown(void)
 	while ((l = ilist_pop(&all))) {
 		struct rsess *r = ilist_entry(l, struct rsess, link);
 		keytab_remove(&table, &r->node);
+		if (r->as && --r->as->n == 0) {
+			keytab_remove(&by_addr, &r->as->node);
+			free(r->as);
+		}
 		r->state = RS_PLAIN;
 		rs_free(r);
 	}
 	keytab_destroy(&table);
+	keytab_destroy(&by_addr);
 	if (touch_ev)
 		event_free(touch_ev);
 	touch_ev = NULL;

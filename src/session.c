@@ -279,7 +279,15 @@ static void lt_close(struct lt_client *c)
 	}
 }
 
-const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake, lt_close, rs_verify};
+/* End the connection after its replies (too many failed RESUMEs). */
+static void lt_quit(struct lt_client *c)
+{
+	struct session *s = of_lt(c);
+	if (s)
+		session_close(s);
+}
+
+const struct lt_ops session_lt_ops = {lt_reply, lt_line, lt_wake, lt_close, rs_verify, lt_quit};
 
 /* End the session: cancel its wait, release its locks, then close once
  * the output has been written (or CLOSE_FLUSH_SECS passed). */

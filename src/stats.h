@@ -41,6 +41,9 @@ struct stats {
 	uint64_t resumes;            /* RESUME answered OK */
 	uint64_t adoptions;          /* of those, sessions taken over from another lockd */
 	uint64_t sessions_expired;   /* detached sessions whose grace ran out */
+	uint64_t rejected_sessions;  /* SESSION or RESUME refused at limits.max_sessions(_per_ip) */
+	uint64_t resume_failures;    /* RESUME answered ERR NOSESSION */
+	uint64_t resume_closes;      /* connections closed at max_auth_failures failed RESUMEs */
 	uint64_t campaigns;          /* CAMPAIGN requests (1.3) */
 	uint64_t leaders;            /* sessions here that lead an election now */
 	uint64_t observers;          /* observations (OBSERVE) of connections here now */

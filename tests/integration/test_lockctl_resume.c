@@ -237,7 +237,8 @@ END_TEST
 START_TEST(lockctl_run_failover)
 {
 	h_masters_start(3);
-	int a = h_lockd_start(NULL), b = h_lockd_start(NULL);
+	/* debug: B's log line of the resume (info has none per session) */
+	int a = h_lockd_start(NULL), b = h_lockd_start(&(struct h_opts){.log_debug = 1});
 	char hosts[64], cmd[2 * PATH_MAX + 600], id[64], onb[64];
 	snprintf(hosts, sizeof(hosts), "127.0.0.1:%d,127.0.0.1:%d", h_lockd(a)->port,
 	         h_lockd(b)->port);

@@ -585,7 +585,9 @@ END_TEST
  * session. */
 START_TEST(sigstop_resume_other)
 {
-	h_std(&sess_opts);
+	struct h_opts ao = sess_opts;
+	ao.log_debug = 1; /* A's log line of the drop (info has none per session) */
+	h_std(&ao);
 	int b = h_lockd_start(&sess_opts);
 	struct cl *c = cl_open();
 	struct sess s;

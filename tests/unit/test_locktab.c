@@ -59,7 +59,7 @@ static void t_wake(struct lt_client *c)
 	of(c)->wakes++;
 }
 
-static const struct lt_ops ops = {t_reply, t_line, t_wake, NULL, NULL};
+static const struct lt_ops ops = {t_reply, t_line, t_wake, NULL, NULL, NULL};
 
 static void setup(void)
 {

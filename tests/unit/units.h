@@ -18,5 +18,6 @@ Suite *client_api_suite(void);    /* test_client_api.c: options' size, typed req
 Suite *reply_suite(void);         /* test_reply.c: liblockd's pure parser (lib/reply.c) */
 Suite *client_resume_suite(void); /* test_client_resume.c: resume, addresses */
 Suite *client_tls_suite(void);    /* test_client_tls.c: liblockd over TLS */
+Suite *sha1_suite(void);          /* test_sha1.c */
 
 #endif
