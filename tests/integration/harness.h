@@ -377,26 +377,26 @@ const char *cl_take_line_at(const char *file, int line, struct cl *c);
 #define cl_take_line(c) cl_take_line_at(__FILE__, __LINE__, (c))
 
 /* Test case builders (one per file). */
-TCase *tc_harness(void);        /* test_faults.c */
-TCase *tc_protocol(void);       /* test_protocol.c */
-TCase *tc_errors(void);         /* test_protocol.c */
-TCase *tc_locks(void);          /* test_locks.c */
-TCase *tc_waiters(void);        /* test_waiters.c */
-TCase *tc_faults(void);         /* test_faults.c */
-TCase *tc_service(void);        /* test_service.c */
-TCase *tc_soak(void);           /* test_soak.c */
-TCase *tc_safety(void);         /* test_safety.c */
-TCase *tc_restarts(void);       /* test_restarts.c */
-TCase *tc_hostile(void);        /* test_hostile.c */
-TCase *tc_election(void);       /* test_election.c */
-TCase *tc_shared(void);         /* test_shared.c */
-TCase *tc_lockctl(void);        /* test_lockctl.c */
-TCase *tc_sessions(void);       /* test_sessions.c */
+TCase *tc_harness(void);  /* test_faults.c */
+TCase *tc_protocol(void); /* test_protocol.c */
+TCase *tc_errors(void);   /* test_protocol.c */
+TCase *tc_locks(void);    /* test_locks.c */
+TCase *tc_waiters(void);  /* test_waiters.c */
+TCase *tc_faults(void);   /* test_faults.c */
+TCase *tc_service(void);  /* test_service.c */
+TCase *tc_soak(void);     /* test_soak.c */
+TCase *tc_safety(void);   /* test_safety.c */
+TCase *tc_restarts(void); /* test_restarts.c */
+TCase *tc_hostile(void);  /* test_hostile.c */
+TCase *tc_election(void); /* test_election.c */
+TCase *tc_shared(void);   /* test_shared.c */
+TCase *tc_lockctl(void);  /* test_lockctl.c */
+TCase *tc_sessions(void); /* test_sessions.c */
 TCase *tc_adopt_fence(void);
-TCase *tc_resume_moves(void);   /* test_resume_moves.c */
+TCase *tc_resume_moves(void);     /* test_resume_moves.c */
 TCase *tc_hostile_sessions(void); /* test_hostile_sessions.c */
-TCase *tc_late_writes(void);    /* test_late_writes.c */
-TCase *tc_lockctl_resume(void); /* test_lockctl_resume.c */
-TCase *tc_lockctl_elect(void);  /* test_lockctl_elect.c */
+TCase *tc_late_writes(void);      /* test_late_writes.c */
+TCase *tc_lockctl_resume(void);   /* test_lockctl_resume.c */
+TCase *tc_lockctl_elect(void);    /* test_lockctl_elect.c */
 
 #endif
