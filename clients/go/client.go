@@ -1,5 +1,6 @@
 // Package lockd is a client for lockd, the Redlock lock broker, speaking
-// its text protocol 1.0-1.3 (PROTOCOL.md) with the standard library only.
+// its text protocol 1.0-1.3 (doc/protocol.md at the top of the
+// repository) with the standard library only.
 //
 // Concurrency model: every lock, leadership and observation has a
 // connection (a lockd session) of its own while it lives; connections that

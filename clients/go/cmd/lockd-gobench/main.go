@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"lockd"
+	"lockd.example/lockd"
 )
 
 func main() {
