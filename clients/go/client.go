@@ -216,25 +216,47 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Status is the answer of STATUS key.
+// Status is the answer of STATUS key, or STATUS key PERMITS n.
 type Status struct {
-	State   string        // FREE, HELD or SHARED
-	Holders int           // shared holders (SHARED), 1 when HELD
-	TTL     time.Duration // lease left
+	State   string        // FREE, HELD, SHARED; PERMITS when asked with Permits(n)
+	Holders int           // SHARED: shared holders; HELD: 1; PERMITS: permits held of the first n
+	Permits int           // PERMITS: n, as asked
+	TTL     time.Duration // lease left (HELD, SHARED)
 	Waiters int           // sessions waiting on this lockd
 }
 
-// Status asks who holds key.
-func (c *Client) Status(ctx context.Context, key string) (Status, error) {
+// Status asks who holds key. With Permits(n), its only option, it asks
+// about the key as a semaphore (STATUS key PERMITS n): State "PERMITS",
+// Holders the number of its first n permits held (on any lockd), Permits
+// n. Without it, a semaphore's key reads HELD while its permit 0 is held,
+// whatever its other permits: ask a semaphore with Permits.
+func (c *Client) Status(ctx context.Context, key string, opts ...LockOption) (Status, error) {
 	if err := c.checkKey(key); err != nil {
 		return Status{}, err
 	}
-	r, err := c.query(ctx, "STATUS "+key, false)
+	var o lockOpts
+	for _, f := range opts {
+		if err := f(&o); err != nil {
+			return Status{}, err
+		}
+	}
+	if o.shared || o.wait != "" || o.ttl != "" {
+		return Status{}, fmt.Errorf("%w: Status takes Permits(n) only", ErrInvalid)
+	}
+	line := "STATUS " + key
+	if o.permits > 0 {
+		line += " PERMITS " + strconv.Itoa(o.permits)
+	}
+	r, err := c.query(ctx, line, false)
 	if err != nil {
 		return Status{}, err
 	}
 	f := strings.Fields(r.line)
 	switch {
+	case o.permits > 0 && len(f) == 4 && f[0] == "PERMITS":
+		return Status{State: "PERMITS", Holders: atoi(f[1]), Permits: atoi(f[2]), Waiters: atoi(f[3])}, nil
+	case o.permits > 0:
+		// PERMITS asked: any other success line is not an answer to it
 	case len(f) == 1 && f[0] == "FREE":
 		return Status{State: "FREE"}, nil
 	case len(f) == 3 && f[0] == "HELD":
