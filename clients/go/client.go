@@ -42,6 +42,7 @@ type config struct {
 	tls          *tls.Config
 	resume       bool
 	resumeWindow time.Duration
+	heartbeat    bool // local deadlines, HELD heartbeat (deadline.go)
 	dialTimeout  time.Duration
 	maxIdle      int
 	maxKeyLen    int
@@ -67,6 +68,13 @@ func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 // then loses its locks at once.
 func WithoutResume() Option { return func(c *config) { c.resume = false } }
 
+// WithoutHeartbeat turns the local deadline off: no HELD goes with a
+// grant or as a heartbeat, and a lock is reported lost only by lockd's
+// LOST or by the end of its session; a lockd that is frozen or cut off
+// then goes unnoticed for as long as its connection stays open. For
+// measurements; do not use it where the lock protects anything.
+func WithoutHeartbeat() Option { return func(c *config) { c.heartbeat = false } }
+
 // WithResumeWindow bounds how long a broken connection of a resumable
 // session is retried (RESUME) before its locks count as lost. Default 10 s
 // (lockd's default grace).
@@ -79,7 +87,7 @@ func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 // Dial connects to lockd at addr (host:port, or unix:/path) and checks it
 // with one connection, which is kept in the pool.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
-	cfg := config{addrs: []string{addr}, resume: true, resumeWindow: 10 * time.Second,
+	cfg := config{addrs: []string{addr}, resume: true, resumeWindow: 10 * time.Second, heartbeat: true,
 		dialTimeout: 5 * time.Second, maxIdle: 64, maxKeyLen: 256}
 	for _, o := range opts {
 		o(&cfg)
@@ -177,10 +185,10 @@ func (c *Client) get(ctx context.Context) (*conn, error) {
 
 // put returns a connection that holds nothing to the pool.
 func (c *Client) put(cn *conn) {
-	cn.setOwner(nil)
-	if !cn.open() {
-		return
+	if !cn.poolable() {
+		return // broken, ended, or being ended (retire)
 	}
+	cn.setOwner(nil)
 	c.mu.Lock()
 	if !c.closed && len(c.idle) < c.cfg.maxIdle {
 		c.idle = append(c.idle, cn)
