@@ -1,5 +1,6 @@
 // Package lockd is a client for lockd, the Redlock lock broker, speaking
-// its text protocol 1.0-1.3 (PROTOCOL.md) with the standard library only.
+// its text protocol 1.0-1.3 (doc/protocol.md at the top of the
+// repository) with the standard library only.
 //
 // Concurrency model: every lock, leadership and observation has a
 // connection (a lockd session) of its own while it lives; connections that
@@ -41,6 +42,7 @@ type config struct {
 	tls          *tls.Config
 	resume       bool
 	resumeWindow time.Duration
+	heartbeat    bool // local deadlines, HELD heartbeat (deadline.go)
 	dialTimeout  time.Duration
 	maxIdle      int
 	maxKeyLen    int
@@ -66,6 +68,13 @@ func WithTLS(cfg *tls.Config) Option { return func(c *config) { c.tls = cfg } }
 // then loses its locks at once.
 func WithoutResume() Option { return func(c *config) { c.resume = false } }
 
+// WithoutHeartbeat turns the local deadline off: no HELD goes with a
+// grant or as a heartbeat, and a lock is reported lost only by lockd's
+// LOST or by the end of its session; a lockd that is frozen or cut off
+// then goes unnoticed for as long as its connection stays open. For
+// measurements; do not use it where the lock protects anything.
+func WithoutHeartbeat() Option { return func(c *config) { c.heartbeat = false } }
+
 // WithResumeWindow bounds how long a broken connection of a resumable
 // session is retried (RESUME) before its locks count as lost. Default 10 s
 // (lockd's default grace).
@@ -78,7 +87,7 @@ func WithMaxKeyLen(n int) Option { return func(c *config) { c.maxKeyLen = n } }
 // Dial connects to lockd at addr (host:port, or unix:/path) and checks it
 // with one connection, which is kept in the pool.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
-	cfg := config{addrs: []string{addr}, resume: true, resumeWindow: 10 * time.Second,
+	cfg := config{addrs: []string{addr}, resume: true, resumeWindow: 10 * time.Second, heartbeat: true,
 		dialTimeout: 5 * time.Second, maxIdle: 64, maxKeyLen: 256}
 	for _, o := range opts {
 		o(&cfg)
@@ -176,10 +185,10 @@ func (c *Client) get(ctx context.Context) (*conn, error) {
 
 // put returns a connection that holds nothing to the pool.
 func (c *Client) put(cn *conn) {
-	cn.setOwner(nil)
-	if !cn.open() {
-		return
+	if !cn.poolable() {
+		return // broken, ended, or being ended (retire)
 	}
+	cn.setOwner(nil)
 	c.mu.Lock()
 	if !c.closed && len(c.idle) < c.cfg.maxIdle {
 		c.idle = append(c.idle, cn)
@@ -215,25 +224,47 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Status is the answer of STATUS key.
+// Status is the answer of STATUS key, or STATUS key PERMITS n.
 type Status struct {
-	State   string        // FREE, HELD or SHARED
-	Holders int           // shared holders (SHARED), 1 when HELD
-	TTL     time.Duration // lease left
+	State   string        // FREE, HELD, SHARED; PERMITS when asked with Permits(n)
+	Holders int           // SHARED: shared holders; HELD: 1; PERMITS: permits held of the first n
+	Permits int           // PERMITS: n, as asked
+	TTL     time.Duration // lease left (HELD, SHARED)
 	Waiters int           // sessions waiting on this lockd
 }
 
-// Status asks who holds key.
-func (c *Client) Status(ctx context.Context, key string) (Status, error) {
+// Status asks who holds key. With Permits(n), its only option, it asks
+// about the key as a semaphore (STATUS key PERMITS n): State "PERMITS",
+// Holders the number of its first n permits held (on any lockd), Permits
+// n. Without it, a semaphore's key reads HELD while its permit 0 is held,
+// whatever its other permits: ask a semaphore with Permits.
+func (c *Client) Status(ctx context.Context, key string, opts ...LockOption) (Status, error) {
 	if err := c.checkKey(key); err != nil {
 		return Status{}, err
 	}
-	r, err := c.query(ctx, "STATUS "+key, false)
+	var o lockOpts
+	for _, f := range opts {
+		if err := f(&o); err != nil {
+			return Status{}, err
+		}
+	}
+	if o.shared || o.wait != "" || o.ttl != "" {
+		return Status{}, fmt.Errorf("%w: Status takes Permits(n) only", ErrInvalid)
+	}
+	line := "STATUS " + key
+	if o.permits > 0 {
+		line += " PERMITS " + strconv.Itoa(o.permits)
+	}
+	r, err := c.query(ctx, line, false)
 	if err != nil {
 		return Status{}, err
 	}
 	f := strings.Fields(r.line)
 	switch {
+	case o.permits > 0 && len(f) == 4 && f[0] == "PERMITS":
+		return Status{State: "PERMITS", Holders: atoi(f[1]), Permits: atoi(f[2]), Waiters: atoi(f[3])}, nil
+	case o.permits > 0:
+		// PERMITS asked: any other success line is not an answer to it
 	case len(f) == 1 && f[0] == "FREE":
 		return Status{State: "FREE"}, nil
 	case len(f) == 3 && f[0] == "HELD":

@@ -31,6 +31,10 @@ type conn struct {
 	// owner gets the events and hears of the end of the session; nil for
 	// a pooled conn that holds nothing.
 	owner owner
+	// retired: the hold of this session was given up by the client (its
+	// local deadline passed): the conn is never pooled again, and the
+	// session is ended (QUIT now, or once a resume gets it back).
+	retired bool
 }
 
 type connState int
@@ -46,6 +50,7 @@ const (
 type owner interface {
 	event(f []string) // an event line, split in words
 	ended()           // the session ended for good (closed, broke, not resumed)
+	resumed()         // the session is back on a new connection (RESUME answered OK)
 }
 
 type call struct {
@@ -173,46 +178,85 @@ func syncRequest(ctx context.Context, nc net.Conn, br *bufio.Reader, line string
 // connection is abandoned (see abandon): that is the only way to make
 // lockd drop a waiting LOCK, since the protocol has no cancel command.
 func (cn *conn) do(ctx context.Context, line string, multi bool) (reply, error) {
-	cl := &call{multi: multi, ch: make(chan reply, 1)}
+	rs, err := cn.doMany(ctx, []string{line}, []bool{multi})
+	if err != nil {
+		return reply{}, err
+	}
+	return rs[0], nil
+}
+
+// doMany pipelines requests (one write) and waits for all their replies,
+// under the rules of do: when ctx ends before the last reply, the
+// connection is abandoned.
+func (cn *conn) doMany(ctx context.Context, lines []string, multi []bool) ([]reply, error) {
+	calls := make([]*call, len(lines))
+	var b strings.Builder
+	for i, l := range lines {
+		calls[i] = &call{multi: multi[i], ch: make(chan reply, 1)}
+		b.WriteString(l)
+		b.WriteString("\r\n")
+	}
 	cn.mu.Lock()
 	if cn.state != connOpen {
 		cn.mu.Unlock()
-		return reply{}, errBroken
+		return nil, errBroken
 	}
-	cn.pending = append(cn.pending, cl)
+	cn.pending = append(cn.pending, calls...)
 	cn.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	_, err := cn.nc.Write([]byte(line + "\r\n"))
+	_, err := cn.nc.Write([]byte(b.String()))
 	cn.mu.Unlock()
 	if err != nil {
-		cn.nc.Close() // the reader sees the break and fails the call
+		cn.nc.Close() // the reader sees the break and fails the calls
 	}
-	select {
-	case r := <-cl.ch:
-		return r, r.err
-	case <-ctx.Done():
-		cn.abandon()
-		return reply{}, ctx.Err()
+	rs := make([]reply, len(calls))
+	for i, cl := range calls {
+		select {
+		case rs[i] = <-cl.ch:
+			if rs[i].err != nil {
+				return nil, rs[i].err
+			}
+		case <-ctx.Done():
+			cn.abandon()
+			return nil, ctx.Err()
+		}
 	}
+	return rs, nil
 }
 
 // abandon ends the session now: close the connection, so that lockd
 // cancels a waiting LOCK and releases what the session holds. A resumable
 // session would only be detached by a close (its holds kept for the
 // grace), so it is resumed on a fresh connection and ended with QUIT, in
-// the background.
+// the background; while the reader is resuming it already, the reader
+// does that when it gets the session back (see resume).
 func (cn *conn) abandon() {
 	cn.mu.Lock()
 	if cn.state == connDead {
 		cn.mu.Unlock()
 		return
 	}
+	resuming := cn.state == connResuming
 	cn.state = connDead
 	nc := cn.nc
 	id, secret := cn.sessID, cn.secret
 	cn.mu.Unlock()
 	nc.Close()
-	if id != "" {
+	if id != "" && !resuming {
 		go cn.c.endDetached(id, secret)
+	}
+}
+
+// retire gives the session up for good without waiting for anything: the
+// conn is never pooled again; an open one is ended with QUIT (abandoned
+// if lockd does not answer within a second), one being resumed is ended
+// once the resume gets it back.
+func (cn *conn) retire() {
+	cn.mu.Lock()
+	cn.retired = true
+	open := cn.state == connOpen
+	cn.mu.Unlock()
+	if open {
+		go cn.quit()
 	}
 }
 
@@ -267,6 +311,13 @@ func (cn *conn) open() bool {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	return cn.state == connOpen
+}
+
+// poolable: open, and not given up by its hold.
+func (cn *conn) poolable() bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.state == connOpen && !cn.retired
 }
 
 func (cn *conn) alive() bool {
@@ -349,6 +400,10 @@ func (cn *conn) broken(err error) *bufio.Reader {
 	}
 	if resume {
 		if br := cn.resume(); br != nil {
+			// o was read under mu when the break was seen; it stays the
+			// owner while the session is resumed (nobody pools a conn
+			// that is not open).
+			o.resumed()
 			return br
 		}
 		cn.mu.Lock()
@@ -374,13 +429,17 @@ func (cn *conn) resume() *bufio.Reader {
 			var line string
 			line, err = syncRequest(ctx, nc, br, "RESUME "+cn.sessID+" "+cn.secret)
 			if err == nil && strings.HasPrefix(line, "OK") {
-				cancel()
 				cn.mu.Lock()
-				if cn.state != connResuming { // abandoned meanwhile
+				if cn.state != connResuming || cn.retired {
+					// Abandoned or given up meanwhile: end the session
+					// rather than leave it detached with its holds.
 					cn.mu.Unlock()
+					syncRequest(ctx, nc, br, "QUIT")
+					cancel()
 					nc.Close()
 					return nil
 				}
+				cancel()
 				cn.nc = nc
 				cn.state = connOpen
 				cn.mu.Unlock()

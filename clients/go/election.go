@@ -41,7 +41,7 @@ func (c *Client) Campaign(ctx context.Context, name, value string, opts ...Campa
 	if o.wait != "" {
 		line += " WAIT " + o.wait
 	}
-	h, err := c.grant(ctx, name, line)
+	h, err := c.grant(ctx, name, line, false)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +133,8 @@ func (o *observer) event(f []string) {
 }
 
 func (o *observer) ended() { close(o.broke) }
+
+func (o *observer) resumed() {} // observations are not resumed: OBSERVE goes on a plain session
 
 // Observe watches the election name: the channel gets the current leader
 // at once (Fence 0 when none) and every change after, until ctx ends, when

@@ -14,8 +14,8 @@ var (
 	ErrTimeout = errors.New("lockd: timeout")
 	// ErrQuorum: no majority of the Redis masters answered in time (ERR QUORUM).
 	ErrQuorum = errors.New("lockd: no quorum")
-	// ErrLost: the lock (or leadership) was lost: a LOST event, or its
-	// session ended without a resume.
+	// ErrLost: the lock (or leadership) was lost: a LOST event, its local
+	// deadline passed unconfirmed, or its session ended without a resume.
 	ErrLost = errors.New("lockd: lock lost")
 	// ErrNotHeld: the lock is not held (ERR NOTHELD, or unlocked twice).
 	ErrNotHeld = errors.New("lockd: not held")

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"lockd"
+	"lockd.example/lockd"
 )
 
 // A job that must run on one machine at a time. The lock's context is

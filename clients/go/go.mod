@@ -1,3 +1,3 @@
-module lockd
+module lockd.example/lockd
 
 go 1.19

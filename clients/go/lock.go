@@ -67,7 +67,16 @@ type hold struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	state  holdState
-	// observer gets ELECTED/NOLEADER events on a leader's connection (unused).
+	// fixed: a TTL lock, whose lease nobody renews: no heartbeat (only
+	// Extend moves its deadline).
+	fixed bool
+	// The local deadline (see deadline.go), guarded by mu.
+	deadline  time.Time     // end of the validity lockd last confirmed, on the monotonic clock
+	confirmed time.Time     // when the request that confirmed it was sent
+	leaseEst  time.Duration // the longest time left lockd reported: about its lease
+	gen       uint64        // counts confirmations: a loss timer of an older one does nothing
+	lossTimer *time.Timer   // fires expire a margin before deadline
+	beatTimer *time.Timer   // sends the next HELD
 }
 
 func newHold(c *Client, cn *conn, key string) *hold {
@@ -84,11 +93,15 @@ func (h *hold) event(f []string) {
 
 func (h *hold) ended() { h.lose() }
 
+// lose reports the hold lost: Err becomes ErrLost, Held false, the context
+// is cancelled (Done closed). A LOST that comes before the grant is
+// handled (holdWaiting) so that the grant does not mark the hold held.
 func (h *hold) lose() {
 	h.mu.Lock()
-	if h.state == holdHeld {
+	if h.state == holdHeld || h.state == holdWaiting {
 		h.state = holdLost
 	}
+	h.stopTimers()
 	h.mu.Unlock()
 	h.cancel()
 }
@@ -174,7 +187,7 @@ func (c *Client) acquire(ctx context.Context, verb, key string, opts []LockOptio
 	if o.ttl != "" {
 		b.WriteString(" TTL " + o.ttl)
 	}
-	h, err := c.grant(ctx, key, b.String())
+	h, err := c.grant(ctx, key, b.String(), o.ttl != "")
 	if err != nil {
 		return nil, err
 	}
@@ -182,14 +195,22 @@ func (c *Client) acquire(ctx context.Context, verb, key string, opts []LockOptio
 }
 
 // grant sends a granting request (LOCK, TRYLOCK, CAMPAIGN) on a session of
-// its own and returns the hold on "OK fence".
-func (c *Client) grant(ctx context.Context, key, line string) (*hold, error) {
+// its own and returns the hold on "OK fence". With the heartbeat on, a HELD
+// goes in the same write: its reply, read right behind the grant, says
+// the validity left, measured by lockd after the grant; counted from when
+// both were sent it can only understate the deadline.
+func (c *Client) grant(ctx context.Context, key, line string, fixed bool) (*hold, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	var h *hold
 	var cn *conn
-	var r reply
+	var rs []reply
+	var sent time.Time
+	lines, multi := []string{line}, []bool{false}
+	if c.cfg.heartbeat {
+		lines, multi = []string{line, "HELD"}, []bool{false, true}
+	}
 	// A pooled connection may have been closed by lockd meanwhile (its
 	// idle timeout): one more try on a new one then. A broken connection
 	// may have carried a grant: its session is ended (abandon), never
@@ -200,8 +221,10 @@ func (c *Client) grant(ctx context.Context, key, line string) (*hold, error) {
 			return nil, err
 		}
 		h = newHold(c, cn, key)
+		h.fixed = fixed
 		cn.setOwner(h)
-		r, err = cn.do(ctx, line, false)
+		sent = time.Now()
+		rs, err = cn.doMany(ctx, lines, multi)
 		if err == nil {
 			break
 		}
@@ -213,13 +236,21 @@ func (c *Client) grant(ctx context.Context, key, line string) (*hold, error) {
 			return nil, err
 		}
 	}
-	f := strings.Fields(r.line)
+	f := strings.Fields(rs[0].line)
 	if len(f) == 2 && f[0] == "OK" {
 		fence, perr := strconv.ParseUint(f[1], 10, 64)
 		if perr == nil {
 			h.mu.Lock()
-			h.fence, h.state = fence, holdHeld
+			h.fence = fence
+			if h.state == holdWaiting {
+				h.state = holdHeld
+			}
 			h.mu.Unlock()
+			if c.cfg.heartbeat {
+				if err := h.firstDeadline(ctx, sent, rs[1]); err != nil {
+					return nil, err // ctx ended: the session was ended (do abandoned it)
+				}
+			}
 			if !cn.alive() { // broke between reply and here, not resumed
 				h.lose()
 			}
@@ -227,7 +258,7 @@ func (c *Client) grant(ctx context.Context, key, line string) (*hold, error) {
 		}
 	}
 	c.put(cn)
-	return nil, replyErr(r.line)
+	return nil, replyErr(rs[0].line)
 }
 
 // Unlock releases the lock (UNLOCK) and returns its connection to the
@@ -243,6 +274,7 @@ func (h *hold) release(ctx context.Context, line string) error {
 	st := h.state
 	if st == holdHeld {
 		h.state = holdReleased
+		h.stopTimers()
 	}
 	h.mu.Unlock()
 	switch st {
@@ -303,14 +335,34 @@ func (l *Lock) Extend(ctx context.Context, d time.Duration) error {
 	if !l.Held() {
 		return l.notHeld()
 	}
-	r, err := l.cn.do(ctx, "EXTEND "+l.key+" "+arg, false)
+	line := "EXTEND " + l.key + " " + arg
+	if !l.c.cfg.heartbeat {
+		r, err := l.cn.do(ctx, line, false)
+		if err != nil {
+			return err
+		}
+		return okOrErr(r.line)
+	}
+	// HELD behind it says the new validity (or the shorter one a failed
+	// EXTEND may leave): the deadline follows it either way.
+	sent := time.Now()
+	rs, err := l.cn.doMany(ctx, []string{line, "HELD"}, []bool{false, true})
 	if err != nil {
 		return err
 	}
-	if r.line == "OK" {
+	if ttl, ok := heldTTL(rs[1], l.key); ok {
+		l.confirm(sent, ttl)
+	} else {
+		l.lose()
+	}
+	return okOrErr(rs[0].line)
+}
+
+func okOrErr(line string) error {
+	if line == "OK" {
 		return nil
 	}
-	return replyErr(r.line)
+	return replyErr(line)
 }
 
 func (h *hold) notHeld() error {
