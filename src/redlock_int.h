@@ -111,10 +111,13 @@ struct adopt_m {
 	char **pend;     /* field, value strings of the last HSCAN */
 	size_t *plen;
 	int npend, cap;  /* strings in pend; room */
-	const char **mv; /* the arguments of the round in flight */
+	const char **mv; /* the arguments of the round (the wave) in flight */
 	size_t *ml;
-	int rounds; /* rounds sent after SCR_SESS_ADOPT */
-	int peeked; /* its first round answered; its second waits for a majority's */
+	int rounds;  /* rounds sent after SCR_SESS_ADOPT */
+	int wave;    /* SCR_SESS_ADOPT_MORE scripts of the last HSCAN not answered yet */
+	int stop;    /* a round found the record taken, or failed: scan no further */
+	int counted; /* in sp->found */
+	int peeked;  /* its first round answered; its second waits for a majority's */
 };
 
 /* RK_EL_READ (rlelect.c): what each master said. */

@@ -312,56 +312,72 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 static void adopt_reply(struct master *m, redisReply *r, void *arg_);
 static void scan_reply(struct master *m, redisReply *r, void *arg_);
 
-/* Send a round's arguments: v[0..n) then the strings of the last HSCAN. */
-static int round_send(struct rl_call *c, struct master *m, int script, const char *const *v,
-                      const size_t *l, int n, master_reply_fn *fn)
+/* Room for a round's arguments (the last round was answered: master.c is
+ * done with the old ones). */
+static int round_args(struct adopt_m *am, size_t n)
 {
-	struct adopt_m *am = &c->u.sess.am[m->idx];
-	int argc = n + (script < 0 ? 0 : am->npend);
-	free(am->mv); /* the last round was answered: master.c is done with them */
+	free(am->mv);
 	free(am->ml);
-	am->mv = malloc((size_t)argc * sizeof(*am->mv));
-	am->ml = malloc((size_t)argc * sizeof(*am->ml));
-	if (!am->mv || !am->ml)
-		return -1;
-	for (int k = 0; k < argc; k++) {
-		am->mv[k] = k < n ? v[k] : am->pend[k - n];
-		am->ml[k] = k < n ? l[k] : am->plen[k - n];
-	}
-	am->rounds++;
-	return master_call(m, script, argc, am->mv, am->ml, fn, c);
+	am->mv = malloc(n * sizeof(*am->mv));
+	am->ml = malloc(n * sizeof(*am->ml));
+	return am->mv && am->ml ? 0 : -1;
 }
 
-/* HSCAN record cursor COUNT ADOPT_CHUNK. */
+/* HSCAN record cursor COUNT ADOPT_SCAN. */
 static int scan_next(struct rl_call *c, struct master *m)
 {
 	struct adopt_m *am = &c->u.sess.am[m->idx];
-	const char *v[] = {"HSCAN", c->argv[SA_KEYS], am->cursor, "COUNT", ADOPT_CHUNK_S};
-	size_t l[] = {5, c->argvlen[SA_KEYS], strlen(am->cursor), 5, strlen(ADOPT_CHUNK_S)};
-	return round_send(c, m, -1, v, l, 5, scan_reply);
+	const char *v[] = {"HSCAN", c->argv[SA_KEYS], am->cursor, "COUNT", ADOPT_SCAN_S};
+	size_t l[] = {5, c->argvlen[SA_KEYS], strlen(am->cursor), 5, strlen(ADOPT_SCAN_S)};
+	if (round_args(am, 5) != 0)
+		return -1;
+	memcpy(am->mv, v, sizeof(v));
+	memcpy(am->ml, l, sizeof(l));
+	am->rounds++;
+	return master_call(m, -1, 5, am->mv, am->ml, scan_reply, c);
 }
 
-/* SCR_SESS_ADOPT_MORE of the holds the last HSCAN returned. */
+/* SCR_SESS_ADOPT_MORE of the holds the last HSCAN returned, ADOPT_CHUNK a
+ * script, sent at once (a wave): each is a bounded time on the master, and
+ * the wave costs one round trip. 0 while some are on their way. */
+#define MORE_HEAD 8 /* a script's arguments before its field, value pairs */
 static int adopt_more(struct rl_call *c, struct master *m)
 {
 	struct adopt_m *am = &c->u.sess.am[m->idx];
-	const char *v[] = {NULL,
-	                   NULL,
-	                   "1",
-	                   c->argv[SA_KEYS],
-	                   am->acount,
-	                   c->argv[SDA_INSTANCE],
-	                   c->argv[SDA_LEASE],
-	                   c->argv[SDA_PREFIX]};
-	size_t l[] = {0,
-	              0,
-	              1,
-	              c->argvlen[SA_KEYS],
-	              strlen(am->acount),
-	              c->argvlen[SDA_INSTANCE],
-	              c->argvlen[SDA_LEASE],
-	              c->argvlen[SDA_PREFIX]};
-	return round_send(c, m, SCR_SESS_ADOPT_MORE, v, l, 8, adopt_reply);
+	int pairs = am->npend / 2, k = (pairs + ADOPT_CHUNK - 1) / ADOPT_CHUNK;
+	const char *v[MORE_HEAD] = {NULL,
+	                            NULL,
+	                            "1",
+	                            c->argv[SA_KEYS],
+	                            am->acount,
+	                            c->argv[SDA_INSTANCE],
+	                            c->argv[SDA_LEASE],
+	                            c->argv[SDA_PREFIX]};
+	size_t l[MORE_HEAD] = {0,
+	                       0,
+	                       1,
+	                       c->argvlen[SA_KEYS],
+	                       strlen(am->acount),
+	                       c->argvlen[SDA_INSTANCE],
+	                       c->argvlen[SDA_LEASE],
+	                       c->argvlen[SDA_PREFIX]};
+	if (round_args(am, (size_t)(k * MORE_HEAD + am->npend)) != 0)
+		return -1;
+	am->rounds++;
+	for (int j = 0, off = 0, s = 0; j < k; j++) {
+		int p =
+		    pairs - j * ADOPT_CHUNK < ADOPT_CHUNK ? pairs - j * ADOPT_CHUNK : ADOPT_CHUNK;
+		memcpy(am->mv + off, v, sizeof(v));
+		memcpy(am->ml + off, l, sizeof(l));
+		memcpy(am->mv + off + MORE_HEAD, am->pend + s, 2 * (size_t)p * sizeof(*am->mv));
+		memcpy(am->ml + off + MORE_HEAD, am->plen + s, 2 * (size_t)p * sizeof(*am->ml));
+		if (master_call(m, SCR_SESS_ADOPT_MORE, MORE_HEAD + 2 * p, am->mv + off,
+		                am->ml + off, adopt_reply, c) == 0)
+			am->wave++;
+		off += MORE_HEAD + 2 * p;
+		s += 2 * p;
+	}
+	return am->wave ? 0 : -1;
 }
 
 /* The scan goes on, or this master is done (0: the call still waits for it). */
@@ -371,11 +387,35 @@ static int scan_on(struct rl_call *c, struct master *m)
 	return am->cursor[0] && strcmp(am->cursor, "0") != 0 && scan_next(c, m) == 0 ? 0 : -1;
 }
 
+/* This master is done with. One whose holds were not all taken over (a
+ * round failed, or another adoption came between) does not count as
+ * having the session for us, whatever its first rounds said: with too few
+ * complete ones the RESUME answers ERR QUORUM and releases nothing, and
+ * the session stays resumable (the next RESUME compares the count left). */
+static void master_done(struct rl_call *c, struct master *m, int complete)
+{
+	struct sess_part *sp = &c->u.sess;
+	struct adopt_m *am = &sp->am[m->idx];
+	if (!complete && am->counted) {
+		sp->found -= c->counts[m->idx];
+		am->counted = 0;
+		log_warn("master %s: adopt: not every hold was taken over there", m->name);
+	}
+	c->pending--;
+	rl_check(c);
+}
+
+/* The scan of a large record is complete on this master. */
+static int scan_complete(const struct adopt_m *am)
+{
+	return strcmp(am->cursor, "0") == 0;
+}
+
 static void scan_reply(struct master *m, redisReply *r, void *arg_)
 {
 	struct rl_call *c = arg_;
 	struct adopt_m *am = &c->u.sess.am[m->idx];
-	pend_clear(am);
+	pend_clear(am); /* the last wave was answered */
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	    r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len < sizeof(am->cursor) &&
 	    r->element[1]->type == REDIS_REPLY_ARRAY) {
@@ -395,12 +435,12 @@ static void scan_reply(struct master *m, redisReply *r, void *arg_)
 		}
 		if (am->npend ? adopt_more(c, m) == 0 : scan_on(c, m) == 0)
 			return; /* the next round answers */
-	} else if (r && r->type == REDIS_REPLY_ERROR) {
-		log_warn("master %s: adopt: %s", m->name, r->str);
+		master_done(c, m, !am->npend && scan_complete(am));
+		return;
 	}
-	/* done with this master: the holds not taken over there count no yes */
-	c->pending--;
-	rl_check(c);
+	if (r && r->type == REDIS_REPLY_ERROR)
+		log_warn("master %s: adopt: %s", m->name, r->str);
+	master_done(c, m, 0);
 }
 
 static void adopt_reply(struct master *m, redisReply *r, void *arg_)
@@ -408,7 +448,7 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	struct rl_call *c = arg_;
 	struct sess_part *sp = &c->u.sess;
 	struct adopt_m *am = &sp->am[m->idx];
-	int i = m->idx;
+	int i = m->idx, more = am->rounds > 0;
 	int answered = !c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
 	               r->element[0]->type == REDIS_REPLY_INTEGER;
 	long long what = answered ? r->element[0]->integer : 0;
@@ -416,39 +456,44 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 		/* Adopted by another call between our rounds: no word (from
 		 * this round on: the holds of earlier rounds count). */
 		log_info("master %s: adopt: adopted elsewhere meanwhile", m->name);
-		if (!am->rounds)
+		if (!more)
 			c->st[i] = MR_FAIL;
 		sp->a.raced++;
+		am->stop = 1;
 	} else if (answered && (what == 1 || what == 2) && r->elements >= 3 &&
 	           r->element[1]->type == REDIS_REPLY_INTEGER &&
 	           r->element[2]->type == REDIS_REPLY_INTEGER) {
-		if (!am->rounds) {
+		if (!more) {
 			c->st[i] = MR_YES;
 			sp->found += c->counts[i];
+			am->counted = 1;
 			if (r->element[1]->integer > sp->a.grace_ms)
 				sp->a.grace_ms = r->element[1]->integer;
 			snprintf(am->acount, sizeof(am->acount), "%lld",
 			         (long long)r->element[2]->integer);
 		}
 		adopt_holds(c, i, r);
-		if (what == 2 && !am->rounds) { /* a large record: scan it from the start */
+		if (what == 2 && !more) { /* a large record: scan it from the start */
 			snprintf(am->cursor, sizeof(am->cursor), "0");
 			if (scan_next(c, m) == 0)
 				return;
-		} else if (am->rounds && scan_on(c, m) == 0) {
-			return; /* the next round answers */
+			am->stop = 1;
 		}
-	} else if (answered && !am->rounds) {
+	} else if (answered && !more) {
 		c->st[i] = MR_YES;
 		sp->none += c->counts[i];
 	} else if (!c->expired) {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: adopt: %s", m->name, r->str);
-		if (!am->rounds)
+		if (!more)
 			c->st[i] = MR_FAIL;
+		am->stop = 1;
 	}
-	c->pending--;
-	rl_check(c);
+	if (more && --am->wave > 0)
+		return; /* the rest of the wave answers */
+	if (more && !am->stop && scan_on(c, m) == 0)
+		return; /* the next round answers */
+	master_done(c, m, !am->stop && (!more || scan_complete(am)));
 }
 
 /* The second round (SCR_SESS_ADOPT) to master i, comparing the count its

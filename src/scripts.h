@@ -107,6 +107,10 @@ enum gen_arg {
 #define ADOPT_STR_(x) #x
 #define ADOPT_STR(x)  ADOPT_STR_(x)
 #define ADOPT_CHUNK_S ADOPT_STR(ADOPT_CHUNK)
+/* Fields one HSCAN of a large record asks for: its holds then go in a
+ * wave of ADOPT_CHUNK-hold scripts sent at once. */
+#define ADOPT_SCAN   1024
+#define ADOPT_SCAN_S ADOPT_STR(ADOPT_SCAN)
 /* SCR_SESS_ADOPT (1.2): KEYS[1] the record; then these. */
 enum adopt_arg {
 	SDA_SECRET = SA_KEYS + 1, /* ARGV[1] the secret */
