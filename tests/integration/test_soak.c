@@ -245,8 +245,11 @@ START_TEST(kill_and_rejoin)
 	int grants = 0, excluded_seen = 0;
 	double tr = h_now_ms(); /* lockd cannot meet the new server before this */
 	h_master_restart(0);
-	double tcount = -1, last_zero = -1;
-	while (h_now_ms() - tr < EXCL + 4000) {
+	/* the restart is complete: the bounds on counting again run from here
+	 * (starting a redis-server is the harness's time, issue 28) */
+	double tb = h_now_ms();
+	double tcount = -1, tcount_b = -1, last_zero = -1;
+	while (h_now_ms() - tb < EXCL + 4000) {
 		double ts = h_now_ms();
 		master_view(s, 0, st, sizeof(st), &counts);
 		double te = h_now_ms();
@@ -256,11 +259,12 @@ START_TEST(kill_and_rejoin)
 			              "(restart_exclusion_ms %d)",
 			              te - tr, EXCL);
 			tcount = te - tr;
+			tcount_b = te - tb;
 			break;
 		}
 		if (strcmp(st, "up") == 0)
 			excluded_seen++;
-		last_zero = ts - tr;
+		last_zero = ts - tb;
 		grant_once(a, &last, "while master 0 is excluded");
 		grants++;
 		h_sleep_ms(20);
@@ -271,10 +275,10 @@ START_TEST(kill_and_rejoin)
 	              st, EXCL + 4000, EXCL);
 	ck_assert_msg(excluded_seen > 0, "master 0 was never seen up and not counting");
 	/* the catch-up after the window is quick (bounded) */
-	ck_assert_msg(tcount <= EXCL + 1000,
-	              "master 0 counts only %.0f ms after its restart "
+	ck_assert_msg(tcount_b <= EXCL + 1000,
+	              "master 0 counts only %.0f ms after its restart was complete "
 	              "(restart_exclusion_ms %d)",
-	              tcount, EXCL);
+	              tcount_b, EXCL);
 	/* the log tells why it is out and when it counts again */
 	int why = h_file_count(h_lockd(0)->log, logoff, addr, "restart");
 	int back = h_file_count(h_lockd(0)->log, logoff, addr, "counts again");
@@ -282,9 +286,10 @@ START_TEST(kill_and_rejoin)
 		h_lockd_log_tail(0, 20);
 	ck_assert_msg(why >= 1, "no log line about %s restarting (and not counting)", addr);
 	ck_assert_msg(back >= 1, "no log line saying %s counts again", addr);
-	printf("kill_and_rejoin: master 0 counts again %.0f ms after restart (exclusion %d; last "
-	       "seen 0 at %.0f ms); %d grants meanwhile, %d polls up-but-excluded\n",
-	       tcount, EXCL, last_zero, grants, excluded_seen);
+	printf("kill_and_rejoin: master 0 restarted in %.0f ms, counts again %.0f ms after the "
+	       "restart was complete (exclusion %d; last seen 0 at %.0f ms); %d grants "
+	       "meanwhile, %d polls up-but-excluded\n",
+	       tb - tr, tcount_b, EXCL, last_zero, grants, excluded_seen);
 	fflush(stdout);
 	for (int i = 0; i < 3; i++)
 		grant_once(a, &last, "after master 0 counts again");
