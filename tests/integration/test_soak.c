@@ -617,7 +617,32 @@ struct faults {
 	int nev; /* what was done when, for the report */
 	double ev_t[512];
 	char ev[512][64];
+	/* when the harness was busy restarting masters: the sessions' loop
+	 * stood still (no UNLOCK sent, no grant read), the masters' start is
+	 * the harness's time, not lockd's */
+	int nblk;
+	double blk_from[256], blk_to[256];
 };
+
+static void fault_block(struct faults *f, double from, double to)
+{
+	if (f->nblk < 256) {
+		f->blk_from[f->nblk] = from;
+		f->blk_to[f->nblk++] = to;
+	}
+}
+
+/* How much of [at, at + len] the harness spent restarting masters. */
+static double blocked_in(const struct faults *f, double at, double len)
+{
+	double n = 0;
+	for (int i = 0; i < f->nblk; i++) {
+		double a = f->blk_from[i] > at ? f->blk_from[i] : at;
+		double b = f->blk_to[i] < at + len ? f->blk_to[i] : at + len;
+		n += b > a ? b - a : 0;
+	}
+	return n;
+}
 
 static void fault_ev(struct faults *f, const char *what)
 {
@@ -678,11 +703,13 @@ static void faults_tick(struct faults *f, double now, int stop_new)
 		if (now < f->until)
 			return;
 		if (f->phase == F_KILLED) {
+			double b0 = h_now_ms();
 			h_master_restart(f->m);
 			if (f->maj) {
 				h_master_restart(f->m2);
 				f->await_grant = 1;
 			}
+			fault_block(f, b0, h_now_ms());
 		} else
 			h_master_cont(f->m);
 		fault_ev(f, f->phase == F_KILLED ? "restarted" : "SIGCONT");
@@ -804,8 +831,11 @@ START_TEST(safety_soak)
 	printf("safety_soak: %d stalls (no grant for more than %.0f ms):", r.stall_at.n,
 	       r.stall_ms);
 	for (int k = 0; k < r.stall_at.n && k < 30; k++) {
-		printf("\n  at %.0f ms for %.0f ms; faults around it:", r.stall_at.v[k] - t0,
-		       r.stall_len.v[k]);
+		printf(
+		    "\n  at %.0f ms for %.0f ms (%.0f of them restarting masters); faults around "
+		    "it:",
+		    r.stall_at.v[k] - t0, r.stall_len.v[k],
+		    blocked_in(&f, r.stall_at.v[k], r.stall_len.v[k]));
 		for (int e = 0; e < f.nev; e++)
 			if (f.ev_t[e] >= r.stall_at.v[k] - 2500 &&
 			    f.ev_t[e] <= r.stall_at.v[k] + r.stall_len.v[k])
@@ -831,12 +861,14 @@ START_TEST(safety_soak)
 	              f.worst_first_grant);
 	/* liveness: a key left on a master that answered late keeps waiters out
 	 * for at most its lease (2000), and they get it within 1 s of its end
-	 * (service level; loaded headroom) */
+	 * (service level; loaded headroom). The time the harness spent
+	 * restarting a master, the sessions standing still, is not lockd's. */
 	double worst_stall = 0;
-	for (int k = 0; k < r.stall_len.n; k++)
+	for (int k = 0; k < r.stall_len.n; k++) {
+		double len = r.stall_len.v[k] - blocked_in(&f, r.stall_at.v[k], r.stall_len.v[k]);
 		if (!in_majority_fault(&f, r.stall_at.v[k], r.stall_len.v[k]))
-			worst_stall =
-			    r.stall_len.v[k] > worst_stall ? r.stall_len.v[k] : worst_stall;
+			worst_stall = len > worst_stall ? len : worst_stall;
+	}
 	ck_assert_msg(worst_stall <= 2000 + 1000 + H_LOADED,
 	              "no grant for %.0f ms (lease_ms 2000, one master faulted at a time)",
 	              worst_stall);
