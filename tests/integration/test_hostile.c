@@ -111,8 +111,10 @@ START_TEST(hostile_slowloris)
 	static double rtt[20000];
 	int nrtt = 0, open = SLOW_N;
 	for (int i = 0; i < SLOW_N; i++) {
+		/* a first line begins as lockd accepts, within raw_open(); the odd
+		 * ones' second line begins below */
+		t0[i] = next[i] = h_now_ms();
 		fd[i] = raw_open();
-		t0[i] = next[i] = h_now_ms(); /* odd ones: their second line's start, below */
 		closed[i] = 0;
 		if (i % 2)
 			ck_assert(send(fd[i], "PING\n", 5, MSG_NOSIGNAL) == 5);
