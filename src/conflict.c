@@ -2,13 +2,15 @@
  * no I/O, no allocation but free_permit's bitmap): which permit is free
  * here, whether the head waiter may ask the masters, who gets a released
  * lock or permit by a handoff, and whether a session's own hold satisfies
- * what it asks again. Over the types of locktab_int.h; locktab.c calls it. */
+ * what it asks again. Over the types of locktab_types.h and locktab_int.h,
+ * below locktab.h; locktab.c calls it. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "conflict.h"
+#include "locktab_int.h"
 
 /* The lowest permit in [from, n) that no session here holds (nor, for
  * permit 0, keeps from being taken by holding the key shared), or

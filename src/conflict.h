@@ -4,8 +4,7 @@
 
 #include <stdint.h>
 
-#include "locktab.h"
-#include "locktab_int.h"
+#include "locktab_types.h"
 
 #define NO_PERMIT UINT32_MAX
 

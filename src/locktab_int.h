@@ -1,7 +1,9 @@
 /* locktab_int: what locktab.c (the table of keys, its queues and grants)
  * and renew.c (a hold's life after its grant) share: a hold, a key entry
- * and the states of a hold. Private to those two files; sessions and
- * tests see only locktab.h. Types only: neither file's functions. */
+ * and the states of a hold. Private to those two files and the pure
+ * conflict.c; sessions and tests see only locktab.h. Types only: neither
+ * file's functions, and nothing of locktab.h, so that conflict.c sits
+ * below the table it serves. */
 #ifndef LOCKD_LOCKTAB_INT_H
 #define LOCKD_LOCKTAB_INT_H
 
@@ -9,7 +11,7 @@
 
 #include "dheap.h"
 #include "keytab.h"
-#include "locktab.h"
+#include "locktab_types.h"
 #include "redlock.h"
 #include "util.h"
 #include "ilist.h"

@@ -28,6 +28,7 @@
 #include <event2/event.h>
 
 #include "cfg.h"
+#include "locktab.h"
 #include "log.h"
 #include "memtrim.h"
 #include "proto.h"

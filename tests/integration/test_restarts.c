@@ -10,7 +10,15 @@
  * every restart case below asserts that the first grant comes no earlier
  * than the exclusion allows (a majority needs a restarted master) and no
  * later than restart_exclusion_ms + 2 s after the last master was back,
- * with a fence above every fence issued before. */
+ * with a fence above every fence issued before.
+ *
+ * The window of a restarted master opens when lockd sees its new run_id,
+ * not when the test asked for the restart: the harness's own time to
+ * start a redis-server (over half a second each on a loaded machine) is
+ * no part of it. Where a case needs the window at a known moment, lockd
+ * is stopped (SIGSTOP) while the masters are killed and started again,
+ * and let run once they are up: for lockd the restarts then happen at one
+ * instant, and every bound is measured from it (issue 28, item 7). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -60,12 +68,43 @@ static int masters_with_lock(int n, const char *rkey)
 	return h_masters_with_pttl(n, rkey, NULL, NULL);
 }
 
+/* lockd idx stopped (SIGSTOP), and seen stopped: until lockd_thaw it
+ * sees nothing of what happens to its masters. */
+static void lockd_freeze(int idx)
+{
+	h_lockd_signal(idx, SIGSTOP);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)h_lockd(idx)->pid);
+	char st = '?';
+	for (int k = 0; k < 1000; k++) {
+		char *s = h_slurp(path);
+		const char *rp = s ? strrchr(s, ')') : NULL;
+		st = rp && rp[1] == ' ' ? rp[2] : '?';
+		free(s);
+		if (st == 'T' || st == 't')
+			return;
+		h_sleep_ms(2);
+	}
+	ck_abort_msg("lockd %d not stopped 2 s after SIGSTOP (state %c)", idx, st);
+}
+
+/* SIGCONT to lockd idx; returns when it was sent: lockd can see nothing
+ * that happened while it was stopped before that. */
+static double lockd_thaw(int idx)
+{
+	double t = h_now_ms();
+	h_lockd_signal(idx, SIGCONT);
+	return t;
+}
+
 /* After the faults: TRYLOCK key every 10 ms until it answers "OK fence".
- * tk: just before the first master was killed (no restarted master can
- * count before tk + EXCL); t0: when the last master was back. Every reply
- * before the grant must be ERR QUORUM, and every reply must come within
- * H_SLOW_LIMIT. The grant must come at or after tk + EXCL (a majority needs a
- * restarted master) and within EXCL + 2000 ms of t0. Returns the fence. */
+ * tk: a moment before which lockd cannot have seen a restarted master (no
+ * restarted master can count before tk + EXCL): just before the first
+ * master was killed, or when lockd, stopped meanwhile, was let run again;
+ * t0: when the last master was back. Every reply before the grant must be
+ * ERR QUORUM, and every reply must come within H_SLOW_LIMIT. The grant must
+ * come at or after tk + EXCL (a majority needs a restarted master) and
+ * within EXCL + 2000 ms of t0. Returns the fence. */
 static unsigned long long first_grant(struct cl *c, const char *key, double tk, double t0,
                                       const char *what)
 {
@@ -86,11 +125,11 @@ static unsigned long long first_grant(struct cl *c, const char *key, double tk, 
 			unsigned long long f = h_fence(r);
 			fprintf(stderr,
 			        "%s: first grant %.0f ms after the last master was back (%.0f ms "
-			        "after the first kill), %d ERR QUORUM before it\n",
+			        "after lockd could first see a restart), %d ERR QUORUM before it\n",
 			        what, tr - t0, tr - tk, quorum);
 			ck_assert_msg(
 			    tr - tk >= EXCL,
-			    "%s: granted %.0f ms after the first master was killed, before "
+			    "%s: granted %.0f ms after lockd could first see a restart, before "
 			    "restart_exclusion_ms %d could pass for a restarted master",
 			    what, tr - tk, EXCL);
 			ck_assert_msg(tr - t0 <= EXCL + 2000,
@@ -187,47 +226,94 @@ START_TEST(majority_restart_other_down)
 }
 END_TEST
 
+/* lockd logged master i restarted (run_id ... -> ...) n times or more,
+ * within timeout_ms (it sees a restart once it has connected again). */
+static void wait_restarts_seen(int i, int n, int timeout_ms, const char *what)
+{
+	char rs[64];
+	snprintf(rs, sizeof(rs), "master 127.0.0.1:%d restarted", h_master(i)->port);
+	const char *log = h_lockd(0)->log;
+	double end = h_now_ms() + timeout_ms;
+	int got = h_file_count(log, 0, rs, NULL);
+	while (got < n && h_now_ms() < end) {
+		h_sleep_ms(10);
+		got = h_file_count(log, 0, rs, NULL);
+	}
+	ck_assert_msg(got >= n, "%s: lockd logged '%s' %d times, not %d, within %d ms", what, rs,
+	              got, n, timeout_ms);
+}
+
+/* Master i was restarted again within the exclusion window of its first
+ * restart: lockd did not log that it counts again between the two. */
+static void restarted_within_window(int i, const char *what)
+{
+	char rs[64], back[64];
+	snprintf(rs, sizeof(rs), "master 127.0.0.1:%d restarted", h_master(i)->port);
+	snprintf(back, sizeof(back), "master 127.0.0.1:%d counts again", h_master(i)->port);
+	wait_restarts_seen(i, 2, 5000, what);
+	char *text = h_slurp(h_lockd(0)->log);
+	ck_assert_ptr_nonnull(text);
+	char *first = strstr(text, rs), *second = first ? strstr(first + 1, rs) : NULL;
+	ck_assert_ptr_nonnull(second);
+	*second = '\0';
+	ck_assert_msg(strstr(first, back) == NULL,
+	              "%s: master %d counted again before its second restart: that restart "
+	              "did not come within its exclusion window",
+	              what, i);
+	free(text);
+}
+
 /* 2 of 3 masters restarted, then one of them restarted again in the middle
  * of its exclusion window: lockd still comes back, within the window + 2 s
- * of the last restart, with a larger fence. */
+ * of the last restart, with a larger fence. The first two restarts happen
+ * while lockd is stopped: for lockd they happen at once, when it runs
+ * again (tc), and the window is measured from there, not from the kills
+ * (starting two redis-servers took 1438 ms of a 1000 ms window on a
+ * loaded machine, issue 28). */
 START_TEST(majority_restart_twice)
 {
 	h_std(&restart_opts);
 	struct cl *a = cl_open();
 	unsigned long long f = take_release(a, "m", 5);
+	lockd_freeze(0);
 	double tk = h_now_ms();
 	h_master_kill(0);
 	h_master_kill(1);
 	h_master_restart(0);
 	h_master_restart(1);
-	double t1 = h_now_ms();
-	ck_assert_msg(t1 - tk < EXCL / 2 - 100,
-	              "restarting 2 masters took %.0f ms: no time left in the %d ms window",
-	              t1 - tk, EXCL);
+	double tc = lockd_thaw(0);
+	fprintf(stderr,
+	        "majority_restart_twice: 2 of 3 masters restarted in %.0f ms, lockd stopped "
+	        "meanwhile\n",
+	        tc - tk);
 	/* until the middle of the window: no majority counts */
 	int n = 0;
-	for (; n < 200 && h_now_ms() < tk + EXCL / 2; n++) {
+	for (; n < 200 && h_now_ms() < tc + EXCL / 2; n++) {
 		double ts = h_now_ms();
 		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
 		double tr = h_now_ms();
-		ck_assert_msg(r != NULL, "TRYLOCK m %.0f ms after the kills: no reply", ts - tk);
+		ck_assert_msg(r != NULL, "TRYLOCK m %.0f ms after lockd ran again: no reply",
+		              ts - tc);
 		ck_assert_msg(tr - ts <= H_SLOW_LIMIT, "TRYLOCK m took %.0f ms", tr - ts);
 		ck_assert_msg(
 		    strncmp(r, "ERR QUORUM", 10) == 0,
-		    "TRYLOCK m %.0f ms after 2 of 3 masters restarted (window %d ms): got "
-		    "'%s', expected 'ERR QUORUM...'",
-		    tr - tk, EXCL, r);
+		    "TRYLOCK m %.0f ms after lockd ran again, 2 of 3 masters restarted (window %d "
+		    "ms): got '%s', expected 'ERR QUORUM...'",
+		    tr - tc, EXCL, r);
 		h_sleep_ms(10);
 	}
 	ck_assert_int_gt(n, 0);
+	/* lockd has seen master 0 restarted: its window is open */
+	wait_restarts_seen(0, 1, H_SLOW_LIMIT, "majority_restart_twice");
 	h_master_restart(0);
 	double t0 = h_now_ms();
 	fprintf(stderr,
-	        "majority_restart_twice: master 0 restarted again %.0f ms after the kills\n",
-	        t0 - tk);
-	unsigned long long g = first_grant(a, "m", tk, t0, "majority_restart_twice");
+	        "majority_restart_twice: master 0 restarted again %.0f ms after lockd ran again\n",
+	        t0 - tc);
+	unsigned long long g = first_grant(a, "m", tc, t0, "majority_restart_twice");
 	ck_assert_msg(g > f, "fence %llu after the restarts, %llu before", g, f);
 	after_grant(a, "m", 3, g, "majority_restart_twice");
+	restarted_within_window(0, "majority_restart_twice");
 	cl_close(a);
 }
 END_TEST
@@ -334,44 +420,52 @@ START_TEST(restart_during_catchup)
 	struct cl *a = cl_open();
 	unsigned long long f = take_release(a, "m", 5);
 	fill_counters(2, 100000);
+	/* the two restarts at one instant for lockd (see majority_restart_twice) */
+	lockd_freeze(0);
 	double tk = h_now_ms();
 	h_master_kill(0);
 	h_master_kill(1);
 	h_master_restart(0);
 	h_master_restart(1);
-	double t1 = h_now_ms();
-	ck_assert_msg(t1 - tk < EXCL - 200, "restarting 2 masters took %.0f ms", t1 - tk);
+	double tc = lockd_thaw(0);
+	fprintf(stderr,
+	        "restart_during_catchup: 2 of 3 masters restarted in %.0f ms, lockd stopped "
+	        "meanwhile\n",
+	        tc - tk);
 	long off = h_file_size(h_lockd(0)->log);
 	/* until just after the window: no grant before it, and none expected
 	 * until the catch-up (100,000 counters) is done */
 	int n = 0, early = 0;
-	for (; n < 300 && h_now_ms() < tk + EXCL + 150; n++) {
+	for (; n < 300 && h_now_ms() < tc + EXCL + 150; n++) {
 		double ts = h_now_ms();
 		const char *r = cl_cmd(a, "TRYLOCK m", 5000);
 		double tr = h_now_ms();
-		ck_assert_msg(r != NULL, "TRYLOCK m %.0f ms after the kills: no reply", ts - tk);
+		ck_assert_msg(r != NULL, "TRYLOCK m %.0f ms after lockd ran again: no reply",
+		              ts - tc);
 		ck_assert_msg(tr - ts <= H_SLOW_LIMIT, "TRYLOCK m took %.0f ms", tr - ts);
 		if (strncmp(r, "OK ", 3) == 0) {
 			unsigned long long g = h_fence(r);
-			ck_assert_msg(tr - tk >= EXCL,
-			              "granted %.0f ms after the kills (window %d)", tr - tk, EXCL);
+			ck_assert_msg(tr - tc >= EXCL,
+			              "granted %.0f ms after lockd ran again (window %d)", tr - tc,
+			              EXCL);
 			ck_assert_msg(g > f, "fence %llu after %llu", g, f);
 			f = g;
 			cl_expect(a, "UNLOCK m", "OK 0");
 			early++;
 		} else {
 			ck_assert_msg(strncmp(r, "ERR QUORUM", 10) == 0,
-			              "TRYLOCK m %.0f ms after the kills: got '%s'", tr - tk, r);
+			              "TRYLOCK m %.0f ms after lockd ran again: got '%s'", tr - tc,
+			              r);
 		}
 		h_sleep_ms(10);
 	}
 	h_master_restart(2);
 	double t0 = h_now_ms();
 	fprintf(stderr,
-	        "restart_during_catchup: master 2 restarted %.0f ms after the kills (%d grants "
-	        "before it)\n",
-	        t0 - tk, early);
-	unsigned long long g = first_grant(a, "m", tk, t0, "restart_during_catchup");
+	        "restart_during_catchup: master 2 restarted %.0f ms after lockd ran again (%d "
+	        "grants before it)\n",
+	        t0 - tc, early);
+	unsigned long long g = first_grant(a, "m", tc, t0, "restart_during_catchup");
 	ck_assert_msg(g > f, "fence %llu after the restarts, %llu before", g, f);
 	after_grant(a, "m", 3, g, "restart_during_catchup");
 	fprintf(stderr, "restart_during_catchup: lockd logged %d failed catch-ups\n",
@@ -383,19 +477,22 @@ END_TEST
 /* A waiter queued (LOCK w WAIT 20000) behind a TTL lock while a majority of
  * the masters restarts: the holder's TTL lapses (LOST) during the outage,
  * and the waiter is granted once the masters count again, within the
- * window + 2 s of the last restart, with a larger fence. No stuck queue. */
+ * window + 2 s of the last restart, with a larger fence. No stuck queue.
+ * The lock is taken with a long TTL, and EXTENDed to 1000 ms once the
+ * waiter is queued, right before the kills: the harness's time to queue
+ * the waiter is not taken from the TTL (issue 28). */
 START_TEST(waiter_through_restarts)
 {
 	h_std(&restart_opts);
 	struct cl *a = cl_open(), *b = cl_open(), *s = cl_open();
 	unsigned long long f = take_release(a, "w", 3);
-	unsigned long long fa = cl_lock(a, "LOCK w TTL 1000");
-	double ta = h_now_ms(); /* the TTL lease ends before ta + 1000 */
+	unsigned long long fa = cl_lock(a, "LOCK w TTL 20000");
 	ck_assert_msg(fa > f, "fence %llu after %llu", fa, f);
 	cl_send(b, "LOCK w WAIT 20000\n");
 	cl_wait_waiters(s, "w", 1, 2000);
+	cl_expect(a, "EXTEND w 1000", "OK");
+	double ta = h_now_ms(); /* the TTL lease ends before ta + 1000 */
 	double tk = h_now_ms();
-	ck_assert_msg(tk - ta < 700, "queueing the waiter took %.0f ms (TTL 1000)", tk - ta);
 	h_master_kill(0);
 	h_master_kill(1);
 	h_master_restart(0);
@@ -407,11 +504,12 @@ START_TEST(waiter_through_restarts)
 	char lost[64];
 	snprintf(lost, sizeof(lost), "LOST w %llu", fa);
 	/* LOST by the TTL's end: a safety bound, kept where it was (700 ms
-	 * after the TTL) when H_SLOW_LIMIT got its loaded headroom */
+	 * after the TTL) when H_SLOW_LIMIT got its loaded headroom (read after
+	 * the restarts: a LOST that came in time waits in the socket) */
 	double rem = ta + 1000 + 700 - h_now_ms();
 	const char *l = cl_line(a, rem > 0 ? (int)rem : 0);
 	ck_assert_msg(l && strcmp(l, lost) == 0,
-	              "holder: got '%s' %.0f ms after its TTL 1000 grant, "
+	              "holder: got '%s' %.0f ms after its EXTEND to 1000 ms, "
 	              "expected '%s'",
 	              l ? l : "nothing", h_now_ms() - ta, lost);
 

@@ -245,8 +245,11 @@ START_TEST(kill_and_rejoin)
 	int grants = 0, excluded_seen = 0;
 	double tr = h_now_ms(); /* lockd cannot meet the new server before this */
 	h_master_restart(0);
-	double tcount = -1, last_zero = -1;
-	while (h_now_ms() - tr < EXCL + 4000) {
+	/* the restart is complete: the bounds on counting again run from here
+	 * (starting a redis-server is the harness's time, issue 28) */
+	double tb = h_now_ms();
+	double tcount = -1, tcount_b = -1, last_zero = -1;
+	while (h_now_ms() - tb < EXCL + 4000) {
 		double ts = h_now_ms();
 		master_view(s, 0, st, sizeof(st), &counts);
 		double te = h_now_ms();
@@ -256,11 +259,12 @@ START_TEST(kill_and_rejoin)
 			              "(restart_exclusion_ms %d)",
 			              te - tr, EXCL);
 			tcount = te - tr;
+			tcount_b = te - tb;
 			break;
 		}
 		if (strcmp(st, "up") == 0)
 			excluded_seen++;
-		last_zero = ts - tr;
+		last_zero = ts - tb;
 		grant_once(a, &last, "while master 0 is excluded");
 		grants++;
 		h_sleep_ms(20);
@@ -271,10 +275,10 @@ START_TEST(kill_and_rejoin)
 	              st, EXCL + 4000, EXCL);
 	ck_assert_msg(excluded_seen > 0, "master 0 was never seen up and not counting");
 	/* the catch-up after the window is quick (bounded) */
-	ck_assert_msg(tcount <= EXCL + 1000,
-	              "master 0 counts only %.0f ms after its restart "
+	ck_assert_msg(tcount_b <= EXCL + 1000,
+	              "master 0 counts only %.0f ms after its restart was complete "
 	              "(restart_exclusion_ms %d)",
-	              tcount, EXCL);
+	              tcount_b, EXCL);
 	/* the log tells why it is out and when it counts again */
 	int why = h_file_count(h_lockd(0)->log, logoff, addr, "restart");
 	int back = h_file_count(h_lockd(0)->log, logoff, addr, "counts again");
@@ -282,9 +286,10 @@ START_TEST(kill_and_rejoin)
 		h_lockd_log_tail(0, 20);
 	ck_assert_msg(why >= 1, "no log line about %s restarting (and not counting)", addr);
 	ck_assert_msg(back >= 1, "no log line saying %s counts again", addr);
-	printf("kill_and_rejoin: master 0 counts again %.0f ms after restart (exclusion %d; last "
-	       "seen 0 at %.0f ms); %d grants meanwhile, %d polls up-but-excluded\n",
-	       tcount, EXCL, last_zero, grants, excluded_seen);
+	printf("kill_and_rejoin: master 0 restarted in %.0f ms, counts again %.0f ms after the "
+	       "restart was complete (exclusion %d; last seen 0 at %.0f ms); %d grants "
+	       "meanwhile, %d polls up-but-excluded\n",
+	       tb - tr, tcount_b, EXCL, last_zero, grants, excluded_seen);
 	fflush(stdout);
 	for (int i = 0; i < 3; i++)
 		grant_once(a, &last, "after master 0 counts again");
@@ -466,34 +471,63 @@ END_TEST
 
 /* ------------------------------------------------------------------ lockd restarts */
 
-/* PTTLs of rkey on the 3 masters, sorted (missing key: 0). */
-static void pttls(const char *rkey, long long p[3])
+static void sort3(double v[3])
 {
-	for (int i = 0; i < 3; i++) {
-		char *v = h_redis(i, "PTTL", rkey, NULL);
-		long long x = v ? strtoll(v, NULL, 10) : 0;
-		p[i] = x > 0 ? x : 0;
-		free(v);
-	}
 	for (int i = 0; i < 3; i++)
 		for (int j = i + 1; j < 3; j++)
-			if (p[j] < p[i]) {
-				long long t = p[i];
-				p[i] = p[j];
-				p[j] = t;
+			if (v[j] < v[i]) {
+				double t = v[i];
+				v[i] = v[j];
+				v[j] = t;
 			}
 }
 
-/* kill -9 the lockd that holds a lock: a new lockd on the same masters does
- * not grant it while the lease is on a majority, grants it once it lapses,
- * with a larger fence. */
+/* rkey's lease on the 3 masters (m: a connection to each, opened before):
+ * p its PTTLs (missing key: 0); *free_at no later than the moment a
+ * majority lacks it, *all_at no earlier than the moment all do, in
+ * h_now_ms() time: a PTTL is the lease left when the master ran it,
+ * between the command's send and its reply. */
+static void lease_ends(struct rconn *const m[3], const char *rkey, long long p[3], double *free_at,
+                       double *all_at)
+{
+	double lo[3], hi[3];
+	for (int i = 0; i < 3; i++) {
+		double ts = h_now_ms();
+		char *v = rc_cmd(m[i], "PTTL", rkey, NULL);
+		double te = h_now_ms();
+		ck_assert_msg(v != NULL, "master %d did not answer PTTL %s", i, rkey);
+		long long x = strtoll(v, NULL, 10);
+		p[i] = x > 0 ? x : 0;
+		lo[i] = ts + (double)p[i];
+		hi[i] = te + (double)p[i];
+		free(v);
+	}
+	sort3(lo);
+	sort3(hi);
+	*free_at = lo[1] - 2; /* 2 ms for PTTL rounding */
+	*all_at = hi[2] + 5;
+}
+
+/* kill -9 the lockd that holds a lock: another lockd on the same masters
+ * does not grant it while the lease is on a majority, grants it once it
+ * lapses, with a larger fence. The other lockd is started before the
+ * kill, and the leases are read over connections opened before it: what
+ * the harness takes to start a lockd or connect is not taken from the
+ * lease (issue 28). */
 START_TEST(lockd_restart_keeps_lock)
 {
 	enum { LEASE = 1500 };
 	struct h_opts o = {.lease_ms = LEASE, .redis_extra = "  reconnect_max_ms: 200\n"};
 	h_masters_start(3);
 	int A = h_lockd_start(&o);
+	int B = h_lockd_start(&o);
 	struct cl *a = cl_tcp(h_lockd(A)->port);
+	struct cl *b = cl_tcp(h_lockd(B)->port), *w = cl_tcp(h_lockd(B)->port);
+	struct rconn *m[3];
+	for (int i = 0; i < 3; i++) {
+		m[i] = rc_open(h_master(i)->port, 3000);
+		ck_assert_msg(m[i] != NULL, "master %d: cannot connect", i);
+	}
 	unsigned long long fa = cl_lock(a, "LOCK k");
 	unsigned long long fa2 = cl_lock(a, "LOCK k2");
 	/* the watchdog keeps them: past one lease, nothing happens */
@@ -504,24 +538,16 @@ START_TEST(lockd_restart_keeps_lock)
 	              "lockd A did not die of SIGKILL (status %d)", st);
 	double tk = h_now_ms();
 	long long p[3], p2[3];
-	pttls("lockd:k", p);
-	pttls("lockd:k2", p2);
+	double k_free, k_all, k2_free, k2_all;
+	lease_ends(m, "lockd:k", p, &k_free, &k_all);
+	lease_ends(m, "lockd:k2", p2, &k2_free, &k2_all);
+	for (int i = 0; i < 3; i++)
+		rc_close(m[i]);
 	ck_assert_msg(p[1] > 0 && p2[1] > 0,
 	              "right after lockd A died its locks are not on a majority (PTTL k %lld %lld "
 	              "%lld, k2 %lld %lld %lld): the watchdog did not renew them",
 	              p[0], p[1], p[2], p2[0], p2[1], p2[2]);
-	/* k: free on a majority at the earliest tk + p[1] (allow 2 ms for
-	 * PTTL rounding); k2 likewise. */
-	double k_free = tk + p[1] - 2, k_all = tk + p[2] + 5, k2_free = tk + p2[1] - 2,
-	       k2_all = tk + p2[2] + 5;
-	int B = h_lockd_start(&o);
-	double tb = h_now_ms();
-	struct cl *b = cl_tcp(h_lockd(B)->port), *w = cl_tcp(h_lockd(B)->port);
 	cl_send(w, "LOCK k2 WAIT 8000\n");
-	ck_assert_msg(tb < k_free - 100,
-	              "lockd B took %.0f ms to start: lockd A's lease (%d ms) lapsed before it "
-	              "could be checked",
-	              tb - tk, LEASE);
 	int busy = 0;
 	unsigned long long fb = 0;
 	double tok = 0;
@@ -559,10 +585,10 @@ START_TEST(lockd_restart_keeps_lock)
 	              "waiter on k2 granted %.0f ms after A's lease ran out (service level 1 s)",
 	              tw - k2_all);
 	ck_assert_msg(fw > fa2, "fence %llu for k2 from lockd B after %llu from lockd A", fw, fa2);
-	printf("lockd_restart_keeps_lock: lockd B up %.0f ms after kill; lease left %lld/%lld/%lld "
-	       "ms; %d BUSY, then OK %llu (A had %llu) %.0f ms after kill (%.0f after majority "
+	printf("lockd_restart_keeps_lock: lease left %lld/%lld/%lld ms at the kill; %d BUSY on "
+	       "lockd B, then OK %llu (A had %llu) %.0f ms after kill (%.0f after majority "
 	       "lapse); waiter on k2 granted %.0f ms after its lease ran out\n",
-	       tb - tk, p[0], p[1], p[2], busy, fb, fa, tok - tk, tok - k_free, tw - k2_all);
+	       p[0], p[1], p[2], busy, fb, fa, tok - tk, tok - k_free, tw - k2_all);
 	fflush(stdout);
 	cl_close(a);
 	cl_close(b);
@@ -591,7 +617,32 @@ struct faults {
 	int nev; /* what was done when, for the report */
 	double ev_t[512];
 	char ev[512][64];
+	/* when the harness was busy restarting masters: the sessions' loop
+	 * stood still (no UNLOCK sent, no grant read), the masters' start is
+	 * the harness's time, not lockd's */
+	int nblk;
+	double blk_from[256], blk_to[256];
 };
+
+static void fault_block(struct faults *f, double from, double to)
+{
+	if (f->nblk < 256) {
+		f->blk_from[f->nblk] = from;
+		f->blk_to[f->nblk++] = to;
+	}
+}
+
+/* How much of [at, at + len] the harness spent restarting masters. */
+static double blocked_in(const struct faults *f, double at, double len)
+{
+	double n = 0;
+	for (int i = 0; i < f->nblk; i++) {
+		double a = f->blk_from[i] > at ? f->blk_from[i] : at;
+		double b = f->blk_to[i] < at + len ? f->blk_to[i] : at + len;
+		n += b > a ? b - a : 0;
+	}
+	return n;
+}
 
 static void fault_ev(struct faults *f, const char *what)
 {
@@ -652,11 +703,13 @@ static void faults_tick(struct faults *f, double now, int stop_new)
 		if (now < f->until)
 			return;
 		if (f->phase == F_KILLED) {
+			double b0 = h_now_ms();
 			h_master_restart(f->m);
 			if (f->maj) {
 				h_master_restart(f->m2);
 				f->await_grant = 1;
 			}
+			fault_block(f, b0, h_now_ms());
 		} else
 			h_master_cont(f->m);
 		fault_ev(f, f->phase == F_KILLED ? "restarted" : "SIGCONT");
@@ -778,8 +831,11 @@ START_TEST(safety_soak)
 	printf("safety_soak: %d stalls (no grant for more than %.0f ms):", r.stall_at.n,
 	       r.stall_ms);
 	for (int k = 0; k < r.stall_at.n && k < 30; k++) {
-		printf("\n  at %.0f ms for %.0f ms; faults around it:", r.stall_at.v[k] - t0,
-		       r.stall_len.v[k]);
+		printf(
+		    "\n  at %.0f ms for %.0f ms (%.0f of them restarting masters); faults around "
+		    "it:",
+		    r.stall_at.v[k] - t0, r.stall_len.v[k],
+		    blocked_in(&f, r.stall_at.v[k], r.stall_len.v[k]));
 		for (int e = 0; e < f.nev; e++)
 			if (f.ev_t[e] >= r.stall_at.v[k] - 2500 &&
 			    f.ev_t[e] <= r.stall_at.v[k] + r.stall_len.v[k])
@@ -805,12 +861,14 @@ START_TEST(safety_soak)
 	              f.worst_first_grant);
 	/* liveness: a key left on a master that answered late keeps waiters out
 	 * for at most its lease (2000), and they get it within 1 s of its end
-	 * (service level; loaded headroom) */
+	 * (service level; loaded headroom). The time the harness spent
+	 * restarting a master, the sessions standing still, is not lockd's. */
 	double worst_stall = 0;
-	for (int k = 0; k < r.stall_len.n; k++)
+	for (int k = 0; k < r.stall_len.n; k++) {
+		double len = r.stall_len.v[k] - blocked_in(&f, r.stall_at.v[k], r.stall_len.v[k]);
 		if (!in_majority_fault(&f, r.stall_at.v[k], r.stall_len.v[k]))
-			worst_stall =
-			    r.stall_len.v[k] > worst_stall ? r.stall_len.v[k] : worst_stall;
+			worst_stall = len > worst_stall ? len : worst_stall;
+	}
 	ck_assert_msg(worst_stall <= 2000 + 1000 + H_LOADED,
 	              "no grant for %.0f ms (lease_ms 2000, one master faulted at a time)",
 	              worst_stall);
