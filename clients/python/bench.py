@@ -24,7 +24,8 @@ def sync_cycles(addr, secs):
     c.trylock("bench-warm").release()
     n, end = 0, time.monotonic() + secs
     while time.monotonic() < end:
-        lk = c.lock("bench-sync").acquire()
+        lk = c.lock("bench-sync")
+        lk.acquire()
         lk.release()
         n += 1
     c.close()
@@ -56,7 +57,8 @@ def handoff(addr, secs):
 
     def worker():
         while time.monotonic() < stop:
-            lk = c.lock("bench-handoff", wait=10).acquire()
+            lk = c.lock("bench-handoff", wait=10)
+            lk.acquire()
             t = time.monotonic()
             with turn:
                 if released_at[0]:
