@@ -181,10 +181,11 @@ class _Conn:
         self.surely_until: Optional[float] = None  # loop time; None: no hold watched
         self.lease_s = 0.0  # the longest ttl lockd reported for the hold
         self.renewed = True  # lockd renews the hold (no TTL): heartbeats move the deadline
-        self.hold_gen = 0  # bumped when a hold starts or ends: stale timers and replies see it
+        self.hold_gen = 0  # bumped when a hold starts or ends: stale replies see it
+        self.hb_due: Optional[float] = None  # loop time of the next heartbeat (None: none planned)
         self.heartbeats = 0  # heartbeats sent (bench.py counts them)
-        self._loss_timer: Optional[asyncio.TimerHandle] = None
-        self._hb_timer: Optional[asyncio.TimerHandle] = None
+        self._timer: Optional[asyncio.TimerHandle] = None  # the loss or the heartbeat, whichever is first
+        self._timer_at = 0.0
         self._hb_out: Optional[int] = None  # hold_gen of the heartbeat in flight
         self._close_timer: Optional[asyncio.TimerHandle] = None
 
@@ -359,9 +360,7 @@ class _Conn:
         if self.state != "open":
             return
         self._close_transport()
-        if self._hb_timer is not None:
-            self._hb_timer.cancel()  # the resume's HELD confirms the hold; the loss timer runs on
-            self._hb_timer = None
+        self.hb_due = None  # the resume's HELD confirms the hold; the deadline stands meanwhile
         if self.sid is not None and not self.client._closed:
             self.state = "resuming"
             self.backlog = self.retry + list(self.pending) + self.backlog
@@ -377,6 +376,7 @@ class _Conn:
             self._die("connection to lockd lost")
 
     def _close_transport(self) -> None:
+        self.client._draining.discard(self)
         if self._close_timer is not None:
             self._close_timer.cancel()
             self._close_timer = None
@@ -406,6 +406,7 @@ class _Conn:
             quit = False
         if quit:
             self._close_timer = self.loop.call_later(self.client._connect_timeout, self._close_transport)
+            self.client._draining.add(self)
         else:
             self._close_transport()
             if self.task is not None and self.task is not asyncio.current_task():
@@ -449,12 +450,12 @@ class _Conn:
         self.renewed = renewed
         self.lease_s = ttl_ms / 1000.0
         self._confirm(sent, ttl_ms)
-        self._schedule_heartbeat()
 
     def _confirm(self, sent: float, ttl_ms: int) -> None:
         self.lease_s = max(self.lease_s, ttl_ms / 1000.0)
         self.surely_until = _surely_until(sent, ttl_ms)
-        self._arm_loss()
+        self._plan_heartbeat()
+        self._wake()
 
     def extended(self, sent: float, ms: int, ok: bool) -> None:
         """EXTEND sent at `sent` for ms: its OK makes that the validity; any
@@ -464,40 +465,64 @@ class _Conn:
         until = _surely_until(sent, ms)
         self.surely_until = until if ok else min(self.surely_until, until)
         self.lease_s = max(self.lease_s, ms / 1000.0)
-        self._arm_loss()
+        self._wake()
 
     def hold_over(self) -> None:
-        """The hold ended (released or lost): stop watching it."""
+        """The hold ended (released or lost): stop watching it. The timer
+        stays; it finds nothing to do and stops (a timer made and cancelled
+        for every hold would cost a third of an uncontended lock/unlock)."""
         self.hold_gen += 1
         self.surely_until = None
-        self._stop_timers()
+        self.hb_due = None
 
     def _stop_timers(self) -> None:
-        for t in (self._loss_timer, self._hb_timer):
-            if t is not None:
-                t.cancel()
-        self._loss_timer = self._hb_timer = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.hb_due = None
 
-    def _arm_loss(self) -> None:
-        if self._loss_timer is not None:
-            self._loss_timer.cancel()
-        assert self.surely_until is not None
-        at = self.surely_until - _margin(self.lease_s)
-        self._loss_timer = self.loop.call_at(at, self._deadline_passed, self.hold_gen)
-
-    def _schedule_heartbeat(self) -> None:
+    def _plan_heartbeat(self) -> None:
+        """The next heartbeat: a third of the lease from now, and a third of
+        the lease before the deadline at the latest."""
         if not self.renewed or self.surely_until is None:
-            return  # a TTL hold: nobody renews it, its deadline is its TTL
-        if self._hb_timer is not None:
-            self._hb_timer.cancel()
+            self.hb_due = None  # a TTL hold: nobody renews it, its deadline is its TTL
+            return
         now = self.loop.time()
         third = self.lease_s / 3.0
-        at = max(min(now + third, self.surely_until - third), now + 0.01)
-        self._hb_timer = self.loop.call_at(at, self._heartbeat, self.hold_gen)
+        self.hb_due = max(min(now + third, self.surely_until - third), now + 0.01)
 
-    def _heartbeat(self, gen: int) -> None:
-        self._hb_timer = None
-        if gen != self.hold_gen or self.holder is None or self.state != "open" or self._hb_out == gen:
+    def _wake(self) -> None:
+        """Have the one timer fire by the next thing due: the loss (the
+        deadline less the margin) or the heartbeat. It is moved earlier,
+        never later."""
+        if self.surely_until is None:
+            return
+        at = self.surely_until - _margin(self.lease_s)
+        if self.hb_due is not None and self.hb_due < at:
+            at = self.hb_due
+        if self._timer is not None:
+            if self._timer_at <= at:
+                return
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = self.loop.call_at(at, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        if self.surely_until is None or self.holder is None:
+            return
+        now = self.loop.time()
+        if now >= self.surely_until - _margin(self.lease_s):
+            self._deadline_passed()
+            return
+        if self.hb_due is not None and now >= self.hb_due:
+            self.hb_due = None
+            self._heartbeat()
+        self._wake()
+
+    def _heartbeat(self) -> None:
+        gen = self.hold_gen
+        if self.state != "open" or self._hb_out == gen:
             return
         self._hb_out = gen
         self.heartbeats += 1
@@ -510,23 +535,22 @@ class _Conn:
         if f.cancelled() or f.exception() is not None or gen != self.hold_gen:
             return
         h = self.holder
-        if h is None:
+        if h is None or self.surely_until is None:
             return
         lines = f.result()
         ttl = _ttl_of(lines, h.key, h.fence)
         if ttl is None:
             if isinstance(lines, list):
                 h._mark_lost("lockd no longer lists it as held (HELD)")
-            else:
-                self._schedule_heartbeat()  # an ERR reply: try again; the deadline stands
+            else:  # an ERR reply: try again; the deadline stands
+                self._plan_heartbeat()
+                self._wake()
             return
         self._confirm(p.sent_at, ttl)
-        self._schedule_heartbeat()
 
-    def _deadline_passed(self, gen: int) -> None:
-        self._loss_timer = None
+    def _deadline_passed(self) -> None:
         h = self.holder
-        if gen != self.hold_gen or h is None:
+        if h is None:
             return
         h._mark_lost(
             "the lease lockd last confirmed ends now (lockd frozen, dead or cut off): "
@@ -607,7 +631,6 @@ class _Conn:
         ttl = _ttl_of(lines, h.key, h.fence)
         if ttl is not None:
             self._confirm(sent, ttl)
-            self._schedule_heartbeat()
 
     def _replay(self, held: Dict[str, str]) -> None:
         """Send again what the broken connection left unanswered."""
@@ -787,13 +810,19 @@ class Lock:
             granted = r.startswith("OK ")
             fence = int(r.split(" ")[1]) if granted else 0
             if granted and watch and hp is not None:
-                ttl, sent = _ttl_of(await hp.fut, self.key, fence), hp.sent_at
+                # lockd answers it right behind the OK; a lockd that froze
+                # in between gets as long as a connect
+                limit = max(c._connect_timeout, 1.0)
+                try:
+                    ttl, sent = _ttl_of(await asyncio.wait_for(hp.fut, limit), self.key, fence), hp.sent_at
+                except asyncio.TimeoutError:
+                    lost_why = "lockd did not confirm the grant in time"
                 if ttl is not None and _surely_until(sent, ttl) - loop.time() < ttl / 2000.0:
                     ttl = None  # a long wait: that figure is too old to count on, ask again
-                if ttl is None and not conn.early_lost:
+                if ttl is None and not conn.early_lost and not lost_why:
                     p = conn.request("HELD", multi=True)
                     try:
-                        lines = await asyncio.wait_for(p.fut, max(c._connect_timeout, 1.0))
+                        lines = await asyncio.wait_for(p.fut, limit)
                     except asyncio.TimeoutError:
                         lines = []
                         lost_why = "lockd did not confirm the grant in time"
@@ -874,7 +903,9 @@ class Lock:
         conn = self._held_conn()
         p = conn.request(f"EXTEND {self.key} {ms}")
         r = await p.fut
-        conn.extended(p.sent_at, ms, r == "OK")
+        assert isinstance(r, str)
+        if r == "OK" or r.startswith("ERR QUORUM"):  # the new lease may be on some masters
+            conn.extended(p.sent_at, ms, r == "OK")
         conn._check(r)
 
     async def release(self) -> None:
@@ -1100,6 +1131,7 @@ class Client:
         self._all: Set[_Conn] = set()
         self._cleanups: Set["asyncio.Task[None]"] = set()  # sessions being ended
         self._tasks: Set["asyncio.Task[None]"] = set()  # every background task
+        self._draining: Set[_Conn] = set()  # sessions ended with QUIT, read to lockd's close
         self._closed = False
         self._loop: Optional[asyncio.AbstractEventLoop] = None
 
@@ -1338,7 +1370,13 @@ class Client:
         await asyncio.gather(*(c.quit() for c in conns), return_exceptions=True)
         if self._cleanups:
             await asyncio.wait(set(self._cleanups), timeout=self._connect_timeout)
-        left = set(self._tasks)
+        if self._draining:
+            readers = {c.task for c in self._draining if c.task is not None}
+            if readers:
+                await asyncio.wait(readers, timeout=1.0)
+            for c in list(self._draining):
+                c._close_transport()
+        left = set(self._tasks) | {c.task for c in self._all if c.task is not None and not c.task.done()}
         for t in left:
             t.cancel()
         if left:

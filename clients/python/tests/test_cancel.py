@@ -15,7 +15,9 @@ import lockd
 from lockd import aio
 
 # One round trip, a connect and a release on the masters take milliseconds
-# here; the grace a detached session would keep the key for is 10 s.
+# here; the grace a detached session would keep the key for is 10 s. (After
+# a release, the masters may keep a key about 0.2 s for a lockd whose
+# waiter had asked for it, even once that waiter is gone: liveness.)
 FREE_WITHIN = 1.0
 
 
