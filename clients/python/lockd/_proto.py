@@ -58,14 +58,14 @@ def parse_addresses(spec: Union[str, Sequence[str]]) -> List[Tuple[str, str, Opt
         items = [x.strip() for x in spec.split(",")]
     else:
         items = list(spec)
-    out = []
+    out: List[Tuple[str, str, Optional[int]]] = []
     for a in items:
         if not isinstance(a, str) or not a:
             raise InvalidArgument(f"bad address {a!r}")
         if a.startswith("unix:"):
             out.append(("unix", a[5:], None))
             continue
-        host, port = a, 7390
+        host, port_s = a, "7390"
         if a.startswith("["):
             end = a.find("]")
             if end < 0:
@@ -74,11 +74,11 @@ def parse_addresses(spec: Union[str, Sequence[str]]) -> List[Tuple[str, str, Opt
             if rest:
                 if not rest.startswith(":"):
                     raise InvalidArgument(f"bad address {a!r}")
-                port = rest[1:]
+                port_s = rest[1:]
         elif ":" in a:
-            host, port = a.rsplit(":", 1)
+            host, port_s = a.rsplit(":", 1)
         try:
-            port = int(port)
+            port = int(port_s)
         except ValueError:
             raise InvalidArgument(f"bad port in address {a!r}") from None
         if not 0 < port < 65536 or not host:

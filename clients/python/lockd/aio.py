@@ -54,6 +54,7 @@ from typing import (
     Dict,
     Generator,
     List,
+    Literal,
     Optional,
     Sequence,
     Set,
@@ -967,7 +968,7 @@ class Lock:
     async def __aenter__(self) -> "Lock":
         return await self._enter()
 
-    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> bool:
+    async def __aexit__(self, et: Any, ev: Any, tb: Any) -> Literal[False]:
         try:
             await self.release()
         except LockdError:
@@ -1084,7 +1085,7 @@ class Observer:
     async def __aenter__(self) -> "Observer":
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool:
+    async def __aexit__(self, *exc: Any) -> Literal[False]:
         await self.aclose()
         return False
 
@@ -1385,6 +1386,6 @@ class Client:
     async def __aenter__(self) -> "Client":
         return self
 
-    async def __aexit__(self, *exc: Any) -> bool:
+    async def __aexit__(self, *exc: Any) -> Literal[False]:
         await self.close()
         return False

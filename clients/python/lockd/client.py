@@ -22,7 +22,7 @@ import concurrent.futures
 import queue
 import threading
 import weakref
-from typing import Any, Callable, Coroutine, Dict, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Coroutine, Dict, Literal, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import aio
 from ._proto import Status
@@ -115,7 +115,7 @@ class Lock:
         self._client._run(self._a._enter(), self._orphan)
         return self
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> Literal[False]:
         try:
             self.release()
         except LockdError:
@@ -185,7 +185,7 @@ class Observer:
     def __enter__(self) -> "Observer":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False
 
@@ -337,6 +337,6 @@ class Client:
     def __enter__(self) -> "Client":
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> Literal[False]:
         self.close()
         return False

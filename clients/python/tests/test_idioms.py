@@ -175,3 +175,19 @@ def test_py_typed_is_in_the_package(tmp_path):
     (whl,) = (tmp_path / "dist").glob("lockd-*.whl")
     names = zipfile.ZipFile(whl).namelist()
     assert "lockd/py.typed" in names, names
+
+
+def test_mypy_strict_when_present(tmp_path):
+    """The hints are checked, not only present, where mypy is installed
+    (Debian's mypy; not a dependency of the client)."""
+    mypy = shutil.which("mypy")
+    if mypy is None:
+        pytest.skip("no mypy on this machine")
+    r = subprocess.run(
+        [mypy, "--strict", "--python-version", "3.9", "--cache-dir", str(tmp_path), "lockd"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
