@@ -557,7 +557,10 @@ class _Conn:
             "the lease lockd last confirmed ends now (lockd frozen, dead or cut off): "
             "reported lost by the local deadline"
         )
-        self.abandon("the session was ended: its hold's lease could not be confirmed", elsewhere=True)
+        # a TTL hold lapses on the masters at its TTL whatever lockd does:
+        # QUIT is enough; a renewed one may be renewed by a lockd we cannot
+        # reach, so end the session on any lockd that answers too
+        self.abandon("the session was ended: its hold's lease could not be confirmed", elsewhere=self.renewed)
 
     # -- resume -------------------------------------------------------
 
