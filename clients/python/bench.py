@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """bench.py ADDRESS [SECONDS]: uncontended lock/unlock cycles per second
-(sync and asyncio client), and handoff latency between two holders of
-one key (release by one to grant to the other waiting), p50/p99."""
+(sync and asyncio client), with the local deadline's heartbeat (the
+default: a HELD pipelined with each LOCK) and without it (heartbeat=False);
+the heartbeat's requests per second per held lock; and handoff latency
+between two holders of one key (release by one to grant to the other
+waiting), p50/p99."""
 
 import asyncio
 import os
@@ -19,21 +22,22 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p))]
 
 
-def sync_cycles(addr, secs):
-    c = lockd.Client(addr)
+def sync_cycles(addr, secs, heartbeat=True):
+    c = lockd.Client(addr, heartbeat=heartbeat)
     c.trylock("bench-warm").release()
     n, end = 0, time.monotonic() + secs
     while time.monotonic() < end:
-        lk = c.lock("bench-sync").acquire()
+        lk = c.lock("bench-sync")
+        lk.acquire()
         lk.release()
         n += 1
     c.close()
     return n / secs
 
 
-def aio_cycles(addr, secs):
+def aio_cycles(addr, secs, heartbeat=True):
     async def main():
-        async with aio.Client(addr) as c:
+        async with aio.Client(addr, heartbeat=heartbeat) as c:
             await (await c.trylock("bench-warm")).release()
             n, end = 0, time.monotonic() + secs
             while time.monotonic() < end:
@@ -43,6 +47,20 @@ def aio_cycles(addr, secs):
             return n / secs
 
     return asyncio.run(main())
+
+
+def heartbeat_rate(addr, secs):
+    """HELD heartbeats per second sent for one lock held secs."""
+    c = lockd.Client(addr)
+    lk = c.lock("bench-held")
+    lk.acquire()
+    conn = lk._a._conn
+    n0, t0 = conn.heartbeats, time.monotonic()
+    time.sleep(secs)
+    rate = (conn.heartbeats - n0) / (time.monotonic() - t0)
+    lk.release()
+    c.close()
+    return rate
 
 
 def handoff(addr, secs):
@@ -56,7 +74,8 @@ def handoff(addr, secs):
 
     def worker():
         while time.monotonic() < stop:
-            lk = c.lock("bench-handoff", wait=10).acquire()
+            lk = c.lock("bench-handoff", wait=10)
+            lk.acquire()
             t = time.monotonic()
             with turn:
                 if released_at[0]:
@@ -75,10 +94,26 @@ def handoff(addr, secs):
     return lat
 
 
+def median(xs):
+    return sorted(xs)[len(xs) // 2]
+
+
 if __name__ == "__main__":
     addr = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:7390"
     secs = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
-    print(f"python sync : {sync_cycles(addr, secs):8.0f} lock/unlock cycles/s (uncontended)")
-    print(f"python aio  : {aio_cycles(addr, secs):8.0f} lock/unlock cycles/s (uncontended)")
+    # on and off alternate in 5 slices each, so that a neighbour's load
+    # falls on both; the median slice is printed
+    slices = 5
+    for name, fn in (("sync", sync_cycles), ("aio ", aio_cycles)):
+        on, off = [], []
+        for _ in range(slices):
+            on.append(fn(addr, secs / slices, True))
+            off.append(fn(addr, secs / slices, False))
+        m_on, m_off = median(on), median(off)
+        print(
+            f"python {name} heartbeat on : {m_on:8.0f} lock/unlock cycles/s (uncontended)\n"
+            f"python {name} heartbeat off: {m_off:8.0f} lock/unlock cycles/s (uncontended; on/off {m_on / m_off:.0%})"
+        )
+    print(f"python heartbeat: {heartbeat_rate(addr, max(secs, 6.0)):.2f} HELD requests/s per held lock")
     lat = handoff(addr, secs)
     print(f"python handoff: n={len(lat)} p50={pct(lat, .5) * 1e3:.2f} ms p99={pct(lat, .99) * 1e3:.2f} ms")

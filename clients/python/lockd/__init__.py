@@ -21,7 +21,7 @@ from .errors import (
     Timeout,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = [
     "Client",
     "Lock",

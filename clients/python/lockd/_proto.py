@@ -2,7 +2,10 @@
 (keys, values, numbers), how addresses are written, how replies parse.
 Nothing here does I/O."""
 
+from __future__ import annotations
+
 import math
+from typing import List, Optional, Sequence, Tuple, Union
 
 from .errors import InvalidArgument
 
@@ -10,7 +13,7 @@ MAX_MS = 2**31 - 1
 EVENTS = ("LOST", "ELECTED", "NOLEADER")
 
 
-def check_word(s, what, max_len):
+def check_word(s: object, what: str, max_len: int) -> str:
     """A key, value, id or password: 1..max_len printable ASCII bytes
     (0x21-0x7E). Anything else could split the request line or reach lockd
     as another option (a key "k WAIT" must never be sent)."""
@@ -29,7 +32,7 @@ def check_word(s, what, max_len):
     return s
 
 
-def seconds_to_ms(v, what, minimum):
+def seconds_to_ms(v: object, what: str, minimum: int) -> int:
     """Seconds (int or float) to whole milliseconds, rounded up so a wait is
     never shorter than asked; minimum is 0 for waits, 1 for leases."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -42,27 +45,27 @@ def seconds_to_ms(v, what, minimum):
     return ms
 
 
-def check_count(n, what):
+def check_count(n: object, what: str) -> int:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1 or n > MAX_MS:
         raise InvalidArgument(f"{what} must be an int from 1 to {MAX_MS}")
     return n
 
 
-def parse_addresses(spec):
+def parse_addresses(spec: Union[str, Sequence[str]]) -> List[Tuple[str, str, Optional[int]]]:
     """"h:p", "unix:/path", "h1:p,h2:p", "[::1]:p" or a list of them, to a
     list of ("tcp", host, port) / ("unix", path, None)."""
     if isinstance(spec, str):
         items = [x.strip() for x in spec.split(",")]
     else:
         items = list(spec)
-    out = []
+    out: List[Tuple[str, str, Optional[int]]] = []
     for a in items:
         if not isinstance(a, str) or not a:
             raise InvalidArgument(f"bad address {a!r}")
         if a.startswith("unix:"):
             out.append(("unix", a[5:], None))
             continue
-        host, port = a, 7390
+        host, port_s = a, "7390"
         if a.startswith("["):
             end = a.find("]")
             if end < 0:
@@ -71,11 +74,11 @@ def parse_addresses(spec):
             if rest:
                 if not rest.startswith(":"):
                     raise InvalidArgument(f"bad address {a!r}")
-                port = rest[1:]
+                port_s = rest[1:]
         elif ":" in a:
-            host, port = a.rsplit(":", 1)
+            host, port_s = a.rsplit(":", 1)
         try:
-            port = int(port)
+            port = int(port_s)
         except ValueError:
             raise InvalidArgument(f"bad port in address {a!r}") from None
         if not 0 < port < 65536 or not host:
@@ -86,7 +89,7 @@ def parse_addresses(spec):
     return out
 
 
-def lock_line(cmd, key, wait_ms, ttl_ms, shared, permits):
+def lock_line(cmd: str, key: str, wait_ms: Optional[int], ttl_ms: Optional[int], shared: bool, permits: Optional[int]) -> str:
     parts = [cmd, key]
     if shared:
         parts.append("SHARED")
@@ -105,10 +108,14 @@ class Status:
 
     __slots__ = ("state", "ttl_ms", "waiters", "holders", "held", "permits")
 
-    def __init__(self, line):
+    def __init__(self, line: str) -> None:
         w = line.split()
-        self.state = w[0]
-        self.ttl_ms = self.waiters = self.holders = self.held = self.permits = None
+        self.state: str = w[0]
+        self.ttl_ms: Optional[int] = None
+        self.waiters: Optional[int] = None
+        self.holders: Optional[int] = None
+        self.held: Optional[int] = None
+        self.permits: Optional[int] = None
         if w[0] == "HELD":
             self.ttl_ms, self.waiters = int(w[1]), int(w[2])
         elif w[0] == "SHARED":
@@ -117,9 +124,9 @@ class Status:
             self.held, self.permits, self.waiters = int(w[1]), int(w[2]), int(w[3])
 
     @property
-    def free(self):
+    def free(self) -> bool:
         return self.state == "FREE" or (self.state == "PERMITS" and self.held == 0)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         f = ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__ if getattr(self, k) is not None)
         return f"Status({f})"

@@ -2,6 +2,8 @@
 an application handles differently (could not acquire in time, no majority,
 lost it later, no connection, refused before sending)."""
 
+from __future__ import annotations
+
 import builtins
 
 
@@ -10,16 +12,17 @@ class LockdError(Exception):
     `NOTHELD`, ...) or a client-side code (`TIMEOUT`, `LOST`, `CONNECTION`,
     `INVALID`); `text` is the rest of the reply line."""
 
-    def __init__(self, code, text=""):
+    def __init__(self, code: str, text: str = "") -> None:
         self.code = code
         self.text = text
         super().__init__(f"{code} {text}".strip())
 
 
-class Timeout(LockdError):
-    """The wait passed before the lock was granted (lockd answered TIMEOUT)."""
+class Timeout(LockdError, builtins.TimeoutError):
+    """The wait passed before the lock was granted (lockd answered TIMEOUT).
+    Also a builtin TimeoutError."""
 
-    def __init__(self, text="wait passed"):
+    def __init__(self, text: str = "wait passed") -> None:
         super().__init__("TIMEOUT", text)
 
 
@@ -29,16 +32,18 @@ class QuorumError(LockdError):
 
 class LockLost(LockdError):
     """A lock (or leadership) this client held is no longer held: lockd sent
-    LOST, or the session ended (connection gone and not resumable)."""
+    LOST, the session ended (connection gone and not resumable), or the
+    lease lockd last confirmed ended without a new confirmation (the local
+    deadline)."""
 
-    def __init__(self, text="lock lost"):
+    def __init__(self, text: str = "lock lost") -> None:
         super().__init__("LOST", text)
 
 
 class ConnectionError(LockdError, builtins.ConnectionError):
     """No lockd could be reached, or the connection broke mid-request."""
 
-    def __init__(self, text="connection lost"):
+    def __init__(self, text: str = "connection lost") -> None:
         super().__init__("CONNECTION", text)
 
 
@@ -47,11 +52,11 @@ class InvalidArgument(LockdError, ValueError):
     reject, or one that could not be sent as one request word (a blank, CR,
     LF, NUL or other non-printable byte, or too long)."""
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         super().__init__("INVALID", text)
 
 
-def from_reply(line):
+def from_reply(line: str) -> LockdError:
     """The exception for an `ERR CODE text` reply line."""
     parts = line.split(" ", 2)
     code = parts[1] if len(parts) > 1 else "UNKNOWN"

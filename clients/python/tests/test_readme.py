@@ -28,3 +28,13 @@ def test_readme_example_runs(env, tmp_path):
         )
         assert r.returncode == 0, r.stdout + r.stderr
         assert "fence" in r.stdout, r.stdout
+
+
+def test_readme_links_the_protocol_that_exists():
+    text = open(os.path.join(ROOT, "README.md")).read()
+    assert "PROTOCOL.md" not in text  # never was in the repository
+    links = re.findall(r"\]\(([^)#]+)", text)
+    assert "../../doc/protocol.md" in links
+    for target in links:
+        if "://" not in target:
+            assert os.path.exists(os.path.join(ROOT, target)), target

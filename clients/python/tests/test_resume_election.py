@@ -44,7 +44,8 @@ def test_resume_keeps_lock_across_lockd_restart(env, need_12, how):
     c = lockd.Client(env.a, grace=20)
     try:
         k = key("resume")
-        lk = c.lock(k, wait=5).acquire()
+        lk = c.lock(k, wait=5)
+        assert lk.acquire()
         fence = lk.fence
         env.run(how, "a")
         env.run("lockd-start", "a")
@@ -77,20 +78,22 @@ def test_election_failover_and_observe(env, need_13):
     try:
         obs = c3.observe(name)
         assert obs.get(timeout=5) is None  # nobody leads yet
-        l1 = c1.campaign(name, "node-1", wait=5).acquire()
+        l1 = c1.campaign(name, "node-1", wait=5)
+        assert l1.acquire()
         assert c2.leader(name) == (l1.fence, "node-1")
         assert obs.get(timeout=5) == (l1.fence, "node-1")
         l1.proclaim("node-1b")
         assert c2.leader(name) == (l1.fence, "node-1b")
         assert obs.get(timeout=5) == (l1.fence, "node-1b")
         box = {}
-        t = threading.Thread(target=lambda: box.setdefault("l2", c2.campaign(name, "node-2", wait=20).acquire()))
+        l2 = c2.campaign(name, "node-2", wait=20)
+        t = threading.Thread(target=lambda: box.setdefault("l2", l2.acquire()))
         t.start()
         time.sleep(0.2)
         assert "l2" not in box  # waits while node-1 leads
         c1.close()  # the leader's session ends: failover
         t.join(10)
-        l2 = box["l2"]
+        assert box["l2"] is True
         assert l2.fence > l1.fence
         seen = []
         end = time.monotonic() + 5

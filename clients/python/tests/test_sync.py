@@ -16,7 +16,7 @@ def key(name):
 def try_until(fn, limit=5.0):
     """A trylock expected to succeed: right after a release or a contended
     phase, a master that answered an earlier attempt late may keep a key
-    busy for up to that attempt's lease (PROTOCOL.md: liveness, never
+    busy for up to that attempt's lease (doc/protocol.md: liveness, never
     safety), so poll, bounded, instead of asserting the first try."""
     end = time.monotonic() + limit
     while True:
@@ -69,9 +69,12 @@ def test_two_holders_in_one_thread_are_two_holders(ca):
     """One client, one key, two holders: the second waits (no reentrancy
     across holders), even in the same thread."""
     k = key("self")
-    lk = ca.lock(k).acquire()
+    lk = ca.lock(k)
+    assert lk.acquire() is True
     with pytest.raises(lockd.Timeout):
-        ca.lock(k, wait=0.2).acquire()
+        with ca.lock(k, wait=0.2):
+            pass
+    assert ca.lock(k, wait=0.2).acquire() is False
     assert ca.trylock(k) is None
     lk.release()
     lk2 = try_until(lambda: ca.trylock(k))
@@ -235,12 +238,15 @@ def test_plain_session_lost_on_lockd_kill(env):
     holds, and says so."""
     c = lockd.Client(env.a, resume=False)
     try:
-        lk = c.lock(key("kill")).acquire()
+        lk = c.lock(key("kill"))
+        assert lk.acquire()
         env.run("lockd-kill", "a")
         assert lk.lost.wait(5)
         with pytest.raises(lockd.LockLost):
             lk.check()
-        lk.release()  # harmless after a loss
+        with pytest.raises(lockd.LockLost):
+            lk.release()  # a release after a loss says so
+        lk.release()  # and then is a no-op
     finally:
         c.close()
         env.run("lockd-start", "a")
