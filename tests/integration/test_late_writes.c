@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "scripts.h" /* the adoption's script, run by hand in adopt_compares_count */
+#include "sha1.h"    /* what lockd sends for a secret */
 
 #define LEASE 3000
 /* a token of another lockd instance (the first 16 hex digits) */
@@ -228,8 +229,13 @@ START_TEST(adopt_compares_count)
 	char rkey[128], sid[20], sec[40];
 	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
 	ck_assert_int_eq(sscanf(resume, "RESUME %19s %39s", sid, sec), 2);
+	/* what lockd sends for the secret: the digest of the login (no
+	 * password here) and the secret (resume.c) */
+	char login[48], digest[SHA1_HEX_LEN + 1];
+	snprintf(login, sizeof(login), "\n%s", sec);
+	sha1_hex(login, strlen(login), digest);
 	const char *late[] = {"EVAL", script_body(SCR_SESS_ADOPT), "1",    rkey,
-	                      sec,    "eeeeeeeeeeeeeeee",          "3000", "lockd:",
+	                      digest, "eeeeeeeeeeeeeeee",          "3000", "lockd:",
 	                      "0"};
 	struct rconn *r = rc_open(h_master(0)->port, H_TMO);
 	ck_assert(r != NULL);

@@ -32,6 +32,12 @@
 #define MAX_GRACE 20000
 /* the configuration of every lockd here: default grace 10000 (as shipped),
  * at most MAX_GRACE */
+/* the same with log_level debug: the per-session lines (a detach, a
+ * grace's end, a drop) are logged at debug only */
+static const struct h_opts sess_debug_opts = {
+    .lease_ms = LEASE,
+    .log_debug = 1,
+    .top_extra = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 20000\n"};
 static const struct h_opts sess_opts = {
     .lease_ms = LEASE, .top_extra = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 20000\n"};
 
@@ -270,7 +276,7 @@ static unsigned long long wait_grant(struct cl *c, const char *req, double t0, i
  * through a detach, a resume, a QUIT and a grace that runs out. */
 START_TEST(session_replies)
 {
-	h_std(&sess_opts);
+	h_std(&sess_debug_opts);
 	struct cl *c = cl_open(), *o = cl_open();
 	struct sess s, s2;
 	sess_stats(o, "0 0 0 0 0");
@@ -401,8 +407,12 @@ END_TEST
  * them disturbs the session. */
 START_TEST(resume_refusals)
 {
-	h_std(&sess_opts);
-	int b = h_lockd_start(&sess_opts);
+	/* more refusals a connection than limits.max_auth_failures allows
+	 * (test_hostile_sessions.c tests that limit) */
+	struct h_opts lax = sess_opts;
+	lax.limits = "  max_auth_failures: 0\n";
+	h_std(&lax);
+	int b = h_lockd_start(&lax);
 	struct cl *c = cl_open(), *x = cl_open(), *y = cl_tcp(h_lockd(b)->port);
 	struct sess s;
 	session(c, "SESSION", 10000, &s);
@@ -475,7 +485,7 @@ END_TEST
  * level; then RESUME finds no session, on either lockd. */
 START_TEST(grace_expiry_releases)
 {
-	h_std(&sess_opts);
+	h_std(&sess_debug_opts);
 	int b = h_lockd_start(&sess_opts);
 	struct cl *c = cl_open(), *o = cl_tcp(h_lockd(b)->port);
 	struct sess s;
