@@ -224,7 +224,8 @@ struct rl_adoption {
 	int64_t grace_ms;
 	struct rl_adopted *holds;
 	int n;
-	int raced; /* masters where another adoption came between our two rounds */
+	int raced;      /* masters where another adoption came between our rounds */
+	int incomplete; /* masters whose holds were not all taken over (a round failed) */
 };
 /* RESUME: take the session's record over (it names this instance from
  * now on) with every hold still held for it, each given a token of this

@@ -451,18 +451,19 @@ static void adopted(struct rl_call *c, void *owner)
 	char *id = r->rid;
 
 	r->call = NULL;
-	if (a->result != RL_OK && a->raced && r->tries < RS_RACE_TRIES) {
+	if (a->result != RL_OK && (a->raced || a->incomplete) && r->tries < RS_RACE_TRIES) {
 		/* Another RESUME of the session (on another lockd) came between
-		 * our two rounds on some master: try again, and win (the later
-		 * one wins, PROTOCOL 1.2); its lockd closes its connection at
-		 * its touch. */
+		 * our rounds on some master: try again, and win (the later one
+		 * wins, PROTOCOL 1.2); its lockd closes its connection at its
+		 * touch. Or a master failed half way through a large session's
+		 * rounds: the next try compares the count we left there. */
 		r->tries++;
 		if ((r->call = rl_sess_adopt(r->rid, r->digest, cfg->lease_ms, adopted, r)))
 			return;
 	}
 	r->rid = NULL;
 	r->tries = 0;
-	if (a->result != RL_OK && a->raced) {
+	if (a->result != RL_OK && a->raced && !a->incomplete) {
 		no_session(r); /* it is another's now */
 	} else if (a->result == RL_QUORUM) {
 		stats.quorum_failures++;

@@ -398,6 +398,7 @@ static void master_done(struct rl_call *c, struct master *m, int complete)
 	struct adopt_m *am = &sp->am[m->idx];
 	if (!complete && am->counted) {
 		sp->found -= c->counts[m->idx];
+		sp->a.incomplete++;
 		am->counted = 0;
 		log_warn("master %s: adopt: not every hold was taken over there", m->name);
 	}
