@@ -15,10 +15,21 @@
 // other line answers the oldest unanswered request. Sessions are
 // resumable (protocol 1.2) when lockd speaks it; a lockd answering
 // ERR PROTOCOL to SESSION gets plain version-1 sessions.
+//
+// Local deadline: lockd renews a hold and says LOST before it lapses, but a
+// frozen lockd, a lockd that died with nowhere to resume, or a cut network
+// says nothing. So each hold keeps the time before which it is surely
+// held: the send time of the request that confirmed it (a HELD sent behind
+// the LOCK, a heartbeat HELD, an EXTEND, the resume's HELD), on the
+// monotonic clock, plus the lease left that lockd reported, less lockd's
+// drift margin. A heartbeat HELD (one per session, which in this client is
+// one per hold) moves it on; when it draws near unconfirmed, the hold is
+// reported lost exactly as for LOST, and its session is ended with QUIT.
 
-import net from 'node:net';
-import tls from 'node:tls';
-import {
+'use strict';
+const net = require('node:net');
+const tls = require('node:tls');
+const {
   LockdError,
   LockTimeoutError,
   QuorumError,
@@ -26,16 +37,7 @@ import {
   LockdConnectionError,
   InvalidArgumentError,
   fromReply,
-} from './errors.js';
-
-export {
-  LockdError,
-  LockTimeoutError,
-  QuorumError,
-  LockLostError,
-  LockdConnectionError,
-  InvalidArgumentError,
-};
+} = require('./errors.cjs');
 
 const MAX_MS = 2 ** 31 - 1;
 const EVENTS = new Set(['LOST', 'ELECTED', 'NOLEADER']);
@@ -43,6 +45,18 @@ const EVENTS = new Set(['LOST', 'ELECTED', 'NOLEADER']);
 // resume; one in flight at this many breaks in a row fails instead (it
 // may be what breaks the connection).
 const MAX_REPLAYS = 2;
+// The local deadline fires this long before the confirmed lease's end,
+// less lockd's own drift margin (1 % + 2 ms): min(LOSS_MARGIN_MS,
+// lease/20), so that a late timer on a busy event loop still comes first.
+const LOSS_MARGIN_MS = 100;
+// Heartbeats go out at a third of the time left to the deadline, never
+// more often than this.
+const HEARTBEAT_MIN_MS = 20;
+// Ending a session: how long a QUIT'ed connection may take to close.
+const QUIT_LINGER_MS = 2000;
+
+/** Monotonic milliseconds (never the wall clock). */
+const now = () => performance.now();
 
 /** A key, value or password: 1..maxLen bytes of printable ASCII without
  * blanks (0x21-0x7E). Anything else could split the request line or reach
@@ -69,6 +83,56 @@ function checkMs(v, what, min) {
   }
   return v;
 }
+
+/** Edit distance, for "did you mean" in the unknown-option error. */
+function distance(a, b) {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) {
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
+/** The options of a call: an object whose names are all known. A name
+ * misspelled would otherwise be ignored (a `wiat` makes an acquire wait
+ * without limit), so an unknown one is refused, naming the near one. */
+function checkOpts(o, known, where, hints = {}) {
+  if (o === undefined || o === null) return {};
+  if (typeof o !== 'object' || Array.isArray(o)) throw new InvalidArgumentError(`${where}: options must be an object`);
+  for (const name of Object.keys(o)) {
+    if (known.includes(name)) continue;
+    let why = hints[name];
+    if (!why) {
+      const near = known.find((k) => k.toLowerCase() === name.toLowerCase() || distance(k.toLowerCase(), name.toLowerCase()) <= 2);
+      why = near ? `did you mean ${near}?` : `known: ${known.join(', ')}`;
+    }
+    throw new InvalidArgumentError(`${where}: unknown option ${JSON.stringify(name)} (${why})`);
+  }
+  return o;
+}
+
+function checkType(v, type, what) {
+  if (v !== undefined && v !== null && typeof v !== type) throw new InvalidArgumentError(`${what} must be a ${type}`);
+  return v;
+}
+
+function checkSignal(v) {
+  if (v !== undefined && v !== null && !(typeof v === 'object' && 'aborted' in v && typeof v.addEventListener === 'function')) {
+    throw new InvalidArgumentError('signal must be an AbortSignal');
+  }
+  return v;
+}
+
+const CLIENT_OPTS = ['addresses', 'password', 'tls', 'resume', 'heartbeat', 'graceMs', 'maxIdle', 'maxLen', 'connectTimeout'];
+const ACQUIRE_OPTS = ['wait', 'ttl', 'shared', 'permits', 'signal', 'onLost'];
+const TRY_OPTS = ['ttl', 'shared', 'permits', 'signal', 'onLost'];
+const TRY_HINTS = { wait: 'tryAcquire makes one attempt; acquire(key, { wait }) waits' };
+const CAMPAIGN_OPTS = ['wait', 'signal', 'onLost'];
+const STATUS_OPTS = ['permits'];
 
 function parseAddresses(spec) {
   const items = typeof spec === 'string' ? spec.split(',').map((x) => x.trim()) : [...spec];
@@ -116,6 +180,7 @@ class Conn {
     this.holder = null; // the Lock or Leadership that owns this session
     this.heldKey = null; // key granted here, before the holder exists
     this.earlyLost = false; // LOST came before the holder existed
+    this.quitOnResume = null; // why: the session is given up, resumed only to QUIT it
     this.observers = new Map(); // name -> Observer (observe connections)
     // 'open': requests go out at once; 'resuming': the connection broke,
     // requests wait in backlog; 'reopening': a new connection is being set
@@ -182,6 +247,11 @@ class Conn {
       sock.once(ev, () => {
         clearTimeout(timer);
         sock.removeListener('error', onErr);
+        if (this.state === 'dead') {
+          sock.destroy(); // given up while connecting
+          reject(new LockdConnectionError('session ended'));
+          return;
+        }
         if (!addr.path) sock.setNoDelay(true);
         this.attach(sock);
         resolve();
@@ -239,7 +309,7 @@ class Conn {
       this.heldKey = p.key; // LOST may follow before the holder exists
       this.earlyLost = false;
     }
-    p.resolve(result);
+    p.resolve(p.timed ? { reply: result, sentAt: p.sentAt } : result);
   }
 
   event(word, line) {
@@ -256,14 +326,16 @@ class Conn {
   }
 
   /** Send one request; a promise of its reply line (or lines). now: send
-   * it on a connection being reopened (the resume's own calls). */
-  call(line, { multi = false, kind = null, key = null, deadline = null, now = false } = {}) {
+   * it on a connection being reopened (the resume's own calls). timed:
+   * resolve with { reply, sentAt } (when the request last went out).
+   * replay false: a break fails it instead of sending it again. */
+  call(line, { multi = false, kind = null, key = null, deadline = null, now = false, timed = false, replay = true } = {}) {
     return new Promise((resolve, reject) => {
       if (this.state === 'dead') {
         reject(new LockdConnectionError('session ended'));
         return;
       }
-      const p = { line, multi, lines: [], kind, key, deadline, resolve, reject, done: false };
+      const p = { line, multi, lines: [], kind, key, deadline, timed, replay, sentAt: 0, resolve, reject, done: false };
       const wrap = (f) => (v) => {
         if (!p.done) {
           p.done = true;
@@ -272,12 +344,15 @@ class Conn {
       };
       p.resolve = wrap(resolve);
       p.reject = wrap(reject);
-      if (this.state === 'resuming' || (this.state === 'reopening' && !now)) this.backlog.push(p);
-      else this.send(p);
+      if (this.state === 'resuming' || (this.state === 'reopening' && !now)) {
+        if (replay) this.backlog.push(p);
+        else p.reject(new LockdConnectionError('the session is resuming'));
+      } else this.send(p);
     });
   }
 
   send(p) {
+    p.sentAt = now();
     this.pending.push(p);
     this.sock.write(`${p.line}\r\n`, 'latin1');
   }
@@ -291,10 +366,15 @@ class Conn {
       return;
     }
     if (this.state !== 'open') return;
-    this.closeSock();
+    this.dropSock(false);
     if ((this.sid !== null || this.observers.size > 0) && !this.client.closed) {
       this.state = 'resuming';
-      this.backlog = [...this.retry, ...this.pending, ...this.backlog];
+      const again = [];
+      for (const p of [...this.retry, ...this.pending, ...this.backlog]) {
+        if (p.replay) again.push(p);
+        else p.reject(new LockdConnectionError('connection lost'));
+      }
+      this.backlog = again;
       this.retry = [];
       this.pending = [];
       (this.sid !== null ? this.resume() : this.reobserve()).catch((e) => this.die(String(e)));
@@ -303,15 +383,31 @@ class Conn {
     }
   }
 
-  closeSock() {
-    if (this.sock) this.sock.destroy();
+  /** Let go of the socket. polite: QUIT first, so that lockd ends the
+   * session and releases what it holds; closing alone would only detach a
+   * resumable session, which keeps its holds for its grace. The QUIT goes
+   * out ahead of the connection's end, and a frozen lockd reads it once it
+   * runs again. */
+  dropSock(polite) {
+    const s = this.sock;
+    this.sock = null; // its close event is no longer a break of the session
+    if (!s) return;
+    if (polite && s.writable && !s.destroyed) {
+      s.write('QUIT\r\n', 'latin1');
+      s.end();
+      s.unref();
+      setTimeout(() => s.destroy(), QUIT_LINGER_MS).unref();
+    } else {
+      s.destroy();
+    }
   }
 
-  /** The session is over: fail what waits, lose what is held. */
-  die(why) {
+  /** The session is over: fail what waits, lose what is held. polite:
+   * end it with QUIT (see dropSock). */
+  die(why, polite = false) {
     if (this.state === 'dead') return;
     this.state = 'dead';
-    this.closeSock();
+    this.dropSock(polite);
     const waiting = [...this.retry, ...this.pending, ...this.backlog];
     this.retry = [];
     this.pending = [];
@@ -323,19 +419,21 @@ class Conn {
   }
 
   failAttempt() {
+    if (this.state === 'dead') return;
     this.state = 'resuming';
-    const s = this.sock;
-    this.sock = null; // its close event is not a break of the session
-    if (s) s.destroy();
+    this.dropSock(false);
     const ps = this.pending;
     this.pending = [];
     for (const p of ps) p.reject(new LockdConnectionError('resume attempt failed'));
   }
 
   /** Connect again (the same lockd first, then the others) and RESUME the
-   * session within its grace; then send again what was not answered. */
+   * session within its grace; then send again what was not answered, or
+   * QUIT the session when it was given up meanwhile. The holder's local
+   * deadline runs on while this tries: a resume that takes too long
+   * reports the hold lost at its deadline, not at the end of the grace. */
   async resume() {
-    const deadline = Date.now() + Math.max(this.graceMs, 1000);
+    const deadline = now() + Math.max(this.graceMs, 1000);
     const addrs = this.client.addresses;
     let delay = 50;
     for (let attempt = 0; !this.client.closed && this.state === 'resuming'; attempt++) {
@@ -350,28 +448,37 @@ class Conn {
           return;
         }
         check(r);
-        const held = new Map();
-        for (const ln of await this.call('HELD', { multi: true, now: true })) {
-          const w = ln.split(' ');
-          if (w[0] === 'KEY' && w.length >= 3) held.set(w[1], w[2]);
-        }
         this.addrIndex = idx;
+        if (this.quitOnResume !== null) {
+          // given up while resuming: end it, lockd releases what it kept
+          await Promise.race([this.call('QUIT', { now: true }).catch(() => {}), sleep(1000, true)]);
+          this.sid = null;
+          this.die(this.quitOnResume);
+          return;
+        }
+        const { reply: lines, sentAt } = await this.call('HELD', { multi: true, now: true, timed: true });
+        const held = new Map();
+        for (const ln of lines) {
+          const w = ln.split(' ');
+          if (w[0] === 'KEY' && w.length >= 5) held.set(w[1], { fence: w[2], ttl: Number(w[4]) });
+        }
         this.state = 'open';
+        if (this.holder) this.holder._confirmHeld(held, sentAt);
         this.replay(held);
         return;
       } catch (e) {
         this.failAttempt();
-        if (Date.now() >= deadline) {
+        if (now() >= deadline) {
           this.die(`could not resume the session: ${e.message}`);
           return;
         }
         if ((attempt + 1) % addrs.length === 0) {
-          await sleep(delay);
+          await sleep(delay, true);
           delay = Math.min(delay * 2, 500);
         }
       }
     }
-    if (this.state !== 'open') this.die('client closed');
+    if (this.state !== 'open') this.die(this.quitOnResume ?? 'client closed');
   }
 
   replay(held) {
@@ -382,7 +489,7 @@ class Conn {
       if (p.kind === 'LOCK' && held.has(p.key)) {
         // granted before the break, reply lost: answer from HELD
         this.heldKey = p.key;
-        p.resolve(`OK ${held.get(p.key)}`);
+        p.resolve(`OK ${held.get(p.key).fence}`);
         continue;
       }
       p.replays = (p.replays ?? 0) + 1;
@@ -391,7 +498,7 @@ class Conn {
         continue;
       }
       if (p.deadline !== null) {
-        const left = Math.max(0, p.deadline - Date.now());
+        const left = Math.max(0, Math.round(p.deadline - now()));
         p.line = p.line.replace(/ WAIT \d+/, ` WAIT ${left}`);
       }
       this.send(p);
@@ -401,7 +508,7 @@ class Conn {
   /** An observe connection has no session to resume: connect again and
    * OBSERVE every name again. */
   async reobserve() {
-    const deadline = Date.now() + 30000;
+    const deadline = now() + 30000;
     let delay = 50;
     while (!this.client.closed && this.state === 'resuming') {
       try {
@@ -416,23 +523,35 @@ class Conn {
         return;
       } catch (e) {
         this.failAttempt();
-        if (Date.now() >= deadline) {
+        if (now() >= deadline) {
           this.die(`could not observe again: ${e.message}`);
           return;
         }
-        await sleep(delay);
+        await sleep(delay, true);
         delay = Math.min(delay * 2, 1000);
       }
     }
   }
 
-  /** End the session at once (lockd releases what it held). */
-  close() {
+  /** End the session (lockd releases what it held): QUIT, then close,
+   * never a bare close, which only detaches a resumable session. A
+   * session that is resuming is resumed only to be QUIT; its waiting
+   * requests fail now. */
+  close(why = 'connection closed by the client') {
+    if ((this.state === 'resuming' || this.state === 'reopening') && this.sid !== null && !this.client.closed) {
+      if (this.quitOnResume === null) this.quitOnResume = why;
+      const waiting = [...this.retry, ...this.backlog];
+      this.retry = [];
+      this.backlog = [];
+      for (const p of waiting) p.reject(new LockdConnectionError(why));
+      if (this.holder) this.holder._markLost(why);
+      return;
+    }
     this.sid = null; // a deliberate close is never resumed
-    this.die('connection closed by the client');
+    this.die(why, true);
   }
 
-  /** End the session politely (QUIT), then close. */
+  /** End the session politely, waiting (a second at most) for QUIT's OK. */
   async quit() {
     if (this.state === 'open') {
       this.sid = null;
@@ -442,6 +561,9 @@ class Conn {
       } catch {
         // closing anyway
       }
+      const s = this.sock;
+      this.sock = null; // QUIT was sent: no second one
+      s?.destroy();
     }
     this.close();
   }
@@ -459,17 +581,48 @@ function sleep(ms, unref = false) {
   });
 }
 
+/** The KEY line of key in a HELD reply: { fence (bigint), ttl (ms) }, or
+ * null when the session does not hold key. */
+function heldLine(lines, key) {
+  for (const ln of lines) {
+    const w = ln.split(' ');
+    if (w[0] === 'KEY' && w[1] === key && w.length >= 5) return { fence: BigInt(w[2]), ttl: Number(w[4]) };
+  }
+  return null;
+}
+
+/** A timed HELD answer ({ reply, sentAt }) as the start of key's local
+ * deadline: { sentAt, ttl }, or null when it does not list key (fence). */
+function measured(res, key, fence) {
+  if (!res || typeof res.reply === 'string') return null;
+  const h = heldLine(res.reply, key);
+  return h && h.fence === fence ? { sentAt: res.sentAt, ttl: h.ttl } : null;
+}
+
 /** A granted lock, shared hold or permit. fence is a bigint; signal is an
- * AbortSignal aborted with a LockLostError as soon as the hold is lost. */
-export class Lock {
+ * AbortSignal aborted with a LockLostError as soon as the hold is lost:
+ * on lockd's LOST, on the end of its session, and before the lease that
+ * lockd last confirmed runs out (the local deadline, see the top). */
+class Lock {
   constructor(client, conn, key, fence, onLost) {
     this._client = client;
     this._conn = conn;
     this.key = key;
     this.fence = fence;
     this.released = false;
+    this._releasing = null; // release()'s promise, once called
     this._ac = new AbortController();
     this._onLost = onLost;
+    // The local deadline: monotonic ms before which the hold is surely
+    // held (Infinity while the heartbeat is off or nothing confirmed it),
+    // the send time of the request that set it, and how long before it
+    // the loss is reported.
+    this._deadline = Infinity;
+    this._confirmedAt = -Infinity;
+    this._margin = 0;
+    this._lossTimer = null;
+    this._beatTimer = null;
+    this._beating = false; // a heartbeat HELD is in flight
     conn.holder = this;
     if (conn.earlyLost) this._markLost('lockd sent LOST right after the grant');
   }
@@ -483,8 +636,81 @@ export class Lock {
     return this._ac.signal.aborted;
   }
 
-  _markLost(why) {
+  /** lockd said, in answer to a request sent at sentAt (monotonic ms),
+   * that ttl ms were left on the hold's lease: held surely until sentAt +
+   * ttl less lockd's drift margin (1 % + 2 ms), since lockd measured the
+   * ttl after that send. An answer to an older request changes nothing. */
+  _confirm(sentAt, ttl) {
+    if (!this._client.heartbeat || this.released || this.lost || sentAt < this._confirmedAt) return;
+    this._confirmedAt = sentAt;
+    this._deadline = sentAt + ttl - ttl / 100 - 2;
+    this._margin = Math.min(LOSS_MARGIN_MS, ttl / 20);
+    clearTimeout(this._lossTimer);
+    this._lossTimer = setTimeout(() => this._expire(), Math.max(0, this._deadline - this._margin - now()));
+    this._lossTimer.unref();
+    if (!this._beating && !this._releasing) this._schedule();
+  }
+
+  /** The HELD of a resume (sent at sentAt): the hold is listed or gone. */
+  _confirmHeld(held, sentAt) {
+    const h = held.get(this.key);
+    if (h && BigInt(h.fence) === this.fence) this._confirm(sentAt, h.ttl);
+    else this._markLost(`lockd no longer lists ${this.key} as held by the resumed session`);
+  }
+
+  /** The next heartbeat: at a third of the time left, so that a healthy
+   * lockd confirms the hold twice more before its deadline. */
+  _schedule() {
+    clearTimeout(this._beatTimer);
+    const left = this._deadline - this._margin - now();
+    this._beatTimer = setTimeout(() => this._beat(), Math.max(HEARTBEAT_MIN_MS, left / 3));
+    this._beatTimer.unref();
+  }
+
+  async _beat() {
+    this._beatTimer = null;
+    const conn = this._conn;
+    if (this.released || this.lost || this._releasing || conn.state !== 'open') return; // a resume confirms
+    this._beating = true;
+    try {
+      const { reply, sentAt } = await conn.call('HELD', { multi: true, timed: true, replay: false });
+      if (this.released || this.lost || this._releasing || typeof reply === 'string') return; // ERR: the deadline stands
+      const h = heldLine(reply, this.key);
+      if (h && h.fence === this.fence) this._confirm(sentAt, h.ttl);
+      else this._markLost(`lockd no longer lists ${this.key} as held by this session`);
+    } catch {
+      // the connection broke: the resume confirms, or the session dies
+    } finally {
+      this._beating = false;
+    }
+    if (!this.released && !this.lost && !this._releasing && !this._beatTimer && conn.state === 'open') this._schedule();
+  }
+
+  _expire() {
+    const early = this._deadline - this._margin - now();
+    if (early > 1) {
+      this._lossTimer = setTimeout(() => this._expire(), early);
+      this._lossTimer.unref();
+      return;
+    }
+    const ago = Math.round(now() - this._confirmedAt);
+    // lockd may still hold it (frozen, unreachable): end the session
+    this._markLost(`lockd did not confirm the lease in time (last confirmed by a request sent ${ago} ms ago)`, true);
+  }
+
+  _stop() {
+    clearTimeout(this._lossTimer);
+    clearTimeout(this._beatTimer);
+    this._lossTimer = null;
+    this._beatTimer = null;
+  }
+
+  /** Report the loss: abort the signal, call onLost. endSession: the
+   * session may still hold the key (only the local deadline passed), so
+   * it is ended with QUIT and never used again. */
+  _markLost(why, endSession = false) {
     if (this.released || this.lost) return;
+    this._stop();
     const err = new LockLostError(`${this.key} (fence ${this.fence}): ${why}`);
     this._ac.abort(err);
     if (this._onLost) {
@@ -496,6 +722,7 @@ export class Lock {
         });
       }
     }
+    if (endSession) this._conn.close(why);
   }
 
   /** Throws the LockLostError once the hold is lost. */
@@ -507,33 +734,52 @@ export class Lock {
   async extend(ms) {
     checkMs(ms, 'ttl', 1);
     this.check();
-    check(await this._conn.call(`EXTEND ${this.key} ${ms}`));
+    const { reply, sentAt } = await this._conn.call(`EXTEND ${this.key} ${ms}`, { timed: true });
+    check(reply);
+    this._confirm(sentAt, ms);
   }
 
   _unlockLine() {
     return `UNLOCK ${this.key}`;
   }
 
-  /** Release the hold (idempotent). A release no majority confirmed
-   * (ERR QUORUM) still ends the hold; the key lapses within one lease on
-   * the masters that did not confirm. */
-  async release() {
-    if (this.released) return;
-    this.released = true;
+  /** Release the hold. Resolves once lockd released it; rejects with the
+   * LockLostError when the hold was lost before (a release in finally
+   * learns of the loss), every time it is called. A release no majority
+   * confirmed (ERR QUORUM) still ends the hold; the key lapses within one
+   * lease on the masters that did not confirm. */
+  release() {
+    if (!this._releasing) this._releasing = this._release();
+    return this._releasing;
+  }
+
+  async _release() {
+    clearTimeout(this._beatTimer); // the local deadline still runs: a frozen lockd ends the wait
     const conn = this._conn;
     if (!this.lost && conn.state !== 'dead') {
-      let r;
+      let r = null;
       try {
         r = await conn.call(this._unlockLine());
       } catch (e) {
         if (!(e instanceof LockdConnectionError)) throw e;
-        r = 'OK 0'; // the session ended, and with it the hold
+        // the session ended under the UNLOCK, and the hold with it (lost)
       }
-      if (r.startsWith('ERR ') && !/^ERR (NOTHELD|QUORUM|NOTLEADER)/.test(r)) {
+      if (r !== null && /^ERR (NOTHELD|NOTLEADER)/.test(r)) {
+        this._markLost(`lockd answered ${r} to the release`);
+      } else if (r !== null && r.startsWith('ERR ') && !r.startsWith('ERR QUORUM')) {
+        this._done();
         conn.close(); // state unknown: ending the session releases
         throw fromReply(r);
       }
     }
+    this._done();
+    this.check();
+  }
+
+  _done() {
+    this.released = true;
+    this._stop();
+    const conn = this._conn;
     conn.holder = null;
     conn.heldKey = null;
     this._client._checkin(conn);
@@ -541,7 +787,7 @@ export class Lock {
 }
 
 /** A won election (protocol 1.3): the election's lock, with a value. */
-export class Leadership extends Lock {
+class Leadership extends Lock {
   constructor(client, conn, name, fence, value, onLost) {
     super(client, conn, name, fence, onLost);
     this.name = name;
@@ -566,7 +812,7 @@ export class Leadership extends Lock {
 
 /** An async iterable of {fence, value} or null (no leader) for one
  * election, on a connection of its own; the current state comes first. */
-export class Observer {
+class Observer {
   constructor(client, name) {
     this._client = client;
     this.name = name;
@@ -635,28 +881,40 @@ export class Observer {
 Observer.END = Symbol('end');
 
 /** A lockd client. Create it with Client.connect(). */
-export class Client {
+class Client {
   /**
    * @param {string|string[]|object} addresses "host:port", "unix:/path",
    *   "h1:p,h2:p" (failover), an array, or { addresses, password, tls, ... }
    * @param {object} [opts] password, tls (true or tls.connect options),
-   *   resume (default true), graceMs, maxIdle (16), maxLen (256),
-   *   connectTimeout (ms, 5000)
+   *   resume (default true), heartbeat (default true), graceMs, maxIdle
+   *   (16), maxLen (256), connectTimeout (ms, 5000); any other name is
+   *   refused
    */
   constructor(addresses = '127.0.0.1:7390', opts = {}) {
     if (addresses && typeof addresses === 'object' && !Array.isArray(addresses)) {
+      if (opts && Object.keys(opts).length) throw new InvalidArgumentError('options given twice (in the first argument and the second)');
       opts = addresses;
       addresses = opts.addresses ?? '127.0.0.1:7390';
+    } else if (opts && opts.addresses !== undefined) {
+      throw new InvalidArgumentError('addresses given twice (as the first argument and as an option)');
     }
+    opts = checkOpts(opts, CLIENT_OPTS, 'Client');
     this.addresses = parseAddresses(addresses);
     this.password = opts.password ?? null;
     if (this.password !== null) checkWord(this.password, 'password', 1024);
     this.tls = opts.tls ?? null;
-    this.resume = opts.resume ?? true;
+    if (this.tls !== null && this.tls !== true && this.tls !== false && typeof this.tls !== 'object') {
+      throw new InvalidArgumentError('tls must be true or an object of tls.connect options');
+    }
+    if (this.tls === false) this.tls = null;
+    this.resume = checkType(opts.resume, 'boolean', 'resume') ?? true;
+    // the local deadline and its heartbeat (off: only LOST and a lost
+    // session report a loss, as in versions before it; for measurements)
+    this.heartbeat = checkType(opts.heartbeat, 'boolean', 'heartbeat') ?? true;
     this.graceMs = opts.graceMs != null ? checkMs(opts.graceMs, 'graceMs', 1) : null;
-    this.maxIdle = opts.maxIdle ?? 16;
-    this.maxLen = opts.maxLen ?? 256;
-    this.connectTimeout = opts.connectTimeout ?? 5000;
+    this.maxIdle = opts.maxIdle != null ? checkMs(opts.maxIdle, 'maxIdle', 0) : 16;
+    this.maxLen = opts.maxLen != null ? checkMs(opts.maxLen, 'maxLen', 1) : 256;
+    this.connectTimeout = opts.connectTimeout != null ? checkMs(opts.connectTimeout, 'connectTimeout', 1) : 5000;
     this.prefer = 0;
     this.closed = false;
     this._idle = [];
@@ -711,6 +969,9 @@ export class Client {
 
   _lockLine(cmd, key, o) {
     checkWord(key, 'key', this.maxLen);
+    checkType(o.shared, 'boolean', 'shared');
+    checkType(o.onLost, 'function', 'onLost');
+    checkSignal(o.signal);
     const parts = [cmd, key];
     if (o.shared && o.permits != null) throw new InvalidArgumentError('shared and permits exclude each other');
     if (o.shared) parts.push('SHARED');
@@ -726,35 +987,79 @@ export class Client {
    * Rejects with LockTimeoutError when the wait passed.
    */
   async acquire(key, opts = {}) {
+    opts = checkOpts(opts, ACQUIRE_OPTS, 'acquire');
     const line = this._lockLine('LOCK', key, opts);
     return this._acquire(key, line, opts, false);
   }
 
   /** One attempt: a Lock, or null when the key is busy. */
   async tryAcquire(key, opts = {}) {
-    const line = this._lockLine('TRYLOCK', key, { ...opts, wait: undefined });
+    opts = checkOpts(opts, TRY_OPTS, 'tryAcquire', TRY_HINTS);
+    const line = this._lockLine('TRYLOCK', key, opts);
     return this._acquire(key, line, opts, true);
   }
 
+  /** Send the LOCK (TRYLOCK, CAMPAIGN) with a HELD pipelined behind it:
+   * lockd answers the HELD right after the grant, and its ttl starts the
+   * hold's local deadline at no extra round trip. A grant that waited
+   * (that HELD went out long before lockd measured it) is confirmed by one
+   * more HELD before it is handed out. An abort, at any moment until the
+   * Lock is returned, ends the session with QUIT: lockd drops a waiter
+   * whose session ends, and releases a grant it made before the QUIT, so
+   * nothing stays held (a bare close would only detach the session). */
   async _acquire(key, line, opts, busyOk, kind = 'LOCK', make = null) {
     const { signal } = opts;
     signal?.throwIfAborted();
     const conn = await this._checkout();
-    const deadline = opts.wait != null ? Date.now() + opts.wait : null;
-    const onAbort = () => conn.close(); // lockd drops a waiter whose session ends
+    if (signal?.aborted) {
+      this._checkin(conn);
+      throw signal.reason;
+    }
+    const deadline = opts.wait != null ? now() + opts.wait : null;
+    const onAbort = () => conn.close('acquire aborted');
     signal?.addEventListener('abort', onAbort, { once: true });
     let r;
+    let m = null; // { sentAt, ttl } that starts the local deadline
+    let unconfirmed = null; // why the grant could not be confirmed
     try {
-      r = await conn.call(line, { kind, key, deadline });
+      const granted = conn.call(line, { kind, key, deadline });
+      const heldP = this.heartbeat ? conn.call('HELD', { multi: true, timed: true }) : null;
+      heldP?.catch(() => {});
+      r = await granted;
+      const first = heldP ? await heldP.catch(() => null) : null;
+      if (r.startsWith('OK ') && heldP) {
+        const fence = BigInt(r.split(' ')[1]);
+        m = measured(first, key, fence);
+        if (!m || m.sentAt + m.ttl * 0.99 - 2 - now() < m.ttl / 2) {
+          // the grant waited, or lockd answered that HELD before it (ERR
+          // SHUTDOWN, then a resume): ask again, now
+          const again = conn.call('HELD', { multi: true, timed: true });
+          again.catch(() => {});
+          const bound = m ? m.ttl : this.connectTimeout;
+          const res = await Promise.race([again, sleep(bound, true).then(() => 'late')]);
+          if (res === 'late') {
+            m = null;
+            unconfirmed = `lockd did not confirm the grant within ${bound} ms`;
+          } else {
+            m = measured(res, key, fence);
+            if (!m) unconfirmed = `lockd does not list ${key} right after granting it`;
+          }
+        }
+      }
     } catch (e) {
       if (signal?.aborted) throw signal.reason;
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
     }
+    if (signal?.aborted) throw signal.reason; // aborted as it was granted: the QUIT releases it
     if (r.startsWith('OK ')) {
       const fence = BigInt(r.split(' ')[1]);
-      return make ? make(conn, fence) : new Lock(this, conn, key, fence, opts.onLost);
+      const lock = make ? make(conn, fence) : new Lock(this, conn, key, fence, opts.onLost);
+      if (conn.state === 'dead') lock._markLost('the session ended right after the grant');
+      else if (m) lock._confirm(m.sentAt, m.ttl);
+      else if (unconfirmed) lock._markLost(unconfirmed, true);
+      return lock;
     }
     conn.heldKey = null;
     this._checkin(conn);
@@ -773,6 +1078,7 @@ export class Client {
       fn = opts;
       opts = {};
     }
+    if (typeof fn !== 'function') throw new InvalidArgumentError('using(key, opts, fn): fn must be a function');
     const lock = await this.acquire(key, opts);
     let result;
     try {
@@ -781,14 +1087,14 @@ export class Client {
       await lock.release().catch(() => {});
       throw e;
     }
-    await lock.release();
-    lock.check();
+    await lock.release(); // rejects with the LockLostError when it was lost
     return result;
   }
 
   /** The key's state: { state: 'FREE'|'HELD'|'SHARED'|'PERMITS', ttlMs,
    * waiters, holders, held, permits } (the fields its reply carries). */
-  async status(key, { permits } = {}) {
+  async status(key, opts = {}) {
+    const { permits } = checkOpts(opts, STATUS_OPTS, 'status');
     checkWord(key, 'key', this.maxLen);
     let line = `STATUS ${key}`;
     if (permits != null) line += ` PERMITS ${checkMs(permits, 'permits', 1)}`;
@@ -824,6 +1130,9 @@ export class Client {
 
   /** Wait to lead the election (1.3): { wait (ms), signal, onLost }. */
   async campaign(name, value, opts = {}) {
+    opts = checkOpts(opts, CAMPAIGN_OPTS, 'campaign');
+    checkType(opts.onLost, 'function', 'onLost');
+    checkSignal(opts.signal);
     checkWord(name, 'name', this.maxLen);
     checkWord(value, 'value', this.maxLen);
     let line = `CAMPAIGN ${name} ${value}`;
@@ -875,4 +1184,16 @@ export class Client {
   }
 }
 
-export default Client;
+module.exports = {
+  Client,
+  Lock,
+  Leadership,
+  Observer,
+  LockdError,
+  LockTimeoutError,
+  QuorumError,
+  LockLostError,
+  LockdConnectionError,
+  InvalidArgumentError,
+  default: Client,
+};
