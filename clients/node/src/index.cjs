@@ -45,9 +45,9 @@ const EVENTS = new Set(['LOST', 'ELECTED', 'NOLEADER']);
 // resume; one in flight at this many breaks in a row fails instead (it
 // may be what breaks the connection).
 const MAX_REPLAYS = 2;
-// The local deadline fires this long before the confirmed lease's end,
-// less lockd's own drift margin (1 % + 2 ms): min(LOSS_MARGIN_MS,
-// lease/20), so that a late timer on a busy event loop still comes first.
+// The local deadline is the confirmed lease's end less lockd's drift
+// margin (1 % + 2 ms); the loss is reported min(LOSS_MARGIN_MS, lease/20)
+// before it, so that a timer late on a busy event loop still comes first.
 const LOSS_MARGIN_MS = 100;
 // Heartbeats go out at a third of the time left to the deadline, never
 // more often than this.
@@ -619,10 +619,11 @@ class Lock {
     // the loss is reported.
     this._deadline = Infinity;
     this._confirmedAt = -Infinity;
-    this._margin = 0;
+    this._lease = 0; // the longest ttl lockd reported: lockd's drift and our margin scale with the lease, not the time left
     this._lossTimer = null;
     this._beatTimer = null;
     this._beating = false; // a heartbeat HELD is in flight
+    this._fixed = false; // a ttl lock: only EXTEND moves its lease's end, a heartbeat never
     conn.holder = this;
     if (conn.earlyLost) this._markLost('lockd sent LOST right after the grant');
   }
@@ -638,17 +639,18 @@ class Lock {
 
   /** lockd said, in answer to a request sent at sentAt (monotonic ms),
    * that ttl ms were left on the hold's lease: held surely until sentAt +
-   * ttl less lockd's drift margin (1 % + 2 ms), since lockd measured the
-   * ttl after that send. An answer to an older request changes nothing. */
+   * ttl less lockd's drift margin (1 % of the lease + 2 ms), since lockd
+   * measured the ttl after that send. An answer to an older request
+   * changes nothing. */
   _confirm(sentAt, ttl) {
     if (!this._client.heartbeat || this.released || this.lost || sentAt < this._confirmedAt) return;
     this._confirmedAt = sentAt;
-    this._deadline = sentAt + ttl - ttl / 100 - 2;
-    this._margin = Math.min(LOSS_MARGIN_MS, ttl / 20);
+    this._lease = Math.max(this._lease, ttl);
+    this._deadline = sentAt + ttl - this._lease / 100 - 2;
     clearTimeout(this._lossTimer);
-    this._lossTimer = setTimeout(() => this._expire(), Math.max(0, this._deadline - this._margin - now()));
+    this._lossTimer = setTimeout(() => this._expire(), Math.max(0, this._fireAt() - now()));
     this._lossTimer.unref();
-    if (!this._beating && !this._releasing) this._schedule();
+    if (!this._beating && !this._releasing && !this._fixed) this._schedule();
   }
 
   /** The HELD of a resume (sent at sentAt): the hold is listed or gone. */
@@ -658,11 +660,16 @@ class Lock {
     else this._markLost(`lockd no longer lists ${this.key} as held by the resumed session`);
   }
 
+  /** When the loss is reported: a margin before the deadline. */
+  _fireAt() {
+    return this._deadline - Math.min(LOSS_MARGIN_MS, this._lease / 20);
+  }
+
   /** The next heartbeat: at a third of the time left, so that a healthy
    * lockd confirms the hold twice more before its deadline. */
   _schedule() {
     clearTimeout(this._beatTimer);
-    const left = this._deadline - this._margin - now();
+    const left = this._fireAt() - now();
     this._beatTimer = setTimeout(() => this._beat(), Math.max(HEARTBEAT_MIN_MS, left / 3));
     this._beatTimer.unref();
   }
@@ -683,19 +690,20 @@ class Lock {
     } finally {
       this._beating = false;
     }
-    if (!this.released && !this.lost && !this._releasing && !this._beatTimer && conn.state === 'open') this._schedule();
+    if (!this.released && !this.lost && !this._releasing && !this._fixed && !this._beatTimer && conn.state === 'open') this._schedule();
   }
 
   _expire() {
-    const early = this._deadline - this._margin - now();
+    const early = this._fireAt() - now();
     if (early > 1) {
       this._lossTimer = setTimeout(() => this._expire(), early);
       this._lossTimer.unref();
       return;
     }
     const ago = Math.round(now() - this._confirmedAt);
+    const left = Math.round(this._deadline - now());
     // lockd may still hold it (frozen, unreachable): end the session
-    this._markLost(`lockd did not confirm the lease in time (last confirmed by a request sent ${ago} ms ago)`, true);
+    this._markLost(`the lease lockd last confirmed (to a request sent ${ago} ms ago) ends in ${left} ms`, true);
   }
 
   _stop() {
@@ -1056,6 +1064,7 @@ class Client {
     if (r.startsWith('OK ')) {
       const fence = BigInt(r.split(' ')[1]);
       const lock = make ? make(conn, fence) : new Lock(this, conn, key, fence, opts.onLost);
+      lock._fixed = opts.ttl != null;
       if (conn.state === 'dead') lock._markLost('the session ended right after the grant');
       else if (m) lock._confirm(m.sentAt, m.ttl);
       else if (unconfirmed) lock._markLost(unconfirmed, true);

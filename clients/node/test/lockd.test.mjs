@@ -603,6 +603,21 @@ describe('lockd-client', { concurrency: false }, () => {
     }
   });
 
+  it('a ttl lock gets no heartbeat and is reported lost before its ttl ends', { timeout: 60000 }, async () => {
+    const px = await proxy(env.LOCKD_A);
+    try {
+      const c = await client(px.address);
+      const t0 = mono();
+      const l = await c.acquire(key('ttl'), { ttl: 600 });
+      const lostAt = await aborted(l.signal, 2000);
+      assert.ok(lostAt - t0 <= 600, `loss ${(lostAt - t0).toFixed(0)} ms after the acquire call, ttl 600`);
+      assert.equal(px.held, 1); // the one pipelined behind the LOCK
+      await assert.rejects(l.release(), LockLostError);
+    } finally {
+      px.close();
+    }
+  });
+
   it('an abort just as the lock is granted leaves nothing held (QUIT, not a detached session)', { timeout: 60000 }, async (t) => {
     if (skipUnless(t, await speaks('SESSION'))) return;
     const px = await proxy(env.LOCKD_A);
