@@ -474,7 +474,7 @@ class Conn {
         }
         if ((attempt + 1) % addrs.length === 0) {
           await sleep(delay, true);
-          delay = Math.min(delay * 2, 500);
+          delay = Math.min(delay * 2, 250); // short: the local deadline runs
         }
       }
     }
@@ -1030,8 +1030,11 @@ class Client {
     let m = null; // { sentAt, ttl } that starts the local deadline
     let unconfirmed = null; // why the grant could not be confirmed
     try {
+      const sock = conn.sock;
+      sock?.cork(); // one write (one segment) for both
       const granted = conn.call(line, { kind, key, deadline });
       const heldP = this.heartbeat ? conn.call('HELD', { multi: true, timed: true }) : null;
+      sock?.uncork();
       heldP?.catch(() => {});
       r = await granted;
       const first = heldP ? await heldP.catch(() => null) : null;

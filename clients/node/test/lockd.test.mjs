@@ -46,6 +46,8 @@ function readEnv() {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// the longest pause between two resume attempts (index.cjs), and slack
+const RESUME_PAUSE_MS = 250 + 50;
 const mono = () => performance.now();
 let seq = 0;
 const key = (n) => `js-${n}-${process.pid}-${++seq}`;
@@ -425,18 +427,29 @@ describe('lockd-client', { concurrency: false }, () => {
       const c = await client(env.LOCKD_A, { graceMs: 20000 });
       const k = key('resume');
       const l = await c.acquire(k, { wait: 5000 });
+      const left = l._fireAt() - mono(); // how long the client can vouch for the hold
+      const t0 = mono();
       run(how, 'a');
       run('lockd-start', 'a');
+      const back = mono() - t0;
       const held = async () => {
         const lines = await l._conn.call('HELD', { multi: true });
         return lines.map((s) => s.split(' ')).find((w) => w[1] === k)?.[2];
       };
       let f;
       const end = Date.now() + 10000;
-      while (Date.now() < end) {
+      while (Date.now() < end && !l.lost) {
         f = await held().catch(() => undefined);
         if (f !== undefined) break;
         await sleep(100);
+      }
+      if (l.lost && back + RESUME_PAUSE_MS >= left) {
+        // lockd came back too late (a loaded machine): the lease it last
+        // confirmed ended first, and the loss is then the right answer
+        console.log(`note: lockd was back ${back.toFixed(0)} ms after the ${how}, the lease left was ${left.toFixed(0)} ms: lost, as it must be`);
+        await c.close();
+        await waitGrants();
+        continue;
       }
       assert.equal(BigInt(f), l.fence);
       assert.equal(l.lost, false);
