@@ -46,9 +46,10 @@ const EVENTS = new Set(['LOST', 'ELECTED', 'NOLEADER']);
 // may be what breaks the connection).
 const MAX_REPLAYS = 2;
 // The local deadline is the confirmed lease's end less lockd's drift
-// margin (1 % + 2 ms); the loss is reported min(LOSS_MARGIN_MS, lease/20)
-// before it, so that a timer late on a busy event loop still comes first.
-const LOSS_MARGIN_MS = 100;
+// margin (1 % + 2 ms); the loss is reported min(LOSS_MARGIN_MS, lease/10)
+// before it, so that a timer late on a busy event loop or a loaded machine
+// (nearly 200 ms seen on 2 cores running 10 processes) still comes first.
+const LOSS_MARGIN_MS = 250;
 // Heartbeats go out at a third of the time left to the deadline, never
 // more often than this.
 const HEARTBEAT_MIN_MS = 20;
@@ -662,7 +663,7 @@ class Lock {
 
   /** When the loss is reported: a margin before the deadline. */
   _fireAt() {
-    return this._deadline - Math.min(LOSS_MARGIN_MS, this._lease / 20);
+    return this._deadline - Math.min(LOSS_MARGIN_MS, this._lease / 10);
   }
 
   /** The next heartbeat: at a third of the time left, so that a healthy
