@@ -474,7 +474,7 @@ class Conn {
           return;
         }
         if ((attempt + 1) % addrs.length === 0) {
-          await sleep(delay, true);
+          await sleep(delay);
           delay = Math.min(delay * 2, 250); // short: the local deadline runs
         }
       }
@@ -528,7 +528,7 @@ class Conn {
           this.die(`could not observe again: ${e.message}`);
           return;
         }
-        await sleep(delay, true);
+        await sleep(delay);
         delay = Math.min(delay * 2, 1000);
       }
     }

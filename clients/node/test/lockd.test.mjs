@@ -171,6 +171,26 @@ async function proxy(target) {
   return px;
 }
 
+/** Signal lockd x (a or b) and wait, without blocking the event loop, until
+ * its port refuses connections: it is gone. (testenv's lockd-kill and
+ * lockd-term wait for the process to be reaped, which can take seconds
+ * here, all that time blocking this process and the client's timers.)
+ * lockd-start then starts it again. */
+async function stopLockd(x, sig) {
+  process.kill(Number(readFileSync(join(dir, x, 'pid'), 'utf8')), sig);
+  const addr = x === 'a' ? env.LOCKD_A : env.LOCKD_B;
+  const end = Date.now() + 10000;
+  while (Date.now() < end) {
+    const up = await raw(addr, 'PING').then(
+      () => true,
+      () => false,
+    );
+    if (!up) return;
+    await sleep(20);
+  }
+  throw new Error(`lockd ${x} did not stop`);
+}
+
 /** Wait (at most limitMs) for signal to abort; the monotonic time it did. */
 function aborted(signal, limitMs) {
   if (signal.aborted) return Promise.resolve(mono());
@@ -423,13 +443,13 @@ describe('lockd-client', { concurrency: false }, () => {
 
   it('resumable session keeps a held lock across a lockd restart (1.2)', { timeout: 60000 }, async (t) => {
     if (skipUnless(t, await speaks('SESSION'))) return;
-    for (const how of ['lockd-term', 'lockd-kill']) {
+    for (const how of ['SIGTERM', 'SIGKILL']) {
       const c = await client(env.LOCKD_A, { graceMs: 20000 });
       const k = key('resume');
       const l = await c.acquire(k, { wait: 5000 });
       const left = l._fireAt() - mono(); // how long the client can vouch for the hold
       const t0 = mono();
-      run(how, 'a');
+      await stopLockd('a', how);
       run('lockd-start', 'a');
       const back = mono() - t0;
       const held = async () => {
@@ -563,10 +583,8 @@ describe('lockd-client', { concurrency: false }, () => {
     const t0 = mono();
     const l = await c.acquire(k, { wait: 5000 });
     try {
-      // the kill itself, timed here; testenv then waits for the exit
       process.kill(Number(readFileSync(join(dir, 'a', 'pid'), 'utf8')), 'SIGKILL');
       const tKill = mono();
-      run('lockd-kill', 'a');
       const lostAt = await aborted(l.signal, env.lease + 2000);
       assert.ok(lostAt - t0 <= env.lease, `loss ${(lostAt - t0).toFixed(0)} ms after the acquire call, lease ${env.lease}`);
       await assert.rejects(l.release(), LockLostError);
