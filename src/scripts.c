@@ -518,27 +518,29 @@ static const char *const bodies[SCR_COUNT] = {
                     "return {1, c}\n",
     /* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
      * lock for its leader, and the leader's record with it (where t is
-     * this leader's); announces the release (to a waiter elsewhere, as
-     * RELEASE_LUA does) and the change (to observers). Returns 1. */
+     * this leader's), only where the lock holds this very token: where an
+     * adoption gave the lock to another lockd (1.2), the record is that
+     * lockd's leader's now, and the first lockd's release (its grace
+     * running out, LOST) must leave it. Announces the release (to a
+     * waiter elsewhere, as RELEASE_LUA does) and the change (to
+     * observers). Returns 1. */
     [SCR_EL_RESIGN] = "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
                       "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
                       "  redis.call('HDEL', rk, rf)\n"
                       "end\n"
-                      "local changed = false\n"
+                      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 1 end\n"
+                      "redis.call('DEL', KEYS[1])\n"
+                      "local w = redis.call('GET', KEYS[2])\n"
+                      "if w then\n"
+                      "  redis.call('DEL', KEYS[2])\n"
+                      "  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+                      "  if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
+                      "end\n"
+                      "redis.call('PUBLISH', ARGV[6], ARGV[3])\n"
                       "local t = redis.call('HGET', KEYS[4], 't')\n"
                       "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
-                      "  redis.call('DEL', KEYS[4]); changed = true\n"
+                      "  redis.call('DEL', KEYS[4])\n"
                       "end\n"
-                      "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-                      "  redis.call('DEL', KEYS[1]); changed = true\n"
-                      "  local w = redis.call('GET', KEYS[2])\n"
-                      "  if w then\n"
-                      "    redis.call('DEL', KEYS[2])\n"
-                      "    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
-                      "    if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
-                      "  end\n"
-                      "end\n"
-                      "if changed then redis.call('PUBLISH', ARGV[6], ARGV[3]) end\n"
                       "return 1\n",
     /* Positions: enum gen_arg (scripts.h). Raised, never lowered: a
      * handshake's write that arrives late (it too may) cannot make the

@@ -689,6 +689,83 @@ START_TEST(election_campaign_retries_quorum)
 }
 END_TEST
 
+/* A session on lockd port (GRACE grace_ms) that campaigns for name with
+ * value and lets its connection go (detached); its id and secret. */
+static unsigned long long lead_detached(int port, int grace_ms, const char *name, const char *value,
+                                        char *id, char *secret)
+{
+	struct ec *a = ec_open(port);
+	char req[200];
+	snprintf(req, sizeof(req), "SESSION GRACE %d", grace_ms);
+	const char *r = ec_cmd(a, req, H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "SESSION %63s %63s", id, secret) == 2, "SESSION: %s",
+	              r ? r : "");
+	snprintf(req, sizeof(req), "CAMPAIGN %s %s", name, value);
+	unsigned long long f = ok_fence(ec_cmd(a, req, H_SLOW_LIMIT));
+	ec_close(a);
+	return f;
+}
+
+/* The first lockd's grace running out after the leader resumed on another
+ * lockd changes nothing of the value (PROTOCOL 1.3: nothing the first
+ * lockd does afterwards removes or changes it). A lease of 30000 ms: the
+ * first lockd's touch (every lease/3) comes after its grace of 300 ms
+ * (which the test checks in its log: else it tries again). */
+START_TEST(election_grace_end_keeps_moved_value)
+{
+	struct h_opts o = {.lease_ms = 30000};
+	h_std(&o);
+	h_lockd_start(&o);
+	struct ec *q = ec_open(P1);
+	for (int tries = 0;; tries++) {
+		char name[32], id[64], secret[64], req[300], want[160];
+		snprintf(name, sizeof(name), "gv%d", tries);
+		long off = h_file_size(h_lockd(0)->log);
+		unsigned long long f = lead_detached(P0, 300, name, "v1", id, secret);
+		struct ec *b = ec_open(P1);
+		snprintf(req, sizeof(req), "RESUME %s %s", id, secret);
+		ec_expect(b, req, "OK 1");
+		snprintf(req, sizeof(req), "OBSERVE %s", name);
+		ec_expect(q, req, "OK");
+		snprintf(want, sizeof(want), "ELECTED %s %llu v1", name, f);
+		wait_last(q, want, H_SLOW_LIMIT);
+		/* lockd 0's grace runs out (or its touch saw the move first) */
+		char grace[120], moved[120];
+		snprintf(grace, sizeof(grace), "session %s: its grace of 300 ms ran out", id);
+		snprintf(moved, sizeof(moved), "session %s: resumed on another lockd", id);
+		char *g = NULL, *m = NULL;
+		for (double t0 = h_now_ms(); !g && !m && h_now_ms() - t0 < 300 + H_SLOW_LIMIT;
+		     h_sleep_ms(20)) {
+			g = h_log_find(h_lockd(0)->log, off, grace, NULL);
+			m = h_log_find(h_lockd(0)->log, off, moved, NULL);
+		}
+		ck_assert_msg(g || m, "lockd 0 neither ended session %s nor saw it move", id);
+		int ran_out = g && !m;
+		free(g);
+		free(m);
+		if (ran_out) {
+			/* what lockd 0 sent at the grace's end has reached the masters */
+			ec_events(q, 200);
+			snprintf(req, sizeof(req), "LEADER %s", name);
+			snprintf(want, sizeof(want), "LEADER %llu v1", f);
+			ec_expect(q, req, want);
+			snprintf(want, sizeof(want), "ELECTED %s %llu v1", name, f);
+			ck_assert_str_eq(last_ev(q), want);
+			snprintf(req, sizeof(req), "PROCLAIM %s v2", name);
+			ec_expect(b, req, "OK");
+			snprintf(req, sizeof(req), "LEADER %s", name);
+			snprintf(want, sizeof(want), "LEADER %llu v2", f);
+			ec_expect(q, req, want);
+			ec_close(b);
+			break;
+		}
+		ck_assert_msg(tries < 3, "lockd 0's touch came before its grace ended 4 times");
+		ec_close(b);
+	}
+	ec_close(q);
+}
+END_TEST
+
 TCase *tc_election(void)
 {
 	TCase *tc = tcase_create("election");
@@ -704,5 +781,6 @@ TCase *tc_election(void)
 	H_ADD(tc, election_value_survives_restart);
 	H_ADD(tc, election_campaign_retries_quorum);
 	H_ADD(tc, election_resumed_leader_written_back);
+	H_ADD(tc, election_grace_end_keeps_moved_value);
 	return tc;
 }
