@@ -100,10 +100,10 @@ struct el_client {
 	char *value;      /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
-	/* A request of a resumable session that holds a name's lock here with
-	 * no leader known here (its session was resumed from another lockd,
-	 * 1.2), answered once a majority read said whether it leads: the
-	 * command, and "NAME" or "NAME VALUE". */
+	/* A request of a resumable session for a name whose leadership is
+	 * being adopted here (its session was resumed from another lockd,
+	 * 1.2: struct el_adopt), answered once a majority read said whether
+	 * it leads (pend_answer): the command, and "NAME" or "NAME VALUE". */
 	enum cmd pend_cmd;
 	char *pend_value;
 	/* Its CAMPAIGN's WAIT (as LOCK's: a grant whose value reached no
@@ -209,6 +209,15 @@ static void lead_free(struct lead *ld)
 	free(ld);
 }
 
+/* A leader of an earlier life here (its lock left unseen, or its session
+ * moved away and came back): forgotten, its CAMPAIGN or PROCLAIM answered. */
+static void lead_forget(struct lead *ld)
+{
+	if (ld->reply_to)
+		reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+	lead_free(ld);
+}
+
 /* c leads key here: it holds the key's lock with the token of a leader. */
 static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
 {
@@ -281,6 +290,14 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	lt_lock(c, &r);
 	free(key);
 }
+
+/* Why a waiting request is answered now. */
+enum pend_why {
+	PA_SETTLED, /* the read answered: led_by tells */
+	PA_QUORUM,  /* the read found no majority */
+};
+
+static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum pend_why why);
 
 static void put_done(struct rl_call *call, void *owner)
 {
@@ -429,6 +446,65 @@ static void proclaim(struct lead *ld, struct lt_client *c, const struct request 
 
 static void resign(struct lead *ld, struct lt_client *c, int unlock);
 
+/* --- leaders adopted with their session (1.2) --- */
+
+/* c's request r waits for the adoption of its name here (pend_answer
+ * answers it): 1, else 0 (no memory). */
+static int pend(struct el_client *e, const struct request *r)
+{
+	char *p = malloc(r->klen + r->wlen + 2);
+	if (!p)
+		return 0;
+	memcpy(p, r->key, r->klen);
+	p[r->klen] = ' ';
+	memcpy(p + r->klen + 1, r->word ? r->word : "", r->wlen);
+	p[r->klen + 1 + r->wlen] = '\0';
+	if (!r->wlen)
+		p[r->klen] = '\0';
+	free(e->pend_value);
+	e->pend_value = p;
+	e->pend_cmd = r->cmd;
+	return 1;
+}
+
+static void pend_clear(struct el_client *e)
+{
+	free(e->pend_value);
+	e->pend_value = NULL;
+}
+
+/* Answer c's request waiting for the adoption of key, if there is one. */
+static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum pend_why why)
+{
+	struct el_client *e = c->el;
+	if (!e || !e->pend_value)
+		return;
+	size_t n = strcspn(e->pend_value, " ");
+	if (n != klen || memcmp(e->pend_value, key, klen) != 0)
+		return;
+	struct lead *ld = led_by(c, key, klen);
+	enum cmd cmd = e->pend_cmd;
+	char *hold = e->pend_value;
+	e->pend_value = NULL;
+	const char *val = hold[n] ? hold + n + 1 : "";
+	struct request r = {.cmd = cmd, .key = hold, .klen = n, .word = val, .wlen = strlen(val)};
+	if (cmd == CMD_UNLOCK && ld)
+		resign(ld, c, 1);
+	else if (cmd == CMD_UNLOCK)
+		lt_unlock(c, hold, n); /* a plain hold (or nobody could tell) */
+	else if (cmd == CMD_RESIGN && ld)
+		resign(ld, c, 0);
+	else if (ld && ld->state == LD_LEADING)
+		proclaim(ld, c, &r, cmd == CMD_CAMPAIGN);
+	else if (why == PA_QUORUM)
+		reply(c, "%s", MSG_NO_QUORUM); /* no word from a majority */
+	else if (cmd == CMD_CAMPAIGN)
+		reply(c, "ERR ARG this session holds %.*s without leading it", (int)n, hold);
+	else
+		reply(c, "%s", MSG_NOT_LEADER);
+	free(hold);
+}
+
 /* A majority read v of key, whose lock c holds with no leader known here
  * (its session was resumed from another lockd): when a majority holds
  * the lock with the leader's record and c holds the lock (on a majority,
@@ -464,91 +540,75 @@ static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen
 static void adopted_done(struct rl_call *call, void *owner)
 {
 	struct el_adopt *a = owner;
-	lead_adopt(a->c, a->key, a->klen, rl_leader_of(call));
+	const struct rl_leader *v = rl_leader_of(call);
+	lead_adopt(a->c, a->key, a->klen, v);
 	ilist_remove(&a->c->el->adopts, &a->link);
+	pend_answer(a->c, a->key, a->klen, v->ok ? PA_SETTLED : PA_QUORUM);
 	free(a);
 }
 
-void el_adopted(struct lt_client *c, const char *key, size_t klen)
+/* The read of key under way for c, if any. */
+static struct el_adopt *adopt_of(struct el_client *e, const char *key, size_t klen)
 {
-	struct el_client *e;
+	for (struct ilink *l = e->adopts.head.next; l != &e->adopts.head; l = l->next) {
+		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
+		if (a->klen == klen && memcmp(a->key, key, klen) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* Read whether c, which holds key's lock, leads it: 1 on its way. */
+static int adopt_start(struct lt_client *c, const char *key, size_t klen)
+{
+	struct el_client *e = el_of(c);
 	struct el_adopt *a;
-	if (!c->sid || lead_find(key, klen) || !(e = el_of(c)) ||
-	    !(a = calloc(1, sizeof(*a) + klen + 1)))
-		return;
+	if (!e || !(a = calloc(1, sizeof(*a) + klen + 1)))
+		return 0;
 	memcpy(a->key, key, klen);
 	a->klen = klen;
 	a->c = c;
 	a->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, adopted_done, a);
 	if (!a->call) {
-		free(a); /* the lazy path (adopt_first) is left */
-		return;
+		free(a);
+		return 0;
 	}
 	ilist_push(&e->adopts, &a->link);
+	return 1;
 }
 
-/* The read for a leader adopted with its session (1.2): the masters know
- * whether the hold c has is a leader's, with its value and version. */
-static void adopt_done(struct rl_call *call, void *owner)
+void el_adopted(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lt_client *c = owner;
-	struct el_client *e = c->el;
-	const struct rl_leader *v = rl_leader_of(call);
-	size_t klen;
-	const char *key = e ? e->pend_value : NULL;
-	c->call = NULL;
-	if (!e || !key)
+	struct lead *ld = lead_find(key, klen);
+	if (!c->sid)
 		return;
-	klen = strcspn(key, " ");
-	const char *val = key[klen] ? key + klen + 1 : "";
-	struct lead *ld = lead_adopt(c, key, klen, v);
-	struct request r = {
-	    .cmd = e->pend_cmd, .key = key, .klen = klen, .word = val, .wlen = strlen(val)};
-	char *hold = e->pend_value;
-	e->pend_value = NULL;
-	if (!v->ok)
-		reply(c, "%s", MSG_NO_QUORUM);
-	else if (!ld && r.cmd == CMD_CAMPAIGN)
-		reply(c, "ERR ARG this session holds %.*s without leading it", (int)klen, key);
-	else if (!ld)
-		reply(c, "%s", MSG_NOT_LEADER);
-	else if (r.cmd == CMD_RESIGN)
-		resign(ld, c, 0);
-	else
-		proclaim(ld, c, &r, r.cmd == CMD_CAMPAIGN);
-	free(hold);
+	if (ld) /* an earlier life of it here: what the masters hold counts */
+		lead_forget(ld);
+	adopt_start(c, key, klen); /* else a request reads it (adopt_wait) */
 }
 
-/* c holds the name's lock but no leader of it is known here: a resumable
- * session may have campaigned on another lockd. Read, then answer (1 when
- * the request is taken). */
-static int adopt_first(struct lt_client *c, const struct request *r)
+/* c holds the name's lock but no leader of it is known here (its session
+ * was resumed from another lockd, with the RESUME's read under way, or
+ * lost with a connection): r waits for that read, started if need be. 1
+ * when r is taken. */
+static int adopt_wait(struct lt_client *c, const struct request *r)
 {
 	uint64_t fence;
 	char token[TOKEN_LEN + 1];
 	struct el_client *e;
-	if (!c->sid || lt_lock_holder(r->key, r->klen, &fence, token) != c ||
-	    lead_find(r->key, r->klen) || !(e = el_of(c)))
+	if (!c->sid || lt_lock_holder(r->key, r->klen, &fence, token) != c || !(e = el_of(c)))
 		return 0;
-	char *p = malloc(r->klen + r->wlen + 2);
-	if (!p)
-		return 0;
-	memcpy(p, r->key, r->klen);
-	p[r->klen] = ' ';
-	memcpy(p + r->klen + 1, r->word ? r->word : "", r->wlen);
-	p[r->klen + 1 + r->wlen] = '\0';
-	if (!r->wlen)
-		p[r->klen] = '\0';
-	free(e->pend_value);
-	e->pend_value = p;
-	e->pend_cmd = r->cmd;
-	c->call = rl_el_read(r->key, r->klen, (size_t)cfg->max_value_len, adopt_done, c);
-	if (!c->call) {
-		free(e->pend_value);
-		e->pend_value = NULL;
-		return 0;
+	struct lead *ld = lead_find(r->key, r->klen);
+	if (ld && strcmp(ld->token, token) != 0) {
+		lead_forget(ld); /* of another hold: its lock left unseen */
+		ld = NULL;
 	}
-	return 1;
+	if (ld || !pend(e, r))
+		return 0;
+	if (adopt_of(e, r->key, r->klen) || adopt_start(c, r->key, r->klen))
+		return 1;
+	pend_clear(e);
+	return 0;
 }
 
 void el_campaign(struct lt_client *c, const struct request *r)
@@ -563,7 +623,7 @@ void el_campaign(struct lt_client *c, const struct request *r)
 		proclaim(ld, c, r, 1); /* the leader campaigns again: one hold */
 		return;
 	}
-	if (!ld && adopt_first(c, r))
+	if (!ld && adopt_wait(c, r))
 		return;
 	if (lt_holds(c, r->key, r->klen)) {
 		reply(c, "ERR ARG this session holds %.*s without leading it", (int)r->klen,
@@ -592,13 +652,13 @@ void el_proclaim(struct lt_client *c, const struct request *r)
 	if (!ok)
 		return;
 	struct lead *ld = led_by(c, r->key, r->klen);
-	if (!ld && adopt_first(c, r))
-		return;
-	if (!ld || ld->state != LD_LEADING) {
-		reply(c, "%s", MSG_NOT_LEADER);
+	if (ld && ld->state == LD_LEADING) {
+		proclaim(ld, c, r, 0);
 		return;
 	}
-	proclaim(ld, c, r, 0);
+	if (!ld && adopt_wait(c, r))
+		return;
+	reply(c, "%s", MSG_NOT_LEADER);
 }
 
 static void resigned(struct rl_call *call, void *owner)
@@ -638,22 +698,26 @@ void el_resign(struct lt_client *c, const char *key, size_t klen)
 {
 	struct lead *ld = led_by(c, key, klen);
 	struct request r = {.cmd = CMD_RESIGN, .key = key, .klen = klen};
-	if (!ld && adopt_first(c, &r))
-		return;
-	if (!ld || ld->state != LD_LEADING) {
-		reply(c, "%s", MSG_NOT_LEADER);
+	if (ld && ld->state != LD_PUBLISHING) {
+		resign(ld, c, 0);
 		return;
 	}
-	resign(ld, c, 0);
+	if (!ld && adopt_wait(c, &r))
+		return;
+	reply(c, "%s", MSG_NOT_LEADER);
 }
 
 int el_unlock(struct lt_client *c, const char *key, size_t klen)
 {
 	struct lead *ld = led_by(c, key, klen);
-	if (!ld || ld->state != LD_LEADING)
-		return 0;
-	resign(ld, c, 1);
-	return 1;
+	struct request r = {.cmd = CMD_UNLOCK, .key = key, .klen = klen};
+	if (ld && ld->state != LD_PUBLISHING) {
+		resign(ld, c, 1);
+		return 1;
+	}
+	/* right behind a RESUME: whether it leads is being read (a plain
+	 * hold's UNLOCK costs no read otherwise) */
+	return !ld && c->el && adopt_of(c->el, key, klen) && pend(c->el, &r);
 }
 
 /* Every lease/3: forget leaders whose lock left this lockd unseen (their
@@ -919,7 +983,7 @@ void el_conn_end(struct lt_client *c)
 	while ((l = ilist_first(&e->adopts))) {
 		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
 		ilist_remove(&e->adopts, l);
-		rl_detach(a->call, a); /* a request later reads it (adopt_first) */
+		rl_detach(a->call, a); /* a request later reads it (adopt_wait) */
 		free(a);
 	}
 	if (e->retry)

@@ -706,6 +706,63 @@ static unsigned long long lead_detached(int port, int grace_ms, const char *name
 	return f;
 }
 
+/* PROCLAIM, RESIGN or UNLOCK pipelined right behind the RESUME that moves
+ * a leader to another lockd sees the resumed leadership (PROTOCOL 1.2:
+ * RESUME restores the session as it was; 1.3: a leader that resumes keeps
+ * its fence and value). Observers on both lockd hear of the RESIGN and
+ * the UNLOCK within the service level (a lease of 6000 ms: a timed read
+ * every lease/3 would come too late). */
+START_TEST(election_pipelined_after_resume)
+{
+	struct h_opts o = {.lease_ms = 6000};
+	h_std(&o);
+	h_lockd_start(&o);
+	static const char *const cmds[] = {"PROCLAIM %s two", "RESIGN %s", "UNLOCK %s"};
+	static const char *const oks[] = {"OK", "OK", "OK 0"};
+	struct ec *q = ec_open(P1);
+	for (int k = 0; k < 3; k++) {
+		char name[32], id[64], secret[64], req[300], cmd[64], want[160];
+		snprintf(name, sizeof(name), "pl%d", k);
+		unsigned long long f = lead_detached(P0, 20000, name, "one", id, secret);
+		struct ec *w[2] = {ec_open(P0), ec_open(P1)};
+		snprintf(want, sizeof(want), "ELECTED %s %llu one", name, f);
+		for (int i = 0; i < 2; i++) {
+			snprintf(req, sizeof(req), "OBSERVE %s", name);
+			ec_expect(w[i], req, "OK");
+			wait_last(w[i], want, H_SLOW_LIMIT);
+		}
+		struct ec *b = ec_open(P1);
+		snprintf(cmd, sizeof(cmd), cmds[k], name);
+		snprintf(req, sizeof(req), "RESUME %s %s\n%s", id, secret, cmd);
+		ec_send(b, req); /* one write: the command right behind the RESUME */
+		const char *r = ec_reply(b, H_SLOW_LIMIT);
+		ck_assert_str_eq(r ? r : "(nothing)", "OK 1");
+		r = ec_reply(b, H_SLOW_LIMIT);
+		if (!r || strcmp(r, oks[k]) != 0)
+			ck_abort_msg("%s pipelined behind RESUME: want '%s', got '%s'", cmd, oks[k],
+			             r ? r : "(nothing)");
+		double t0 = h_now_ms();
+		snprintf(req, sizeof(req), "LEADER %s", name);
+		if (k == 0)
+			snprintf(want, sizeof(want), "LEADER %llu two", f);
+		else
+			snprintf(want, sizeof(want), "NONE");
+		ec_expect(q, req, want);
+		if (k == 0)
+			snprintf(want, sizeof(want), "ELECTED %s %llu two", name, f);
+		else
+			snprintf(want, sizeof(want), "NOLEADER %s", name);
+		for (int i = 0; i < 2; i++) {
+			wait_last(w[i], want, (int)(500 + H_LOADED - (h_now_ms() - t0)));
+			ec_close(w[i]);
+		}
+		ec_expect(b, "QUIT", "OK");
+		ec_close(b);
+	}
+	ec_close(q);
+}
+END_TEST
+
 /* The first lockd's grace running out after the leader resumed on another
  * lockd changes nothing of the value (PROTOCOL 1.3: nothing the first
  * lockd does afterwards removes or changes it). A lease of 30000 ms: the
@@ -781,6 +838,7 @@ TCase *tc_election(void)
 	H_ADD(tc, election_value_survives_restart);
 	H_ADD(tc, election_campaign_retries_quorum);
 	H_ADD(tc, election_resumed_leader_written_back);
+	H_ADD(tc, election_pipelined_after_resume);
 	H_ADD(tc, election_grace_end_keeps_moved_value);
 	return tc;
 }
