@@ -52,7 +52,10 @@ static const struct lt_ops *ops;
 /* Where a leader of this lockd is. */
 enum lead_state {
 	LD_PUBLISHING, /* granted; its first value is being written (CAMPAIGN waits) */
-	LD_LEADING,    /* its value is on a majority: it leads */
+	LD_RESERVING,  /* adopted with its session (1.2): the epoch of its values here is
+	                  being reserved on the masters, or is to be (a try found no
+	                  majority); PROCLAIM waits, nothing is written */
+	LD_LEADING,    /* its value (adopted: its epoch) is on a majority: it leads */
 };
 
 struct lead {
@@ -61,10 +64,14 @@ struct lead {
 	enum lead_state state;
 	char token[TOKEN_LEN + 1];
 	uint64_t fence;
+	uint64_t epoch;   /* of this lockd's values: 0 for a CAMPAIGN here; above every
+	                     epoch reserved before for an adopted leader (scripts.c) */
 	uint64_t version; /* of value: 1 at the grant, +1 per PROCLAIM */
 	char *value;
 	size_t vlen;
-	struct rl_call *call;       /* a put of value in flight, answering reply_to */
+	int tries;                  /* reservations refused in a row (a higher epoch seen) */
+	struct rl_call *call;       /* a put of value in flight, answering reply_to; or
+	                               (LD_RESERVING) the reservation of epoch */
 	struct lt_client *reply_to; /* CAMPAIGN or PROCLAIM waiting for the put */
 	int reply_fence;            /* answer "OK fence" (CAMPAIGN), else "OK" */
 	char key[];
@@ -73,12 +80,12 @@ struct lead {
 /* One observed name on this lockd. */
 struct watch {
 	struct kt_node node;
-	struct ilist obs;        /* struct obs.wlink */
-	struct rl_call *call;    /* the read in flight */
-	int again;               /* a change was heard during the read: read once more */
-	int known;               /* a read has told the state */
-	int leader;              /* the last state reported is a leader (else NOLEADER) */
-	uint64_t fence, version; /* the last leader reported (kept after NOLEADER) */
+	struct ilist obs;               /* struct obs.wlink */
+	struct rl_call *call;           /* the read in flight */
+	int again;                      /* a change was heard during the read: read once more */
+	int known;                      /* a read has told the state */
+	int leader;                     /* the last state reported is a leader (else NOLEADER) */
+	uint64_t fence, epoch, version; /* the last leader reported (kept after NOLEADER) */
 	char *value;
 	size_t vlen;
 	struct event *timer; /* the next read while a leader stands */
@@ -100,10 +107,10 @@ struct el_client {
 	char *value;      /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
-	/* A request of a resumable session that holds a name's lock here with
-	 * no leader known here (its session was resumed from another lockd,
-	 * 1.2), answered once a majority read said whether it leads: the
-	 * command, and "NAME" or "NAME VALUE". */
+	/* A request of a resumable session for a name whose leadership is
+	 * being adopted here (its session was resumed from another lockd,
+	 * 1.2: struct el_adopt, then LD_RESERVING), answered once that is
+	 * settled (pend_answer): the command, and "NAME" or "NAME VALUE". */
 	enum cmd pend_cmd;
 	char *pend_value;
 	/* Its CAMPAIGN's WAIT (as LOCK's: a grant whose value reached no
@@ -127,8 +134,9 @@ struct el_adopt {
 	char key[];
 };
 
-#define RETRY_MIN_MS 50  /* first pause before a CAMPAIGN is tried again */
-#define RETRY_MAX_MS 500 /* longest pause (doubling in between) */
+#define RETRY_MIN_MS  50  /* first pause before a CAMPAIGN is tried again */
+#define RETRY_MAX_MS  500 /* longest pause (doubling in between) */
+#define RESERVE_TRIES 4   /* reservations in a row, each above the epoch the last one met */
 
 static struct keytab leads, watches;
 static struct ilist lead_list;
@@ -209,6 +217,15 @@ static void lead_free(struct lead *ld)
 	free(ld);
 }
 
+/* A leader of an earlier life here (its lock left unseen, or its session
+ * moved away and came back): forgotten, its CAMPAIGN or PROCLAIM answered. */
+static void lead_forget(struct lead *ld)
+{
+	if (ld->reply_to)
+		reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+	lead_free(ld);
+}
+
 /* c leads key here: it holds the key's lock with the token of a leader. */
 static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
 {
@@ -282,6 +299,40 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	free(key);
 }
 
+/* Why a waiting request is answered now. */
+enum pend_why {
+	PA_SETTLED, /* the read (and the reservation) answered: led_by tells */
+	PA_QUORUM,  /* the read found no majority */
+	PA_GONE,    /* c's hold of the name ended meanwhile (LOST) */
+};
+
+static int pend(struct el_client *e, const struct request *r);
+static void pend_clear(struct el_client *e);
+static int adopt_start(struct lt_client *c, const char *key, size_t klen);
+static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum pend_why why);
+
+/* ld's put found a later epoch reserved where its lock is, and no
+ * majority: ld is an earlier life of this leadership here (its session
+ * moved to another lockd and back, 1.2). c's PROCLAIM (or CAMPAIGN) is
+ * answered after the adoption of what the masters hold: 1, else 0. */
+static int readopt(struct lead *ld, struct lt_client *c)
+{
+	struct el_client *e = c->sid ? el_of(c) : NULL;
+	struct request r = {.cmd = ld->reply_fence ? CMD_CAMPAIGN : CMD_PROCLAIM,
+	                    .key = ld->key,
+	                    .klen = ld->node.klen,
+	                    .word = ld->value,
+	                    .wlen = ld->vlen};
+	if (!e || !pend(e, &r))
+		return 0;
+	size_t klen = ld->node.klen;
+	lead_free(ld);
+	if (adopt_start(c, e->pend_value, klen))
+		return 1;
+	pend_clear(e);
+	return 0;
+}
+
 static void put_done(struct rl_call *call, void *owner)
 {
 	struct lead *ld = owner;
@@ -289,6 +340,11 @@ static void put_done(struct rl_call *call, void *owner)
 	int ok = rl_result_of(call) == RL_OK;
 	ld->call = NULL;
 	ld->reply_to = NULL;
+	if (!ok && c && ld->state == LD_LEADING && rl_el_superseded(call)) {
+		if (!readopt(ld, c))
+			reply(c, "%s", MSG_NO_QUORUM);
+		return;
+	}
 	if (ld->state == LD_PUBLISHING && !ok) {
 		/* No majority holds the value: give the lock back, with
 		 * whatever value reached a minority, and try again while the
@@ -337,8 +393,8 @@ static void put(struct lead *ld, struct lt_client *c, int reply_fence)
 	}
 	ld->reply_to = c;
 	ld->reply_fence = reply_fence;
-	ld->call = rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->version, ld->value,
-	                     ld->vlen, record_expiry(), put_done, ld);
+	ld->call = rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->epoch, ld->version,
+	                     ld->value, ld->vlen, record_expiry(), put_done, ld);
 	if (!ld->call) {
 		ld->reply_to = NULL;
 		if (c)
@@ -401,6 +457,8 @@ static int el_releasing(struct lt_client *c, const char *key, size_t klen, const
 	struct rl_rec rec = {c ? c->sid : NULL, 'x', 0};
 	rl_el_resign(key, klen, token, &rec, NULL, NULL);
 	lead_free(ld);
+	if (c) /* a request waiting for its epoch */
+		pend_answer(c, key, klen, PA_GONE);
 	return 1;
 }
 
@@ -429,11 +487,116 @@ static void proclaim(struct lead *ld, struct lt_client *c, const struct request 
 
 static void resign(struct lead *ld, struct lt_client *c, int unlock);
 
+/* --- leaders adopted with their session (1.2) --- */
+
+/* c's request r waits for the adoption of its name here (pend_answer
+ * answers it): 1, else 0 (no memory). */
+static int pend(struct el_client *e, const struct request *r)
+{
+	char *p = malloc(r->klen + r->wlen + 2);
+	if (!p)
+		return 0;
+	memcpy(p, r->key, r->klen);
+	p[r->klen] = ' ';
+	memcpy(p + r->klen + 1, r->word ? r->word : "", r->wlen);
+	p[r->klen + 1 + r->wlen] = '\0';
+	if (!r->wlen)
+		p[r->klen] = '\0';
+	free(e->pend_value);
+	e->pend_value = p;
+	e->pend_cmd = r->cmd;
+	return 1;
+}
+
+static void pend_clear(struct el_client *e)
+{
+	free(e->pend_value);
+	e->pend_value = NULL;
+}
+
+/* Answer c's request waiting for the adoption of key, if there is one,
+ * unless a PROCLAIM still waits for its epoch. */
+static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum pend_why why)
+{
+	struct el_client *e = c->el;
+	if (!e || !e->pend_value)
+		return;
+	size_t n = strcspn(e->pend_value, " ");
+	if (n != klen || memcmp(e->pend_value, key, klen) != 0)
+		return;
+	struct lead *ld = why == PA_GONE ? NULL : led_by(c, key, klen);
+	enum cmd cmd = e->pend_cmd;
+	if (ld && ld->state == LD_RESERVING && ld->call && cmd != CMD_RESIGN && cmd != CMD_UNLOCK)
+		return; /* its epoch is on its way */
+	char *hold = e->pend_value;
+	e->pend_value = NULL;
+	const char *val = hold[n] ? hold + n + 1 : "";
+	struct request r = {.cmd = cmd, .key = hold, .klen = n, .word = val, .wlen = strlen(val)};
+	if (cmd == CMD_UNLOCK && ld)
+		resign(ld, c, 1);
+	else if (cmd == CMD_UNLOCK && why == PA_GONE)
+		reply(c, "%s", MSG_NOT_HELD);
+	else if (cmd == CMD_UNLOCK)
+		lt_unlock(c, hold, n); /* a plain hold (or nobody could tell) */
+	else if (cmd == CMD_RESIGN && ld)
+		resign(ld, c, 0);
+	else if (ld && ld->state == LD_LEADING)
+		proclaim(ld, c, &r, cmd == CMD_CAMPAIGN);
+	else if (ld || why == PA_QUORUM || (why == PA_GONE && cmd == CMD_CAMPAIGN))
+		reply(c, "%s", MSG_NO_QUORUM); /* no epoch reserved, or no word from a majority */
+	else if (cmd == CMD_CAMPAIGN)
+		reply(c, "ERR ARG this session holds %.*s without leading it", (int)n, hold);
+	else
+		reply(c, "%s", MSG_NOT_LEADER);
+	free(hold);
+}
+
+static void reserve_done(struct rl_call *call, void *owner);
+
+/* Reserve ld's epoch on the masters (LD_RESERVING): 1 on its way. */
+static int reserve(struct lead *ld)
+{
+	ld->call = rl_el_epoch(ld->key, ld->node.klen, ld->token, ld->epoch, reserve_done, ld);
+	return ld->call != NULL;
+}
+
+/* A majority reserved ld's epoch: it leads, and writes from now on. Else
+ * a master had it reserved as high already (another lockd's adoption, or
+ * an earlier try of ours whose answer came too late): once more, above
+ * that; or no majority answered: a PROCLAIM gets ERR QUORUM, and the next
+ * one (or the write-back tick) tries again. */
+static void reserve_done(struct rl_call *call, void *owner)
+{
+	struct lead *ld = owner;
+	uint64_t fence, top = rl_el_reserved(call);
+	char token[TOKEN_LEN + 1];
+	ld->call = NULL;
+	if (rl_result_of(call) == RL_OK) {
+		ld->state = LD_LEADING;
+		ld->tries = 0;
+		stats.leaders++;
+	} else if (top >= ld->epoch && ++ld->tries < RESERVE_TRIES) {
+		ld->epoch = top + 1;
+		if (reserve(ld))
+			return;
+	} else {
+		if (top >= ld->epoch)
+			ld->epoch = top + 1;
+		ld->tries = 0;
+		stats.quorum_failures++;
+	}
+	struct lt_client *c = lt_lock_holder(ld->key, ld->node.klen, &fence, token);
+	if (c && strcmp(token, ld->token) == 0)
+		pend_answer(c, ld->key, ld->node.klen, PA_SETTLED);
+}
+
 /* A majority read v of key, whose lock c holds with no leader known here
  * (its session was resumed from another lockd): when a majority holds
  * the lock with the leader's record and c holds the lock (on a majority,
- * for its validity), c leads, with the record's fence, value and version
- * from now on here (its value written back, its release announced). */
+ * for its validity), c leads, with the record's fence, value and version.
+ * Its values here take an epoch above every one reserved before (the
+ * first lockd's, and any adoption's since), reserved first: until then
+ * it writes nothing. */
 static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen,
                                const struct rl_leader *v)
 {
@@ -452,103 +615,89 @@ static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen
 	ld->node.klen = klen;
 	keytab_insert(&leads, &ld->node);
 	ilist_push(&lead_list, &ld->link);
-	ld->state = LD_LEADING;
-	stats.leaders++;
+	ld->state = LD_RESERVING;
 	memcpy(ld->token, token, sizeof(ld->token));
 	ld->fence = v->fence; /* the leader's, as published */
+	ld->epoch = (v->reserved > v->epoch ? v->reserved : v->epoch) + 1;
 	ld->version = v->version;
 	ld->vlen = v->vlen;
+	reserve(ld); /* else the write-back tick tries */
 	return ld;
 }
 
 static void adopted_done(struct rl_call *call, void *owner)
 {
 	struct el_adopt *a = owner;
-	lead_adopt(a->c, a->key, a->klen, rl_leader_of(call));
+	const struct rl_leader *v = rl_leader_of(call);
+	lead_adopt(a->c, a->key, a->klen, v);
 	ilist_remove(&a->c->el->adopts, &a->link);
+	pend_answer(a->c, a->key, a->klen, v->ok ? PA_SETTLED : PA_QUORUM);
 	free(a);
 }
 
-void el_adopted(struct lt_client *c, const char *key, size_t klen)
+/* The read of key under way for c, if any. */
+static struct el_adopt *adopt_of(struct el_client *e, const char *key, size_t klen)
 {
-	struct el_client *e;
+	for (struct ilink *l = e->adopts.head.next; l != &e->adopts.head; l = l->next) {
+		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
+		if (a->klen == klen && memcmp(a->key, key, klen) == 0)
+			return a;
+	}
+	return NULL;
+}
+
+/* Read whether c, which holds key's lock, leads it: 1 on its way. */
+static int adopt_start(struct lt_client *c, const char *key, size_t klen)
+{
+	struct el_client *e = el_of(c);
 	struct el_adopt *a;
-	if (!c->sid || lead_find(key, klen) || !(e = el_of(c)) ||
-	    !(a = calloc(1, sizeof(*a) + klen + 1)))
-		return;
+	if (!e || !(a = calloc(1, sizeof(*a) + klen + 1)))
+		return 0;
 	memcpy(a->key, key, klen);
 	a->klen = klen;
 	a->c = c;
 	a->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, adopted_done, a);
 	if (!a->call) {
-		free(a); /* the lazy path (adopt_first) is left */
-		return;
+		free(a);
+		return 0;
 	}
 	ilist_push(&e->adopts, &a->link);
+	return 1;
 }
 
-/* The read for a leader adopted with its session (1.2): the masters know
- * whether the hold c has is a leader's, with its value and version. */
-static void adopt_done(struct rl_call *call, void *owner)
+void el_adopted(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lt_client *c = owner;
-	struct el_client *e = c->el;
-	const struct rl_leader *v = rl_leader_of(call);
-	size_t klen;
-	const char *key = e ? e->pend_value : NULL;
-	c->call = NULL;
-	if (!e || !key)
+	struct lead *ld = lead_find(key, klen);
+	if (!c->sid)
 		return;
-	klen = strcspn(key, " ");
-	const char *val = key[klen] ? key + klen + 1 : "";
-	struct lead *ld = lead_adopt(c, key, klen, v);
-	struct request r = {
-	    .cmd = e->pend_cmd, .key = key, .klen = klen, .word = val, .wlen = strlen(val)};
-	char *hold = e->pend_value;
-	e->pend_value = NULL;
-	if (!v->ok)
-		reply(c, "%s", MSG_NO_QUORUM);
-	else if (!ld && r.cmd == CMD_CAMPAIGN)
-		reply(c, "ERR ARG this session holds %.*s without leading it", (int)klen, key);
-	else if (!ld)
-		reply(c, "%s", MSG_NOT_LEADER);
-	else if (r.cmd == CMD_RESIGN)
-		resign(ld, c, 0);
-	else
-		proclaim(ld, c, &r, r.cmd == CMD_CAMPAIGN);
-	free(hold);
+	if (ld) /* an earlier life of it here: what the masters hold counts */
+		lead_forget(ld);
+	adopt_start(c, key, klen); /* else a request reads it (adopt_wait) */
 }
 
-/* c holds the name's lock but no leader of it is known here: a resumable
- * session may have campaigned on another lockd. Read, then answer (1 when
- * the request is taken). */
-static int adopt_first(struct lt_client *c, const struct request *r)
+/* c holds the name's lock but does not lead it here, or not yet (its
+ * session was resumed from another lockd, with the RESUME's read or the
+ * reservation under way, or lost with a connection): r waits for them,
+ * started if need be. 1 when r is taken. */
+static int adopt_wait(struct lt_client *c, const struct request *r)
 {
 	uint64_t fence;
 	char token[TOKEN_LEN + 1];
 	struct el_client *e;
-	if (!c->sid || lt_lock_holder(r->key, r->klen, &fence, token) != c ||
-	    lead_find(r->key, r->klen) || !(e = el_of(c)))
+	if (!c->sid || lt_lock_holder(r->key, r->klen, &fence, token) != c || !(e = el_of(c)))
 		return 0;
-	char *p = malloc(r->klen + r->wlen + 2);
-	if (!p)
-		return 0;
-	memcpy(p, r->key, r->klen);
-	p[r->klen] = ' ';
-	memcpy(p + r->klen + 1, r->word ? r->word : "", r->wlen);
-	p[r->klen + 1 + r->wlen] = '\0';
-	if (!r->wlen)
-		p[r->klen] = '\0';
-	free(e->pend_value);
-	e->pend_value = p;
-	e->pend_cmd = r->cmd;
-	c->call = rl_el_read(r->key, r->klen, (size_t)cfg->max_value_len, adopt_done, c);
-	if (!c->call) {
-		free(e->pend_value);
-		e->pend_value = NULL;
-		return 0;
+	struct lead *ld = lead_find(r->key, r->klen);
+	if (ld && strcmp(ld->token, token) != 0) {
+		lead_forget(ld); /* of another hold: its lock left unseen */
+		ld = NULL;
 	}
-	return 1;
+	if ((ld && ld->state != LD_RESERVING) || !pend(e, r))
+		return 0;
+	if (ld ? ld->call || reserve(ld)
+	       : adopt_of(e, r->key, r->klen) || adopt_start(c, r->key, r->klen))
+		return 1;
+	pend_clear(e);
+	return 0;
 }
 
 void el_campaign(struct lt_client *c, const struct request *r)
@@ -563,7 +712,7 @@ void el_campaign(struct lt_client *c, const struct request *r)
 		proclaim(ld, c, r, 1); /* the leader campaigns again: one hold */
 		return;
 	}
-	if (!ld && adopt_first(c, r))
+	if ((!ld || ld->state == LD_RESERVING) && adopt_wait(c, r))
 		return;
 	if (lt_holds(c, r->key, r->klen)) {
 		reply(c, "ERR ARG this session holds %.*s without leading it", (int)r->klen,
@@ -592,13 +741,13 @@ void el_proclaim(struct lt_client *c, const struct request *r)
 	if (!ok)
 		return;
 	struct lead *ld = led_by(c, r->key, r->klen);
-	if (!ld && adopt_first(c, r))
-		return;
-	if (!ld || ld->state != LD_LEADING) {
-		reply(c, "%s", MSG_NOT_LEADER);
+	if (ld && ld->state == LD_LEADING) {
+		proclaim(ld, c, r, 0);
 		return;
 	}
-	proclaim(ld, c, r, 0);
+	if ((!ld || ld->state == LD_RESERVING) && adopt_wait(c, r))
+		return;
+	reply(c, "%s", ld && ld->state == LD_RESERVING ? MSG_OOM : MSG_NOT_LEADER);
 }
 
 static void resigned(struct rl_call *call, void *owner)
@@ -638,22 +787,26 @@ void el_resign(struct lt_client *c, const char *key, size_t klen)
 {
 	struct lead *ld = led_by(c, key, klen);
 	struct request r = {.cmd = CMD_RESIGN, .key = key, .klen = klen};
-	if (!ld && adopt_first(c, &r))
-		return;
-	if (!ld || ld->state != LD_LEADING) {
-		reply(c, "%s", MSG_NOT_LEADER);
+	if (ld && ld->state != LD_PUBLISHING) {
+		resign(ld, c, 0);
 		return;
 	}
-	resign(ld, c, 0);
+	if (!ld && adopt_wait(c, &r))
+		return;
+	reply(c, "%s", MSG_NOT_LEADER);
 }
 
 int el_unlock(struct lt_client *c, const char *key, size_t klen)
 {
 	struct lead *ld = led_by(c, key, klen);
-	if (!ld || ld->state != LD_LEADING)
-		return 0;
-	resign(ld, c, 1);
-	return 1;
+	struct request r = {.cmd = CMD_UNLOCK, .key = key, .klen = klen};
+	if (ld && ld->state != LD_PUBLISHING) {
+		resign(ld, c, 1);
+		return 1;
+	}
+	/* right behind a RESUME: whether it leads is being read (a plain
+	 * hold's UNLOCK costs no read otherwise) */
+	return !ld && c->el && adopt_of(c->el, key, klen) && pend(c->el, &r);
 }
 
 /* Every lease/3: forget leaders whose lock left this lockd unseen (their
@@ -676,9 +829,11 @@ static void wb_cb(evutil_socket_t fd, short what, void *arg)
 			lead_free(ld);
 			continue;
 		}
-		if (ld->state == LD_LEADING && !ld->call && now_us() < wb_until_us)
-			rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->version,
-			          ld->value, ld->vlen, record_expiry(), NULL, NULL);
+		if (ld->state == LD_RESERVING && !ld->call)
+			reserve(ld); /* its last try found no majority */
+		else if (ld->state == LD_LEADING && !ld->call && now_us() < wb_until_us)
+			rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->epoch,
+			          ld->version, ld->value, ld->vlen, record_expiry(), NULL, NULL);
 	}
 	if (!stopping)
 		rn_timer_at(wb_ev, now_us() + third() * 1000);
@@ -751,13 +906,15 @@ static void read_done(struct rl_call *call, void *owner)
 	w->call = NULL;
 	if (v->ok && v->kind == RLE_LEADER &&
 	    (!w->known || v->fence > w->fence ||
-	     (v->fence == w->fence && v->version > w->version))) {
+	     (v->fence == w->fence &&
+	      (v->epoch > w->epoch || (v->epoch == w->epoch && v->version > w->version))))) {
 		char *val = dup_bytes(v->value, v->vlen);
 		if (val) {
 			free(w->value);
 			w->value = val;
 			w->vlen = v->vlen;
 			w->fence = v->fence;
+			w->epoch = v->epoch;
 			w->version = v->version;
 			changed = 1;
 			w->leader = 1;
@@ -919,7 +1076,7 @@ void el_conn_end(struct lt_client *c)
 	while ((l = ilist_first(&e->adopts))) {
 		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
 		ilist_remove(&e->adopts, l);
-		rl_detach(a->call, a); /* a request later reads it (adopt_first) */
+		rl_detach(a->call, a); /* a request later reads it (adopt_wait) */
 		free(a);
 	}
 	if (e->retry)

@@ -244,12 +244,23 @@ int rl_adopting(void);
 /* --- leader election (1.3; rlelect.c) ---
  * A leader's value is kept beside the lock of its name (scripts.c, "P
  * NAME leader"), written only where that lock holds the leader's token. */
-/* Write version of a leader's value where the lock of key holds token
- * (a write-back: also where it is missing). done runs once; rl_result_of:
- * RL_OK once a majority of the counting masters hold that version. */
+/* Write (epoch, version) of a leader's value where the lock of key holds
+ * token (a write-back: also where it is missing). done runs once;
+ * rl_result_of: RL_OK once a majority of the counting masters hold that
+ * version; rl_el_superseded: some master holds the lock for token but a
+ * later epoch is reserved there. */
 struct rl_call *rl_el_put(const char *key, size_t klen, const char *token, uint64_t fence,
-                          uint64_t version, const char *value, size_t vlen, int64_t expire_ms,
-                          rl_done_fn *done, void *owner);
+                          uint64_t epoch, uint64_t version, const char *value, size_t vlen,
+                          int64_t expire_ms, rl_done_fn *done, void *owner);
+int rl_el_superseded(const struct rl_call *c);
+/* Reserve epoch for the values of the leader whose lock of key holds
+ * token (an adopted one), where no epoch as high is reserved. done runs
+ * once; rl_result_of: RL_OK once a majority of the counting masters
+ * reserved it; else rl_el_reserved: the highest epoch a master had
+ * reserved already (0: none refused it so). */
+struct rl_call *rl_el_epoch(const char *key, size_t klen, const char *token, uint64_t epoch,
+                            rl_done_fn *done, void *owner);
+uint64_t rl_el_reserved(const struct rl_call *c);
 /* Release a leader's lock and its value where the lock holds token, and
  * announce both (RESIGN, UNLOCK, the leader's end, LOST). rec: its
  * session's record (1.2), or NULL. done (if set) runs once; rl_result_of:
@@ -270,9 +281,11 @@ struct rl_leader {
 	int ok; /* a majority of the counting masters answered */
 	enum rl_lead kind;
 	uint64_t fence;    /* RLE_LEADER: the leader's; RLE_PLAIN: the key's latest */
+	uint64_t epoch;    /* RLE_LEADER: of its value's writer (values order by epoch, version) */
 	uint64_t version;  /* RLE_LEADER: of its value */
 	const char *value; /* RLE_LEADER: valid until done returns */
 	size_t vlen;
+	uint64_t reserved; /* the highest epoch reserved in any record read (for an adoption) */
 };
 const struct rl_leader *rl_leader_of(const struct rl_call *c);
 

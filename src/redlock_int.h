@@ -26,7 +26,7 @@ enum rl_kind {
 	RK_SESS,         /* SCR_SESS_PUT or SCR_SESS_END: one session record (rlsess.c) */
 	RK_TOUCH,        /* SCR_SESS_TOUCH over many records (rlsess.c) */
 	RK_ADOPT,        /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
-	RK_EL_WRITE,     /* SCR_EL_PUT or SCR_EL_RESIGN: one election (rlelect.c) */
+	RK_EL_WRITE,     /* SCR_EL_PUT, SCR_EL_RESIGN or SCR_EL_EPOCH: one election (rlelect.c) */
 	RK_EL_READ,      /* SCR_EL_READ: who leads (rlelect.c) */
 };
 
@@ -120,13 +120,17 @@ struct adopt_m {
 	int peeked;  /* its first round answered; its second waits for a majority's */
 };
 
-/* RK_EL_READ (rlelect.c): what each master said. */
+/* RK_EL_READ (rlelect.c): what each master said; RK_EL_WRITE uses
+ * reserved and superseded only. */
 struct el_part {
 	struct rl_leader v;
 	unsigned char kind[CONFIG_MAX_MASTERS]; /* enum rl_lead, where answered */
 	uint64_t fence[CONFIG_MAX_MASTERS];     /* RLE_LEADER: the record's */
 	uint64_t ver[CONFIG_MAX_MASTERS];
+	uint64_t epoch[CONFIG_MAX_MASTERS];   /* RLE_LEADER: the record's */
 	uint64_t counter[CONFIG_MAX_MASTERS]; /* the fence counter */
+	uint64_t reserved;                    /* the highest epoch a record holds reserved */
+	int superseded;                       /* a put found a later epoch reserved */
 	size_t vlen[CONFIG_MAX_MASTERS];
 	char *vals; /* in dbuf: vmax + 1 bytes per master */
 	size_t vmax;

@@ -51,6 +51,30 @@ static void write_reply(struct master *m, redisReply *r, void *arg)
 			log_warn("master %s: election script: %s", m->name, r->str);
 		c->st[m->idx] =
 		    r && r->type == REDIS_REPLY_INTEGER && r->integer == 1 ? MR_YES : MR_FAIL;
+		if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 2)
+			c->u.el.superseded = 1;
+	}
+	rl_check(c);
+}
+
+static uint64_t num_of(const redisReply *r);
+
+/* SCR_EL_EPOCH's answer: {1} reserved, {0} not the lock's token, {2, r}
+ * r reserved already. */
+static void epoch_reply(struct master *m, redisReply *r, void *arg)
+{
+	struct rl_call *c = arg;
+	c->pending--;
+	if (!c->expired) {
+		int what = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+		                   r->element[0]->type == REDIS_REPLY_INTEGER
+		               ? (int)r->element[0]->integer
+		               : -1;
+		if (r && r->type == REDIS_REPLY_ERROR)
+			log_warn("master %s: election epoch: %s", m->name, r->str);
+		c->st[m->idx] = what == 1 ? MR_YES : MR_FAIL;
+		if (what == 2 && r->elements >= 2 && num_of(r->element[1]) > c->u.el.reserved)
+			c->u.el.reserved = num_of(r->element[1]);
 	}
 	rl_check(c);
 }
@@ -72,8 +96,8 @@ static void check_write(struct rl_call *c)
 }
 
 struct rl_call *rl_el_put(const char *key, size_t klen, const char *token, uint64_t fence,
-                          uint64_t version, const char *value, size_t vlen, int64_t expire_ms,
-                          rl_done_fn *done, void *owner)
+                          uint64_t epoch, uint64_t version, const char *value, size_t vlen,
+                          int64_t expire_ms, rl_done_fn *done, void *owner)
 {
 	struct rl_call *c = el_call(RK_EL_WRITE, key, klen, EPA_ARGC, vlen + 2 * klen + 128);
 	char num[24];
@@ -93,13 +117,48 @@ struct rl_call *rl_el_put(const char *key, size_t klen, const char *token, uint6
 	snprintf(num, sizeof(num), "%lld", (long long)expire_ms);
 	p = str_arg(c, EPA_EXPIRE, p, num);
 	p = str_arg(c, EPA_CHANNEL, p, rl_elected);
-	rl_put_copy(c, EPA_NAME, p, key, klen);
+	p = rl_put_copy(c, EPA_NAME, p, key, klen);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)epoch);
+	str_arg(c, EPA_EPOCH, p, num);
 	c->done_fired = 1; /* it answers through rel_done */
 	c->rel_done = done;
 	c->owner = owner;
 	c->check_fn = check_write;
 	rl_fanout(c, SCR_EL_PUT, write_reply);
 	return c;
+}
+
+int rl_el_superseded(const struct rl_call *c)
+{
+	return c->u.el.superseded;
+}
+
+struct rl_call *rl_el_epoch(const char *key, size_t klen, const char *token, uint64_t epoch,
+                            rl_done_fn *done, void *owner)
+{
+	struct rl_call *c = el_call(RK_EL_WRITE, key, klen, EEA_ARGC, 2 * klen + 128);
+	char num[24];
+	if (!c)
+		return NULL;
+	char *p = c->dbuf;
+	c->dargv[EEA_NKEYS] = "2";
+	c->dargvlen[EEA_NKEYS] = 1;
+	p = key_arg(c, EEA_LOCK, p, key, klen, "");
+	p = key_arg(c, EEA_RECORD, p, key, klen, EL_SFX);
+	p = str_arg(c, EEA_TOKEN, p, token);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)epoch);
+	str_arg(c, EEA_EPOCH, p, num);
+	c->done_fired = 1; /* it answers through rel_done */
+	c->rel_done = done;
+	c->owner = owner;
+	c->check_fn = check_write;
+	rl_fanout(c, SCR_EL_EPOCH, epoch_reply);
+	return c;
+}
+
+uint64_t rl_el_reserved(const struct rl_call *c)
+{
+	return c->u.el.reserved;
 }
 
 struct rl_call *rl_el_resign(const char *key, size_t klen, const char *token,
@@ -164,17 +223,22 @@ static void read_reply(struct master *m, redisReply *r, void *arg)
 		if (k == 0) {
 			e->kind[i] = RLE_NONE;
 			c->st[i] = MR_YES;
-		} else if (k == 1 && r->elements == 2) {
+		} else if (k == 1 && (r->elements == 2 || r->elements == 3)) {
 			e->kind[i] = RLE_PLAIN;
 			e->counter[i] = num_of(r->element[1]);
+			if (r->elements == 3 && num_of(r->element[2]) > e->reserved)
+				e->reserved = num_of(r->element[2]);
 			c->st[i] = MR_YES;
-		} else if (k == 2 && r->elements == 5 &&
+		} else if (k == 2 && r->elements == 7 &&
 		           r->element[3]->type == REDIS_REPLY_STRING) {
 			size_t n = r->element[3]->len;
 			e->kind[i] = n >= 1 && n <= e->vmax ? RLE_LEADER : RLE_PLAIN;
 			e->fence[i] = num_of(r->element[1]);
 			e->ver[i] = num_of(r->element[2]);
 			e->counter[i] = num_of(r->element[4]);
+			e->epoch[i] = num_of(r->element[5]);
+			if (num_of(r->element[6]) > e->reserved)
+				e->reserved = num_of(r->element[6]);
 			if (e->kind[i] == RLE_LEADER) {
 				memcpy(e->vals + (size_t)i * (e->vmax + 1), r->element[3]->str, n);
 				e->vlen[i] = n;
@@ -189,8 +253,8 @@ static void read_reply(struct master *m, redisReply *r, void *arg)
 
 /* Every master answered (or the time is up): a leader counts when a
  * majority of the counting masters hold its lock with its value (the
- * highest such fence wins; of its versions, the highest); else a lock
- * held on a majority is a plain hold; else nobody leads. */
+ * highest such fence wins; of its values, the highest (epoch, version));
+ * else a lock held on a majority is a plain hold; else nobody leads. */
 static void check_read(struct rl_call *c)
 {
 	struct el_part *e = &c->u.el;
@@ -212,14 +276,18 @@ static void check_read(struct rl_call *c)
 		if (!quorum_reached(same, c->maj))
 			continue;
 		if (best < 0 || e->fence[i] > e->fence[best] ||
-		    (e->fence[i] == e->fence[best] && e->ver[i] > e->ver[best]))
+		    (e->fence[i] == e->fence[best] &&
+		     (e->epoch[i] > e->epoch[best] ||
+		      (e->epoch[i] == e->epoch[best] && e->ver[i] > e->ver[best]))))
 			best = i;
 	}
 	memset(v, 0, sizeof(*v));
 	v->ok = quorum_reached(answered, c->maj);
+	v->reserved = e->reserved;
 	if (v->ok && best >= 0) {
 		v->kind = RLE_LEADER;
 		v->fence = e->fence[best];
+		v->epoch = e->epoch[best];
 		v->version = e->ver[best];
 		v->value = e->vals + (size_t)best * (e->vmax + 1);
 		v->vlen = e->vlen[best];

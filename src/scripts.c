@@ -519,65 +519,82 @@ static const char *const bodies[SCR_COUNT] = {
                       "end\n"
                       "return r\n",
     /* Leader election (1.3). A leader's value lives beside its lock in
-     * the hash "P NAME leader": t the leader's token, f its fence, v the
-     * value's version (1 at the grant, +1 per PROCLAIM), val the value.
-     * It counts only where the lock of NAME holds a token with the same
-     * random part as t (a resume on another lockd replaces the instance
-     * part of a token, 1.2): a record left by a leader that lapsed means
-     * nothing. Every change of a leader or its value is announced on the
-     * channel "P elected" with the name; observers read a majority on
-     * each notice, so a lost notice costs time, never the last state.
+     * the hash "P NAME leader": t the leader's token, f its fence, e the
+     * epoch of its writer and v the value's version (1 at the grant, +1
+     * per PROCLAIM), val the value, and r the highest epoch reserved for
+     * this leader on this master. It counts only where the lock of NAME
+     * holds a token with the same random part as t (a resume on another
+     * lockd replaces the instance part of a token, 1.2): a record left by
+     * a leader that lapsed means nothing. Values are ordered by (e, v):
+     * the lockd that campaigned writes epoch 0, each lockd that adopts
+     * the leader reserves an epoch above every one reserved before
+     * (EL_EPOCH, on a majority) before it writes, so a value of an
+     * earlier lockd, wherever it lingers, is older than every value of a
+     * later one, and no (e, v) is written with two values. Every change
+     * of a leader or its value is announced on the channel "P elected"
+     * with the name; observers read a majority on each notice, so a lost
+     * notice costs time, never the last state.
      * EL_PUT. Positions: enum elput_arg. Writes the value where the lock
-     * holds the token, unless this or a later version is there already
-     * (a write-back then costs two reads): 1, else 0. Expiry ms 0: none
-     * (lockd's choice: a record is deleted with its leader's lock, or
-     * replaced by the next leader's, and means nothing without it). */
+     * holds the token, unless this or a later value is there already (a
+     * write-back then costs two reads): 1; 0 where the lock is not the
+     * token's; 2 where a later epoch is reserved (this lockd's leader is
+     * an older incarnation: the session moved away and back). Expiry ms
+     * 0: none (lockd's choice: a record is deleted with its leader's
+     * lock, or replaced by the next leader's, and means nothing without
+     * it). */
     [SCR_EL_PUT] =
         "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-        "local cur = redis.call('HMGET', KEYS[2], 't', 'v')\n"
-        "if cur[1] == ARGV[1] and tonumber(cur[2]) >= tonumber(ARGV[3]) then\n"
-        "  return 1\n"
+        "local e, v = tonumber(ARGV[8]), tonumber(ARGV[3])\n"
+        "local h = redis.call('HMGET', KEYS[2], 't', 'e', 'v', 'r')\n"
+        "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
+        "  if tonumber(h[4] or '0') > e then return 2 end\n"
+        "  if h[3] and tonumber(h[2] or '0') == e and tonumber(h[3]) >= v then return 1 end\n"
         "end\n"
-        "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'v', ARGV[3], 'val', ARGV[4])\n"
+        "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'e', ARGV[8], 'v', ARGV[3], "
+        "'val', ARGV[4], 'r', ARGV[8])\n"
         "if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end\n"
         "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
         "return 1\n",
     /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
      * free; {1, counter}: held without a value (a plain lock, or a leader
-     * whose value is not written there yet); {2, fence, version, value,
-     * counter}: held by the leader of the record. The fence counter is
-     * "0" when missing. */
+     * whose value is not written there yet: then {1, counter, r}); {2,
+     * fence, version, value, counter, epoch, r}: held by the leader of
+     * the record. The fence counter is "0" when missing, and so are the
+     * epoch and r of a record written before they were. */
     [SCR_EL_READ] = "local l = redis.call('GET', KEYS[1])\n"
                     "if not l then return {0} end\n"
                     "local c = redis.call('GET', KEYS[3]) or '0'\n"
-                    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val')\n"
-                    "if h[1] and h[4] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
-                    "  return {2, h[2], h[3], h[4], c}\n"
+                    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val', 'e', 'r')\n"
+                    "if h[1] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
+                    "  if h[4] then return {2, h[2], h[3], h[4], c, h[5] or '0', h[6] or '0'} end\n"
+                    "  return {1, c, h[6] or '0'}\n"
                     "end\n"
                     "return {1, c}\n",
     /* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
      * lock for its leader, and the leader's record with it (where t is
-     * this leader's); announces the release (to a waiter elsewhere, as
-     * RELEASE_LUA does) and the change (to observers). Returns 1. */
+     * this leader's), only where the lock holds this very token: where an
+     * adoption gave the lock to another lockd (1.2), the record is that
+     * lockd's leader's now, and the first lockd's release (its grace
+     * running out, LOST) must leave it. Announces the release (to a
+     * waiter elsewhere, as RELEASE_LUA does) and the change (to
+     * observers). Returns 1. */
     [SCR_EL_RESIGN] = "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
                       "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
                       "  redis.call('HDEL', rk, rf)\n"
                       "end\n"
-                      "local changed = false\n"
+                      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 1 end\n"
+                      "redis.call('DEL', KEYS[1])\n"
+                      "local w = redis.call('GET', KEYS[2])\n"
+                      "if w then\n"
+                      "  redis.call('DEL', KEYS[2])\n"
+                      "  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+                      "  if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
+                      "end\n"
+                      "redis.call('PUBLISH', ARGV[6], ARGV[3])\n"
                       "local t = redis.call('HGET', KEYS[4], 't')\n"
                       "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
-                      "  redis.call('DEL', KEYS[4]); changed = true\n"
+                      "  redis.call('DEL', KEYS[4])\n"
                       "end\n"
-                      "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-                      "  redis.call('DEL', KEYS[1]); changed = true\n"
-                      "  local w = redis.call('GET', KEYS[2])\n"
-                      "  if w then\n"
-                      "    redis.call('DEL', KEYS[2])\n"
-                      "    redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
-                      "    if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
-                      "  end\n"
-                      "end\n"
-                      "if changed then redis.call('PUBLISH', ARGV[6], ARGV[3]) end\n"
                       "return 1\n",
     /* Positions: enum gen_arg (scripts.h). Raised, never lowered: a
      * handshake's write that arrives late (it too may) cannot make the
@@ -587,6 +604,24 @@ static const char *const bodies[SCR_COUNT] = {
     /* SESS_PEEK. KEYS: the record. The adoption count SCR_SESS_ADOPT
      * compares, "0" before the first. */
     [SCR_SESS_PEEK] = "return redis.call('HGET', KEYS[1], 'a') or '0'\n",
+    /* EL_EPOCH. Positions: enum elepoch_arg. Reserves an epoch for the
+     * values of the leader whose lock holds the token (the lockd that
+     * adopted it, 1.2), where no epoch as high is reserved: {1}; {0}
+     * where the lock is not the token's; {2, r} where r, as high or
+     * higher, is reserved already (another lockd's, or an earlier try). A
+     * record of another leader (it means nothing) makes room for one
+     * with the reservation alone, which reads as no value. */
+    [SCR_EL_EPOCH] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end\n"
+                     "local h = redis.call('HMGET', KEYS[2], 't', 'r')\n"
+                     "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
+                     "  local r = tonumber(h[2] or '0')\n"
+                     "  if r >= tonumber(ARGV[2]) then return {2, h[2] or '0'} end\n"
+                     "else\n"
+                     "  redis.call('DEL', KEYS[2])\n"
+                     "  redis.call('HSET', KEYS[2], 't', ARGV[1])\n"
+                     "end\n"
+                     "redis.call('HSET', KEYS[2], 'r', ARGV[2])\n"
+                     "return {1}\n",
 };
 
 static char shas[SCR_COUNT][41];

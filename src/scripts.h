@@ -24,6 +24,7 @@ enum script_id {
 	SCR_GEN,             /* raise this lockd's connection epoch on a master */
 	SCR_SESS_PEEK,       /* a session record's adoption count, before SCR_SESS_ADOPT */
 	SCR_SESS_ADOPT_MORE, /* the holds SCR_SESS_ADOPT left, ADOPT_CHUNK at a time */
+	SCR_EL_EPOCH,        /* reserve an adopting lockd's version epoch of a leader (1.3) */
 	SCR_COUNT
 };
 
@@ -133,7 +134,18 @@ enum elput_arg {
 	EPA_EXPIRE,           /* ARGV[5] the record's expiry ms */
 	EPA_CHANNEL,          /* ARGV[6] the channel changes are announced on */
 	EPA_NAME,             /* ARGV[7] the name, as announced */
+	EPA_EPOCH,            /* ARGV[8] the epoch of the value (its writer's, SCR_EL_EPOCH) */
 	EPA_ARGC
+};
+
+/* SCR_EL_EPOCH (1.3): an adopted leader's epoch, reserved in its record. */
+enum elepoch_arg {
+	EEA_NKEYS = SA_NKEYS, /* "2" */
+	EEA_LOCK,             /* KEYS[1] the lock of the name */
+	EEA_RECORD,           /* KEYS[2] the leader's record */
+	EEA_TOKEN,            /* ARGV[1] the leader's token (this lockd's) */
+	EEA_EPOCH,            /* ARGV[2] the epoch to reserve */
+	EEA_ARGC
 };
 
 /* SCR_EL_READ (1.3). */

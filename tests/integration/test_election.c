@@ -689,6 +689,259 @@ START_TEST(election_campaign_retries_quorum)
 }
 END_TEST
 
+/* A session on lockd port (GRACE grace_ms) that campaigns for name with
+ * value and lets its connection go (detached); its id and secret. */
+static unsigned long long lead_detached(int port, int grace_ms, const char *name, const char *value,
+                                        char *id, char *secret)
+{
+	struct ec *a = ec_open(port);
+	char req[200];
+	snprintf(req, sizeof(req), "SESSION GRACE %d", grace_ms);
+	const char *r = ec_cmd(a, req, H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "SESSION %63s %63s", id, secret) == 2, "SESSION: %s",
+	              r ? r : "");
+	snprintf(req, sizeof(req), "CAMPAIGN %s %s", name, value);
+	unsigned long long f = ok_fence(ec_cmd(a, req, H_SLOW_LIMIT));
+	ec_close(a);
+	return f;
+}
+
+/* PROCLAIM, RESIGN or UNLOCK pipelined right behind the RESUME that moves
+ * a leader to another lockd sees the resumed leadership (PROTOCOL 1.2:
+ * RESUME restores the session as it was; 1.3: a leader that resumes keeps
+ * its fence and value). Observers on both lockd hear of the RESIGN and
+ * the UNLOCK within the service level (a lease of 6000 ms: a timed read
+ * every lease/3 would come too late). */
+START_TEST(election_pipelined_after_resume)
+{
+	struct h_opts o = {.lease_ms = 6000};
+	h_std(&o);
+	h_lockd_start(&o);
+	static const char *const cmds[] = {"PROCLAIM %s two", "RESIGN %s", "UNLOCK %s"};
+	static const char *const oks[] = {"OK", "OK", "OK 0"};
+	struct ec *q = ec_open(P1);
+	for (int k = 0; k < 3; k++) {
+		char name[32], id[64], secret[64], req[300], cmd[64], want[160];
+		snprintf(name, sizeof(name), "pl%d", k);
+		unsigned long long f = lead_detached(P0, 20000, name, "one", id, secret);
+		struct ec *w[2] = {ec_open(P0), ec_open(P1)};
+		snprintf(want, sizeof(want), "ELECTED %s %llu one", name, f);
+		for (int i = 0; i < 2; i++) {
+			snprintf(req, sizeof(req), "OBSERVE %s", name);
+			ec_expect(w[i], req, "OK");
+			wait_last(w[i], want, H_SLOW_LIMIT);
+		}
+		struct ec *b = ec_open(P1);
+		snprintf(cmd, sizeof(cmd), cmds[k], name);
+		snprintf(req, sizeof(req), "RESUME %s %s\n%s", id, secret, cmd);
+		ec_send(b, req); /* one write: the command right behind the RESUME */
+		const char *r = ec_reply(b, H_SLOW_LIMIT);
+		ck_assert_str_eq(r ? r : "(nothing)", "OK 1");
+		r = ec_reply(b, H_SLOW_LIMIT);
+		if (!r || strcmp(r, oks[k]) != 0)
+			ck_abort_msg("%s pipelined behind RESUME: want '%s', got '%s'", cmd, oks[k],
+			             r ? r : "(nothing)");
+		double t0 = h_now_ms();
+		snprintf(req, sizeof(req), "LEADER %s", name);
+		if (k == 0)
+			snprintf(want, sizeof(want), "LEADER %llu two", f);
+		else
+			snprintf(want, sizeof(want), "NONE");
+		ec_expect(q, req, want);
+		if (k == 0)
+			snprintf(want, sizeof(want), "ELECTED %s %llu two", name, f);
+		else
+			snprintf(want, sizeof(want), "NOLEADER %s", name);
+		for (int i = 0; i < 2; i++) {
+			wait_last(w[i], want, (int)(500 + H_LOADED - (h_now_ms() - t0)));
+			ec_close(w[i]);
+		}
+		ec_expect(b, "QUIT", "OK");
+		ec_close(b);
+	}
+	ec_close(q);
+}
+END_TEST
+
+/* The first lockd's grace running out after the leader resumed on another
+ * lockd changes nothing of the value (PROTOCOL 1.3: nothing the first
+ * lockd does afterwards removes or changes it). A lease of 30000 ms: the
+ * first lockd's touch (every lease/3) comes after its grace of 300 ms
+ * (which the test checks in its log: else it tries again). */
+START_TEST(election_grace_end_keeps_moved_value)
+{
+	struct h_opts o = {.lease_ms = 30000};
+	h_std(&o);
+	h_lockd_start(&o);
+	struct ec *q = ec_open(P1);
+	for (int tries = 0;; tries++) {
+		char name[32], id[64], secret[64], req[300], want[160];
+		snprintf(name, sizeof(name), "gv%d", tries);
+		long off = h_file_size(h_lockd(0)->log);
+		unsigned long long f = lead_detached(P0, 300, name, "v1", id, secret);
+		struct ec *b = ec_open(P1);
+		snprintf(req, sizeof(req), "RESUME %s %s", id, secret);
+		ec_expect(b, req, "OK 1");
+		snprintf(req, sizeof(req), "OBSERVE %s", name);
+		ec_expect(q, req, "OK");
+		snprintf(want, sizeof(want), "ELECTED %s %llu v1", name, f);
+		wait_last(q, want, H_SLOW_LIMIT);
+		/* lockd 0's grace runs out (or its touch saw the move first) */
+		char grace[120], moved[120];
+		snprintf(grace, sizeof(grace), "session %s: its grace of 300 ms ran out", id);
+		snprintf(moved, sizeof(moved), "session %s: resumed on another lockd", id);
+		char *g = NULL, *m = NULL;
+		for (double t0 = h_now_ms(); !g && !m && h_now_ms() - t0 < 300 + H_SLOW_LIMIT;
+		     h_sleep_ms(20)) {
+			g = h_log_find(h_lockd(0)->log, off, grace, NULL);
+			m = h_log_find(h_lockd(0)->log, off, moved, NULL);
+		}
+		ck_assert_msg(g || m, "lockd 0 neither ended session %s nor saw it move", id);
+		int ran_out = g && !m;
+		free(g);
+		free(m);
+		if (ran_out) {
+			/* what lockd 0 sent at the grace's end has reached the masters */
+			ec_events(q, 200);
+			snprintf(req, sizeof(req), "LEADER %s", name);
+			snprintf(want, sizeof(want), "LEADER %llu v1", f);
+			ec_expect(q, req, want);
+			snprintf(want, sizeof(want), "ELECTED %s %llu v1", name, f);
+			ck_assert_str_eq(last_ev(q), want);
+			snprintf(req, sizeof(req), "PROCLAIM %s v2", name);
+			ec_expect(b, req, "OK");
+			snprintf(req, sizeof(req), "LEADER %s", name);
+			snprintf(want, sizeof(want), "LEADER %llu v2", f);
+			ec_expect(q, req, want);
+			ec_close(b);
+			break;
+		}
+		ck_assert_msg(tries < 3, "lockd 0's touch came before its grace ended 4 times");
+		ec_close(b);
+	}
+	ec_close(q);
+}
+END_TEST
+
+/* STATS masters_counting of the lockd e is connected to. */
+static int masters_counting(struct ec *e)
+{
+	int n = -1;
+	ec_send(e, "STATS");
+	const char *l = ec_reply(e, H_SLOW_LIMIT);
+	while (l && strcmp(l, "END") != 0) {
+		sscanf(l, "STAT masters_counting %d", &n);
+		l = ec_line(e, H_SLOW_LIMIT);
+	}
+	ck_assert_msg(l != NULL, "STATS: no END");
+	return n;
+}
+
+/* A PROCLAIM that reached one master of three (ERR QUORUM) on the first
+ * lockd, then the session resumed on another lockd while that master was
+ * stopped, and a PROCLAIM there (OK): once the master is back (and counts
+ * again), LEADER answers the value of the later PROCLAIM, not the one of
+ * the same version number (PROTOCOL 1.3: a version is never used twice
+ * for two values of one leader, across lockd). Lockd 0 reaches masters 1
+ * and 2 through proxies, which hold its PROCLAIM and are then killed with
+ * it. A lease of 15000 ms: lockd 0's hold on master 0 (and "b" with it)
+ * lasts the whole test. */
+START_TEST(election_version_across_lockd)
+{
+	h_masters_start(3);
+	struct h_proxy *px[2] = {h_proxy_start(h_master(1)->port),
+	                         h_proxy_start(h_master(2)->port)};
+	int via[3] = {0, h_proxy_port(px[0]), h_proxy_port(px[1])};
+	h_lockd_start(&(struct h_opts){.lease_ms = 15000, .via = via});
+	h_lockd_start(&(struct h_opts){.lease_ms = 15000});
+	char id[64], secret[64], req[300], want[160];
+	struct ec *a = ec_open(P0), *q = ec_open(P1);
+	const char *r = ec_cmd(a, "SESSION GRACE 20000", H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "SESSION %63s %63s", id, secret) == 2, "SESSION: %s",
+	              r ? r : "");
+	unsigned long long f = ok_fence(ec_cmd(a, "CAMPAIGN va a", H_SLOW_LIMIT));
+	/* every master has the session's record with the hold, and "a" (a
+	 * loaded machine may have answered from two of them): the RESUME
+	 * below has only masters 1 and 2 */
+	char rkey[100];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	for (int i = 0; i < 3; i++) {
+		wait_value_on(i, "va", "a", "the leader's value");
+		char *h = NULL;
+		for (double t0 = h_now_ms(); h_now_ms() - t0 < 3000; h_sleep_ms(20)) {
+			free(h);
+			h = h_redis(i, "HGET", rkey, "x0 va", NULL);
+			if (h && strcmp(h, "(nil)") != 0)
+				break;
+		}
+		ck_assert_msg(h && strcmp(h, "(nil)") != 0, "master %d: no hold in %s", i, rkey);
+		free(h);
+	}
+	/* "b" reaches master 0 only */
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_ge(h_proxy_hold(px[i]), 1);
+	ec_expect_prefix(a, "PROCLAIM va b", "ERR QUORUM");
+	for (int i = 0; i < 2; i++)
+		h_proxy_stop(px[i]); /* what they held never arrives */
+	char *v = h_redis(0, "HGET", "lockd:va leader", "val", NULL);
+	ck_assert_str_eq(v ? v : "(none)", "b");
+	free(v);
+	/* master 0 stopped: the session resumes on lockd 1 from masters 1 and 2 */
+	h_master_stop(0);
+	ec_close(a);
+	struct ec *b = ec_open(P1);
+	snprintf(req, sizeof(req), "RESUME %s %s", id, secret);
+	ec_expect(b, req, "OK 1");
+	ec_expect(b, "PROCLAIM va c", "OK");
+	snprintf(want, sizeof(want), "LEADER %llu c", f);
+	ec_expect(q, "LEADER va", want);
+	/* master 0 is back, with "b", and counts again on lockd 1 */
+	h_master_cont(0);
+	double t0 = h_now_ms();
+	while (masters_counting(q) != 3 && h_now_ms() - t0 < 10000)
+		h_sleep_ms(50);
+	ck_assert_int_eq(masters_counting(q), 3);
+	for (int k = 0; k < 5; k++)
+		ec_expect(q, "LEADER va", want);
+	v = h_redis(0, "HGET", "lockd:va leader", "val", NULL);
+	ck_assert_str_eq(v ? v : "(none)", "b"); /* still there: LEADER read it */
+	free(v);
+	ec_expect(b, "RESIGN va", "OK");
+	ec_close(b);
+	ec_close(q);
+}
+END_TEST
+
+/* A leader that moves A -> B -> A (PROTOCOL 1.2, "the latest state";
+ * 1.3: versions across lockd): B reserved an epoch above A's and
+ * proclaimed; back on A, which may still keep its leader of before (a
+ * lease of 30000 ms: A's touch, every lease/3, most likely comes later),
+ * a PROCLAIM is written above B's values and LEADER answers it. */
+START_TEST(election_move_back_proclaim)
+{
+	struct h_opts o = {.lease_ms = 30000};
+	h_std(&o);
+	h_lockd_start(&o);
+	char id[64], secret[64], req[300], want[160];
+	struct ec *q = ec_open(P1);
+	unsigned long long f = lead_detached(P0, 20000, "mb", "one", id, secret);
+	snprintf(req, sizeof(req), "RESUME %s %s", id, secret);
+	struct ec *b = ec_open(P1);
+	ec_expect(b, req, "OK 1");
+	ec_expect(b, "PROCLAIM mb two", "OK");
+	ec_close(b);
+	struct ec *a = ec_open(P0);
+	ec_expect(a, req, "OK 1");
+	ec_expect(a, "PROCLAIM mb three", "OK");
+	snprintf(want, sizeof(want), "LEADER %llu three", f);
+	ec_expect(q, "LEADER mb", want);
+	ec_expect(a, "RESIGN mb", "OK");
+	ec_expect(q, "LEADER mb", "NONE");
+	ec_close(a);
+	ec_close(q);
+}
+END_TEST
+
 TCase *tc_election(void)
 {
 	TCase *tc = tcase_create("election");
@@ -704,5 +957,9 @@ TCase *tc_election(void)
 	H_ADD(tc, election_value_survives_restart);
 	H_ADD(tc, election_campaign_retries_quorum);
 	H_ADD(tc, election_resumed_leader_written_back);
+	H_ADD(tc, election_pipelined_after_resume);
+	H_ADD(tc, election_grace_end_keeps_moved_value);
+	H_ADD(tc, election_version_across_lockd);
+	H_ADD(tc, election_move_back_proclaim);
 	return tc;
 }
