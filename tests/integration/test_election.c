@@ -770,7 +770,7 @@ END_TEST
  * (which the test checks in its log: else it tries again). */
 START_TEST(election_grace_end_keeps_moved_value)
 {
-	struct h_opts o = {.lease_ms = 30000};
+	struct h_opts o = {.lease_ms = 30000, .log_debug = 1}; /* per-session lines: debug */
 	h_std(&o);
 	h_lockd_start(&o);
 	struct ec *q = ec_open(P1);
