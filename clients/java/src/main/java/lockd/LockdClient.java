@@ -668,9 +668,23 @@ public final class LockdClient implements AutoCloseable {
         }
     }
 
-    /** STATUS key: state FREE, HELD or SHARED; holders; ttl left; waiters on this lockd. */
-    public record Status(String state, int holders, long ttlMillis, int waiters) {}
+    /**
+     * The answer of STATUS: state FREE, HELD, SHARED, or PERMITS (of a
+     * semaphore: holders permits held of permits); ttlMillis, the lease
+     * left (-1 for PERMITS, which does not report it); waiters on this
+     * lockd; permits, the n asked for (0 but for PERMITS).
+     */
+    public record Status(String state, int holders, long ttlMillis, int waiters, int permits) {
+        public Status(String state, int holders, long ttlMillis, int waiters) {
+            this(state, holders, ttlMillis, waiters, 0);
+        }
+    }
 
+    /**
+     * STATUS key: state FREE, HELD or SHARED, with holders (1 for HELD).
+     * Of a semaphore, this tells only about permit 0 (a plain LOCK of the
+     * key): ask {@link #status(String, int)}.
+     */
     public Status status(String key) {
         Reply r = query("STATUS " + key(key), false);
         String[] w = r.words();
@@ -682,6 +696,20 @@ public final class LockdClient implements AutoCloseable {
         }
         if (w.length == 4 && w[0].equals("SHARED")) {
             return new Status("SHARED", Integer.parseInt(w[1]), Long.parseLong(w[2]), Integer.parseInt(w[3]));
+        }
+        throw LockdException.fromReply(r.line());
+    }
+
+    /**
+     * STATUS key PERMITS n, the status of a semaphore of n permits: state
+     * PERMITS, holders = the permits held (on the masters, by every
+     * lockd), waiters on this lockd for a permit or the key's lock.
+     */
+    public Status status(String key, int permits) {
+        Reply r = query("STATUS " + key(key) + " PERMITS " + permits, false);
+        String[] w = r.words();
+        if (w.length == 4 && w[0].equals("PERMITS")) {
+            return new Status("PERMITS", Integer.parseInt(w[1]), -1, Integer.parseInt(w[3]), Integer.parseInt(w[2]));
         }
         throw LockdException.fromReply(r.line());
     }
