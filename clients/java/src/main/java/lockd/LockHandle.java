@@ -151,7 +151,7 @@ public final class LockHandle implements AutoCloseable, Owner {
     void start(long sent, CompletableFuture<Reply> held) {
         Reply r = quick(held);
         if (r != null) {
-            confirmed(sent, r);
+            confirm(sent, r, false); // not armed yet: the deadline may have passed during the wait
             long now = System.nanoTime();
             boolean again;
             synchronized (this) {
@@ -160,12 +160,13 @@ public final class LockHandle implements AutoCloseable, Owner {
             if (again && state.get() == State.HELD) {
                 r = quick(conn.send("HELD", true));
                 if (r != null) {
-                    confirmed(now, r);
+                    confirm(now, r, false);
                 }
             }
         }
         synchronized (this) {
             if (r != null && confirmedOnce) {
+                arm();
                 return;
             }
         }
@@ -196,6 +197,10 @@ public final class LockHandle implements AutoCloseable, Owner {
     /** HELD answered: the new deadline is sent + the ttl_ms of this key's line. */
     @Override
     public void confirmed(long sent, Reply held) {
+        confirm(sent, held, true);
+    }
+
+    private void confirm(long sent, Reply held, boolean arm) {
         if (!held.line().equals("END")) {
             return; // an error: no news
         }
@@ -221,7 +226,9 @@ public final class LockHandle implements AutoCloseable, Owner {
             deadline = sent + t;
             margin = marginNanos(t);
             nextBeat = sent + Math.max(t / 3, TimeUnit.MILLISECONDS.toNanos(20));
-            arm();
+            if (arm) {
+                arm();
+            }
         }
     }
 

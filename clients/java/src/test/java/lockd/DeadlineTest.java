@@ -168,6 +168,32 @@ class DeadlineTest {
         }
     }
 
+    /**
+     * A grant after a wait longer than the lease: the HELD sent with the
+     * LOCK is counted from when the LOCK was sent, so the client confirms
+     * the hold once more before it returns it, and it stays held.
+     */
+    @Test
+    void grantAfterALongWaitIsHeld() throws Exception {
+        String key = "java-deadline-wait";
+        try (LockdClient ca = LockdClient.connect(TestEnv.a()); LockdClient cb = LockdClient.connect(TestEnv.b())) {
+            LockHandle holder = cb.acquire(key, Duration.ofSeconds(5));
+            CompletableFuture<LockHandle> got = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return ca.acquire(key, Duration.ofSeconds(20));
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            Thread.sleep(lease() + 300);
+            holder.release();
+            LockHandle h = got.get(5, TimeUnit.SECONDS);
+            Thread.sleep(300); // a deadline already past would have been reported by now
+            assertTrue(h.isHeld(), "a grant that waited longer than the lease was reported lost at once");
+            h.release();
+        }
+    }
+
     /** The README says what the deadline guarantees (the sentence above), and links the protocol that exists. */
     @Test
     void readme() throws Exception {
