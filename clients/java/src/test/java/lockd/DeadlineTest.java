@@ -26,8 +26,9 @@ class DeadlineTest {
     static final String GUARANTEE = "A hold is reported lost (isHeld() false, the onLost listeners called, "
             + "LockLostException from checkHeld(), unlock() and release()) before the validity lockd last "
             + "confirmed for it ends, counted on the client's monotonic clock from when the confirming request "
-            + "was sent: when lockd freezes, dies with no other lockd to resume on, or cannot be reached, that "
-            + "is no later than the grant plus the lease.";
+            + "was sent: when lockd freezes, dies with no other lockd to resume on, or cannot be reached, no "
+            + "later than the lease after the last request lockd answered was sent (the grant plus the lease "
+            + "when the fault comes before the first heartbeat).";
 
     static long lease() {
         return Long.parseLong(TestEnv.vars.getOrDefault("LEASE_MS", "3000"));
