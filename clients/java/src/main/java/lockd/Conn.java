@@ -168,7 +168,11 @@ final class Conn {
         Tls t;
         lock.lock();
         try {
-            t = c == ch ? tls : null;
+            if (c != ch) { // a channel this connection no longer uses
+                closeQuietly(c);
+                return;
+            }
+            t = tls;
         } finally {
             lock.unlock();
         }

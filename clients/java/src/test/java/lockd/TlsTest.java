@@ -70,9 +70,7 @@ class TlsTest {
                 + "locks:%n  lease_ms: 3000%n", p1, tls, p2, tls, dir, TestEnv.vars.get("MASTER0"),
                 TestEnv.vars.get("MASTER1"), TestEnv.vars.get("MASTER2"));
         Files.writeString(dir.resolve("lockd.yml"), conf);
-        String bin = System.getenv().getOrDefault("LOCKD_BIN", "../../lockd");
-        lockd = new ProcessBuilder(bin, "-c", dir.resolve("lockd.yml").toString()).redirectErrorStream(true)
-                .redirectOutput(dir.resolve("log").toFile()).start();
+        startLockd();
         plainTls = "127.0.0.1:" + p1;
         clientCertTls = "127.0.0.1:" + p2;
         // Until the TLS lockd grants (it is up and its masters count).
@@ -93,6 +91,12 @@ class TlsTest {
             }
             Thread.sleep(50);
         }
+    }
+
+    static void startLockd() throws IOException {
+        String bin = System.getenv().getOrDefault("LOCKD_BIN", "../../lockd");
+        lockd = new ProcessBuilder(bin, "-c", dir.resolve("lockd.yml").toString()).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve("log").toFile())).start();
     }
 
     @AfterAll
@@ -143,6 +147,27 @@ class TlsTest {
             try (LockHandle h = c.acquire(key, Duration.ofSeconds(2))) {
                 assertEquals("HELD", c.status(key).state());
             }
+        }
+    }
+
+    /**
+     * A restart of the TLS lockd: the session is resumed on a new TLS
+     * connection, with its fence, and its deadline confirmed there.
+     */
+    @Test
+    void resumeOverTls() throws Exception {
+        try (LockdClient c = client(plainTls, ctx(true, false))) {
+            DistributedLock l = c.getLock("java-tls-resume");
+            l.lock();
+            long f = l.fence();
+            long t = System.nanoTime();
+            lockd.destroy(); // SIGTERM: a resumable session's holds stay on the masters
+            assertTrue(lockd.waitFor(5, TimeUnit.SECONDS));
+            startLockd();
+            TestEnv.waitFor(5000, () -> l.handle().confirmedSentNanos() - t > 0);
+            assertTrue(l.isHeld(), "held after the resume over TLS");
+            assertEquals(f, l.fence());
+            l.unlock();
         }
     }
 
