@@ -17,6 +17,6 @@ mkdir -p "$tmp/test"
 javac --release 17 -Xlint:all,-try -Werror -d "$tmp/test" -cp "$tmp/classes:$junit" \
 	$(find src/test/java -name '*.java')
 bash ../testenv.sh start "$env_dir"
-timeout 150 java -Dlockd.testenv=../testenv.sh -Dlockd.testenv.dir="$env_dir" -jar "$junit" \
+timeout 150 java -Dlockd.jar="$tmp/lockd-client.jar" -Dlockd.testenv=../testenv.sh -Dlockd.testenv.dir="$env_dir" -jar "$junit" \
 	-cp "$tmp/classes:$tmp/test" --scan-class-path --disable-banner \
 	--details=tree --disable-ansi-colors --fail-if-no-tests

@@ -50,8 +50,9 @@ final class Conn {
     final LockdClient client;
     private final ReentrantLock lock = new ReentrantLock();
     private SocketChannel ch; // guarded by lock
+    private Tls tls; // ch's TLS, or null; guarded by lock
     private SocketChannel handled; // the channel shutdown already dealt with
-    SelectionKey key;
+    volatile SelectionKey key;
     private final ArrayDeque<Call> pending = new ArrayDeque<>();
     private final ArrayDeque<ByteBuffer> out = new ArrayDeque<>();
     volatile State state = State.OPEN;
@@ -62,9 +63,10 @@ final class Conn {
     private final StringBuilder partial = new StringBuilder();
     private List<String> multi;
 
-    Conn(LockdClient client, SocketChannel ch) {
+    Conn(LockdClient client, LockdClient.Link link) {
         this.client = client;
-        this.ch = ch;
+        this.ch = link.ch();
+        this.tls = link.tls();
     }
 
     CompletableFuture<Reply> send(String line, boolean multiLine) {
@@ -72,36 +74,72 @@ final class Conn {
     }
 
     CompletableFuture<Reply> send(String line, boolean multiLine, boolean duringResume) {
+        return sendAll(duringResume, line, multiLine, null, false).get(0);
+    }
+
+    /**
+     * line, and then HELD when withHeld (pipelined: one write, and lockd
+     * answers the HELD right after line's reply, even when line waits).
+     * Returns the future of each reply.
+     */
+    List<CompletableFuture<Reply>> sendWithHeld(String line, boolean withHeld, boolean duringResume) {
+        return sendAll(duringResume, line, false, withHeld ? "HELD" : null, true);
+    }
+
+    private List<CompletableFuture<Reply>> sendAll(boolean duringResume, String l1, boolean m1, String l2,
+            boolean m2) {
         lock.lock();
         try {
             State st = state;
             if (st == State.DEAD || (st == State.RESUMING && !duringResume)) {
-                return CompletableFuture.failedFuture(new Broken());
+                return List.of(CompletableFuture.failedFuture(new Broken()),
+                        CompletableFuture.failedFuture(new Broken()));
             }
-            Call c = new Call(multiLine);
-            pending.add(c);
-            ByteBuffer b = ByteBuffer.wrap((line + "\r\n").getBytes(StandardCharsets.US_ASCII));
-            if (out.isEmpty()) {
-                try {
-                    ch.write(b);
-                } catch (IOException e) {
-                    SocketChannel w = ch;
-                    client.loop.execute(() -> shutdown(w, true));
-                    return c.f;
-                }
+            Call c1 = new Call(m1);
+            pending.add(c1);
+            Call c2 = null;
+            String text = l1 + "\r\n";
+            if (l2 != null) {
+                c2 = new Call(m2);
+                pending.add(c2);
+                text += l2 + "\r\n";
             }
-            if (b.hasRemaining()) {
-                out.add(b);
-                SelectionKey k = key;
-                client.loop.execute(() -> {
-                    if (k.isValid()) {
-                        k.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
-                    }
-                });
-            }
-            return c.f;
+            List<CompletableFuture<Reply>> fs = List.of(c1.f, c2 == null ? c1.f : c2.f);
+            write(ByteBuffer.wrap(text.getBytes(StandardCharsets.US_ASCII)));
+            return fs;
         } finally {
             lock.unlock();
+        }
+    }
+
+    /** Writes app bytes (TLS: their records), queueing what the socket does not take. Under lock. */
+    private void write(ByteBuffer app) {
+        ByteBuffer b = app;
+        try {
+            if (tls != null) {
+                b = tls.wrap(app);
+            }
+            if (out.isEmpty()) {
+                ch.write(b);
+            }
+        } catch (IOException e) {
+            SocketChannel w = ch;
+            client.loop.execute(() -> shutdown(w, true));
+            return;
+        }
+        if (b.hasRemaining()) {
+            if (tls != null) { // the buffer is reused by the next wrap
+                ByteBuffer copy = ByteBuffer.allocate(b.remaining());
+                copy.put(b).flip();
+                b = copy;
+            }
+            out.add(b);
+            SelectionKey k = key;
+            client.loop.execute(() -> {
+                if (k != null && k.isValid()) {
+                    k.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
+                }
+            });
         }
     }
 
@@ -127,17 +165,47 @@ final class Conn {
 
     void onReadable(SelectionKey k) {
         SocketChannel c = (SocketChannel) k.channel();
-        int n;
+        Tls t;
+        lock.lock();
         try {
-            n = c.read(in);
+            if (c != ch) { // a channel this connection no longer uses
+                closeQuietly(c);
+                return;
+            }
+            t = tls;
+        } finally {
+            lock.unlock();
+        }
+        boolean open;
+        try {
+            if (t != null) {
+                open = t.read(c, this::bytes);
+                if (open && t.needsWrap()) { // a TLS 1.3 KeyUpdate to answer
+                    lock.lock();
+                    try {
+                        if (c == ch) {
+                            write(ByteBuffer.allocate(0));
+                        }
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+            } else {
+                open = c.read(in) >= 0;
+                in.flip();
+                bytes(in);
+                in.clear();
+            }
         } catch (IOException e) {
-            n = -1;
+            open = false;
         }
-        if (n < 0) {
+        if (!open) {
             shutdown(c, true);
-            return;
         }
-        in.flip();
+    }
+
+    /** Splits what was read into lines (I/O thread). */
+    private void bytes(ByteBuffer in) {
         while (in.hasRemaining()) {
             byte b = in.get();
             if (b == '\n') {
@@ -152,7 +220,6 @@ final class Conn {
                 partial.append((char) (b & 0xff));
             }
         }
-        in.clear();
     }
 
     static boolean isEvent(String word) {
@@ -254,14 +321,20 @@ final class Conn {
         }
     }
 
-    /** Background task: RESUME the session on a new connection, for up to the resume window. */
+    /**
+     * Background task: RESUME the session on a new connection, for up to
+     * the resume window, with a HELD behind the RESUME: what lockd confirms
+     * there, measured from when the RESUME was sent, is the holds' new
+     * local deadline.
+     */
     private void resume() {
         long deadline = System.nanoTime() + client.resumeWindow.toNanos();
         long back = 50;
         while (System.nanoTime() < deadline && state == State.RESUMING && !client.isClosed()) {
             SocketChannel nch = null;
             try {
-                nch = client.openChannel();
+                LockdClient.Link link = client.openChannel();
+                nch = link.ch();
                 lock.lock();
                 try {
                     if (state != State.RESUMING) {
@@ -269,6 +342,7 @@ final class Conn {
                         break;
                     }
                     ch = nch;
+                    tls = link.tls();
                 } finally {
                     lock.unlock();
                 }
@@ -279,18 +353,27 @@ final class Conn {
                         break;
                     }
                 }
-                Reply r = send("RESUME " + sessId + " " + secret, false, true).get(5, TimeUnit.SECONDS);
+                long sent = System.nanoTime();
+                List<CompletableFuture<Reply>> fs = sendWithHeld("RESUME " + sessId + " " + secret,
+                        client.heartbeat, true);
+                Reply r = fs.get(0).get(5, TimeUnit.SECONDS);
                 if (r.line().startsWith("OK")) {
+                    Reply held = client.heartbeat ? fs.get(1).get(5, TimeUnit.SECONDS) : null;
                     lock.lock();
                     try {
                         if (state == State.RESUMING) {
                             state = State.OPEN;
-                            return;
+                        } else {
+                            break;
                         }
                     } finally {
                         lock.unlock();
                     }
-                    break;
+                    Owner o = owner;
+                    if (o != null && held != null) {
+                        o.confirmed(sent, held);
+                    }
+                    return;
                 }
                 if (!r.line().startsWith("ERR QUORUM")) {
                     break; // ERR NOSESSION: the session is gone

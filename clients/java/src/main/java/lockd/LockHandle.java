@@ -1,7 +1,13 @@
 package lockd;
 
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -12,6 +18,15 @@ import java.util.function.Consumer;
  * from any thread. Loss is reported by {@link #checkHeld()},
  * {@link #isHeld()}, the {@link #onLost} listeners and by
  * {@link #release()}.
+ *
+ * <p>The local deadline: each hold keeps the time until which lockd last
+ * confirmed it valid, on this JVM's monotonic clock, counted from when the
+ * request that confirmed it was sent (a HELD pipelined behind the grant or
+ * the RESUME, then a HELD heartbeat about every third of the time left).
+ * When it comes near unconfirmed (a frozen or dead lockd, a cut link, also
+ * while the session is being resumed), the hold is reported lost as for
+ * a LOST event, {@link #marginNanos} before the deadline, and its session
+ * is ended.
  */
 public final class LockHandle implements AutoCloseable, Owner {
     private enum State {
@@ -33,6 +48,19 @@ public final class LockHandle implements AutoCloseable, Owner {
     private final AtomicReference<State> state = new AtomicReference<>(State.WAITING);
     private final AtomicBoolean returned = new AtomicBoolean();
     private final CopyOnWriteArrayList<Consumer<LockHandle>> listeners = new CopyOnWriteArrayList<>();
+    // The local deadline (client.heartbeat), guarded by this; times are System.nanoTime().
+    /** The send time of the request whose answer set the deadline. */
+    private long confirmedSent;
+    private boolean confirmedOnce;
+    /** Until when lockd confirmed the hold: confirmedSent + the ttl_ms of its HELD line. */
+    private long deadline;
+    /** The loss is reported this long before the deadline. */
+    private long margin;
+    /** When the next HELD heartbeat is due. */
+    private long nextBeat;
+    /** A heartbeat is on its way. */
+    private boolean beating;
+    private ScheduledFuture<?> tick;
 
     LockHandle(LockdClient client, Conn conn, String key, String releaseLine) {
         this.client = client;
@@ -97,10 +125,183 @@ public final class LockHandle implements AutoCloseable, Owner {
 
     void lose() {
         if (state.compareAndSet(State.HELD, State.LOST)) {
+            stopKeeper();
             for (Consumer<LockHandle> l : listeners) {
                 client.fire(() -> l.accept(this));
             }
         }
+    }
+
+    /**
+     * How long before the deadline the loss is reported: a twentieth of the
+     * time lockd confirmed (for clock drift between lockd and this JVM, at
+     * most lockd's own drift factor of 1 %, and a late timer), plus 25 ms,
+     * at most a quarter of it.
+     */
+    static long marginNanos(long ttlNanos) {
+        return Math.min(ttlNanos / 4, ttlNanos / 20 + TimeUnit.MILLISECONDS.toNanos(25));
+    }
+
+    /**
+     * After the grant: the HELD sent with the granting request gives the
+     * first deadline. A grant that waited long (the deadline is counted from
+     * when the request was sent) is confirmed again at once. Without a
+     * confirmation the hold is reported lost.
+     */
+    void start(long sent, CompletableFuture<Reply> held) {
+        Reply r = quick(held);
+        if (r != null) {
+            confirm(sent, r, false); // not armed yet: the deadline may have passed during the wait
+            long now = System.nanoTime();
+            boolean again;
+            synchronized (this) {
+                again = confirmedOnce && deadline - margin - now < (deadline - confirmedSent) / 2;
+            }
+            if (again && state.get() == State.HELD) {
+                r = quick(conn.send("HELD", true));
+                if (r != null) {
+                    confirm(now, r, false);
+                }
+            }
+        }
+        synchronized (this) {
+            if (r != null && confirmedOnce) {
+                arm();
+                return;
+            }
+        }
+        expire();
+    }
+
+    /** A reply expected at once (a pipelined HELD): null when none came within the request timeout. */
+    private Reply quick(CompletableFuture<Reply> f) {
+        boolean interrupted = false;
+        try {
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(client.requestTimeoutMs);
+            while (true) {
+                try {
+                    return f.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | TimeoutException e) {
+                    return null;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** HELD answered: the new deadline is sent + the ttl_ms of this key's line. */
+    @Override
+    public void confirmed(long sent, Reply held) {
+        confirm(sent, held, true);
+    }
+
+    private void confirm(long sent, Reply held, boolean arm) {
+        if (!held.line().equals("END")) {
+            return; // an error: no news
+        }
+        long ttl = -1;
+        for (String l : held.lines()) {
+            String[] w = l.split("[ \t]+");
+            if (w.length >= 5 && w[0].equals("KEY") && w[1].equals(key)) {
+                ttl = Long.parseLong(w[4]);
+                break;
+            }
+        }
+        if (ttl < 0) {
+            lose(); // lockd no longer holds it (its LOST came first)
+            return;
+        }
+        synchronized (this) {
+            if (state.get() != State.HELD || (confirmedOnce && sent - confirmedSent < 0)) {
+                return; // released or lost meanwhile, or an older answer
+            }
+            long t = TimeUnit.MILLISECONDS.toNanos(ttl);
+            confirmedOnce = true;
+            confirmedSent = sent;
+            deadline = sent + t;
+            margin = marginNanos(t);
+            nextBeat = sent + Math.max(t / 3, TimeUnit.MILLISECONDS.toNanos(20));
+            if (arm) {
+                arm();
+            }
+        }
+    }
+
+    /** Schedules the next tick: the next heartbeat, or the report of the loss. Under this. */
+    private void arm() {
+        if (state.get() != State.HELD) {
+            return;
+        }
+        long at = deadline - margin;
+        if (!beating && conn.state == Conn.State.OPEN && nextBeat - at < 0) {
+            at = nextBeat;
+        }
+        if (tick != null) {
+            tick.cancel(false);
+        }
+        try {
+            tick = client.timer.schedule(this::tick, Math.max(0, at - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            tick = null; // the client is closed
+        }
+    }
+
+    private synchronized void stopKeeper() {
+        if (tick != null) {
+            tick.cancel(false);
+            tick = null;
+        }
+    }
+
+    /** On the timer thread: report the loss when the deadline is near, else send the heartbeat when due. */
+    private void tick() {
+        synchronized (this) {
+            if (state.get() != State.HELD) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (now - (deadline - margin) < 0) {
+                if (!beating && now - nextBeat >= 0 && conn.state == Conn.State.OPEN) {
+                    beating = true;
+                    client.heartbeats.incrementAndGet();
+                    conn.send("HELD", true).whenComplete((r, e) -> {
+                        synchronized (this) {
+                            beating = false;
+                            if (r == null) {
+                                arm(); // broke: the resume confirms, or the deadline comes
+                            }
+                        }
+                        if (r != null) {
+                            confirmed(now, r);
+                        }
+                    });
+                }
+                arm();
+                return;
+            }
+        }
+        expire();
+    }
+
+    /**
+     * The deadline passed unconfirmed: reported lost as for LOST, and the
+     * session ended (lockd may still hold the key for it: the connection is
+     * never reused; a resumable session is resumed and ended with QUIT in
+     * the background).
+     */
+    private void expire() {
+        lose();
+        conn.abandon();
+    }
+
+    /** The send time of the request whose answer set the deadline (for the tests). */
+    synchronized long confirmedSentNanos() {
+        return confirmedSent;
     }
 
     @Override
@@ -141,6 +342,7 @@ public final class LockHandle implements AutoCloseable, Owner {
                 throw new IllegalStateException("lockd: " + key + " is not held");
             }
             if (state.compareAndSet(State.HELD, State.RELEASED)) {
+                stopKeeper();
                 break;
             }
         }
@@ -204,11 +406,23 @@ public final class LockHandle implements AutoCloseable, Owner {
         release();
     }
 
-    /** EXTEND key ms: a new lease for a TTL lock. */
+    /**
+     * EXTEND key ms: a new lease for a TTL lock. The local deadline follows
+     * (from a HELD sent with it), also when the EXTEND failed and shortened
+     * the lease.
+     */
     public void extend(java.time.Duration lease) {
         long ms = Words.ms("lease", lease, false);
         checkHeld();
-        Reply r = client.timed(conn, conn.send("EXTEND " + key + " " + ms, false));
+        long sent = System.nanoTime();
+        List<CompletableFuture<Reply>> fs = conn.sendWithHeld("EXTEND " + key + " " + ms, client.heartbeat, false);
+        Reply r = client.timed(conn, fs.get(0));
+        if (client.heartbeat) {
+            Reply held = quick(fs.get(1));
+            if (held != null) {
+                confirmed(sent, held);
+            }
+        }
         if (!r.line().equals("OK")) {
             throw LockdException.fromReply(r.line());
         }

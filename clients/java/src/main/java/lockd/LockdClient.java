@@ -1,14 +1,27 @@
 package lockd;
 
 import java.io.IOException;
+import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
 import java.net.StandardSocketOptions;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyFactory;
+import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
+import java.security.cert.CertificateFactory;
+import java.security.spec.PKCS8EncodedKeySpec;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -17,10 +30,14 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 
 /**
  * A client of lockd (protocol 1.0-1.3). Thread-safe; one per process is
@@ -45,9 +62,15 @@ public final class LockdClient implements AutoCloseable {
     final int maxKeyLength;
     final int connectTimeoutMs;
     final long requestTimeoutMs;
+    final SSLContext tls;
+    final boolean heartbeat;
     final IoLoop loop;
     final ExecutorService events;
     final ExecutorService background;
+    /** Runs the holds' heartbeats and local deadlines (one thread, never blocked by I/O). */
+    final ScheduledThreadPoolExecutor timer;
+    /** HELD heartbeats sent (for the tests and the benchmark). */
+    final java.util.concurrent.atomic.AtomicLong heartbeats = new java.util.concurrent.atomic.AtomicLong();
     private final AtomicBoolean noSession = new AtomicBoolean();
     private volatile boolean closed;
     private final ArrayDeque<Conn> idle = new ArrayDeque<>();
@@ -56,6 +79,9 @@ public final class LockdClient implements AutoCloseable {
     private static final int MAX_IDLE = 64;
 
     record ThreadKey(String name, Thread thread) {}
+
+    /** A connected channel, and its TLS when the client speaks TLS. */
+    record Link(SocketChannel ch, Tls tls) {}
 
     /** What one thread holds of one name: one session, with local counts. */
     static final class ThreadHold {
@@ -85,6 +111,8 @@ public final class LockdClient implements AutoCloseable {
         private int maxKeyLength = 256;
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration requestTimeout = Duration.ofSeconds(10);
+        private SSLContext tls;
+        private boolean heartbeat = true;
 
         /** A lockd address, "host:port" or "unix:/path"; several are tried in order (same masters). */
         public Builder address(String... a) {
@@ -127,10 +155,48 @@ public final class LockdClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Speak TLS (1.2 or later) to lockd's {@code tls} listeners, with
+         * the trust (and, for a listener with a {@code ca}, the client
+         * certificate) of ctx. lockd's certificate must name the host of
+         * the address (a DNS name, or an IP address in its subjectAltName).
+         * See {@link LockdClient#tlsContext}.
+         */
+        public Builder tls(SSLContext ctx) {
+            tls = ctx;
+            return this;
+        }
+
+        /** TLS, trusting the JDK's CAs (SSLContext.getDefault()). */
+        public Builder tls() {
+            try {
+                return tls(SSLContext.getDefault());
+            } catch (GeneralSecurityException e) {
+                throw new IllegalStateException("lockd: no default TLS context", e);
+            }
+        }
+
+        /**
+         * The local lease deadline of every hold, kept by a HELD heartbeat
+         * (default true). false brings back the old behaviour: a hold is
+         * reported lost only by lockd (LOST) or when its session ends.
+         */
+        public Builder heartbeat(boolean on) {
+            heartbeat = on;
+            return this;
+        }
+
         /** Connects (one connection, kept in the pool) and returns the client. */
         public LockdClient build() {
             if (addresses.isEmpty()) {
                 throw new IllegalArgumentException("lockd: no address");
+            }
+            if (tls != null) {
+                for (String a : addresses) {
+                    if (a.startsWith("unix:") || a.startsWith("/")) {
+                        throw new IllegalArgumentException("lockd: TLS over a Unix socket (" + a + ")");
+                    }
+                }
             }
             LockdClient c;
             try {
@@ -156,9 +222,82 @@ public final class LockdClient implements AutoCloseable {
         maxKeyLength = b.maxKeyLength;
         connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, b.connectTimeout.toMillis());
         requestTimeoutMs = b.requestTimeout.toMillis();
+        tls = b.tls;
+        heartbeat = b.heartbeat;
         loop = new IoLoop("lockd-io");
         events = Executors.newSingleThreadExecutor(r -> daemon(r, "lockd-events"));
         background = Executors.newCachedThreadPool(r -> daemon(r, "lockd-background"));
+        timer = new ScheduledThreadPoolExecutor(1, r -> daemon(r, "lockd-timer"));
+        timer.setRemoveOnCancelPolicy(true);
+    }
+
+    /**
+     * A TLS context from PEM files: caPem, the CA certificates that signed
+     * lockd's certificate (null: the JDK's CAs); certPem and keyPem, the
+     * client certificate (then its chain) and its PKCS#8 private key
+     * ("BEGIN PRIVATE KEY", as openssl 3 writes it), for a listener with a
+     * {@code ca} (null: none).
+     */
+    public static SSLContext tlsContext(Path caPem, Path certPem, Path keyPem) {
+        try {
+            CertificateFactory cf = CertificateFactory.getInstance("X.509");
+            TrustManagerFactory tmf = null;
+            if (caPem != null) {
+                KeyStore ts = KeyStore.getInstance("PKCS12");
+                ts.load(null, null);
+                int i = 0;
+                for (Certificate c : certs(cf, caPem)) {
+                    ts.setCertificateEntry("ca" + i++, c);
+                }
+                tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+                tmf.init(ts);
+            }
+            KeyManagerFactory kmf = null;
+            if (certPem != null) {
+                Certificate[] chain = certs(cf, certPem).toArray(Certificate[]::new);
+                KeyStore ks = KeyStore.getInstance("PKCS12");
+                ks.load(null, null);
+                char[] pw = new char[0];
+                ks.setKeyEntry("client", privateKey(keyPem != null ? keyPem : certPem), pw, chain);
+                kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+                kmf.init(ks, pw);
+            }
+            SSLContext ctx = SSLContext.getInstance("TLS");
+            ctx.init(kmf == null ? null : kmf.getKeyManagers(), tmf == null ? null : tmf.getTrustManagers(), null);
+            return ctx;
+        } catch (IOException | GeneralSecurityException e) {
+            throw new IllegalArgumentException("lockd: TLS files: " + e, e);
+        }
+    }
+
+    private static Collection<? extends Certificate> certs(CertificateFactory cf, Path pem)
+            throws IOException, GeneralSecurityException {
+        try (InputStream in = Files.newInputStream(pem)) {
+            Collection<? extends Certificate> cs = cf.generateCertificates(in);
+            if (cs.isEmpty()) {
+                throw new GeneralSecurityException("no certificate in " + pem);
+            }
+            return cs;
+        }
+    }
+
+    private static PrivateKey privateKey(Path pem) throws IOException, GeneralSecurityException {
+        String s = Files.readString(pem, StandardCharsets.US_ASCII);
+        int b = s.indexOf("-----BEGIN PRIVATE KEY-----"), e = s.indexOf("-----END PRIVATE KEY-----");
+        if (b < 0 || e < b) {
+            throw new GeneralSecurityException(pem + " has no PKCS#8 key (BEGIN PRIVATE KEY); convert it with "
+                    + "openssl pkcs8 -topk8 -nocrypt");
+        }
+        byte[] der = Base64.getMimeDecoder().decode(s.substring(b + 27, e));
+        GeneralSecurityException last = null;
+        for (String alg : new String[] {"EC", "RSA", "Ed25519", "Ed448"}) {
+            try {
+                return KeyFactory.getInstance(alg).generatePrivate(new PKCS8EncodedKeySpec(der));
+            } catch (GeneralSecurityException x) {
+                last = x;
+            }
+        }
+        throw last;
     }
 
     private static Thread daemon(Runnable r, String name) {
@@ -169,14 +308,17 @@ public final class LockdClient implements AutoCloseable {
 
     // ---- connections ----
 
-    SocketChannel openChannel() throws IOException {
+    /** Connects to the first address that answers (TLS: and completes the handshake). */
+    Link openChannel() throws IOException {
         IOException last = null;
         for (String a : addresses) {
             SocketChannel ch = null;
             try {
+                Tls t = null;
                 if (a.startsWith("unix:") || a.startsWith("/")) {
                     ch = SocketChannel.open(StandardProtocolFamily.UNIX);
                     ch.connect(UnixDomainSocketAddress.of(a.startsWith("unix:") ? a.substring(5) : a));
+                    ch.configureBlocking(false);
                 } else {
                     int colon = a.lastIndexOf(':');
                     if (colon < 0) {
@@ -188,9 +330,12 @@ public final class LockdClient implements AutoCloseable {
                     ch.socket().connect(new InetSocketAddress(host, port), connectTimeoutMs);
                     ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
                     ch.setOption(StandardSocketOptions.SO_KEEPALIVE, true);
+                    ch.configureBlocking(false);
+                    if (tls != null) {
+                        t = Tls.handshake(ch, tls, host, port, connectTimeoutMs);
+                    }
                 }
-                ch.configureBlocking(false);
-                return ch;
+                return new Link(ch, t);
             } catch (IOException | RuntimeException e) {
                 if (ch != null) {
                     ch.close();
@@ -206,16 +351,16 @@ public final class LockdClient implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("lockd: client closed");
         }
-        SocketChannel ch;
+        Link link;
         try {
-            ch = openChannel();
+            link = openChannel();
         } catch (IOException e) {
             throw new LockdException("IO", "lockd: cannot connect to " + addresses + ": " + e, e);
         }
-        Conn c = new Conn(this, ch);
+        Conn c = new Conn(this, link);
         all.add(c);
         try {
-            c.key = loop.register(ch, c).get(connectTimeoutMs, TimeUnit.MILLISECONDS);
+            c.key = loop.register(link.ch(), c).get(connectTimeoutMs, TimeUnit.MILLISECONDS);
             if (password != null) {
                 Reply r = timed(c, c.send("AUTH " + password, false));
                 if (!r.line().equals("OK")) {
@@ -407,11 +552,15 @@ public final class LockdClient implements AutoCloseable {
         // idle timeout): one more try on a new one then. A broken
         // connection may have carried a grant: its session is ended
         // (abandoned), never reused.
+        long sent;
+        List<CompletableFuture<Reply>> fs;
         for (int attempt = 0;; attempt++) {
             c = get();
             h = new LockHandle(this, c, key, releaseLine);
             c.owner = h;
-            CompletableFuture<Reply> f = c.send(line, false);
+            sent = System.nanoTime();
+            fs = c.sendWithHeld(line, heartbeat, false);
+            CompletableFuture<Reply> f = fs.get(0);
             try {
                 r = interruptible ? interruptibly(c, f) : uninterruptibly(c, f);
                 break;
@@ -426,6 +575,8 @@ public final class LockdClient implements AutoCloseable {
             h.granted(Long.parseUnsignedLong(w[1]));
             if (c.state == Conn.State.DEAD) {
                 h.lose();
+            } else if (heartbeat) {
+                h.start(sent, fs.get(1));
             }
             return h;
         }
@@ -517,9 +668,23 @@ public final class LockdClient implements AutoCloseable {
         }
     }
 
-    /** STATUS key: state FREE, HELD or SHARED; holders; ttl left; waiters on this lockd. */
-    public record Status(String state, int holders, long ttlMillis, int waiters) {}
+    /**
+     * The answer of STATUS: state FREE, HELD, SHARED, or PERMITS (of a
+     * semaphore: holders permits held of permits); ttlMillis, the lease
+     * left (-1 for PERMITS, which does not report it); waiters on this
+     * lockd; permits, the n asked for (0 but for PERMITS).
+     */
+    public record Status(String state, int holders, long ttlMillis, int waiters, int permits) {
+        public Status(String state, int holders, long ttlMillis, int waiters) {
+            this(state, holders, ttlMillis, waiters, 0);
+        }
+    }
 
+    /**
+     * STATUS key: state FREE, HELD or SHARED, with holders (1 for HELD).
+     * Of a semaphore, this tells only about permit 0 (a plain LOCK of the
+     * key): ask {@link #status(String, int)}.
+     */
     public Status status(String key) {
         Reply r = query("STATUS " + key(key), false);
         String[] w = r.words();
@@ -531,6 +696,20 @@ public final class LockdClient implements AutoCloseable {
         }
         if (w.length == 4 && w[0].equals("SHARED")) {
             return new Status("SHARED", Integer.parseInt(w[1]), Long.parseLong(w[2]), Integer.parseInt(w[3]));
+        }
+        throw LockdException.fromReply(r.line());
+    }
+
+    /**
+     * STATUS key PERMITS n, the status of a semaphore of n permits: state
+     * PERMITS, holders = the permits held (on the masters, by every
+     * lockd), waiters on this lockd for a permit or the key's lock.
+     */
+    public Status status(String key, int permits) {
+        Reply r = query("STATUS " + key(key) + " PERMITS " + permits, false);
+        String[] w = r.words();
+        if (w.length == 4 && w[0].equals("PERMITS")) {
+            return new Status("PERMITS", Integer.parseInt(w[1]), -1, Integer.parseInt(w[3]), Integer.parseInt(w[2]));
         }
         throw LockdException.fromReply(r.line());
     }
@@ -604,6 +783,7 @@ public final class LockdClient implements AutoCloseable {
             c.abandon();
         }
         loop.execute(loop::close);
+        timer.shutdownNow();
         events.shutdown();
         background.shutdown();
     }

@@ -64,6 +64,11 @@ public final class LockdSemaphore {
         h.release();
     }
 
+    /** STATUS name PERMITS n: state PERMITS, holders = the permits held, waiters. */
+    public LockdClient.Status status() {
+        return client.status(name, permits);
+    }
+
     /** Permits not held now, from STATUS name PERMITS n. */
     public int availablePermits() {
         Reply r = client.query("STATUS " + name + " PERMITS " + permits, false);

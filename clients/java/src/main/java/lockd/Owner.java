@@ -7,4 +7,10 @@ interface Owner {
 
     /** The session ended for good (closed, broke and not resumed). Must not block. */
     void ended();
+
+    /**
+     * lockd answered a HELD sent right behind a request sent at sentNanos
+     * (System.nanoTime()): the session's holds and the time left on each.
+     */
+    default void confirmed(long sentNanos, Reply held) {}
 }

@@ -191,6 +191,42 @@ class LockTest {
         assertEquals(2, sem.availablePermits());
     }
 
+    /**
+     * STATUS of a semaphore (issue 29): a full semaphore of 2 with one
+     * waiter reads as 2 of 2 permits held and 1 waiting (STATUS key PERMITS
+     * n), not as "HELD, 1 holder" (STATUS key sees only permit 0).
+     */
+    @Test
+    void semaphoreStatus() throws Exception {
+        LockdSemaphore sem = ca.getSemaphore("java-sem-status", 2);
+        AtomicReference<Object> waited = new AtomicReference<>();
+        Thread waiter;
+        try (LockHandle p1 = sem.acquire(); LockHandle p2 = sem.acquire()) {
+            waiter = new Thread(() -> {
+                try {
+                    Optional<LockHandle> p = sem.tryAcquire(Duration.ofSeconds(10));
+                    waited.set(p.isPresent());
+                    p.ifPresent(LockHandle::close);
+                } catch (Throwable e) {
+                    waited.set(e);
+                }
+            });
+            waiter.start();
+            TestEnv.waitFor(5000, () -> sem.status().waiters() == 1);
+            LockdClient.Status s = sem.status();
+            assertEquals(new LockdClient.Status("PERMITS", 2, -1, 1, 2), s);
+            LockdClient.Status sb = cb.status("java-sem-status", 2); // from the masters, through lockd B
+            assertEquals("PERMITS", sb.state());
+            assertEquals(2, sb.holders());
+            assertEquals(2, sb.permits());
+            assertEquals(0, sb.waiters(), "waiters on lockd B");
+            assertEquals(0, sem.availablePermits());
+        }
+        waiter.join(5000);
+        assertEquals(Boolean.TRUE, waited.get(), "the waiter got a permit once two were released");
+        assertEquals(new LockdClient.Status("PERMITS", 0, -1, 0, 2), sem.status());
+    }
+
     /** Keys and values that cannot be sent as one word are refused before anything is sent. */
     @Test
     void refusesBadKeys() throws Exception {

@@ -123,16 +123,20 @@ public final class TestEnv implements BeforeAllCallback, ExtensionContext.Store.
                 "lockd does not speak 1.2/1.3 yet (LEADER answered ERR PROTOCOL)");
     }
 
-    /** Polls until lockd A grants again (after masters came back), at most 15 s. */
+    /**
+     * Polls until lockd A and B grant again (after masters came back: each
+     * lockd reconnects on its own schedule), at most 15 s.
+     */
     static void waitHealthy() throws Exception {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-        while (System.nanoTime() < end) {
-            if (probe(a(), "TRYLOCK ~healthy TTL 100").startsWith("OK")) {
-                return;
+        for (String addr : new String[] {a(), b()}) {
+            while (!probe(addr, "TRYLOCK ~healthy TTL 100").startsWith("OK")) {
+                if (System.nanoTime() > end) {
+                    throw new AssertionError("lockd " + addr + " grants nothing 15 s after the masters came back");
+                }
+                Thread.sleep(100);
             }
-            Thread.sleep(100);
         }
-        throw new AssertionError("lockd A grants nothing 15 s after the masters came back");
     }
 
     /** Polls cond every 20 ms for at most ms. */
