@@ -166,13 +166,14 @@ static int64_t third(void)
 	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
 }
 
-/* The record has no expiry: a leader's end deletes it, and one left by
- * a lockd that died means nothing (its lock is gone) until the name's next
- * leader replaces it. An expiry would have to be refreshed on every
- * master all the time, which idle elections must not cost. */
+/* The record expires with its lock: written with the lease (or the
+ * lock's own expiry, the later), refreshed by the leader's renewals (its
+ * hold is marked lt_set_lead: SCR_RENEW's kind 'l'), so a record that a
+ * lockd leaves behind (a shutdown that keeps resumable sessions, a crash)
+ * lapses with the lock, at no cost beyond the renewals that run anyway. */
 static int64_t record_expiry(void)
 {
-	return 0;
+	return cfg->lease_ms;
 }
 
 /* Until when the write-back runs: a master connected again may have
@@ -435,6 +436,7 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 	ld->value = e->value;
 	ld->vlen = e->vlen;
 	e->value = NULL;
+	lt_set_lead(c, key, klen);
 	put(ld, c, 1);
 }
 
@@ -621,6 +623,7 @@ static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen
 	ld->epoch = (v->reserved > v->epoch ? v->reserved : v->epoch) + 1;
 	ld->version = v->version;
 	ld->vlen = v->vlen;
+	lt_set_lead(c, key, klen);
 	reserve(ld); /* else the write-back tick tries */
 	return ld;
 }
