@@ -94,8 +94,9 @@ struct watch {
 
 /* One connection's observation of a name. */
 struct obs {
-	struct ilink wlink; /* on watch->obs */
-	struct ilink clink; /* on el_client.obs */
+	struct kt_node node; /* in el_client.by_name (its key: the watch's) */
+	struct ilink wlink;  /* on watch->obs */
+	struct ilink clink;  /* on el_client.obs */
 	struct watch *w;
 	struct lt_client *c;
 	int fresh; /* wants the state now (OBSERVE), sent at the next verdict */
@@ -103,8 +104,10 @@ struct obs {
 
 /* What elect keeps of a client (lt_client.el). */
 struct el_client {
-	struct ilist obs; /* struct obs.clink */
-	char *value;      /* the value of its CAMPAIGN waiting in locktab */
+	struct ilist obs;      /* struct obs.clink */
+	struct keytab by_name; /* the same, by name: OBSERVE costs no time per name
+	                          observed (slots allocated at the first) */
+	char *value;           /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
 	/* A request of a resumable session for a name whose leadership is
@@ -991,12 +994,8 @@ void el_resync(void)
 
 static struct obs *obs_of(struct el_client *e, const char *key, size_t klen)
 {
-	for (struct ilink *l = e->obs.head.next; l != &e->obs.head; l = l->next) {
-		struct obs *o = ilist_entry(l, struct obs, clink);
-		if (o->w->node.klen == klen && memcmp(o->w->key, key, klen) == 0)
-			return o;
-	}
-	return NULL;
+	struct kt_node *n = e->by_name.slots ? keytab_find(&e->by_name, key, klen) : NULL;
+	return n ? ilist_entry(n, struct obs, node) : NULL;
 }
 
 void el_observe(struct lt_client *c, const char *key, size_t klen)
@@ -1006,6 +1005,15 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 	struct watch *w = watch_find(key, klen);
 	int fresh_watch = 0;
 	if (!e) {
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	if (!o && (int64_t)e->obs.len >= cfg->max_observations) {
+		stats.rejected_observations++;
+		reply(c, "ERR LIMIT this session observes limits.max_observations names");
+		return;
+	}
+	if (!o && !e->by_name.slots && keytab_init(&e->by_name, 16)) {
 		reply(c, "%s", MSG_OOM);
 		return;
 	}
@@ -1032,6 +1040,9 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		}
 		o->w = w;
 		o->c = c;
+		o->node.key = w->key;
+		o->node.klen = klen;
+		keytab_insert(&e->by_name, &o->node);
 		ilist_push(&w->obs, &o->wlink);
 		ilist_push(&e->obs, &o->clink);
 		stats.observers++;
@@ -1049,6 +1060,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 static void obs_end(struct el_client *e, struct obs *o)
 {
 	struct watch *w = o->w;
+	keytab_remove(&e->by_name, &o->node);
 	ilist_remove(&w->obs, &o->wlink);
 	ilist_remove(&e->obs, &o->clink);
 	stats.observers--;
@@ -1087,6 +1099,7 @@ void el_conn_end(struct lt_client *c)
 	free(e->retry_key);
 	free(e->value);
 	free(e->pend_value);
+	keytab_destroy(&e->by_name);
 	free(e);
 	c->el = NULL;
 }
@@ -1128,6 +1141,7 @@ void el_shutdown(void)
 			nx = k->next;
 			while ((l = ilist_pop(&w->obs))) {
 				struct obs *ob = ilist_entry(l, struct obs, wlink);
+				keytab_remove(&ob->c->el->by_name, &ob->node);
 				ilist_remove(&ob->c->el->obs, &ob->clink);
 				free(ob);
 			}
