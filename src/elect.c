@@ -99,7 +99,7 @@ struct obs {
 	struct ilink clink;  /* on el_client.obs */
 	struct watch *w;
 	struct lt_client *c;
-	int fresh; /* wants the state now (OBSERVE), sent at the next verdict */
+	int fresh; /* OBSERVEs that want the state now, each sent it at the next verdict */
 };
 
 /* What elect keeps of a client (lt_client.el). */
@@ -894,7 +894,6 @@ static void watch_free(struct watch *w)
 static void tell(struct watch *w, struct obs *o)
 {
 	stats.elected_events++;
-	o->fresh = 0;
 	if (w->leader)
 		line(o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
 		     (int)w->vlen, w->value);
@@ -934,8 +933,12 @@ static void read_done(struct rl_call *call, void *owner)
 	}
 	for (struct ilink *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
 		struct obs *o = ilist_entry(l, struct obs, wlink);
-		if (w->known && (changed || o->fresh))
+		if (!w->known)
+			continue;
+		/* a change once, and the state once per OBSERVE waiting for it */
+		for (int n = o->fresh > changed ? o->fresh : changed; n > 0; n--)
 			tell(w, o);
+		o->fresh = 0;
 	}
 	if (!w->obs.len) {
 		watch_free(w);
@@ -1052,7 +1055,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		tell(w, o); /* the state it knows: every change since was read */
 		return;
 	}
-	o->fresh = 1; /* told at the verdict of the read under way */
+	o->fresh++; /* told at the verdict of the read under way, once per OBSERVE */
 	if (!w->call)
 		watch_read(w);
 }

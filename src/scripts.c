@@ -567,21 +567,29 @@ static const char *const bodies[SCR_COUNT] = {
         "end\n"
         "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
         "return 1\n",
-    /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
-     * free; {1, counter}: held without a value (a plain lock, or a leader
+    /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the name is
+     * free; {1, counter}: held without a value (a plain lock, live SHARED
+     * holders, which keep a CAMPAIGN out as a plain lock does, or a leader
      * whose value is not written there yet: then {1, counter, r}); {2,
      * fence, version, value, counter, epoch, r}: held by the leader of
      * the record. The fence counter is "0" when missing, and so are the
      * epoch and r of a record written before they were. */
-    [SCR_EL_READ] = "local l = redis.call('GET', KEYS[1])\n"
-                    "if not l then return {0} end\n"
-                    "local c = redis.call('GET', KEYS[3]) or '0'\n"
-                    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val', 'e', 'r')\n"
-                    "if h[1] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
-                    "  if h[4] then return {2, h[2], h[3], h[4], c, h[5] or '0', h[6] or '0'} end\n"
-                    "  return {1, c, h[6] or '0'}\n"
-                    "end\n"
-                    "return {1, c}\n",
+    [SCR_EL_READ] = LUA_NOW
+    "local l = redis.call('GET', KEYS[1])\n"
+    "if not l then\n"
+    "  if redis.call('EXISTS', KEYS[4]) == 0 or\n"
+    "     redis.call('ZCOUNT', KEYS[4], string.format('(%.0f', clock()), '+inf') == 0 then\n"
+    "    return {0}\n"
+    "  end\n"
+    "  return {1, redis.call('GET', KEYS[3]) or '0'}\n"
+    "end\n"
+    "local c = redis.call('GET', KEYS[3]) or '0'\n"
+    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val', 'e', 'r')\n"
+    "if h[1] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
+    "  if h[4] then return {2, h[2], h[3], h[4], c, h[5] or '0', h[6] or '0'} end\n"
+    "  return {1, c, h[6] or '0'}\n"
+    "end\n"
+    "return {1, c}\n",
     /* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
      * lock for its leader, and the leader's record with it (where t is
      * this leader's), only where the lock holds this very token: where an

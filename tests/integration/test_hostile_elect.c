@@ -210,6 +210,87 @@ START_TEST(hostile_elect_observe_bounded)
 }
 END_TEST
 
+/* Item 8: two OBSERVEs of one name sent together get two OKs and two
+ * state events (PROTOCOL 1.3: OBSERVE of a name observed already "sends
+ * the current state again"); before, the second waited for the first's
+ * read and both got one event. Then nothing more while nothing changes. */
+START_TEST(hostile_elect_observe_twice)
+{
+	h_std(&(struct h_opts){.lease_ms = LEASE});
+	struct cl *c = cl_open();
+	cl_send(c, "OBSERVE tw\nOBSERVE tw\n");
+	int ok = 0, ev = 0;
+	while (ok + ev < 4) {
+		const char *l = cl_line(c, H_SLOW_LIMIT);
+		ck_assert_msg(l != NULL, "%d OK and %d NOLEADER, then nothing", ok, ev);
+		if (!strcmp(l, "OK"))
+			ok++;
+		else if (!strcmp(l, "NOLEADER tw"))
+			ev++;
+		else
+			ck_abort_msg("unexpected line '%s'", l);
+	}
+	ck_assert_int_eq(ok, 2);
+	ck_assert_int_eq(ev, 2);
+	const char *l = cl_line(c, 300);
+	ck_assert_msg(l == NULL, "a line more: '%s'", l);
+	/* the same with a leader, on a name another connection observes */
+	struct cl *d = cl_open();
+	unsigned long long f = cl_lock(d, "CAMPAIGN tw one");
+	char want[64];
+	snprintf(want, sizeof(want), "ELECTED tw %llu one", f);
+	l = cl_line(c, H_SLOW_LIMIT);
+	ck_assert_msg(l && !strcmp(l, want), "got '%s', expected '%s'", l ? l : "(none)", want);
+	struct cl *e = cl_open();
+	cl_send(e, "OBSERVE tw\nOBSERVE tw\n");
+	ok = ev = 0;
+	while (ok + ev < 4) {
+		l = cl_line(e, H_SLOW_LIMIT);
+		ck_assert_msg(l != NULL, "%d OK and %d ELECTED, then nothing", ok, ev);
+		if (!strcmp(l, "OK"))
+			ok++;
+		else if (!strcmp(l, want))
+			ev++;
+		else
+			ck_abort_msg("unexpected line '%s'", l);
+	}
+	ck_assert_int_eq(ev, 2);
+	cl_close(c);
+	cl_close(d);
+	cl_close(e);
+}
+END_TEST
+
+/* Item 8: LEADER of a name held SHARED answers "LEADER <fence>" as for a
+ * plain LOCK (a hold without a value that keeps a CAMPAIGN out; the
+ * fence the key's latest), not NONE; NONE once the shared holders are
+ * gone. */
+START_TEST(hostile_elect_leader_shared)
+{
+	h_std(&(struct h_opts){.lease_ms = LEASE});
+	struct cl *a = cl_open(), *q = cl_open();
+	cl_expect(q, "LEADER sh", "NONE");
+	unsigned long long f = cl_lock(a, "LOCK sh SHARED");
+	unsigned long long g = 0;
+	/* the key's latest fence, no lower than the holder's (PROTOCOL 1.3) */
+	const char *r = cl_cmd(q, "LEADER sh", H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "LEADER %llu", &g) == 1 && g >= f && !strchr(r + 7, ' '),
+	              "LEADER sh: got '%s', expected 'LEADER <fence >= %llu>'", r ? r : "(none)",
+	              f);
+	cl_expect(q, "CAMPAIGN sh v WAIT 300", "TIMEOUT");
+	/* through a renewal or two: still held */
+	h_sleep_ms(LEASE);
+	r = cl_cmd(q, "LEADER sh", H_SLOW_LIMIT);
+	ck_assert_msg(r && sscanf(r, "LEADER %llu", &g) == 1 && g >= f && !strchr(r + 7, ' '),
+	              "LEADER sh: got '%s', expected 'LEADER <fence >= %llu>'", r ? r : "(none)",
+	              f);
+	cl_expect(a, "UNLOCK sh", "OK 0");
+	cl_expect(q, "LEADER sh", "NONE");
+	cl_close(a);
+	cl_close(q);
+}
+END_TEST
+
 TCase *tc_hostile_elect(void)
 {
 	TCase *tc = tcase_create("hostile_elect");
@@ -217,5 +298,7 @@ TCase *tc_hostile_elect(void)
 	tcase_set_timeout(tc, 60);
 	H_ADD(tc, hostile_elect_records_expire);
 	H_ADD(tc, hostile_elect_observe_bounded);
+	H_ADD(tc, hostile_elect_observe_twice);
+	H_ADD(tc, hostile_elect_leader_shared);
 	return tc;
 }
