@@ -94,17 +94,20 @@ struct watch {
 
 /* One connection's observation of a name. */
 struct obs {
-	struct ilink wlink; /* on watch->obs */
-	struct ilink clink; /* on el_client.obs */
+	struct kt_node node; /* in el_client.by_name (its key: the watch's) */
+	struct ilink wlink;  /* on watch->obs */
+	struct ilink clink;  /* on el_client.obs */
 	struct watch *w;
 	struct lt_client *c;
-	int fresh; /* wants the state now (OBSERVE), sent at the next verdict */
+	int fresh; /* OBSERVEs that want the state now, each sent it at the next verdict */
 };
 
 /* What elect keeps of a client (lt_client.el). */
 struct el_client {
-	struct ilist obs; /* struct obs.clink */
-	char *value;      /* the value of its CAMPAIGN waiting in locktab */
+	struct ilist obs;      /* struct obs.clink */
+	struct keytab by_name; /* the same, by name: OBSERVE costs no time per name
+	                          observed (slots allocated at the first) */
+	char *value;           /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
 	/* A request of a resumable session for a name whose leadership is
@@ -166,13 +169,14 @@ static int64_t third(void)
 	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
 }
 
-/* The record has no expiry: a leader's end deletes it, and one left by
- * a lockd that died means nothing (its lock is gone) until the name's next
- * leader replaces it. An expiry would have to be refreshed on every
- * master all the time, which idle elections must not cost. */
+/* The record expires with its lock: written with the lease (or the
+ * lock's own expiry, the later), refreshed by the leader's renewals (its
+ * hold is marked lt_set_lead: SCR_RENEW's kind 'l'), so a record that a
+ * lockd leaves behind (a shutdown that keeps resumable sessions, a crash)
+ * lapses with the lock, at no cost beyond the renewals that run anyway. */
 static int64_t record_expiry(void)
 {
-	return 0;
+	return cfg->lease_ms;
 }
 
 /* Until when the write-back runs: a master connected again may have
@@ -435,6 +439,7 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 	ld->value = e->value;
 	ld->vlen = e->vlen;
 	e->value = NULL;
+	lt_set_lead(c, key, klen);
 	put(ld, c, 1);
 }
 
@@ -621,6 +626,7 @@ static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen
 	ld->epoch = (v->reserved > v->epoch ? v->reserved : v->epoch) + 1;
 	ld->version = v->version;
 	ld->vlen = v->vlen;
+	lt_set_lead(c, key, klen);
 	reserve(ld); /* else the write-back tick tries */
 	return ld;
 }
@@ -888,7 +894,6 @@ static void watch_free(struct watch *w)
 static void tell(struct watch *w, struct obs *o)
 {
 	stats.elected_events++;
-	o->fresh = 0;
 	if (w->leader)
 		line(o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
 		     (int)w->vlen, w->value);
@@ -928,8 +933,12 @@ static void read_done(struct rl_call *call, void *owner)
 	}
 	for (struct ilink *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
 		struct obs *o = ilist_entry(l, struct obs, wlink);
-		if (w->known && (changed || o->fresh))
+		if (!w->known)
+			continue;
+		/* a change once, and the state once per OBSERVE waiting for it */
+		for (int n = o->fresh > changed ? o->fresh : changed; n > 0; n--)
 			tell(w, o);
+		o->fresh = 0;
 	}
 	if (!w->obs.len) {
 		watch_free(w);
@@ -988,12 +997,8 @@ void el_resync(void)
 
 static struct obs *obs_of(struct el_client *e, const char *key, size_t klen)
 {
-	for (struct ilink *l = e->obs.head.next; l != &e->obs.head; l = l->next) {
-		struct obs *o = ilist_entry(l, struct obs, clink);
-		if (o->w->node.klen == klen && memcmp(o->w->key, key, klen) == 0)
-			return o;
-	}
-	return NULL;
+	struct kt_node *n = e->by_name.slots ? keytab_find(&e->by_name, key, klen) : NULL;
+	return n ? ilist_entry(n, struct obs, node) : NULL;
 }
 
 void el_observe(struct lt_client *c, const char *key, size_t klen)
@@ -1003,6 +1008,15 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 	struct watch *w = watch_find(key, klen);
 	int fresh_watch = 0;
 	if (!e) {
+		reply(c, "%s", MSG_OOM);
+		return;
+	}
+	if (!o && (int64_t)e->obs.len >= cfg->max_observations) {
+		stats.rejected_observations++;
+		reply(c, "ERR LIMIT this session observes limits.max_observations names");
+		return;
+	}
+	if (!o && !e->by_name.slots && keytab_init(&e->by_name, 16)) {
 		reply(c, "%s", MSG_OOM);
 		return;
 	}
@@ -1029,6 +1043,9 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		}
 		o->w = w;
 		o->c = c;
+		o->node.key = w->key;
+		o->node.klen = klen;
+		keytab_insert(&e->by_name, &o->node);
 		ilist_push(&w->obs, &o->wlink);
 		ilist_push(&e->obs, &o->clink);
 		stats.observers++;
@@ -1038,7 +1055,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		tell(w, o); /* the state it knows: every change since was read */
 		return;
 	}
-	o->fresh = 1; /* told at the verdict of the read under way */
+	o->fresh++; /* told at the verdict of the read under way, once per OBSERVE */
 	if (!w->call)
 		watch_read(w);
 }
@@ -1046,6 +1063,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 static void obs_end(struct el_client *e, struct obs *o)
 {
 	struct watch *w = o->w;
+	keytab_remove(&e->by_name, &o->node);
 	ilist_remove(&w->obs, &o->wlink);
 	ilist_remove(&e->obs, &o->clink);
 	stats.observers--;
@@ -1084,6 +1102,7 @@ void el_conn_end(struct lt_client *c)
 	free(e->retry_key);
 	free(e->value);
 	free(e->pend_value);
+	keytab_destroy(&e->by_name);
 	free(e);
 	c->el = NULL;
 }
@@ -1125,6 +1144,7 @@ void el_shutdown(void)
 			nx = k->next;
 			while ((l = ilist_pop(&w->obs))) {
 				struct obs *ob = ilist_entry(l, struct obs, wlink);
+				keytab_remove(&ob->c->el->by_name, &ob->node);
 				ilist_remove(&ob->c->el->obs, &ob->clink);
 				free(ob);
 			}

@@ -130,6 +130,9 @@ void lt_set_elect_hooks(const struct lt_elect_hooks *h);
 /* Who holds the key's lock (exclusively, permit 0) here, or NULL; with
  * its fence and token. */
 struct lt_client *lt_lock_holder(const char *key, size_t klen, uint64_t *fence, char *token);
+/* c's hold of the key's lock is a leader's (1.3): its renewals refresh
+ * the expiry of the leader's record beside the lock. */
+void lt_set_lead(struct lt_client *c, const char *key, size_t klen);
 /* c holds the key (in any way). */
 int lt_holds(struct lt_client *c, const char *key, size_t klen);
 /* c lets go of all its holds of the key here, with no release: the

@@ -108,6 +108,14 @@ struct lt_client *lt_lock_holder(const char *key, size_t klen, uint64_t *fence, 
 	return NULL;
 }
 
+void lt_set_lead(struct lt_client *c, const char *key, size_t klen)
+{
+	struct lkey *lk = ltc_find(key, klen);
+	struct hold *h = lk ? ltc_hold_of(lk, c) : NULL;
+	if (h && h->kind == HK_LOCK && h->permit == 0)
+		h->lead = 1;
+}
+
 int lt_holds(struct lt_client *c, const char *key, size_t klen)
 {
 	struct lkey *lk = ltc_find(key, klen);

@@ -58,6 +58,7 @@ struct hold {
 	enum hold_state state : 8;
 	int8_t counting;   /* a hold count write in flight (1.2): +1 LOCK, -1 UNLOCK */
 	uint8_t verifying; /* its deadline came late: its session's move is being checked */
+	uint8_t lead;      /* a leader's (1.3): its renewals refresh the leader record's expiry */
 	char token[TOKEN_LEN + 1];
 };
 

@@ -51,6 +51,7 @@ struct rl_renew_item {
 	const char *sid;     /* a resumable session's hold: renewed only where its
 	                        record names this instance; NULL otherwise */
 	void *owner;         /* caller's handle */
+	int lead;            /* a leader's lock (1.3): its record's expiry is refreshed too */
 	int yes;             /* counting masters that hold it for us now */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
 	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */

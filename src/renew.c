@@ -230,6 +230,7 @@ void rn_fill_item(struct rl_renew_item *it, struct hold *h)
 	it->token = h->token;
 	it->sid = h->holder ? h->holder->sid : NULL;
 	it->owner = h;
+	it->lead = h->lead;
 }
 
 /* --- EXTEND --- */

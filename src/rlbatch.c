@@ -154,7 +154,9 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	for (int k = 0; k < n; k++)
 		p = rl_put_copy(c, a++, p, items[k].token, TOKEN_LEN);
 	for (int k = 0; k < n; k++) {
-		c->dargv[a] = rl_kind_arg(items[k].hold, items[k].permit);
+		c->dargv[a] = items[k].lead && items[k].hold == RH_LOCK && !items[k].permit
+		                  ? "l"
+		                  : rl_kind_arg(items[k].hold, items[k].permit);
 		c->dargvlen[a++] = 1;
 	}
 	rl_fanout(c, SCR_RENEW, renew_reply);

@@ -308,11 +308,12 @@ struct rl_call *rl_el_read(const char *key, size_t klen, size_t vmax, rl_done_fn
 		return NULL;
 	struct el_part *e = &c->u.el;
 	char *p = c->dbuf;
-	c->dargv[ERA_NKEYS] = "3";
+	c->dargv[ERA_NKEYS] = "4";
 	c->dargvlen[ERA_NKEYS] = 1;
 	p = key_arg(c, ERA_LOCK, p, key, klen, "");
 	p = key_arg(c, ERA_RECORD, p, key, klen, EL_SFX);
 	p = key_arg(c, ERA_FENCE, p, key, klen, " fence");
+	p = key_arg(c, ERA_SHARED, p, key, klen, " shared");
 	e->vals = p;
 	e->vmax = vmax;
 	c->rel_fired = 1; /* it answers through done */

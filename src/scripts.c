@@ -278,8 +278,13 @@ static const char *const bodies[SCR_COUNT] = {
      * KEYS: n locks (the key's or a permit's), then their n shared sets,
      * then their n session records ("" for a version-1 session's hold),
      * then the epoch's key. ARGV: lease ms, the epoch, then one token per
-     * item, then one kind per item. A token of ours is stale (written
-     * over) only for a current request (ACQUIRE_LUA's ours()).
+     * item, then one kind per item ('s', 'p', 'x', or 'l': the key's lock
+     * held by a leader, 1.3, whose record "P NAME leader" gets the lock's
+     * expiry with it, so the record lapses with the lock and never before
+     * it; the record's key is the lock's with the suffix, not passed, so
+     * that the batch's shape is the same for every hold and a plain lock
+     * pays nothing). A token of ours is stale (written over) only for a
+     * current request (ACQUIRE_LUA's ours()).
      * A hold of a resumable session is renewed and written back only
      * where its record names this instance (1.2: a session resumed
      * elsewhere is that lockd's, whatever this one still believes).
@@ -323,16 +328,20 @@ static const char *const bodies[SCR_COUNT] = {
     "    end\n"
     "  elseif v == tok then\n"
     "    redis.call('PEXPIRE', KEYS[i], lease); r[i] = 1\n"
+    "    if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', lease) end\n"
     "  elseif v == false or ours(v, inst) then\n"
     "    r[i] = 2\n"
-    "    if kind == 'x' and redis.call('EXISTS', z) == 1 then\n"
+    "    if kind ~= 'p' and redis.call('EXISTS', z) == 1 then\n"
     "      now = now or clock()\n"
     "      redis.call('ZREMRANGEBYSCORE', z, '-inf', now)\n"
     "      for _, m in ipairs(redis.call('ZRANGE', z, 0, -1)) do\n"
     "        if not ours(m, inst) then r[i] = 0; break end\n"
     "      end\n"
     "    end\n"
-    "    if r[i] == 2 then redis.call('SET', KEYS[i], tok, 'PX', lease) end\n"
+    "    if r[i] == 2 then\n"
+    "      redis.call('SET', KEYS[i], tok, 'PX', lease)\n"
+    "      if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', lease) end\n"
+    "    end\n"
     "  else\n"
     "    r[i] = 0\n"
     "  end\n"
@@ -538,10 +547,11 @@ static const char *const bodies[SCR_COUNT] = {
      * holds the token, unless this or a later value is there already (a
      * write-back then costs two reads): 1; 0 where the lock is not the
      * token's; 2 where a later epoch is reserved (this lockd's leader is
-     * an older incarnation: the session moved away and back). Expiry ms
-     * 0: none (lockd's choice: a record is deleted with its leader's
-     * lock, or replaced by the next leader's, and means nothing without
-     * it). */
+     * an older incarnation: the session moved away and back). A record
+     * written expires with the lock, never before it: at the expiry ms
+     * given (the lease) or the lock's own, the later (0: none); the
+     * leader's renewals (SCR_RENEW, kind 'l') refresh it from there, so
+     * a record that its lockd left (shutdown, crash) lapses with the lock. */
     [SCR_EL_PUT] =
         "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
         "local e, v = tonumber(ARGV[8]), tonumber(ARGV[3])\n"
@@ -552,24 +562,34 @@ static const char *const bodies[SCR_COUNT] = {
         "end\n"
         "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'e', ARGV[8], 'v', ARGV[3], "
         "'val', ARGV[4], 'r', ARGV[8])\n"
-        "if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end\n"
+        "local x = tonumber(ARGV[5])\n"
+        "if x > 0 then redis.call('PEXPIRE', KEYS[2], math.max(x, redis.call('PTTL', KEYS[1]))) "
+        "end\n"
         "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
         "return 1\n",
-    /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the lock is
-     * free; {1, counter}: held without a value (a plain lock, or a leader
+    /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the name is
+     * free; {1, counter}: held without a value (a plain lock, live SHARED
+     * holders, which keep a CAMPAIGN out as a plain lock does, or a leader
      * whose value is not written there yet: then {1, counter, r}); {2,
      * fence, version, value, counter, epoch, r}: held by the leader of
      * the record. The fence counter is "0" when missing, and so are the
      * epoch and r of a record written before they were. */
-    [SCR_EL_READ] = "local l = redis.call('GET', KEYS[1])\n"
-                    "if not l then return {0} end\n"
-                    "local c = redis.call('GET', KEYS[3]) or '0'\n"
-                    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val', 'e', 'r')\n"
-                    "if h[1] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
-                    "  if h[4] then return {2, h[2], h[3], h[4], c, h[5] or '0', h[6] or '0'} end\n"
-                    "  return {1, c, h[6] or '0'}\n"
-                    "end\n"
-                    "return {1, c}\n",
+    [SCR_EL_READ] = LUA_NOW
+    "local l = redis.call('GET', KEYS[1])\n"
+    "if not l then\n"
+    "  if redis.call('EXISTS', KEYS[4]) == 0 or\n"
+    "     redis.call('ZCOUNT', KEYS[4], string.format('(%.0f', clock()), '+inf') == 0 then\n"
+    "    return {0}\n"
+    "  end\n"
+    "  return {1, redis.call('GET', KEYS[3]) or '0'}\n"
+    "end\n"
+    "local c = redis.call('GET', KEYS[3]) or '0'\n"
+    "local h = redis.call('HMGET', KEYS[2], 't', 'f', 'v', 'val', 'e', 'r')\n"
+    "if h[1] and string.sub(h[1], 17) == string.sub(l, 17) then\n"
+    "  if h[4] then return {2, h[2], h[3], h[4], c, h[5] or '0', h[6] or '0'} end\n"
+    "  return {1, c, h[6] or '0'}\n"
+    "end\n"
+    "return {1, c}\n",
     /* EL_RESIGN. Positions: enum elres_arg. RELEASE_LUA of the name's
      * lock for its leader, and the leader's record with it (where t is
      * this leader's), only where the lock holds this very token: where an
@@ -610,7 +630,8 @@ static const char *const bodies[SCR_COUNT] = {
      * where the lock is not the token's; {2, r} where r, as high or
      * higher, is reserved already (another lockd's, or an earlier try). A
      * record of another leader (it means nothing) makes room for one
-     * with the reservation alone, which reads as no value. */
+     * with the reservation alone, which reads as no value. The record
+     * gets the lock's expiry (SCR_EL_PUT). */
     [SCR_EL_EPOCH] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end\n"
                      "local h = redis.call('HMGET', KEYS[2], 't', 'r')\n"
                      "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
@@ -621,6 +642,9 @@ static const char *const bodies[SCR_COUNT] = {
                      "  redis.call('HSET', KEYS[2], 't', ARGV[1])\n"
                      "end\n"
                      "redis.call('HSET', KEYS[2], 'r', ARGV[2])\n"
+                     "if redis.call('PTTL', KEYS[2]) < redis.call('PTTL', KEYS[1]) then\n"
+                     "  redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))\n"
+                     "end\n"
                      "return {1}\n",
 };
 

@@ -150,10 +150,11 @@ enum elepoch_arg {
 
 /* SCR_EL_READ (1.3). */
 enum elread_arg {
-	ERA_NKEYS = SA_NKEYS, /* "3" */
+	ERA_NKEYS = SA_NKEYS, /* "4" */
 	ERA_LOCK,             /* KEYS[1] the lock of the name */
 	ERA_RECORD,           /* KEYS[2] the leader's record */
 	ERA_FENCE,            /* KEYS[3] the fence counter */
+	ERA_SHARED,           /* KEYS[4] the shared set */
 	ERA_ARGC
 };
 

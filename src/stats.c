@@ -78,6 +78,7 @@ static const struct field counters[] = {
     {"campaigns", "CAMPAIGN requests", &stats.campaigns},
     {"leaders", "Sessions here that lead an election", &stats.leaders},
     {"observers", "Observations of elections by connections here", &stats.observers},
+    {"rejected_observations", "OBSERVE refused at max_observations", &stats.rejected_observations},
     {"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))

@@ -47,7 +47,8 @@ struct stats {
 	uint64_t campaigns;          /* CAMPAIGN requests (1.3) */
 	uint64_t leaders;            /* sessions here that lead an election now */
 	uint64_t observers;          /* observations (OBSERVE) of connections here now */
-	uint64_t elected_events;     /* ELECTED and NOLEADER events sent */
+	uint64_t rejected_observations; /* OBSERVE refused at limits.max_observations */
+	uint64_t elected_events;        /* ELECTED and NOLEADER events sent */
 };
 
 extern struct stats stats;
