@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
@@ -163,6 +164,20 @@ static int same_list(char *const *a, int na, char *const *b, int nb)
 	return 1;
 }
 
+/* The key name unset: this host's name and the first listen address
+ * (1.4: what WHO on any lockd calls this one). */
+static void default_name(struct config *c)
+{
+	char host[256] = "", buf[CFG_NAME_MAX + 1];
+	if (c->name[0])
+		return;
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	cfg_default_name(c, host, buf, sizeof(buf));
+	free(c->name);
+	c->name = strdup(buf);
+}
+
 /* Keep what cannot change while running; say so for each. */
 static void keep_fixed(struct config *n, const struct config *o)
 {
@@ -217,6 +232,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		cfg_free(&n);
 	} else {
 		keep_fixed(&n, &cfg);
+		default_name(&n);
 		cfg_free(&cfg);
 		cfg = n; /* modules point at cfg: they see the new values */
 		struct master_opts o;
@@ -367,6 +383,7 @@ int main(int argc, char **argv)
 	}
 	apply_log(&cfg);
 	warn_open(&cfg, NULL);
+	default_name(&cfg);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile(cfg.max_clients);
 	stats.started_us = now_us();
