@@ -75,6 +75,7 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->on_subscribed = on_subscribed;
 	o->on_up = mb_up;
 	o->on_down = mb_down;
+	o->name = c->name;
 }
 
 static void mb_opts_from(const struct config *c, struct mb_opts *o)
@@ -416,6 +417,7 @@ int main(int argc, char **argv)
 	mb_opts_from(&cfg, &mbo);
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	mo.gen_key = rl_epoch_key();
+	mo.name_key = rl_lockd_name_key();
 	sessions_set_cfg(&cfg);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    rs_init(base, &cfg, &session_lt_ops) != 0 ||

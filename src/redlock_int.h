@@ -178,6 +178,7 @@ extern char rl_prefix[80];
 extern size_t rl_prefix_len;
 extern char rl_channel[128];
 extern char rl_gen_key[160];
+extern char rl_name_key[160];
 extern char rl_elected[128]; /* election changes are announced here (1.3) */
 extern double rl_drift;
 extern char rl_fence_idle[24];
@@ -198,6 +199,9 @@ int rl_dyn_args(struct rl_call *c, int argc, size_t bytes);
 char *rl_put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n);
 /* "prefix session ID" at p; returns its length. */
 size_t rl_record_at(char *p, const char *sid);
+/* "prefix name INSTANCE" (the instance: the first INSTANCE_LEN bytes of
+ * inst, a token's) at p, room len; returns its length. */
+size_t rl_name_key_at(char *p, size_t len, const char *inst);
 /* A hold's field in its record ("x0 key") at p; returns its length. */
 size_t rl_field_at(char *p, char kind, uint32_t permit, const char *key, size_t klen);
 
