@@ -489,6 +489,7 @@ static void kick(struct lkey *lk)
 		return;
 	}
 	rl_token_new(lk->acq_token);
+	rl_token_set_permits(lk->acq_token, w->kind == HK_PERMIT ? w->npermits : 0);
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
 	lk->acq_kind = w->kind;
@@ -576,6 +577,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		if (&w->link == ilist_first(&lk->waiters))
 			retry_disarm(lk);
 		rl_token_new(lk->acq_token);
+		rl_token_set_permits(lk->acq_token, w->kind == HK_PERMIT ? w->npermits : 0);
 		lk->state = LK_ACQUIRING;
 		lk->acq_for = w;
 		lk->acq_kind = w->kind;

@@ -120,6 +120,7 @@ void rl_token_new(char *out)
 {
 	token_new(out);
 	memcpy(out, rl_instance, INSTANCE_LEN);
+	rl_token_set_permits(out, 0);
 }
 
 void redlock_shutdown(void)

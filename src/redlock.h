@@ -74,10 +74,38 @@ void redlock_init(struct event_base *base, const char *prefix, double drift_fact
                   int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_shutdown(void);
-/* A new lock token: this process's instance id, then random hex. Masters
- * may overwrite a token of ours that no session of ours holds (a stale
- * leftover of a late write), never another process's. */
+/* A new lock token: this process's instance id, then random hex, then
+ * RL_TOKEN_N_LEN zeros (rl_token_set_permits). Masters may overwrite a
+ * token of ours that no session of ours holds (a stale leftover of a late
+ * write), never another process's. */
 void rl_token_new(char *out);
+/* A token's last RL_TOKEN_N_LEN hex digits say what its grant asked, so
+ * that WHO on any lockd can tell (1.4) with no write of its own: 0 the
+ * key's lock (LOCK, CAMPAIGN) or a shared hold, n for PERMITS n. They
+ * survive a resume elsewhere, which keeps all but the instance. */
+#define RL_TOKEN_N_LEN 5 /* hex digits: n is at most 65536 (limits.max_permits) */
+static inline void rl_token_set_permits(char *tok, uint32_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = TOKEN_LEN - 1; i >= TOKEN_LEN - RL_TOKEN_N_LEN; i--, n >>= 4)
+		tok[i] = hex[n & 15];
+}
+/* The n of rl_token_set_permits, or UINT32_MAX for a token without one
+ * (not hex there: not a token of lockd 1.4 or later). */
+static inline uint32_t rl_token_permits(const char *tok)
+{
+	uint32_t n = 0;
+	for (int i = TOKEN_LEN - RL_TOKEN_N_LEN; i < TOKEN_LEN; i++) {
+		char ch = tok[i];
+		int d = ch >= '0' && ch <= '9'   ? ch - '0'
+		        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+		                                 : -1;
+		if (d < 0)
+			return UINT32_MAX;
+		n = n << 4 | (uint32_t)d;
+	}
+	return n;
+}
 /* "P gen INSTANCE", this process's connection-epoch key (master_epoch),
  * for master_opts.gen_key; valid after redlock_init. */
 const char *rl_epoch_key(void);
