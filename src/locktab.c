@@ -246,6 +246,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *
 	h->lease_ms = lease_ms;
 	h->lease_end_us = g->start_us + h->lease_ms * 1000;
 	h->renewed_us = g->start_us;
+	h->since_us = now_us();
 	memcpy(h->token, lk->acq_token, sizeof(h->token));
 	lk->remote_waiters = g->remote_waiters;
 	rn_hold_state(h, w->has_ttl ? HS_TTL : HS_WATCHED);
