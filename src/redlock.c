@@ -219,6 +219,21 @@ void rl_call_free(struct rl_call *c)
 		}
 		free(c->u.sess.am);
 	}
+	if (c->kind == RK_WHO) {
+		struct who_part *w = &c->u.who;
+		free(w->seen);
+		free(w->cargv);
+		free(w->clen);
+		free(w->cbuf);
+		free(w->v.holds);
+		for (int i = 0; w->names && i < w->ninst; i++)
+			free(w->names[i]);
+		free(w->names);
+		free(w->insts);
+		free(w->nargv);
+		free(w->nlen);
+		free(w->nbuf);
+	}
 	free(c->dargv);
 	free(c->dargvlen);
 	free(c->dbuf);

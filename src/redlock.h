@@ -306,6 +306,34 @@ struct rl_leader {
 };
 const struct rl_leader *rl_leader_of(const struct rl_call *c);
 
+/* --- WHO (1.4; rlwho.c) --- */
+/* One hold of a key that a majority of the counting masters hold. */
+struct rl_who_hold {
+	char token[TOKEN_LEN + 1];
+	char place;       /* 'x' the key's lock, 'p' permit `permit` (>= 1), 's' shared */
+	uint32_t permit;  /* 'p' */
+	const char *name; /* its lockd's name, as the masters keep it under the
+	                     token's instance; NULL: none does, or the token is
+	                     this lockd's (rl_token_ours: the caller knows its name) */
+};
+struct rl_who {
+	int ok;         /* a majority of the counting masters answered */
+	uint64_t fence; /* the key's latest fence: the highest counter they hold */
+	/* in order: the key's lock, the permits by number, the shared holders
+	 * by token; valid until done returns */
+	struct rl_who_hold *holds;
+	int n;
+};
+/* Who holds key: every master is read (reads only: its lock, shared
+ * holders, fence counter, and permits 1 .. permits-1), then the names of
+ * the other lockd that hold it (a second read, where an instance is
+ * named: "P name INSTANCE", master.c). done runs once. */
+struct rl_call *rl_who(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
+                       void *owner);
+const struct rl_who *rl_who_of(const struct rl_call *c);
+/* A token of this lockd process (its instance). */
+int rl_token_ours(const char *token);
+
 /* The owner goes away: its callbacks will not run; the call finishes
  * (and undoes a failed acquire) on its own. */
 void rl_detach(struct rl_call *c, void *owner);

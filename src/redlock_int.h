@@ -28,6 +28,7 @@ enum rl_kind {
 	RK_ADOPT,        /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
 	RK_EL_WRITE,     /* SCR_EL_PUT or SCR_EL_RESIGN: one election (rlelect.c) */
 	RK_EL_READ,      /* SCR_EL_READ: who leads (rlelect.c) */
+	RK_WHO,          /* SCR_WHO, then the holders' names: who holds a key (rlwho.c) */
 };
 
 enum mr {
@@ -129,6 +130,36 @@ struct el_part {
 	size_t vmax;
 };
 
+/* RK_WHO (rlwho.c): a token one master holds for a key. */
+struct who_seen {
+	char token[TOKEN_LEN + 1];
+	unsigned char place; /* 0 the key's lock, 1 a permit, 2 shared: the order of lines */
+	unsigned char m;     /* the master's index */
+	uint32_t permit;
+};
+struct who_part {
+	struct rl_who v;
+	struct who_seen *seen; /* what every master answered (counted: once all of its
+	                          calls answered, st[] MR_YES) */
+	int nseen, cap;
+	uint64_t counter[CONFIG_MAX_MASTERS];   /* each master's fence counter */
+	unsigned short out[CONFIG_MAX_MASTERS]; /* its SCR_WHO calls not answered yet */
+	unsigned char bad[CONFIG_MAX_MASTERS];  /* one of them failed */
+	int nchunks;        /* SCR_WHO calls per master (WHO_CHUNK permits each) */
+	const char **cargv; /* their arguments: WHA_ARGC per call */
+	size_t *clen;
+	char *cbuf;
+	int naming;         /* the verdict is in: the names' round (MGET) started */
+	int late;           /* it started after the call expired */
+	int names_out;      /* MGETs of it not answered yet */
+	int ninst;          /* instances to name */
+	char *insts;        /* INSTANCE_LEN + 1 bytes each */
+	char **names;       /* each one's name, or NULL */
+	const char **nargv; /* the MGET's arguments */
+	size_t *nlen;
+	char *nbuf;
+};
+
 struct rl_call {
 	/* the fan-out, common to every kind */
 	enum rl_kind kind;
@@ -168,6 +199,7 @@ struct rl_call {
 		struct batch_part batch;
 		struct sess_part sess;
 		struct el_part el;
+		struct who_part who;
 	} u;
 	char buf[]; /* keys and tokens of a fixed-shape call */
 };

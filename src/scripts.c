@@ -587,6 +587,27 @@ static const char *const bodies[SCR_COUNT] = {
     /* SESS_PEEK. KEYS: the record. The adoption count SCR_SESS_ADOPT
      * compares, "0" before the first. */
     [SCR_SESS_PEEK] = "return redis.call('HGET', KEYS[1], 'a') or '0'\n",
+    /* WHO (1.4). Positions: enum who_arg. Read only: it prunes nothing,
+     * so a shared holder counts while its score (the end of its lease)
+     * is ahead of the master's clock. Returns {the key's lock's token or
+     * "", the fence counter or "0", {the live shared holders' tokens},
+     * {i, token, ... for each permit i held, ARGV[1] <= i < ARGV[2]}}.
+     * A permit's key is built here from the lock's (the same hash slot,
+     * as ADOPT_ONE_LUA's); one MGET reads them all (WHO_CHUNK at most). */
+    [SCR_WHO] = LUA_NOW
+    "local r = {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[3]) or '0', {}, {}}\n"
+    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
+    "  r[3] = redis.call('ZRANGEBYSCORE', KEYS[2], string.format('(%.0f', clock()), '+inf')\n"
+    "end\n"
+    "local from, to, names = tonumber(ARGV[1]), tonumber(ARGV[2]), {}\n"
+    "for i = from, to - 1 do names[#names + 1] = KEYS[1] .. ' permit ' .. i end\n"
+    "if #names > 0 then\n"
+    "  local v, p = redis.call('MGET', unpack(names)), r[4]\n"
+    "  for k = 1, #v do\n"
+    "    if v[k] then p[#p + 1] = from + k - 1; p[#p + 1] = v[k] end\n"
+    "  end\n"
+    "end\n"
+    "return r\n",
 };
 
 static char shas[SCR_COUNT][41];
