@@ -1,7 +1,8 @@
 /* scripts: the Lua scripts lockd runs on every master.
  *
  * Tokens are 32 hex characters, never empty, so "" stands for "no old
- * token" in ACQUIRE; their first 16 are the lockd instance. Fence counters
+ * token" in ACQUIRE; their first 16 are the lockd instance, their last 5
+ * the n of a PERMITS n grant (0 for any other: WHO, 1.4). Fence counters
  * that do not exist yet start at the master's clock in microseconds
  * (TIME), so a master that restarted empty still hands out fences above
  * the ones it issued before.
@@ -24,6 +25,8 @@
  * of another instance; a shared hold against the key's lock of another
  * instance; a permit I >= 1 only against another token of its own key.
  *   P gen INST     this lockd's connection epoch on this master (SCR_GEN)
+ *   P name INST    this lockd's name (1.4), for WHO on every lockd: a SET
+ *                  of master.c's at each handshake, never per grant
  * A token (or member) of our own instance that we did not name is stale:
  * lockd never asks for what one of its sessions holds. But only for a
  * request written on lockd's current connection to this master: one
