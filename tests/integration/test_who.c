@@ -155,6 +155,19 @@ START_TEST(who_exclusive)
 	snprintf(want, sizeof(want), "HOLDER %llu exclusive lockd=%s", latest, a_name);
 	ck_assert_str_eq(w.line[0], want);
 
+	/* lockctl who KEY: the lines, without END, exit 0 */
+	struct h_lockctl p;
+	char port[16];
+	snprintf(port, sizeof(port), "%d", h_lockd(1)->port);
+	const char *args[] = {"-p", port, "who", "job", NULL};
+	h_lockctl_spawn(&p, args);
+	ck_assert_int_eq(h_lockctl_wait(&p, 15000), 0);
+	char *out = h_slurp(p.out);
+	ck_assert_ptr_nonnull(out);
+	snprintf(want, sizeof(want), "HOLDER %llu exclusive lockd=%s\n", latest, a_name);
+	ck_assert_str_eq(out, want);
+	free(out);
+
 	/* a hold of B's, over a Unix socket, seen from A and from B */
 	struct cl *u = cl_unix(h_lockd(1)->sock);
 	unsigned long long fu = cl_lock(u, "TRYLOCK unixjob TTL 60000");
