@@ -142,10 +142,9 @@ struct who_part {
 	struct who_seen *seen; /* what every master answered (counted: once all of its
 	                          calls answered, st[] MR_YES) */
 	int nseen, cap;
-	uint64_t counter[CONFIG_MAX_MASTERS];   /* each master's fence counter */
-	unsigned short out[CONFIG_MAX_MASTERS]; /* its SCR_WHO calls not answered yet */
-	unsigned char bad[CONFIG_MAX_MASTERS];  /* one of them failed */
-	int nchunks;        /* SCR_WHO calls per master (WHO_CHUNK permits each) */
+	uint64_t counter[CONFIG_MAX_MASTERS];        /* each master's fence counter */
+	unsigned short answered[CONFIG_MAX_MASTERS]; /* its SCR_WHO calls answered so far */
+	int nchunks;        /* SCR_WHO calls per master (WHO_CHUNK permits each), one at a time */
 	const char **cargv; /* their arguments: WHA_ARGC per call */
 	size_t *clen;
 	char *cbuf;

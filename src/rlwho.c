@@ -4,10 +4,11 @@
  * hold it. It only reads.
  *
  * Two rounds. The first is SCR_WHO on every master (WHO_CHUNK permits a
- * call: a large limits.max_permits takes several calls per master, none
- * of which blocks a master for long); its verdict waits for every master
- * or the call's expiry, as LEADER's does: a hold counts when a majority of
- * the counting masters hold its token in its place. The second asks every
+ * call: a large limits.max_permits takes several calls per master, each
+ * sent once the one before answered, so that none blocks a master for
+ * long); its verdict waits for every master or the call's expiry, as
+ * LEADER's does: a hold counts when a majority of the counting masters
+ * hold its token in its place. The second asks every
  * master that is up for the names of the other instances among the
  * holders ("P name INSTANCE", which each lockd writes once per connection:
  * master.c): the first answer that names an instance names it (each lockd
@@ -90,22 +91,24 @@ static void read_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
 	struct who_part *w = &c->u.who;
-	int i = m->idx;
-	/* replies of one connection come in order: the first is the first call's */
-	int first = w->out[i] == w->nchunks;
+	int i = m->idx, k = w->answered[i]++;
 	c->pending--;
-	w->out[i]--;
 	if (c->expired || c->st[i] != MR_WAIT) {
 		rl_check(c); /* the verdict was given without this master */
 		return;
 	}
-	if (take_read(c, i, r, first) != 0) {
+	if (take_read(c, i, r, k == 0) != 0) {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: who: %s", m->name, r->str);
-		w->bad[i] = 1;
+		c->st[i] = MR_FAIL;
+	} else if (k + 1 == w->nchunks) {
+		c->st[i] = MR_YES;
+	} else if (master_call(m, SCR_WHO, WHA_ARGC, w->cargv + (size_t)(k + 1) * WHA_ARGC,
+	                       w->clen + (size_t)(k + 1) * WHA_ARGC, read_reply, c) == 0) {
+		c->pending++; /* the next permits, now that these are read */
+	} else {
+		c->st[i] = MR_FAIL;
 	}
-	if (w->out[i] == 0 || w->bad[i])
-		c->st[i] = w->bad[i] ? MR_FAIL : MR_YES;
 	rl_check(c);
 }
 
@@ -328,7 +331,6 @@ struct rl_call *rl_who(const char *key, size_t klen, uint32_t permits, rl_done_f
 	struct rl_call *c = rl_call_new(RK_WHO, 0);
 	if (!c)
 		return NULL;
-	struct who_part *w = &c->u.who;
 	if (lay_out(c, key, klen, permits)) {
 		rl_call_free(c);
 		return NULL;
@@ -337,26 +339,6 @@ struct rl_call *rl_who(const char *key, size_t klen, uint32_t permits, rl_done_f
 	c->done = done;
 	c->owner = owner;
 	c->check_fn = check_who;
-	/* The first call to each master by rl_fanout (its verdict deferred to
-	 * the loop), the others right after it, in order. */
-	for (int i = 0; i < c->n; i++)
-		w->out[i] = (unsigned short)w->nchunks;
-	rl_fanout(c, SCR_WHO, read_reply);
-	for (int i = 0; i < c->n; i++) {
-		if (c->st[i] != MR_WAIT) {
-			w->out[i] = 0;
-			continue;
-		}
-		for (int k = 1; k < w->nchunks; k++) {
-			const size_t at = (size_t)k * WHA_ARGC;
-			if (master_call(master_get(i), SCR_WHO, WHA_ARGC, w->cargv + at,
-			                w->clen + at, read_reply, c) == 0) {
-				c->pending++;
-			} else {
-				w->out[i]--;
-				w->bad[i] = 1; /* its last answer makes it MR_FAIL */
-			}
-		}
-	}
+	rl_fanout(c, SCR_WHO, read_reply); /* the first call; read_reply sends the next */
 	return c;
 }

@@ -170,8 +170,9 @@ enum who_arg {
 	WHA_TO,               /* ARGV[2] and the one after the last */
 	WHA_ARGC
 };
-/* Permits one SCR_WHO reads at most: about 0.6 ms of a master's time
- * (limits.max_permits 65536 takes 64 calls, not one of 40 ms). */
+/* Permits one SCR_WHO reads at most: under a ms of a master's time
+ * (limits.max_permits 65536 takes 64 calls, one after the other: sent at
+ * once, a master would run them all before it answers any). */
 #define WHO_CHUNK 1024
 
 /* The scripts over n items take each kind of argument for every item in

@@ -371,6 +371,38 @@ START_TEST(who_unknown_lockd)
 }
 END_TEST
 
+/* limits.max_permits 3000: permits 1 .. 2999 are read in three calls per
+ * master, one after the other (no master is dropped for them), and every
+ * permit held is found, at the edges of the calls too. */
+START_TEST(who_many_permits)
+{
+	h_masters_start(3);
+	h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .limits = "  max_permits: 3000\n"});
+	struct cl *a = cl_open();
+	struct who_reply w;
+	static const char *const at[] = {"1023", "1024", "1025", "2048", "2049", "2999", "3000"};
+	const char *tok = "0badcafe0badcafe0123456789a00bb8"; /* PERMITS 3000 */
+	char rk[64], want[200];
+	for (int i = 0; i < 2; i++) {
+		for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+			snprintf(rk, sizeof(rk), "lockd:sem permit %s", at[k]);
+			set_on(i, rk, tok);
+		}
+		set_on(i, "lockd:sem fence", "5");
+	}
+	set_on(2, "lockd: name 0badcafe0badcafe", "lockd-z");
+	long off = h_file_size(h_lockd(0)->log);
+	who(a, "sem", &w);
+	ck_assert_int_eq(w.n, 6); /* 3000 is not a permit of PERMITS 3000 */
+	for (int k = 0; k < 6; k++) {
+		snprintf(want, sizeof(want), "HOLDER 5 permit=%s/3000 lockd=lockd-z", at[k]);
+		ck_assert_str_eq(w.line[k], want);
+	}
+	ck_assert_int_eq(h_file_count(h_lockd(0)->log, off, " down", NULL), 0);
+	cl_close(a);
+}
+END_TEST
+
 /* Masters stopped: one (a majority still answers, names included), two
  * (ERR QUORUM, within the service level); and a master that restarted
  * empty gets both names again. */
@@ -440,6 +472,7 @@ TCase *tc_who(void)
 	H_ADD(tc, who_shared_permits_leader);
 	H_ADD(tc, who_sessions);
 	H_ADD(tc, who_unknown_lockd);
+	H_ADD(tc, who_many_permits);
 	H_ADD(tc, who_masters_down);
 	return tc;
 }
