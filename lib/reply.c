@@ -208,7 +208,7 @@ static int word_is(const char *req, size_t n, const char *w)
 
 int rp_is_list_request(const char *req, size_t n)
 {
-	return word_is(req, n, "HELD") || word_is(req, n, "STATS");
+	return word_is(req, n, "HELD") || word_is(req, n, "STATS") || word_is(req, n, "WHO");
 }
 
 void rp_command(const char *req, size_t n, char *out, size_t outlen)

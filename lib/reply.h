@@ -54,8 +54,8 @@ int rp_check_request(const char *req, size_t n);
 /* LOCKD_OK, or LOCKD_EKEY: key is empty, longer than max bytes, or has a
  * byte outside 0x21-0x7e (blanks, CR, LF, controls, non-ASCII). */
 int rp_check_key(const char *key, size_t max);
-/* 1: the request's reply is a list (its first word is HELD or STATS,
- * in any case). */
+/* 1: the request's reply is a list (its first word is HELD, STATS or
+ * WHO (1.4), in any case). */
 int rp_is_list_request(const char *req, size_t n);
 /* The first word of a request, at most outlen - 1 bytes, for messages. */
 void rp_command(const char *req, size_t n, char *out, size_t outlen);

@@ -162,6 +162,15 @@ static const char *v_prefix(const char *s)
 	return NULL;
 }
 
+/* A name is one word of a WHO reply line (1.4). */
+static const char *v_name(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+			return "must be printable ASCII without blanks";
+	return NULL;
+}
+
 static const char *v_optaddr(const char *s)
 {
 	struct addr a;
@@ -212,6 +221,7 @@ static const struct ckey keys[] = {
     {"sessions.max_grace_ms", CT_INT, OFF(max_grace_ms), 0, 1, 2147483647, NULL},
     {"metrics", CT_SECTION, 0, 0, 0, 0, NULL},
     {"metrics.listen", CT_STR, OFF(metrics_listen), 0, 0, 300, v_optaddr},
+    {"name", CT_STR, OFF(name), 0, 1, CFG_NAME_MAX, v_name},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -263,6 +273,25 @@ void cfg_defaults(struct config *c)
 	c->grace_ms = 10000;
 	c->max_grace_ms = 60000;
 	c->metrics_listen = strdup("");
+	c->name = strdup("");
+}
+
+void cfg_default_name(const struct config *c, const char *host, char *out, size_t len)
+{
+	struct addr a;
+	char where[sizeof(a.path) + 16] = "";
+	if (c->nlisten > 0 && !addr_parse(c->listen[0], 1, 0, &a)) {
+		if (a.kind == ADDR_UNIX)
+			snprintf(where, sizeof(where), ":%s", a.path);
+		else
+			snprintf(where, sizeof(where), ":%d", a.port);
+	}
+	if (len > CFG_NAME_MAX + 1)
+		len = CFG_NAME_MAX + 1;
+	snprintf(out, len, "%s%s", host[0] ? host : "localhost", where);
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+			*p = '_';
 }
 
 void cfg_free(struct config *c)

@@ -61,6 +61,9 @@ struct config {
 	int64_t max_grace_ms; /* the longest grace SESSION GRACE may ask */
 
 	char *metrics_listen; /* "" when off */
+
+	char *name; /* how WHO names this lockd (1.4); "" until main sets the default
+	               (cfg_default_name) */
 };
 
 /* Fill c with the built-in defaults. */
@@ -77,6 +80,12 @@ int64_t cfg_exclusion_ms(const struct config *c);
 /* A TCP listen entry beyond loopback on which clients need no password
  * (nor a client certificate), or NULL. */
 const char *cfg_open_listener(const struct config *c);
+/* The default of the key name: host, then ':' and the port of the first
+ * listen address (or its path, for a Unix socket), into out (len > 1);
+ * bytes a name may not have (blanks, control bytes, non-ASCII) become
+ * '_', and it is cut at CFG_NAME_MAX bytes. */
+#define CFG_NAME_MAX 256
+void cfg_default_name(const struct config *c, const char *host, char *out, size_t len);
 /* Print every dotted key, one per line (for the docs check). */
 void cfg_print_keys(void);
 

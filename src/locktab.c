@@ -246,6 +246,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *
 	h->lease_ms = lease_ms;
 	h->lease_end_us = g->start_us + h->lease_ms * 1000;
 	h->renewed_us = g->start_us;
+	h->since_us = now_us();
 	memcpy(h->token, lk->acq_token, sizeof(h->token));
 	lk->remote_waiters = g->remote_waiters;
 	rn_hold_state(h, w->has_ttl ? HS_TTL : HS_WATCHED);
@@ -489,6 +490,7 @@ static void kick(struct lkey *lk)
 		return;
 	}
 	rl_token_new(lk->acq_token);
+	rl_token_set_permits(lk->acq_token, w->kind == HK_PERMIT ? w->npermits : 0);
 	lk->state = LK_ACQUIRING;
 	lk->acq_for = w;
 	lk->acq_kind = w->kind;
@@ -576,6 +578,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		if (&w->link == ilist_first(&lk->waiters))
 			retry_disarm(lk);
 		rl_token_new(lk->acq_token);
+		rl_token_set_permits(lk->acq_token, w->kind == HK_PERMIT ? w->npermits : 0);
 		lk->state = LK_ACQUIRING;
 		lk->acq_for = w;
 		lk->acq_kind = w->kind;

@@ -135,6 +135,16 @@ struct lt_client *lt_lock_holder(const char *key, size_t klen, uint64_t *fence, 
 void lt_set_lead(struct lt_client *c, const char *key, size_t klen);
 /* c holds the key (in any way). */
 int lt_holds(struct lt_client *c, const char *key, size_t klen);
+
+/* --- WHO (1.4) --- */
+/* A hold of key here, as WHO tells it. */
+struct lt_hold_view {
+	struct lt_client *holder;
+	uint64_t fence;
+	int64_t since_us; /* granted, or adopted by this lockd (monotonic) */
+};
+/* The hold of key here with token, or 0 when no session here holds it. */
+int lt_hold_by_token(const char *key, size_t klen, const char *token, struct lt_hold_view *out);
 /* c lets go of all its holds of the key here, with no release: the
  * caller released it on the masters (a leader's RESIGN). */
 void lt_drop(struct lt_client *c, const char *key, size_t klen);

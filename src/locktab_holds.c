@@ -1,8 +1,8 @@
 /* locktab_holds: what locktab answers about the holds it keeps, and the
  * holds it takes over: STATUS and HELD, an election's holder (1.3), a
- * session's holds as its record lists them, and a resumed session's holds
- * (1.2). On the table of locktab.c (locktab_core.h), which calls nothing
- * here. */
+ * hold by its token (WHO, 1.4), a session's holds as its record lists
+ * them, and a resumed session's holds (1.2). On the table of locktab.c (locktab_core.h), which
+ * calls nothing here. */
 #include "config.h"
 
 #include <stdio.h>
@@ -122,6 +122,23 @@ int lt_holds(struct lt_client *c, const char *key, size_t klen)
 	return lk && ltc_hold_of(lk, c) != NULL;
 }
 
+int lt_hold_by_token(const char *key, size_t klen, const char *token, struct lt_hold_view *out)
+{
+	struct lkey *lk = ltc_find(key, klen);
+	if (!lk)
+		return 0;
+	for (struct ilink *l = lk->holds.head.next; l != &lk->holds.head; l = l->next) {
+		const struct hold *h = ilist_entry(l, struct hold, key_link);
+		if (memcmp(h->token, token, TOKEN_LEN) != 0)
+			continue;
+		out->holder = h->holder;
+		out->fence = h->fence;
+		out->since_us = h->since_us;
+		return 1;
+	}
+	return 0;
+}
+
 /* --- sessions that outlive a connection (1.2) --- */
 
 static char rec_kind(const struct hold *h)
@@ -163,6 +180,8 @@ void lt_client_move(struct lt_client *from, struct lt_client *to)
  * key again there, and came back). */
 static void take_adopted(struct hold *h, const struct rl_adopted *a)
 {
+	if (a->fence != h->fence)
+		h->since_us = a->start_us; /* granted again elsewhere: adopted now */
 	h->holds = a->holds ? a->holds : 1;
 	h->fence = a->fence;
 	memcpy(h->token, a->token, sizeof(h->token));
@@ -190,6 +209,7 @@ static void adopt(struct lt_client *s, const struct rl_adopted *a)
 	h->permit = a->kind == 's' ? 0 : a->permit;
 	h->lease_ms = a->lease_ms;
 	h->lease_end_us = a->start_us + a->lease_ms * 1000;
+	h->since_us = a->start_us;
 	take_adopted(h, a);
 	rn_hold_state(h, a->ttl ? HS_TTL : HS_WATCHED);
 	rn_deadline(h, a->validity_us);

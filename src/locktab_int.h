@@ -49,6 +49,7 @@ struct hold {
 	int64_t lease_ms;     /* the lease last written on the masters */
 	int64_t lease_end_us; /* when that lease runs out on the masters */
 	int64_t renewed_us;
+	int64_t since_us;          /* granted, or adopted by this lockd (WHO's held_ms) */
 	struct lt_client *ext_for; /* an EXTEND (or a count write) waiting for its verdict */
 	struct dh_node dl; /* dl.at: its validity, when LOST fires (in the heap while held) */
 	uint32_t permit;   /* HK_LOCK: 0; HK_PERMIT: the permit it holds */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
@@ -28,6 +29,7 @@
 #include "resume.h"
 #include "session.h"
 #include "stats.h"
+#include "who.h"
 
 #define SHUTDOWN_MAX_MS 5000 /* wait this long for releases to finish */
 
@@ -74,6 +76,7 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->on_subscribed = on_subscribed;
 	o->on_up = mb_up;
 	o->on_down = mb_down;
+	o->name = c->name;
 }
 
 static void mb_opts_from(const struct config *c, struct mb_opts *o)
@@ -163,6 +166,20 @@ static int same_list(char *const *a, int na, char *const *b, int nb)
 	return 1;
 }
 
+/* The key name unset: this host's name and the first listen address
+ * (1.4: what WHO on any lockd calls this one). */
+static void default_name(struct config *c)
+{
+	char host[256] = "", buf[CFG_NAME_MAX + 1];
+	if (c->name[0])
+		return;
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		host[0] = '\0';
+	cfg_default_name(c, host, buf, sizeof(buf));
+	free(c->name);
+	c->name = strdup(buf);
+}
+
 /* Keep what cannot change while running; say so for each. */
 static void keep_fixed(struct config *n, const struct config *o)
 {
@@ -217,6 +234,7 @@ static void hup_cb(evutil_socket_t fd, short what, void *arg)
 		cfg_free(&n);
 	} else {
 		keep_fixed(&n, &cfg);
+		default_name(&n);
 		cfg_free(&cfg);
 		cfg = n; /* modules point at cfg: they see the new values */
 		struct master_opts o;
@@ -367,6 +385,7 @@ int main(int argc, char **argv)
 	}
 	apply_log(&cfg);
 	warn_open(&cfg, NULL);
+	default_name(&cfg);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile(cfg.max_clients);
 	stats.started_us = now_us();
@@ -399,7 +418,9 @@ int main(int argc, char **argv)
 	mb_opts_from(&cfg, &mbo);
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	mo.gen_key = rl_epoch_key();
+	mo.name_key = rl_lockd_name_key();
 	sessions_set_cfg(&cfg);
+	who_init(&cfg, &session_lt_ops);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    rs_init(base, &cfg, &session_lt_ops) != 0 ||
 	    el_init(base, &cfg, &session_lt_ops) != 0 || mb_init(base, cfg.nmasters, &mbo) != 0 ||

@@ -68,6 +68,14 @@ static char marker_key[128];
 static uint64_t epoch;
 static char epoch_str[MASTER_EPOCH_LEN + 1] = "00000000000000000000";
 static char gen_key[160];
+/* This lockd's name (1.4), where WHO on any lockd reads it by the instance
+ * of a token: written at each handshake and again with the epoch (at most
+ * GEN_REFRESH_US before any request that writes a token of ours), never
+ * per grant. It outlives every lease such a request can write (2^31-1 ms,
+ * a TTL or EXTEND) and then goes, with the tokens of a lockd long gone. */
+#define NAME_EXPIRE_MS "2151083647" /* 2^31-1 + an hour */
+static char name_key[160];
+static char *lockd_name;
 /* Requests come from a slab: no malloc per request, and a burst's leave
  * no holes in the heap (slab.h). */
 static struct slab req_slab;
@@ -598,7 +606,32 @@ static void hs_load_cb(struct master *m, redisReply *r, void *arg)
 	script_set_sha((enum script_id)(intptr_t)arg, r->str, r->len);
 }
 
-/* Raise the master's epoch key to this connection's epoch (m->gen). */
+/* A name that did not reach the master: WHO elsewhere says "-" for this
+ * lockd's holds there until the next handshake or epoch refresh. */
+static void name_cb(struct master *m, redisReply *r, void *arg)
+{
+	if (r && r->type == REDIS_REPLY_ERROR)
+		log_warn("master %s: writing this lockd's name: %s", m->name, r->str);
+}
+
+static void send_name(struct master *m)
+{
+	static const char *argv[5];
+	static size_t len[5];
+	if (!lockd_name || !lockd_name[0] || !name_key[0])
+		return;
+	argv[0] = "SET";
+	argv[1] = name_key;
+	argv[2] = lockd_name;
+	argv[3] = "PX";
+	argv[4] = NAME_EXPIRE_MS;
+	for (int i = 0; i < 5; i++)
+		len[i] = strlen(argv[i]);
+	call_any(m, -1, 5, argv, len, name_cb, NULL); /* hiredis copies the command */
+}
+
+/* Raise the master's epoch key to this connection's epoch (m->gen), and
+ * write this lockd's name with it. */
 static void send_gen(struct master *m, master_reply_fn *fn)
 {
 	m->gen_argv[GA_NKEYS] = "1";
@@ -609,6 +642,7 @@ static void send_gen(struct master *m, master_reply_fn *fn)
 		m->gen_len[i] = strlen(m->gen_argv[i]);
 	m->gen_at_us = now_us();
 	call_any(m, SCR_GEN, GA_ARGC, m->gen_argv, m->gen_len, fn, NULL);
+	send_name(m);
 }
 
 static void hs_gen_cb(struct master *m, redisReply *r, void *arg)
@@ -810,6 +844,11 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	snprintf(marker_key, sizeof(marker_key), "%s marker", o->prefix);
 	snprintf(gen_key, sizeof(gen_key), "%s", o->gen_key ? o->gen_key : "");
 	opts.gen_key = NULL;
+	snprintf(name_key, sizeof(name_key), "%s", o->name_key ? o->name_key : "");
+	opts.name_key = NULL;
+	free(lockd_name);
+	lockd_name = strdup(o->name ? o->name : "");
+	opts.name = NULL;
 	sub_init(base, &opts, &shutting_down, o->prefix);
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
@@ -833,6 +872,16 @@ void masters_set_opts(const struct master_opts *o)
 {
 	opts.timeout_ms = o->timeout_ms;
 	opts.reconnect_max_ms = o->reconnect_max_ms;
+	if (o->name && (!lockd_name || strcmp(o->name, lockd_name) != 0)) {
+		char *n = strdup(o->name);
+		if (!n)
+			return;
+		free(lockd_name);
+		lockd_name = n;
+		for (int i = 0; i < nmasters; i++)
+			if (masters[i].state == MS_UP)
+				send_name(&masters[i]);
+	}
 }
 
 void masters_shutdown(void)
@@ -856,6 +905,8 @@ void masters_shutdown(void)
 		free(m->name);
 	}
 	free((char *)opts.password);
+	free(lockd_name);
+	lockd_name = NULL;
 	free(masters);
 	if (flush_ev)
 		event_free(flush_ev);

@@ -68,8 +68,12 @@ struct master_opts {
 	void (*on_subscribed)(struct master *m);
 	master_up_fn *on_up;
 	master_down_fn *on_down;
-	const char *gen_key; /* "P gen INSTANCE": this process's connection epoch on a
-	                        master (scripts.c), copied at masters_init */
+	const char *gen_key;  /* "P gen INSTANCE": this process's connection epoch on a
+	                         master (scripts.c), copied at masters_init */
+	const char *name_key; /* "P name INSTANCE": where this lockd's name is, for WHO on
+	                         every lockd (1.4), copied at masters_init */
+	const char *name;     /* the name (config key name), copied at masters_init and
+	                         masters_set_opts; "" or NULL: none written */
 };
 
 struct master {

@@ -62,6 +62,7 @@ static const struct {
     [CMD_LEADER] = {"LEADER", SH_KEY, 0},
     [CMD_OBSERVE] = {"OBSERVE", SH_KEY, 0},
     [CMD_UNOBSERVE] = {"UNOBSERVE", SH_KEY, 0},
+    [CMD_WHO] = {"WHO", SH_KEY, 0},
 };
 
 const char *proto_cmd_name(enum cmd c)

@@ -24,6 +24,7 @@ enum cmd {
 	CMD_LEADER,    /* LEADER name (1.3) */
 	CMD_OBSERVE,   /* OBSERVE name (1.3) */
 	CMD_UNOBSERVE, /* UNOBSERVE name (1.3) */
+	CMD_WHO,       /* WHO key (1.4) */
 	CMD_COUNT
 };
 

@@ -31,7 +31,8 @@ char rl_prefix[80];
 size_t rl_prefix_len;
 char rl_channel[128];
 char rl_elected[128];
-char rl_gen_key[160]; /* "P gen INSTANCE": master_epoch's key (scripts.c) */
+char rl_gen_key[160];  /* "P gen INSTANCE": master_epoch's key (scripts.c) */
+char rl_name_key[160]; /* "P name INSTANCE": this lockd's name, for WHO (1.4) */
 double rl_drift;
 char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 /* A master that stops answering is dropped after timeout_ms (master.c);
@@ -88,6 +89,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
 	snprintf(rl_elected, sizeof(rl_elected), "%s elected", p);
 	snprintf(rl_gen_key, sizeof(rl_gen_key), "%s gen %s", p, rl_instance);
+	rl_name_key_at(rl_name_key, sizeof(rl_name_key), rl_instance);
 	redlock_set_opts(drift_factor, timeout_ms, fence_idle_ms);
 }
 
@@ -103,10 +105,22 @@ const char *rl_epoch_key(void)
 	return rl_gen_key;
 }
 
+const char *rl_lockd_name_key(void)
+{
+	return rl_name_key;
+}
+
+size_t rl_name_key_at(char *p, size_t len, const char *inst)
+{
+	int n = snprintf(p, len, "%s name %.*s", rl_prefix, INSTANCE_LEN, inst);
+	return n > 0 ? (size_t)n : 0;
+}
+
 void rl_token_new(char *out)
 {
 	token_new(out);
 	memcpy(out, rl_instance, INSTANCE_LEN);
+	rl_token_set_permits(out, 0);
 }
 
 void redlock_shutdown(void)
@@ -204,6 +218,21 @@ void rl_call_free(struct rl_call *c)
 			free(am->ml);
 		}
 		free(c->u.sess.am);
+	}
+	if (c->kind == RK_WHO) {
+		struct who_part *w = &c->u.who;
+		free(w->seen);
+		free(w->cargv);
+		free(w->clen);
+		free(w->cbuf);
+		free(w->v.holds);
+		for (int i = 0; w->names && i < w->ninst; i++)
+			free(w->names[i]);
+		free(w->names);
+		free(w->insts);
+		free(w->nargv);
+		free(w->nlen);
+		free(w->nbuf);
 	}
 	free(c->dargv);
 	free(c->dargvlen);

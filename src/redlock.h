@@ -75,13 +75,44 @@ void redlock_init(struct event_base *base, const char *prefix, double drift_fact
                   int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_set_opts(double drift_factor, int64_t timeout_ms, int64_t fence_idle_ms);
 void redlock_shutdown(void);
-/* A new lock token: this process's instance id, then random hex. Masters
- * may overwrite a token of ours that no session of ours holds (a stale
- * leftover of a late write), never another process's. */
+/* A new lock token: this process's instance id, then random hex, then
+ * RL_TOKEN_N_LEN zeros (rl_token_set_permits). Masters may overwrite a
+ * token of ours that no session of ours holds (a stale leftover of a late
+ * write), never another process's. */
 void rl_token_new(char *out);
+/* A token's last RL_TOKEN_N_LEN hex digits say what its grant asked, so
+ * that WHO on any lockd can tell (1.4) with no write of its own: 0 the
+ * key's lock (LOCK, CAMPAIGN) or a shared hold, n for PERMITS n. They
+ * survive a resume elsewhere, which keeps all but the instance. */
+#define RL_TOKEN_N_LEN 5 /* hex digits: n is at most 65536 (limits.max_permits) */
+static inline void rl_token_set_permits(char *tok, uint32_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = TOKEN_LEN - 1; i >= TOKEN_LEN - RL_TOKEN_N_LEN; i--, n >>= 4)
+		tok[i] = hex[n & 15];
+}
+/* The n of rl_token_set_permits, or UINT32_MAX for a token without one
+ * (not hex there: not a token of lockd 1.4 or later). */
+static inline uint32_t rl_token_permits(const char *tok)
+{
+	uint32_t n = 0;
+	for (int i = TOKEN_LEN - RL_TOKEN_N_LEN; i < TOKEN_LEN; i++) {
+		char ch = tok[i];
+		int d = ch >= '0' && ch <= '9'   ? ch - '0'
+		        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+		                                 : -1;
+		if (d < 0)
+			return UINT32_MAX;
+		n = n << 4 | (uint32_t)d;
+	}
+	return n;
+}
 /* "P gen INSTANCE", this process's connection-epoch key (master_epoch),
  * for master_opts.gen_key; valid after redlock_init. */
 const char *rl_epoch_key(void);
+/* "P name INSTANCE", where this lockd's name is kept on each master for
+ * WHO on every lockd (1.4), for master_opts.name_key; after redlock_init. */
+const char *rl_lockd_name_key(void);
 
 /* Acquire a hold of key (a lock: permit `permit`, 0 for the key's lock;
  * or a shared hold) with token for lease_ms. With old_token, swap our own
@@ -289,6 +320,34 @@ struct rl_leader {
 	uint64_t reserved; /* the highest epoch reserved in any record read (for an adoption) */
 };
 const struct rl_leader *rl_leader_of(const struct rl_call *c);
+
+/* --- WHO (1.4; rlwho.c) --- */
+/* One hold of a key that a majority of the counting masters hold. */
+struct rl_who_hold {
+	char token[TOKEN_LEN + 1];
+	char place;       /* 'x' the key's lock, 'p' permit `permit` (>= 1), 's' shared */
+	uint32_t permit;  /* 'p' */
+	const char *name; /* its lockd's name, as the masters keep it under the
+	                     token's instance; NULL: none does, or the token is
+	                     this lockd's (rl_token_ours: the caller knows its name) */
+};
+struct rl_who {
+	int ok;         /* a majority of the counting masters answered */
+	uint64_t fence; /* the key's latest fence: the highest counter they hold */
+	/* in order: the key's lock, the permits by number, the shared holders
+	 * by token; valid until done returns */
+	struct rl_who_hold *holds;
+	int n;
+};
+/* Who holds key: every master is read (reads only: its lock, shared
+ * holders, fence counter, and permits 1 .. permits-1), then the names of
+ * the other lockd that hold it (a second read, where an instance is
+ * named: "P name INSTANCE", master.c). done runs once. */
+struct rl_call *rl_who(const char *key, size_t klen, uint32_t permits, rl_done_fn *done,
+                       void *owner);
+const struct rl_who *rl_who_of(const struct rl_call *c);
+/* A token of this lockd process (its instance). */
+int rl_token_ours(const char *token);
 
 /* The owner goes away: its callbacks will not run; the call finishes
  * (and undoes a failed acquire) on its own. */

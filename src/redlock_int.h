@@ -28,6 +28,7 @@ enum rl_kind {
 	RK_ADOPT,        /* SCR_SESS_ADOPT: RESUME's (rlsess.c) */
 	RK_EL_WRITE,     /* SCR_EL_PUT, SCR_EL_RESIGN or SCR_EL_EPOCH: one election (rlelect.c) */
 	RK_EL_READ,      /* SCR_EL_READ: who leads (rlelect.c) */
+	RK_WHO,          /* SCR_WHO, then the holders' names: who holds a key (rlwho.c) */
 };
 
 enum mr {
@@ -136,6 +137,35 @@ struct el_part {
 	size_t vmax;
 };
 
+/* RK_WHO (rlwho.c): a token one master holds for a key. */
+struct who_seen {
+	char token[TOKEN_LEN + 1];
+	unsigned char place; /* 0 the key's lock, 1 a permit, 2 shared: the order of lines */
+	unsigned char m;     /* the master's index */
+	uint32_t permit;
+};
+struct who_part {
+	struct rl_who v;
+	struct who_seen *seen; /* what every master answered (counted: once all of its
+	                          calls answered, st[] MR_YES) */
+	int nseen, cap;
+	uint64_t counter[CONFIG_MAX_MASTERS];        /* each master's fence counter */
+	unsigned short answered[CONFIG_MAX_MASTERS]; /* its SCR_WHO calls answered so far */
+	int nchunks;        /* SCR_WHO calls per master (WHO_CHUNK permits each), one at a time */
+	const char **cargv; /* their arguments: WHA_ARGC per call */
+	size_t *clen;
+	char *cbuf;
+	int naming;         /* the verdict is in: the names' round (MGET) started */
+	int late;           /* it started after the call expired */
+	int names_out;      /* MGETs of it not answered yet */
+	int ninst;          /* instances to name */
+	char *insts;        /* INSTANCE_LEN + 1 bytes each */
+	char **names;       /* each one's name, or NULL */
+	const char **nargv; /* the MGET's arguments */
+	size_t *nlen;
+	char *nbuf;
+};
+
 struct rl_call {
 	/* the fan-out, common to every kind */
 	enum rl_kind kind;
@@ -175,6 +205,7 @@ struct rl_call {
 		struct batch_part batch;
 		struct sess_part sess;
 		struct el_part el;
+		struct who_part who;
 	} u;
 	char buf[]; /* keys and tokens of a fixed-shape call */
 };
@@ -185,6 +216,7 @@ extern char rl_prefix[80];
 extern size_t rl_prefix_len;
 extern char rl_channel[128];
 extern char rl_gen_key[160];
+extern char rl_name_key[160];
 extern char rl_elected[128]; /* election changes are announced here (1.3) */
 extern double rl_drift;
 extern char rl_fence_idle[24];
@@ -205,6 +237,9 @@ int rl_dyn_args(struct rl_call *c, int argc, size_t bytes);
 char *rl_put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n);
 /* "prefix session ID" at p; returns its length. */
 size_t rl_record_at(char *p, const char *sid);
+/* "prefix name INSTANCE" (the instance: the first INSTANCE_LEN bytes of
+ * inst, a token's) at p, room len; returns its length. */
+size_t rl_name_key_at(char *p, size_t len, const char *inst);
 /* A hold's field in its record ("x0 key") at p; returns its length. */
 size_t rl_field_at(char *p, char kind, uint32_t permit, const char *key, size_t klen);
 

@@ -1,7 +1,8 @@
 /* scripts: the Lua scripts lockd runs on every master.
  *
  * Tokens are 32 hex characters, never empty, so "" stands for "no old
- * token" in ACQUIRE; their first 16 are the lockd instance. Fence counters
+ * token" in ACQUIRE; their first 16 are the lockd instance, their last 5
+ * the n of a PERMITS n grant (0 for any other: WHO, 1.4). Fence counters
  * that do not exist yet start at the master's clock in microseconds
  * (TIME), so a master that restarted empty still hands out fences above
  * the ones it issued before.
@@ -24,6 +25,8 @@
  * of another instance; a shared hold against the key's lock of another
  * instance; a permit I >= 1 only against another token of its own key.
  *   P gen INST     this lockd's connection epoch on this master (SCR_GEN)
+ *   P name INST    this lockd's name (1.4), for WHO on every lockd: a SET
+ *                  of master.c's at each handshake, never per grant
  * A token (or member) of our own instance that we did not name is stale:
  * lockd never asks for what one of its sessions holds. But only for a
  * request written on lockd's current connection to this master: one
@@ -646,6 +649,27 @@ static const char *const bodies[SCR_COUNT] = {
                      "  redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))\n"
                      "end\n"
                      "return {1}\n",
+    /* WHO (1.4). Positions: enum who_arg. Read only: it prunes nothing,
+     * so a shared holder counts while its score (the end of its lease)
+     * is ahead of the master's clock. Returns {the key's lock's token or
+     * "", the fence counter or "0", {the live shared holders' tokens},
+     * {i, token, ... for each permit i held, ARGV[1] <= i < ARGV[2]}}.
+     * A permit's key is built here from the lock's (the same hash slot,
+     * as ADOPT_ONE_LUA's); one MGET reads them all (WHO_CHUNK at most). */
+    [SCR_WHO] = LUA_NOW
+    "local r = {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[3]) or '0', {}, {}}\n"
+    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
+    "  r[3] = redis.call('ZRANGEBYSCORE', KEYS[2], string.format('(%.0f', clock()), '+inf')\n"
+    "end\n"
+    "local from, to, names = tonumber(ARGV[1]), tonumber(ARGV[2]), {}\n"
+    "for i = from, to - 1 do names[#names + 1] = KEYS[1] .. ' permit ' .. i end\n"
+    "if #names > 0 then\n"
+    "  local v, p = redis.call('MGET', unpack(names)), r[4]\n"
+    "  for k = 1, #v do\n"
+    "    if v[k] then p[#p + 1] = from + k - 1; p[#p + 1] = v[k] end\n"
+    "  end\n"
+    "end\n"
+    "return r\n",
 };
 
 static char shas[SCR_COUNT][41];

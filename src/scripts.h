@@ -25,6 +25,7 @@ enum script_id {
 	SCR_SESS_PEEK,       /* a session record's adoption count, before SCR_SESS_ADOPT */
 	SCR_SESS_ADOPT_MORE, /* the holds SCR_SESS_ADOPT left, ADOPT_CHUNK at a time */
 	SCR_EL_EPOCH,        /* reserve an adopting lockd's version epoch of a leader (1.3) */
+	SCR_WHO,             /* every hold of a key on one master, read only (1.4) */
 	SCR_COUNT
 };
 
@@ -175,6 +176,21 @@ enum elres_arg {
 	ESA_FIELD,            /* ARGV[7] "" or the hold's field in the session's record */
 	ESA_ARGC
 };
+
+/* SCR_WHO (1.4): read only. */
+enum who_arg {
+	WHA_NKEYS = SA_NKEYS, /* "3" */
+	WHA_LOCK,             /* KEYS[1] the key's lock (permit i: KEYS[1] .. " permit " .. i) */
+	WHA_SHARED,           /* KEYS[2] its shared set */
+	WHA_FENCE,            /* KEYS[3] its fence counter */
+	WHA_FROM,             /* ARGV[1] the first permit read (>= 1) */
+	WHA_TO,               /* ARGV[2] and the one after the last */
+	WHA_ARGC
+};
+/* Permits one SCR_WHO reads at most: under a ms of a master's time
+ * (limits.max_permits 65536 takes 64 calls, one after the other: sent at
+ * once, a master would run them all before it answers any). */
+#define WHO_CHUNK 1024
 
 /* The scripts over n items take each kind of argument for every item in
  * turn (all the locks, then all the shared sets, ...), after a few fixed

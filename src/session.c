@@ -35,6 +35,7 @@
 #include "stats.h"
 #include "tls.h"
 #include "util.h"
+#include "who.h"
 
 static struct ilist all_sessions;
 static const struct config *cfg;
@@ -630,6 +631,9 @@ static void handle(struct session *s, const char *line, size_t len)
 		break;
 	case CMD_UNOBSERVE:
 		el_unobserve(s->lt, r.key, r.klen);
+		break;
+	case CMD_WHO:
+		who_ask(s->lt, r.key, r.klen);
 		break;
 	case CMD_COUNT:
 		break;

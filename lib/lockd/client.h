@@ -6,8 +6,8 @@
  * out in order and their replies come back in order (pipelining works);
  * events ("LOST key fence", and the election events of protocol 1.3,
  * "ELECTED name fence value" and "NOLEADER name") are told apart from
- * replies and given to the event callback, never taken for a reply. HELD and STATS replies are
- * read up to their END line and handed over as one reply.
+ * replies and given to the event callback, never taken for a reply. HELD, STATS and WHO
+ * (1.4) replies are read up to their END line and handed over as one reply.
  *
  * Two ways to use it, which can be mixed on one client:
  *
@@ -144,7 +144,7 @@ enum lockd_kind {
 	LOCKD_R_BUSY,    /* "BUSY" (TRYLOCK) */
 	LOCKD_R_TIMEOUT, /* "TIMEOUT" (LOCK with WAIT) */
 	LOCKD_R_ERR,     /* "ERR CODE text" */
-	LOCKD_R_LIST,    /* the lines of a HELD or STATS reply, then "END" */
+	LOCKD_R_LIST,    /* the lines of a HELD, STATS or WHO reply, then "END" */
 	LOCKD_R_OTHER,   /* any other line, such as the replies of later versions
 	                    ("SHARED ...", "PERMITS ..."): see line */
 	/* interface 4 (protocol 1.3); an earlier library gave these LOCKD_R_OTHER */
@@ -197,7 +197,7 @@ struct lockd_event {
 	const char *name; /* "LOST", "ELECTED", ... (the first word) */
 	const char *key;  /* "" when the line has none; the name of an election */
 	uint64_t fence;   /* 0 when the line has none */
-	int in_list;      /* 1: it came between the lines of a HELD or STATS reply,
+	int in_list;      /* 1: it came between the lines of a HELD, STATS or WHO reply,
 	                     where protocol version 1 never sends one */
 	/* interface 4: fields the library fills, appended (a program built
 	   before them never reads them) */

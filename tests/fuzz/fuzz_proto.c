@@ -50,6 +50,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (r.cmd == CMD_SESSION) {
 		if (r.key || (r.has_grace && r.grace_ms < 1) || r.grace_ms > PROTO_MS_MAX)
 			abort();
+	} else if (r.cmd == CMD_WHO && (!r.key || r.word || r.has_wait || r.has_ttl || r.shared ||
+	                                r.permits || r.has_grace)) {
+		abort(); /* WHO key (1.4): a key and nothing else */
 	} else if (r.key) {
 		/* A parsed key is 1..16 printable bytes inside the line. */
 		if (r.klen < 1 || r.klen > 16 || r.key < line || r.key + r.klen > line + size)

@@ -18,9 +18,12 @@ printf 'SESSION GRACE 10000\r' >"$out/c_proto/3"
 printf 'RESUME 48fe70572e04ccea 0123456789abcdef0123456789abcdef' >"$out/c_proto/4"
 printf 'session\tgrace 1 ' >"$out/c_proto/5"
 printf 'resume a b c' >"$out/c_proto/6"
+printf 'WHO nightly-report\r' >"$out/c_proto/7"
+printf 'who\tk x' >"$out/c_proto/8"
 cp conf/lockd.yml "$out/c_cfg/1"
 printf '\001KEY a 1 1 100\r\nLOST a 7\r\nEND\r\nERR QUORUM x\r\n' >"$out/c_reply/1"
 printf 'OK 41\r\nHELD 29998 0\r\nPONG w\r\nnightly-report' >"$out/c_reply/2"
+printf 'HOLDER 41 permit=0/3 lockd=db7:7390 client=- session=- held_ms=5\r\nEND\r\n' >"$out/c_reply/3"
 "$out/fuzz_proto" -max_total_time="$secs" -max_len=256 "$out/c_proto" 2>&1 | tail -3
 "$out/fuzz_cfg" -max_total_time="$secs" -max_len=4096 "$out/c_cfg" 2>&1 | tail -3
 "$out/fuzz_reply" -max_total_time="$secs" -max_len=256 "$out/c_reply" 2>&1 | tail -3

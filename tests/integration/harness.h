@@ -399,5 +399,6 @@ TCase *tc_late_writes(void);      /* test_late_writes.c */
 TCase *tc_lockctl_resume(void);   /* test_lockctl_resume.c */
 TCase *tc_lockctl_elect(void);    /* test_lockctl_elect.c */
 TCase *tc_hostile_elect(void);    /* test_hostile_elect.c */
+TCase *tc_who(void);              /* test_who.c */
 
 #endif

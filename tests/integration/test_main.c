@@ -44,6 +44,7 @@ int main(void)
 	suite_add_tcase(s, tc_election());
 	suite_add_tcase(s, tc_lockctl_elect());
 	suite_add_tcase(s, tc_hostile_elect());
+	suite_add_tcase(s, tc_who());
 
 	SRunner *sr = srunner_create(s);
 	const char *tap = getenv("LOCKD_TEST_TAP");

@@ -35,7 +35,9 @@ static struct rl_call *add(enum fake_kind k, const char *key, size_t klen, rl_do
 
 void rl_token_new(char *out)
 {
-	snprintf(out, TOKEN_LEN + 1, "%0*u", TOKEN_LEN, ++token_seq);
+	/* the sequence clear of the digits rl_token_set_permits writes */
+	snprintf(out, TOKEN_LEN + 1, "%0*u%0*u", TOKEN_LEN - RL_TOKEN_N_LEN, ++token_seq,
+	         RL_TOKEN_N_LEN, 0);
 }
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,

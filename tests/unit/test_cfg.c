@@ -57,6 +57,7 @@ void assert_defaults(const struct config *c)
 	ck_assert_int_eq(c->max_clients_per_ip, d.max_clients_per_ip);
 	ck_assert_int_eq(c->max_auth_failures, d.max_auth_failures);
 	ck_assert_str_eq(c->metrics_listen, d.metrics_listen);
+	ck_assert_str_eq(c->name, d.name);
 	cfg_free(&d);
 }
 
@@ -95,6 +96,46 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.max_auth_failures, 5);
 	ck_assert_ptr_null(c.listen_tls[0].cert);
 	ck_assert_str_eq(c.metrics_listen, "");
+	ck_assert_str_eq(c.name, ""); /* lockd fills in cfg_default_name */
+	cfg_free(&c);
+}
+END_TEST
+
+/* name (1.4): host and the first listen address's port, or its path. */
+START_TEST(default_name)
+{
+	struct config c;
+	char err[ERRLEN], out[CFG_NAME_MAX + 1], big[400];
+
+	cfg_defaults(&c);
+	cfg_default_name(&c, "db7", out, sizeof(out));
+	ck_assert_str_eq(out, "db7:7390");
+	ck_assert_msg(load(&c, "listen: [\"[::1]:7400\", \"unix:/x\"]\n", err) == 0, "%s", err);
+	cfg_default_name(&c, "db7.example.org", out, sizeof(out));
+	ck_assert_str_eq(out, "db7.example.org:7400");
+	ck_assert_msg(load(&c,
+	                   "listen:\n  - unix:/run/lock d/l.sock\n"
+	                   "  - {address: 127.0.0.1:7401, tls: {cert: c, key: k}}\n",
+	                   err) == 0,
+	              "%s", err);
+	cfg_default_name(&c, "h", out, sizeof(out));
+	ck_assert_str_eq(out, "h:/run/lock_d/l.sock"); /* no blanks in a name */
+	ck_assert_msg(
+	    load(&c, "listen:\n  - {address: 127.0.0.1:7401, tls: {cert: c, key: k}}\n", err) == 0,
+	    "%s", err);
+	cfg_default_name(&c, "", out, sizeof(out));
+	ck_assert_str_eq(out, "localhost:7401");
+	cfg_default_name(&c, "h\xc3\xa9", out, 6);
+	ck_assert_str_eq(out, "h__:7");
+	memset(big, 'h', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	cfg_default_name(&c, big, out, sizeof(out));
+	ck_assert_uint_eq(strlen(out), CFG_NAME_MAX);
+	cfg_free(&c);
+	/* a name given is kept as it is */
+	cfg_defaults(&c);
+	ck_assert_msg(load(&c, "name: lockd-a.eu/1\n", err) == 0, "%s", err);
+	ck_assert_str_eq(c.name, "lockd-a.eu/1");
 	cfg_free(&c);
 }
 END_TEST
@@ -125,7 +166,8 @@ const char full_yaml[] = "# every key, none at its default\n"
                          "limits: {max_clients: 500, max_line: 8192, max_key_len: 512,\n"
                          "         max_locks_per_session: 100, reqs_per_event: 5}\n"
                          "metrics:\n"
-                         "  listen: 127.0.0.1:9100\n";
+                         "  listen: 127.0.0.1:9100\n"
+                         "name: lockd-eu-1\n";
 
 static void assert_full(const struct config *c)
 {
@@ -159,6 +201,7 @@ static void assert_full(const struct config *c)
 	ck_assert_int_eq(c->max_locks_per_session, 100);
 	ck_assert_int_eq(c->reqs_per_event, 5);
 	ck_assert_str_eq(c->metrics_listen, "127.0.0.1:9100");
+	ck_assert_str_eq(c->name, "lockd-eu-1");
 }
 
 START_TEST(full_file)
@@ -474,6 +517,7 @@ Suite *cfg_suite(void)
 	TCase *tc = tcase_create("load");
 
 	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, default_name);
 	tcase_add_test(tc, full_file);
 	tcase_add_test(tc, load_over_loaded);
 	tcase_add_test(tc, empty_inputs_give_defaults);

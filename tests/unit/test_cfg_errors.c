@@ -187,6 +187,14 @@ static const struct {
      "t.yml:1:12: log_level: \"verbose\": must be one of error, warn, info, debug"},
     {"log_level: \"in\\0fo\"\n", "t.yml:1:12: log_level: NUL byte in string"},
     {"log_target: file\n", "t.yml:1:13: log_target: \"file\": must be stderr or syslog"},
+    /* name (1.4): one word of a WHO line */
+    {"name: \"lockd a\"\n", "t.yml:1:7: name: \"lockd a\": must be printable ASCII without blanks"},
+    {"name: \"a\\tb\"\n", "t.yml:1:7: name: \"a\tb\": must be printable ASCII without blanks"},
+    {"name: \"\xc3\xa9\"\n",
+     "t.yml:1:7: name: \"\xc3\xa9\": must be printable ASCII without blanks"},
+    {"name: \"\"\n", "t.yml:1:7: name: length must be 1 to 256 bytes"},
+    {"name:\n", "t.yml:1:6: name: expected a string, got null"},
+    {"\nname: [a]\n", "t.yml:2:7: name: expected a string, got a list"},
     /* a password is never quoted in a message */
     {"password: \"a b\"\n", "t.yml:1:11: password: must be printable ASCII without spaces"},
     {"password: \"\\t\"\n", "t.yml:1:11: password: must be printable ASCII without spaces"},

@@ -831,6 +831,68 @@ END_TEST
 
 /* All permits held here: TRYLOCK is BUSY without asking; a release
  * hands the permit to the head waiter whose n covers it. */
+/* WHO (1.4): a token says what its grant asked (0, or the n of PERMITS
+ * n, at an acquire and at a handoff), and a hold here is found by its
+ * token, with its holder, fence and the time of its grant. */
+START_TEST(tokens_say_permits_and_find_holds)
+{
+	struct tclient *a = client(1), *b = client(2), *c = client(3), *d = client(4);
+	struct lt_hold_view v;
+	req(a, "LOCK k");
+	struct rl_call *x = acq_for("k", 0);
+	ck_assert_uint_eq(rl_token_permits(x->token), 0);
+	char tok[TOKEN_LEN + 1];
+	memcpy(tok, x->token, sizeof(tok));
+	int64_t t0 = now_us();
+	fake_acquire_done(x, RL_OK, 7, 10000, 0);
+	want(a, "OK 7");
+	ck_assert_int_eq(lt_hold_by_token("k", 1, tok, &v), 1);
+	ck_assert_ptr_eq(v.holder, &a->lt);
+	ck_assert_uint_eq(v.fence, 7);
+	ck_assert(v.since_us >= t0 && v.since_us <= now_us());
+	tok[0] = tok[0] == '0' ? '1' : '0';
+	ck_assert_int_eq(lt_hold_by_token("k", 1, tok, &v), 0);
+	ck_assert_int_eq(lt_hold_by_token("nokey", 5, tok, &v), 0);
+	req(b, "LOCK s SHARED");
+	x = acq_for("s", -1);
+	ck_assert_uint_eq(rl_token_permits(x->token), 0);
+	fake_acquire_done(x, RL_OK, 8, 10000, 0);
+	want(b, "OK 8");
+	req(c, "LOCK p PERMITS 1000");
+	x = acq_for("p", 0);
+	ck_assert_uint_eq(rl_token_permits(x->token), 1000);
+	fake_acquire_done(x, RL_OK, 9, 10000, 0);
+	want(c, "OK 9");
+	req(d, "LOCK p PERMITS 1 WAIT 5000");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0); /* permit 0 is c's */
+	req(c, "UNLOCK p");                            /* a handoff to d: d's token says d's n */
+	x = acq_for("p", 0);
+	ck_assert_str_ne(x->old, "");
+	ck_assert_uint_eq(rl_token_permits(x->old), 1000);
+	ck_assert_uint_eq(rl_token_permits(x->token), 1);
+	fake_acquire_done(x, RL_OK, 10, 10000, 0);
+	want(d, "OK 10");
+	fake_release_done(x, RL_OK);
+	want(c, "OK 0");
+	ck_assert_int_eq(lt_hold_by_token("p", 1, x->token, &v), 1);
+	ck_assert_ptr_eq(v.holder, &d->lt);
+	ck_assert_uint_eq(v.fence, 10);
+	/* rl_token_permits refuses digits that are not hex */
+	memcpy(tok, x->token, sizeof(tok));
+	tok[TOKEN_LEN - 1] = 'g';
+	ck_assert_uint_eq(rl_token_permits(tok), UINT32_MAX);
+	rl_token_set_permits(tok, 0xabcde);
+	ck_assert_str_eq(tok + TOKEN_LEN - RL_TOKEN_N_LEN, "abcde");
+	rl_token_set_permits(tok, 65536); /* limits.max_permits at most */
+	ck_assert_str_eq(tok + TOKEN_LEN - RL_TOKEN_N_LEN, "10000");
+	ck_assert_uint_eq(rl_token_permits(tok), 65536);
+	leave(a);
+	leave(b);
+	leave(c);
+	leave(d);
+}
+END_TEST
+
 START_TEST(permit_handoff_to_covering_waiter)
 {
 	struct tclient *h[3], *c = client(10), *d = client(11), *e = client(12);
@@ -1104,6 +1166,7 @@ Suite *locktab_suite(void)
 	tcase_add_test(tc, permit_reentry_refused);
 	tcase_add_test(tc, permit_tries_next_free);
 	tcase_add_test(tc, permit_handoff_to_covering_waiter);
+	tcase_add_test(tc, tokens_say_permits_and_find_holds);
 	tcase_add_test(tc, permit_freed_here_wakes_waiter);
 	tcase_add_test(tc, exclusive_waiting_flag);
 	tcase_add_test(tc, batches_mix_kinds);

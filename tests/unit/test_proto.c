@@ -705,6 +705,20 @@ static const struct {
     {"STATUS k PERMITS 0", PE_ARG, M_PERMITS},
     {"UNLOCK k SHARED", PE_PROTOCOL, "extra argument"},
     {"EXTEND k PERMITS 2", PE_PROTOCOL, "extra argument"},
+    /* WHO key (1.4): a key and nothing else */
+    {"WHO", PE_PROTOCOL, "missing key"},
+    {"who \t ", PE_PROTOCOL, "missing key"},
+    {"WHO\r", PE_PROTOCOL, "missing key"},
+    {"WHO k x", PE_PROTOCOL, "extra argument"},
+    {"WHO k PERMITS 2", PE_PROTOCOL, "extra argument"},
+    {"WHO k SHARED", PE_PROTOCOL, "extra argument"},
+    {"WHO \x01 x", PE_PROTOCOL, "extra argument"},
+    {"WHO a b c d e f g h i j k l", PE_PROTOCOL, NULL},
+    {"WHO \x01", PE_KEY, M_KEYB},
+    {"WHO k\x7f", PE_KEY, M_KEYB},
+    {"WHO k\xc3\xa9", PE_KEY, M_KEYB},
+    {"WHOM k", PE_PROTOCOL, "unknown command"},
+    {"WH k", PE_PROTOCOL, "unknown command"},
 };
 
 START_TEST(parse_errors)
@@ -791,6 +805,39 @@ START_TEST(election_commands)
 }
 END_TEST
 
+/* WHO key (1.4): the key as it was sent, case kept; the command in any
+ * case, blanks and a CR as anywhere. */
+START_TEST(who_command)
+{
+	struct request r;
+	const char *msg;
+	const char *line = "WHO nightly-Report";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_WHO);
+	ck_assert_key(&r, line, 4, "nightly-Report");
+	ck_assert_ptr_null(r.word);
+	ck_assert_uint_eq(r.permits, 0);
+	line = " \twho\t {jobs}:a \r";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_WHO);
+	ck_assert_key(&r, line, 7, "{jobs}:a");
+	parse_ok("Who k", &r);
+	ck_assert_int_eq(r.cmd, CMD_WHO);
+	ck_assert_str_eq(proto_cmd_name(CMD_WHO), "WHO");
+	/* the longest key allowed, and one byte more */
+	char buf[MAXKEY + 8];
+	memcpy(buf, "WHO ", 4);
+	memset(buf + 4, 'k', MAXKEY + 1);
+	ck_assert_int_eq(parse_n(buf, 4 + MAXKEY, &r, &msg), PE_NONE);
+	ck_assert_uint_eq(r.klen, MAXKEY);
+	ck_assert_int_eq(parse_n(buf, 4 + MAXKEY + 1, &r, &msg), PE_KEY);
+	ck_assert_str_eq(msg, "key is too long");
+	/* a NUL is a bad key byte, not the end of the line */
+	ck_assert_int_eq(parse_n("WHO k\0x", 7, &r, &msg), PE_KEY);
+	ck_assert_str_eq(msg, M_KEYB);
+}
+END_TEST
+
 Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -813,6 +860,7 @@ Suite *proto_suite(void)
 	tcase_add_test(tc, keys_are_case_sensitive);
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, election_commands);
+	tcase_add_test(tc, who_command);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("framing");

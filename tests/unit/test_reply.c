@@ -238,6 +238,9 @@ START_TEST(request_checks)
 	ck_assert(!rp_is_list_request("HELDX", 5));
 	ck_assert(!rp_is_list_request("STATUS k", 8));
 	ck_assert(!rp_is_list_request("HEL", 3));
+	ck_assert(rp_is_list_request("WHO k", 5)); /* 1.4 */
+	ck_assert(rp_is_list_request("\twho\tk", 7));
+	ck_assert(!rp_is_list_request("WHOM k", 6));
 
 	char cmd[8];
 	rp_command(" \tLOCK k", 8, cmd, sizeof(cmd));
