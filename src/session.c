@@ -178,10 +178,35 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 		write_out(ilist_entry(l, struct session, flushq));
 }
 
+/* Append one line to s's output. It is formatted first and then copied:
+ * evbuffer_add fills the output's last chain before it makes another,
+ * where evbuffer_add_vprintf would start a chain of twice the line's
+ * size for each long line (an ELECTED with a long value), so that the
+ * memory behind a connection's output is about its length. */
 static void vline(struct session *s, const char *fmt, va_list ap)
 {
-	evbuffer_add_vprintf(s->out, fmt, ap);
-	evbuffer_add(s->out, "\r\n", 2);
+	static char *buf;
+	static size_t cap;
+	va_list aq;
+
+	va_copy(aq, ap);
+	int n = vsnprintf(buf, cap, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		return;
+	if ((size_t)n + 2 > cap) {
+		size_t c = cap ? cap : 512;
+		while (c < (size_t)n + 2)
+			c *= 2;
+		char *b = realloc(buf, c);
+		if (!b)
+			abort();
+		buf = b;
+		cap = c;
+		vsnprintf(buf, cap, fmt, ap);
+	}
+	memcpy(buf + n, "\r\n", 2);
+	evbuffer_add(s->out, buf, (size_t)n + 2);
 	s->replied = 1;
 	want_flush(s);
 }
