@@ -81,6 +81,24 @@ static int drain_events(struct cl *c, long *bytes, char *last, size_t lastsz)
 	return n;
 }
 
+/* One cycle of the churn, not before due (ms): cand campaigns for
+ * "churn" with a VLEN-byte value (req: room for the request) and
+ * resigns; probe, an innocent client, gets each of its replies. */
+static void churn(struct cl *cand, struct cl *probe, char *req, double due, int cycle)
+{
+	if (h_now_ms() < due)
+		h_sleep_ms((int)(due - h_now_ms()) + 1);
+	int n = snprintf(req, VLEN + 64, "CAMPAIGN churn %06d", cycle);
+	memset(req + n, 'v', VLEN - 6);
+	req[n + VLEN - 6] = '\0';
+	cl_expect_prefix(cand, req, "OK ");
+	cl_expect(cand, "RESIGN churn", "OK");
+	char ping[32], pong[32];
+	snprintf(ping, sizeof(ping), "PING p%d", cycle);
+	snprintf(pong, sizeof(pong), "PONG p%d", cycle);
+	cl_expect(probe, ping, pong);
+}
+
 /* A connection to lockd 0 that the kernel buffers little for: 4 kB of
  * receive buffer, set before connecting so that the window is that
  * small from the start. */
@@ -142,15 +160,16 @@ static int read_to_eof(int fd, int timeout_ms, long *total)
 	}
 }
 
-/* An observer that stops reading while another client churns
- * CAMPAIGN/RESIGN with 16 kB values: lockd cuts it once its pending
- * output passes limits.max_output_bytes (8 MiB by default; STATS
- * output_limit_closes, one log line), long before the write timeout (a
- * minute). Its resumable session is detached with its lock, not ended.
+/* An observer that reads rate bytes a second at most (0: nothing) while
+ * another client churns CAMPAIGN/RESIGN with 16 kB values, faster than
+ * that: lockd cuts it once its pending output passes
+ * limits.max_output_bytes (8 MiB by default; STATS output_limit_closes,
+ * one log line), long before the write timeout (a minute), and not
+ * before. Its resumable session is detached with its lock, not ended.
  * lockd's RSS stays within the limit and the churn's own working memory;
  * a reader of the same events keeps up and stays; an innocent client
- * gets every reply. */
-START_TEST(output_limit_cuts_observer)
+ * gets every reply. name: the test's, for what it prints. */
+static void cut_observer(const char *name, long rate)
 {
 	h_std(&(struct h_opts){.lease_ms = LEASE,
 	                       .limits = "  max_value_len: 16384\n  max_line: 16500\n"});
@@ -165,7 +184,7 @@ START_TEST(output_limit_cuts_observer)
 	ck_assert_msg(sscanf(buf, "SESSION %16s %32s 10000\r\nOK %llu\r\nOK\r\nNOLEADER churn\r\n",
 	                     s.id, s.secret, &f) == 3,
 	              "the observer got '%s'", h_esc(buf, strlen(buf)));
-	/* nobody reads it from now on */
+	/* from now on it reads at most rate bytes a second */
 	struct cl *rd = cl_open();
 	cl_expect(rd, "OBSERVE churn", "OK");
 	struct cl *cand = cl_open();
@@ -178,20 +197,21 @@ START_TEST(output_limit_cuts_observer)
 	ck_assert(rss0 > 0);
 	double start = h_now_ms(), cut_ms = -1, next_stat = start;
 	int cycles = 0, events = 0;
+	long hread = 0; /* what the observer read before the cut */
 	while (h_now_ms() - start < (cut_ms < 0 ? CHURN : cut_ms + AFTER)) {
-		double due = start + cycles * PACE_MS;
-		if (h_now_ms() < due)
-			h_sleep_ms((int)(due - h_now_ms()) + 1);
-		int n = snprintf(req, VLEN + 64, "CAMPAIGN churn %06d", cycles);
-		memset(req + n, 'v', VLEN - 6);
-		req[n + VLEN - 6] = '\0';
-		cl_expect_prefix(cand, req, "OK ");
-		cl_expect(cand, "RESIGN churn", "OK");
-		char ping[32], pong[32];
-		snprintf(ping, sizeof(ping), "PING p%d", cycles);
-		snprintf(pong, sizeof(pong), "PONG p%d", cycles);
-		cl_expect(probe, ping, pong);
+		churn(cand, probe, req, start + cycles * PACE_MS, cycles);
 		events += drain_events(rd, &rbytes, last, sizeof(last));
+		long room = (long)((h_now_ms() - start) / 1000 * (double)rate) - hread;
+		char tmp[65536];
+		while (cut_ms < 0 && room > 0) {
+			ssize_t k =
+			    recv(hfd, tmp, room < (long)sizeof(tmp) ? (size_t)room : sizeof(tmp),
+			         MSG_DONTWAIT);
+			if (k <= 0)
+				break;
+			hread += k;
+			room -= k;
+		}
 		long r = rss_kb(pid);
 		rss_max = r > rss_max ? r : rss_max;
 		if (cut_ms < 0 && h_now_ms() >= next_stat) {
@@ -207,16 +227,17 @@ START_TEST(output_limit_cuts_observer)
 	double took = h_now_ms() - start;
 	long long elected = stat_num(probe, "elected_events");
 	fprintf(stderr,
-	        "output_limit_cuts_observer: %d cycles in %.0f ms, %lld events sent, %d read by "
-	        "the reader (%ld bytes by the cut); cut after %.0f ms; lockd RSS %ld KiB at start, "
-	        "%ld KiB at most (+%.1f MiB)\n",
-	        cycles, took, elected, events, rbytes_cut, cut_ms, rss0, rss_max,
+	        "%s: %d cycles in %.0f ms, %lld events sent, %d read by the reader (%ld bytes by "
+	        "the cut), %ld bytes by the observer; cut after %.0f ms; lockd RSS %ld KiB at "
+	        "start, %ld KiB at most (+%.1f MiB)\n",
+	        name, cycles, took, elected, events, rbytes_cut, hread, cut_ms, rss0, rss_max,
 	        (double)(rss_max - rss0) / 1024);
-	ck_assert_msg(cut_ms >= 0,
-	              "the observer that reads nothing is still connected after %d ms of churn "
-	              "(%d leaders of %d-byte values; STATS output_limit_closes %lld, -1: none); "
-	              "lockd's RSS grew by %ld KiB",
-	              CHURN, cycles, VLEN, stat_num(probe, "output_limit_closes"), rss_max - rss0);
+	ck_assert_msg(
+	    cut_ms >= 0,
+	    "the observer that reads %ld bytes a second is still connected after %d ms of "
+	    "churn (%d leaders of %d-byte values; STATS output_limit_closes %lld, -1: "
+	    "none); lockd's RSS grew by %ld KiB",
+	    rate, CHURN, cycles, VLEN, stat_num(probe, "output_limit_closes"), rss_max - rss0);
 	ck_assert_msg(rss_max - rss0 < LIMIT_KIB + CHURN_KIB,
 	              "lockd's RSS grew by %ld KiB (at most %d KiB: the limit and %d KiB)",
 	              rss_max - rss0, LIMIT_KIB + CHURN_KIB, CHURN_KIB);
@@ -240,6 +261,7 @@ START_TEST(output_limit_cuts_observer)
 	/* not before its output passed the limit: it was sent the reader's
 	 * events (its first NOLEADER, 16 bytes, aside), and more than the
 	 * limit of them were left when the kernel had taken what it got */
+	got += hread;
 	ck_assert_msg(
 	    rbytes_cut + 16 > (long)LIMIT_KIB * 1024 + got,
 	    "cut when the reader had %ld bytes of events, the cut observer %ld (limit %d)",
@@ -249,13 +271,25 @@ START_TEST(output_limit_cuts_observer)
 	resume(r, &s, "OK 1");
 	expect_held(r, "KEY k %llu 1 *", f);
 	cl_close(r);
-	fprintf(stderr,
-	        "output_limit_cuts_observer: the cut observer had %ld bytes on its way; lockd RSS "
-	        "%ld KiB at the end\n",
-	        got, rss_kb(pid));
+	fprintf(stderr, "%s: the cut observer was sent %ld bytes; lockd RSS %ld KiB at the end\n",
+	        name, got, rss_kb(pid));
 	cl_close(cand);
 	cl_close(rd);
 	cl_close(probe);
+}
+
+/* An observer that reads nothing. */
+START_TEST(output_limit_cuts_observer)
+{
+	cut_observer("output_limit_cuts_observer", 0);
+}
+END_TEST
+
+/* An observer that reads 1 MiB every 2.5 s (as in issue 32), in small
+ * pieces: never a write timeout, and cut all the same. */
+START_TEST(output_limit_cuts_slow_reader)
+{
+	cut_observer("output_limit_cuts_slow_reader", 1048576 * 2 / 5);
 }
 END_TEST
 
@@ -265,5 +299,6 @@ TCase *tc_hostile_output(void)
 	tcase_add_checked_fixture(tc, h_setup, h_teardown);
 	tcase_set_timeout(tc, 60);
 	H_ADD(tc, output_limit_cuts_observer);
+	H_ADD(tc, output_limit_cuts_slow_reader);
 	return tc;
 }
