@@ -293,6 +293,77 @@ START_TEST(output_limit_cuts_slow_reader)
 }
 END_TEST
 
+/* Line i of the replies to the pipelined PINGs below, with its CR LF:
+ * "PONG <i, 6 digits><7994 w>" */
+#define PIPE_N   700 /* 5.6 MB of replies: more than the kernel's buffers hold */
+#define PONG_LEN 8007
+static void pong_line(size_t i, char *out)
+{
+	int n = snprintf(out, PONG_LEN + 1, "PONG %06zu", i);
+	memset(out + n, 'w', PONG_LEN - 2 - (size_t)n);
+	memcpy(out + PONG_LEN - 2, "\r\n", 2);
+}
+
+/* With a low limit (65536) a client that pipelines and reads late is
+ * paused, not cut: lockd stops answering it at half the limit, so
+ * replies alone never reach it. 700 PINGs of 8000-byte words sent for a
+ * second before anything is read, then read: every PONG comes, in
+ * order. */
+START_TEST(output_limit_spares_pipelining)
+{
+	h_std(&(struct h_opts){.lease_ms = LEASE,
+	                       .limits = "  max_output_bytes: 65536\n  max_line: 8192\n"});
+	int fd = h_connect_tcp(h_lockd(0)->port);
+	ck_assert_msg(fd >= 0, "connect: %s", strerror(errno));
+	size_t one = PONG_LEN - 1, total = (size_t)PIPE_N * one, sent = 0;
+	size_t want = (size_t)PIPE_N * PONG_LEN, got = 0;
+	char *req = malloc(total + 1), *line = malloc(PONG_LEN + 1), in[65536];
+	ck_assert(req != NULL && line != NULL);
+	for (size_t i = 0; i < PIPE_N; i++) {
+		pong_line(i, line);
+		memcpy(req + i * one, "PING", 4);
+		memcpy(req + i * one + 4, line + 4, one - 5);
+		req[i * one + one - 1] = '\n';
+	}
+	double start = h_now_ms(), end = start + 20000;
+	int eof = 0;
+	while (got < want && !eof && h_now_ms() < end) {
+		int reading = h_now_ms() >= start + 1000;
+		struct pollfd pf = {
+		    fd, (short)((sent < total ? POLLOUT : 0) | (reading ? POLLIN : 0)), 0};
+		if (poll(&pf, 1, 20) <= 0)
+			continue;
+		if (pf.revents & POLLOUT) {
+			ssize_t w = send(fd, req + sent, total - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+			sent += w > 0 ? (size_t)w : 0;
+		}
+		if (reading && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+			ssize_t k = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+			if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+				eof = 1;
+			/* compared without an assertion per byte (check logs each) */
+			for (ssize_t j = 0; j < k; j++, got++) {
+				if (got % PONG_LEN == 0)
+					pong_line(got / PONG_LEN, line);
+				if (in[j] != line[got % PONG_LEN])
+					ck_abort_msg("reply %zu differs at byte %zu",
+					             got / PONG_LEN, got % PONG_LEN);
+			}
+		}
+	}
+	free(req);
+	free(line);
+	close(fd);
+	ck_assert_msg(got == want, "got %zu of %zu bytes of replies (%s; sent %zu of %zu)", got,
+	              want, eof ? "lockd closed the connection" : "no more within 20 s", sent,
+	              total);
+	struct cl *probe = cl_open();
+	ck_assert_int_eq(stat_num(probe, "output_limit_closes"), 0);
+	ck_assert_int_eq(stat_num(probe, "write_timeouts"), 0);
+	cl_close(probe);
+}
+END_TEST
+
 TCase *tc_hostile_output(void)
 {
 	TCase *tc = tcase_create("hostile_output");
@@ -300,5 +371,6 @@ TCase *tc_hostile_output(void)
 	tcase_set_timeout(tc, 60);
 	H_ADD(tc, output_limit_cuts_observer);
 	H_ADD(tc, output_limit_cuts_slow_reader);
+	H_ADD(tc, output_limit_spares_pipelining);
 	return tc;
 }
