@@ -216,6 +216,7 @@ static const struct ckey keys[] = {
     {"limits.max_auth_failures", CT_INT, OFF(max_auth_failures), 0, 0, 1000000, NULL},
     {"limits.max_sessions", CT_INT, OFF(max_sessions), 0, 1, 10000000, NULL},
     {"limits.max_sessions_per_ip", CT_INT, OFF(max_sessions_per_ip), 0, 0, 10000000, NULL},
+    {"limits.max_output_bytes", CT_INT, OFF(max_output_bytes), 0, 0, 2147483647, NULL},
     {"sessions", CT_SECTION, 0, 0, 0, 0, NULL},
     {"sessions.grace_ms", CT_INT, OFF(grace_ms), 0, 1, 2147483647, NULL},
     {"sessions.max_grace_ms", CT_INT, OFF(max_grace_ms), 0, 1, 2147483647, NULL},
@@ -270,6 +271,7 @@ void cfg_defaults(struct config *c)
 	c->line_timeout_ms = 60000;
 	c->max_auth_failures = 5;
 	c->max_sessions = 10000;
+	c->max_output_bytes = 8388608;
 	c->grace_ms = 10000;
 	c->max_grace_ms = 60000;
 	c->metrics_listen = strdup("");
@@ -876,6 +878,13 @@ static int listen_checks(struct loader *l)
 	return 0;
 }
 
+/* The least limits.max_output_bytes but 0, and the least in lines of
+ * limits.max_line: an event is about as long as the longest request
+ * (a CAMPAIGN's key and value), and a reader that keeps up must never
+ * reach the limit with the events of one moment. */
+#define CFG_MIN_OUTPUT       65536
+#define CFG_MIN_OUTPUT_LINES 4
+
 static int cross_checks(struct loader *l)
 {
 	struct config *c = l->c;
@@ -890,6 +899,14 @@ static int cross_checks(struct loader *l)
 		            "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
 		            "(%lld)",
 		            (long long)c->timeout_ms, (long long)c->lease_ms);
+	i = lookup("limits.max_output_bytes");
+	int64_t least = c->max_line * CFG_MIN_OUTPUT_LINES;
+	least = least > CFG_MIN_OUTPUT ? least : CFG_MIN_OUTPUT;
+	if (c->max_output_bytes > 0 && c->max_output_bytes < least)
+		return fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
+		            "limits.max_output_bytes (%lld) must be 0 (no limit) or at least %lld "
+		            "(65536, and %d times limits.max_line)",
+		            (long long)c->max_output_bytes, (long long)least, CFG_MIN_OUTPUT_LINES);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)
 		return fail(l, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],

@@ -56,6 +56,7 @@ struct config {
 	int64_t max_auth_failures;   /* failed AUTHs before a session is closed; 0: never */
 	int64_t max_sessions;        /* resumable sessions here, detached ones too */
 	int64_t max_sessions_per_ip; /* of those, last connected from one address; 0: no limit */
+	int64_t max_output_bytes;    /* output pending for a connection that cuts it; 0: no limit */
 
 	int64_t grace_ms;     /* a detached resumable session's default grace (1.2) */
 	int64_t max_grace_ms; /* the longest grace SESSION GRACE may ask */

@@ -10,9 +10,13 @@
  * limits.line_timeout_ms of its first byte (the first line, of the
  * connection); a client that reads none of its replies for as long is
  * closed (the write timeout: no write progress); a session that holds and waits
- * for nothing is closed after limits.idle_timeout_ms. A first line that
- * is HTTP or RESP closes the session unanswered, and so does the
- * limits.max_auth_failures-th wrong AUTH, after its reply. */
+ * for nothing is closed after limits.idle_timeout_ms. A client that reads
+ * too slowly is cut once the output lockd keeps for it passes
+ * limits.max_output_bytes: lockd stops answering a client long before
+ * (out_high), but events (LOST, ELECTED, NOLEADER) come whether it reads
+ * or not. A first line that is HTTP or RESP closes the session
+ * unanswered, and so does the limits.max_auth_failures-th wrong AUTH,
+ * after its reply. */
 #include "config.h"
 
 #include <errno.h>
@@ -29,6 +33,7 @@
 
 #include "elect.h"
 #include "log.h"
+#include "memtrim.h"
 #include "proto.h"
 #include "resume.h"
 #include "session.h"
@@ -42,11 +47,12 @@ static const struct config *cfg;
 static uint64_t next_id;
 
 #define READ_HIGH_WATER   (256 * 1024)  /* stop reading a client this far ahead */
-#define OUTPUT_HIGH_WATER (1024 * 1024) /* stop answering a client this far behind */
+#define OUTPUT_HIGH_WATER (1024 * 1024) /* stop answering a client this far behind (out_high) */
 #define CLOSE_FLUSH_SECS  5             /* give a closing client this long to read */
 #define READ_CHUNK        16384         /* one read of a plain socket, at most */
 
 static void process(struct session *s);
+static void cut(struct session *s);
 static void session_close(struct session *s);
 static void session_arm(struct session *s);
 static void on_error(struct session *s, int err);
@@ -103,6 +109,16 @@ static struct timeval write_tv(const struct session *s)
 		return (struct timeval){CLOSE_FLUSH_SECS, 0};
 	return (struct timeval){(time_t)(cfg->line_timeout_ms / 1000),
 	                        (suseconds_t)(cfg->line_timeout_ms % 1000 * 1000)};
+}
+
+/* How far behind a client may be before lockd stops answering it:
+ * OUTPUT_HIGH_WATER, or half of limits.max_output_bytes when that is
+ * less, so that replies alone do not reach the limit (one reply larger
+ * than the rest of it, a HELD of very many locks, still can). */
+static size_t out_high(void)
+{
+	size_t lim = (size_t)cfg->max_output_bytes;
+	return lim > 0 && lim / 2 < OUTPUT_HIGH_WATER ? lim / 2 : OUTPUT_HIGH_WATER;
 }
 
 /* Over TLS the bufferevent writes by itself; a plain session goes on the
@@ -179,11 +195,47 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 		write_out(ilist_entry(l, struct session, flushq));
 }
 
+/* Append one line to s's output. It is formatted first and then copied:
+ * evbuffer_add fills the output's last chain before it makes another,
+ * where evbuffer_add_vprintf would start a chain of twice the line's
+ * size for each long line (an ELECTED with a long value), so that the
+ * memory behind limits.max_output_bytes is about the bytes counted.
+ * Past that limit the connection is cut from the loop (resume_cb; the
+ * caller may be walking a list s is on), and nothing more is kept for it
+ * meanwhile. */
 static void vline(struct session *s, const char *fmt, va_list ap)
 {
-	evbuffer_add_vprintf(s->out, fmt, ap);
-	evbuffer_add(s->out, "\r\n", 2);
+	static char *buf;
+	static size_t cap;
+	va_list aq;
+
+	if (s->out_over)
+		return;
+	va_copy(aq, ap);
+	int n = vsnprintf(buf, cap, fmt, aq);
+	va_end(aq);
+	if (n < 0)
+		return;
+	if ((size_t)n + 2 > cap) {
+		size_t c = cap ? cap : 512;
+		while (c < (size_t)n + 2)
+			c *= 2;
+		char *b = realloc(buf, c);
+		if (!b)
+			abort();
+		buf = b;
+		cap = c;
+		vsnprintf(buf, cap, fmt, ap);
+	}
+	memcpy(buf + n, "\r\n", 2);
+	evbuffer_add(s->out, buf, (size_t)n + 2);
 	s->replied = 1;
+	if (cfg->max_output_bytes > 0 &&
+	    evbuffer_get_length(s->out) > (size_t)cfg->max_output_bytes) {
+		s->out_over = 1;
+		event_active(s->resume, EV_TIMEOUT, 0);
+		return;
+	}
 	want_flush(s);
 }
 
@@ -214,6 +266,10 @@ void session_reply(struct session *s, const char *fmt, ...)
 static void resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct session *s = arg;
+	if (s->out_over) {
+		cut(s);
+		return;
+	}
 	if (s->state == SS_CLOSING) {
 		if (evbuffer_get_length(s->out) == 0)
 			session_done(s);
@@ -224,6 +280,20 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	process(s);
+}
+
+/* A client that reads its output too slowly: closed like one that reads
+ * none (a resumable session is detached), and freed now with whatever
+ * output it has, which is given back to the system. */
+static void cut(struct session *s)
+{
+	stats.output_limit_closes++;
+	log_info("session %llu (%s): more than limits.max_output_bytes (%lld) of output not "
+	         "read: closing",
+	         (unsigned long long)s->id, s->peer, (long long)cfg->max_output_bytes);
+	session_close(s);
+	session_free(s);
+	memtrim_soon();
 }
 
 void session_poke(struct session *s)
@@ -331,7 +401,7 @@ enum deadline {
  * while a LOCK waits): the time of its unfinished line does not run. */
 static void note_pause(struct session *s)
 {
-	int p = evbuffer_get_length(s->out) > OUTPUT_HIGH_WATER ||
+	int p = evbuffer_get_length(s->out) > out_high() ||
 	        evbuffer_get_length(s->in) >= READ_HIGH_WATER + (size_t)cfg->max_line;
 	if (p && !s->paused_us) {
 		s->paused_us = now_us();
@@ -660,7 +730,7 @@ static void process_lines(struct session *s)
 			break;
 		/* A client that sends but does not read: answer no more until
 		 * it has read what it was sent (write_cb resumes). */
-		if (evbuffer_get_length(s->out) > OUTPUT_HIGH_WATER) {
+		if (evbuffer_get_length(s->out) > out_high()) {
 			s->out_full = 1;
 			return;
 		}

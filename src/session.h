@@ -32,7 +32,8 @@ struct session {
 	struct event *rev, *wev;   /* plain: readable, writable */
 	int reading;               /* plain: rev is added */
 	int writing;               /* plain: wev is added (a write would block) */
-	int out_full;              /* answering paused for OUTPUT_HIGH_WATER */
+	int out_full;              /* answering paused: output past out_high() (session.c) */
+	int out_over;              /* output passed limits.max_output_bytes: cut from the loop */
 	struct ilink flushq;       /* on the list of sessions to write out */
 	enum sess_state state;
 	int authed;            /* AUTH passed, or no password configured */

@@ -395,6 +395,7 @@ TCase *tc_sessions(void); /* test_sessions.c */
 TCase *tc_adopt_fence(void);
 TCase *tc_resume_moves(void);     /* test_resume_moves.c */
 TCase *tc_hostile_sessions(void); /* test_hostile_sessions.c */
+TCase *tc_hostile_output(void);   /* test_hostile_output.c */
 TCase *tc_late_writes(void);      /* test_late_writes.c */
 TCase *tc_lockctl_resume(void);   /* test_lockctl_resume.c */
 TCase *tc_lockctl_elect(void);    /* test_lockctl_elect.c */

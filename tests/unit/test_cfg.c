@@ -56,6 +56,7 @@ void assert_defaults(const struct config *c)
 	ck_assert_int_eq(c->idle_timeout_ms, d.idle_timeout_ms);
 	ck_assert_int_eq(c->max_clients_per_ip, d.max_clients_per_ip);
 	ck_assert_int_eq(c->max_auth_failures, d.max_auth_failures);
+	ck_assert_int_eq(c->max_output_bytes, d.max_output_bytes);
 	ck_assert_str_eq(c->metrics_listen, d.metrics_listen);
 	ck_assert_str_eq(c->name, d.name);
 	cfg_free(&d);
@@ -94,6 +95,7 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.idle_timeout_ms, 0);
 	ck_assert_int_eq(c.max_clients_per_ip, 0);
 	ck_assert_int_eq(c.max_auth_failures, 5);
+	ck_assert_int_eq(c.max_output_bytes, 8388608);
 	ck_assert_ptr_null(c.listen_tls[0].cert);
 	ck_assert_str_eq(c.metrics_listen, "");
 	ck_assert_str_eq(c.name, ""); /* lockd fills in cfg_default_name */
@@ -301,6 +303,12 @@ static const struct {
     {"limits: {max_clients_per_ip: 1000000}", offsetof(struct config, max_clients_per_ip), 1000000},
     {"limits: {max_auth_failures: 0}", offsetof(struct config, max_auth_failures), 0},
     {"limits: {max_auth_failures: 1000000}", offsetof(struct config, max_auth_failures), 1000000},
+    {"limits: {max_output_bytes: 0}", offsetof(struct config, max_output_bytes), 0},
+    {"limits: {max_output_bytes: 65536}", offsetof(struct config, max_output_bytes), 65536},
+    {"limits: {max_line: 1048576, max_output_bytes: 4194304}",
+     offsetof(struct config, max_output_bytes), 4194304},
+    {"limits: {max_output_bytes: 2147483647}", offsetof(struct config, max_output_bytes),
+     2147483647},
     {"redis: {timeout_ms: +7}", offsetof(struct config, timeout_ms), 7},
     {"locks: {drift_factor: 0}", (size_t)-1, 0},
     {"locks: {drift_factor: 0.5}", (size_t)-1, 0},

@@ -265,6 +265,14 @@ static const struct {
      "t.yml:2:3: redis.timeout_ms (50) must be less than a third of locks.lease_ms (150)"},
     {"locks: {lease_ms: 300}\nredis: {timeout_ms: 100}\n",
      "t.yml:2:9: redis.timeout_ms (100) must be less than a third of locks.lease_ms (300)"},
+    {"limits:\n  max_output_bytes: 65535\n",
+     "t.yml:2:3: limits.max_output_bytes (65535) must be 0 (no limit) or at least 65536 (65536, "
+     "and 4 times limits.max_line)"},
+    {"limits:\n  max_output_bytes: 100000\n  max_line: 65536\n",
+     "t.yml:2:3: limits.max_output_bytes (100000) must be 0 (no limit) or at least 262144 "
+     "(65536, and 4 times limits.max_line)"},
+    {"limits:\n  max_output_bytes: -1\n",
+     "t.yml:2:21: limits.max_output_bytes: -1 is out of range (0 to 2147483647)"},
     /* an error after valid keys: everything back to defaults */
     {"log_level: debug\nlisten: [\"0.0.0.0:1\"]\nredis:\n  masters: [\"a:1\", \"b:1\"]\n  "
      "timeout_ms: 7\nlocks: {lease_ms: 1000}\nfoo: 1\n",
