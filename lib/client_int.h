@@ -159,12 +159,16 @@ struct hold {
 	int64_t asked_us;    /* the request that granted it was queued then */
 	int64_t granted_us;  /* its "OK fence" came then */
 	int64_t ttl_us;      /* the lease left that its last confirmation gave */
+	int64_t ttl_max_us;  /* the longest it gave (about the lease) */
 	int64_t beat_us;     /* a heartbeat is due then for it (0: none) */
 	int64_t deadline_us; /* surely held before this; 0: not confirmed yet */
 	int64_t report_us;   /* reported LOST then unless confirmed again */
-	uint32_t next;       /* the next hold of its hash chain: index + 1 (0: none) */
-	uint32_t seen;       /* the HELD reply (holds.seen) that last listed it */
-	unsigned char lost;  /* reported LOST by its deadline; kept until lockd says */
+	int64_t limit_us;    /* an EXTEND queued at limit_from may end the lease then:
+	                        no confirmation queued before it goes past (0: none) */
+	int64_t limit_from;
+	uint32_t next;      /* the next hold of its hash chain: index + 1 (0: none) */
+	uint32_t seen;      /* the HELD reply (holds.seen) that last listed it */
+	unsigned char lost; /* reported LOST by its deadline; kept until lockd says */
 };
 
 /* The keys a session holds (with resume, or hold deadlines). */

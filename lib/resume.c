@@ -11,10 +11,14 @@
  * confirmed, measured from when the confirming request was queued (never
  * later than sent, so never later than lockd saw it): a HELD line's
  * ttl_ms, or an EXTEND's ms, less 1 % and 2 ms for the drift of the
- * clocks (as lockctl run). It is reported lost a margin before (20 ms and
+ * clocks (as lockctl run). It is reported lost a margin before (50 ms and
  * 4 %), unless confirmed again; the heartbeat is due a third of the
  * ttl_ms after its confirmation was sent (lockd renews a third of a lease
- * after the last renewal, so a healthy lockd always confirms in time).
+ * after the last renewal, so a healthy lockd always confirms in time),
+ * but not sooner than a tenth of the longest ttl_ms the hold had (a TTL
+ * lease, which nobody renews, nears its end). An EXTEND sent limits what
+ * a HELD queued before it may confirm (the masters may take its lease
+ * whatever the reply).
  * No I/O and no callbacks: client.c sends the HELDs and the events. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -262,7 +266,7 @@ static int64_t drift_us(int64_t ttl_us)
 
 static int64_t margin_us(int64_t ttl_us)
 {
-	return 20000 + ttl_us / 25;
+	return 50000 + ttl_us / 25;
 }
 
 static uint32_t key_hash(const char *key)
@@ -381,8 +385,16 @@ static void confirm(struct holds *hs, struct hold *h, int64_t from, int64_t ttl_
                     int64_t now)
 {
 	h->ttl_us = ttl_us;
-	h->beat_us = conf + ttl_us / 3;
+	if (ttl_us > h->ttl_max_us)
+		h->ttl_max_us = ttl_us;
+	/* a third of what is left; a lease nobody renews (TTL) is not asked
+	   about more often than a tenth of it as its end nears */
+	h->beat_us = conf + (ttl_us / 3 > h->ttl_max_us / 10 ? ttl_us / 3 : h->ttl_max_us / 10);
 	h->deadline_us = from + ttl_us - drift_us(ttl_us);
+	if (h->limit_us && conf >= h->limit_from)
+		h->limit_us = 0; /* lockd saw the EXTEND first: ttl_ms counts it */
+	if (h->limit_us && h->deadline_us > h->limit_us)
+		h->deadline_us = h->limit_us;
 	h->report_us = h->deadline_us - margin_us(ttl_us);
 	if (h->lost && h->report_us > now)
 		h->lost = 0; /* lockd still holds it, with time left: tracked again */
@@ -404,7 +416,7 @@ int rz_track(struct holds *hs, enum rz_op op, const char *key, const char *line,
 		h->lost = 0;
 		h->asked_us = asked_us;
 		h->granted_us = now;
-		h->beat_us = h->ttl_us = h->deadline_us = 0;
+		h->beat_us = h->ttl_us = h->ttl_max_us = h->deadline_us = h->limit_us = 0;
 		/* until the HELD behind its request confirms it */
 		h->report_us = now + GRANT_CHECK_US;
 		if (hs->deadlines)
@@ -426,10 +438,16 @@ int rz_track(struct holds *hs, enum rz_op op, const char *key, const char *line,
 void rz_extend_sent(struct holds *hs, const char *key, int64_t ms, int64_t now)
 {
 	/* the masters may take the new lease whatever the reply: from now on
-	   the hold is sure only until the earlier of the two ends */
+	   the hold is sure only until the earlier of the two ends, whatever a
+	   HELD queued before says */
 	struct hold *h = rz_hold_find(hs, key);
 	int64_t ttl_us = ms * 1000, d = now + ttl_us - drift_us(ttl_us);
-	if (!h || !h->deadline_us || d >= h->deadline_us)
+	if (!h)
+		return;
+	if (!h->limit_us || d < h->limit_us)
+		h->limit_us = d;
+	h->limit_from = now;
+	if (!h->deadline_us || d >= h->deadline_us)
 		return;
 	h->deadline_us = d;
 	h->report_us = d - margin_us(ttl_us);

@@ -35,7 +35,7 @@
 
 /* Short, so that each test waits a few seconds (lockd requires
  * redis.timeout_ms, H_REDIS_TMO, below a third of it). */
-#define LEASE 1200
+#define LEASE 2000
 
 /* What a client's callbacks saw. */
 struct watch {
