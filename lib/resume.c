@@ -269,11 +269,12 @@ static int64_t margin_us(int64_t ttl_us)
 	return 50000 + ttl_us / 25;
 }
 
-static uint32_t key_hash(const char *key)
+/* FNV-1a of the n bytes of key. */
+static uint32_t key_hash(const char *key, size_t n)
 {
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-		h = (h ^ *p) * 16777619u;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)key[i]) * 16777619u;
 	return h;
 }
 
@@ -297,19 +298,27 @@ void rz_holds_free(struct holds *hs)
 	free(hs);
 }
 
-static uint32_t *chain_of(struct holds *hs, const char *key)
+static uint32_t *chain_of(struct holds *hs, const char *key, size_t n)
 {
-	return &hs->bucket[key_hash(key) & (hs->nbucket - 1)];
+	return &hs->bucket[key_hash(key, n) & (hs->nbucket - 1)];
+}
+
+/* The hold of the n bytes of key (not NUL-terminated: a word of a line). */
+static struct hold *find_n(struct holds *hs, const char *key, size_t n)
+{
+	if (!hs->nbucket)
+		return NULL;
+	for (uint32_t i = *chain_of(hs, key, n); i; i = hs->h[i - 1].next) {
+		const char *k = hs->h[i - 1].key;
+		if (strncmp(k, key, n) == 0 && k[n] == '\0')
+			return &hs->h[i - 1];
+	}
+	return NULL;
 }
 
 struct hold *rz_hold_find(struct holds *hs, const char *key)
 {
-	if (!hs->nbucket)
-		return NULL;
-	for (uint32_t i = *chain_of(hs, key); i; i = hs->h[i - 1].next)
-		if (strcmp(hs->h[i - 1].key, key) == 0)
-			return &hs->h[i - 1];
-	return NULL;
+	return find_n(hs, key, strlen(key));
 }
 
 /* Rebuild the chains over nb buckets. */
@@ -322,7 +331,7 @@ static int rehash(struct holds *hs, size_t nb)
 	hs->bucket = b;
 	hs->nbucket = nb;
 	for (size_t i = 0; i < hs->n; i++) {
-		uint32_t *ch = chain_of(hs, hs->h[i].key);
+		uint32_t *ch = chain_of(hs, hs->h[i].key, strlen(hs->h[i].key));
 		hs->h[i].next = *ch;
 		*ch = (uint32_t)i + 1;
 	}
@@ -347,7 +356,7 @@ static struct hold *hold_add(struct holds *hs, const char *key)
 	struct hold *h = &hs->h[hs->n];
 	memset(h, 0, sizeof(*h));
 	h->key = dup;
-	uint32_t *ch = chain_of(hs, key);
+	uint32_t *ch = chain_of(hs, key, strlen(key));
 	h->next = *ch;
 	*ch = (uint32_t)++hs->n;
 	return h;
@@ -356,7 +365,7 @@ static struct hold *hold_add(struct holds *hs, const char *key)
 /* The link (a bucket or a hold's next) that holds index + 1 of i. */
 static uint32_t *link_to(struct holds *hs, size_t i)
 {
-	uint32_t *l = chain_of(hs, hs->h[i].key);
+	uint32_t *l = chain_of(hs, hs->h[i].key, strlen(hs->h[i].key));
 	while (*l != i + 1)
 		l = &hs->h[*l - 1].next;
 	return l;
@@ -371,7 +380,8 @@ void rz_hold_del(struct holds *hs, struct hold *h)
 		*link_to(hs, last) = (uint32_t)i + 1;
 		hs->h[i] = hs->h[last];
 	}
-	hs->n--;
+	if (--hs->n == 0)
+		hs->check_us = hs->beat_us = 0; /* nothing to time (lockd_timeout_ms -1) */
 }
 
 static void check_by(struct holds *hs, int64_t t)
@@ -472,18 +482,13 @@ static const char *word(const char **p, size_t *len)
 
 void rz_held_line(struct holds *hs, const char *line, int64_t sent_us, int64_t now)
 {
-	char key[LOCKD_MAX_KEY + 1];
 	const char *p = line;
 	size_t n;
 	const char *w = word(&p, &n);
 	if (n != 3 || strncmp(w, "KEY", 3) != 0)
 		return;
 	w = word(&p, &n);
-	if (n == 0 || n > LOCKD_MAX_KEY)
-		return;
-	memcpy(key, w, n);
-	key[n] = '\0';
-	struct hold *h = rz_hold_find(hs, key);
+	struct hold *h = n ? find_n(hs, w, n) : NULL;
 	if (!h)
 		return;
 	h->seen = hs->seen;
