@@ -527,6 +527,22 @@ static void holds_tick(struct lockd_client *c)
 	}
 }
 
+/* The client failed (and no resume is left): its session is over, or its
+ * connection of no more use; each hold not reported yet is LOST now, as
+ * when a session cannot be resumed. */
+static void holds_failed(struct lockd_client *c)
+{
+	struct holds *hs = c->holds;
+	if (!hs || !hs->deadlines)
+		return;
+	while (hs->n && !c->close_pending) {
+		struct hold *h = &hs->h[hs->n - 1];
+		if (!h->lost)
+			report_lost(c, h->key, h->fence, 0);
+		rz_hold_del(hs, &hs->h[hs->n - 1]); /* the callback changes no hold */
+	}
+}
+
 /* ------------------------------------------------------------ public */
 
 static struct lockd_client *client_new(void)
@@ -688,6 +704,8 @@ int lockd_step(struct lockd_client *c)
 			cli_on_break(c);
 	}
 	holds_tick(c);
+	if (c->st == CS_FAILED)
+		holds_failed(c);
 	if (c->close_pending && c->depth == 0) {
 		c->close_pending = 0;
 		lockd_close(c);

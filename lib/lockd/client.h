@@ -213,7 +213,8 @@ struct lockd_event {
 	int by_deadline; /* LOST: 1 when the library sends it because the hold's
 	                    local deadline came before lockd confirmed the hold
 	                    (see "Hold deadlines"; lockd may still hold it); 0 when
-	                    lockd sent it, or the session was not resumed */
+	                    lockd sent it, lockd's HELD no longer lists the hold,
+	                    or the session is over (not resumed, the client failed) */
 };
 
 struct lockd_client;
@@ -416,6 +417,11 @@ const char *lockd_peer(const struct lockd_client *c);
  * waiting waits no more (send it again), and a LOCK, TRYLOCK or UNLOCK so
  * answered may or may not have been done (HELD tells). lockd_close() sends
  * QUIT first, so that the session ends at once. */
+/* The session's id ("" before SESSION is answered, or without resume). */
+const char *lockd_session_id(const struct lockd_client *c);
+/* How many times the session was resumed so far. */
+unsigned lockd_resumes(const struct lockd_client *c);
+
 /* ---- hold deadlines (lockd_opts.hold_deadlines; interface 5) ----
  *
  * On by default (lockd_connect(), lockd_connect_start()): the library
@@ -423,28 +429,26 @@ const char *lockd_peer(const struct lockd_client *c);
  * CAMPAIGN) and not released or lost, a local deadline on its monotonic
  * clock: the time a HELD that listed the hold was sent, plus the ttl_ms
  * lockd gave it there, less 1 % and 2 ms for clock drift. A HELD goes
- * out right behind every request that may grant (one for a batch written
- * at once), and as a heartbeat, one per client for all its holds, a
- * third of the shortest ttl_ms after the last one was sent (the user's
- * own HELD replies count too). The guarantee: a hold whose deadline
- * comes before lockd confirmed it again is reported lost before that
- * deadline, so before its lease can have lapsed on the masters: the
- * event callback gets "LOST key fence" (kind LOCKD_E_LOST, by_deadline
- * 1) as for lockd's own LOST, whether lockd is frozen, dead, cut off, or
- * being resumed; a LOST that lockd sends for it later is not handed
- * again. The deadline runs in lockd_step() (lockd_call(), lockd_wait()):
- * a program that holds locks calls one of them as lockd_timeout_ms()
- * says. A LOCK that waits holds back the heartbeat (lockd answers in
- * order): a hold whose deadline comes meanwhile is reported lost. lockd
- * may still hold a key reported so: UNLOCK it (OK or ERR NOTHELD), or
- * close the client; a later HELD that lists it with time left makes the
- * library track it again (no event). A line callback that takes lines
- * (lockd_set_line_callback()) could take the replies to those HELDs:
- * with one, set hold_deadlines -1. */
-/* The session's id ("" before SESSION is answered, or without resume). */
-const char *lockd_session_id(const struct lockd_client *c);
-/* How many times the session was resumed so far. */
-unsigned lockd_resumes(const struct lockd_client *c);
+ * out right behind every request that may grant, and as a heartbeat,
+ * one per client for all its holds, a third of the shortest ttl_ms
+ * after the last one was sent (the user's own HELD replies count too).
+ * The guarantee: a hold whose deadline comes before lockd confirmed it
+ * again is reported lost before that deadline, so before its lease can
+ * have lapsed on the masters: the event callback gets "LOST key fence"
+ * (kind LOCKD_E_LOST, by_deadline 1) as for lockd's own LOST, whether
+ * lockd is frozen, dead, cut off, or being resumed; a LOST that lockd
+ * sends for it later is not handed again. The deadline runs in
+ * lockd_step() (lockd_call(), lockd_wait()): a program that holds locks
+ * calls one of them as lockd_timeout_ms() says. A LOCK that waits holds
+ * back the heartbeat (lockd answers in order): a hold whose deadline
+ * comes meanwhile is reported lost. lockd may still hold a key reported
+ * so: UNLOCK it (OK or ERR NOTHELD), or close the client; a later HELD
+ * that lists it with time left makes the library track it again (no
+ * event). When the client fails (no resume left), each hold not
+ * reported yet gets LOST too (by_deadline 0). A line callback that
+ * takes lines (lockd_set_line_callback()) could take the replies to
+ * those HELDs: with one, set hold_deadlines -1. No function of its own:
+ * the events and lockd_timeout_ms() carry it. */
 
 #ifdef __cplusplus
 }

@@ -622,6 +622,34 @@ START_TEST(deadline_grant_unconfirmed)
 }
 END_TEST
 
+/* The client fails (lockd closed the connection of a session that is not
+ * resumable): each hold is LOST before the error is returned, as when a
+ * session cannot be resumed. */
+START_TEST(deadline_client_fails)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = plain(lfd, &s, 0);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)1), LOCKD_OK);
+	expect_line(c, s, "LOCK k\n");
+	expect_line(c, s, "HELD\n");
+	say(s, "OK 7\r\nKEY k 7 1 5000\r\nEND\r\n");
+	wait_seen(c, "R1 OK 7");
+	close(s);
+	int rc = LOCKD_OK;
+	double end = now_ms() + 2000;
+	while (rc == LOCKD_OK && now_ms() < end) {
+		rc = lockd_step(c);
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, LOCKD_ECLOSED);
+	ck_assert_int_ge(seen_index("E LOST k 7"), 0);
+	ck_assert_str_eq(seen[seen_index("E LOST k 7")], "E LOST k 7");
+	ck_assert_int_eq(seen_count("E LOST"), 1);
+	lockd_close(c);
+	close(lfd);
+}
+END_TEST
+
 /* Which requests get a HELD behind them: each that may grant (TRYLOCK,
  * LOCK) its own, a LOCK of a key held (reentrant) none, and none at all
  * with hold_deadlines -1. A HELD reply that no longer lists a key held is
@@ -702,6 +730,7 @@ Suite *client_resume_suite(void)
 	tcase_add_test(tc, deadline_waited_grant);
 	tcase_add_test(tc, deadline_grant_unconfirmed);
 	tcase_add_test(tc, deadline_requests);
+	tcase_add_test(tc, deadline_client_fails);
 	suite_add_tcase(su, tc);
 	return su;
 }
