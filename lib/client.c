@@ -16,7 +16,13 @@
  * connection (the next address, the resume of a session) is
  * reconnect.c's, called at the safe points of lockd_step() and
  * lockd_connect_start(); it hands its replies and events back up through
- * the struct cli_ops that client_new() puts in every client. */
+ * the struct cli_ops that client_new() puts in every client.
+ *
+ * The hold deadlines (lockd/client.h) are run here: the HELD queued
+ * behind a request that may grant, the heartbeat, the replies of every
+ * HELD read into the holds, and the LOST of a hold whose deadline nears,
+ * all at lockd_step(); the holds and the arithmetic of their deadlines
+ * are resume.c's (no I/O). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -42,7 +48,32 @@ static int resuming(const struct lockd_client *c)
 
 /* ------------------------------------------------------------ requests */
 
-/* Queue req + LF with its pending entry. */
+/* Queue one of the library's HELDs (beat: the heartbeat, else a grant's
+ * check) at the end of ob. */
+static int push_held(struct lockd_client *c, struct buf *ob, int beat)
+{
+	if (cli_buf_reserve(ob, 5) != 0)
+		return -1;
+	struct pend *p = cli_q_push(c);
+	if (!p)
+		return -1;
+	memcpy(ob->p + ob->len, "HELD\n", 5);
+	ob->len += 5;
+	p->who = W_HELD;
+	p->beat = (unsigned char)beat;
+	p->sent_us = cli_now_us();
+	p->timeout_ms = -1;
+	p->list = 1;
+	snprintf(p->cmd, sizeof(p->cmd), "HELD");
+	c->nheld++;
+	return 0;
+}
+
+/* Queue req + LF with its pending entry. A request that may grant a key
+ * not held yet gets a HELD right behind it (hold deadlines): its ttl_ms,
+ * measured when lockd granted, gives the hold its first deadline. Each
+ * has its own: one shared behind several requests would wait for all of
+ * them, and leave the first grants unconfirmed meanwhile. */
 int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_ms, void *tag,
                 enum who who)
 {
@@ -55,9 +86,15 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 	struct buf *ob = resuming(c) ? &c->rz->later : &c->out;
 	enum rz_op op = RZ_OP_NONE;
 	char *key = NULL;
-	if (c->rz && c->rz->resume && rz_request(req, n, &op, &key) != 0)
+	int64_t num = 0;
+	if (c->holds && rz_request(req, n, &op, &key, &num) != 0)
 		return LOCKD_ENOMEM;
-	if (cli_buf_reserve(ob, n + 1) != 0) {
+	int check = 0;
+	if (op == RZ_OP_LOCK && c->holds->deadlines) {
+		const struct hold *h = rz_hold_find(c->holds, key);
+		check = !h || h->lost;
+	}
+	if (cli_buf_reserve(ob, n + 1 + (check ? 5 : 0)) != 0) {
 		free(key);
 		return LOCKD_ENOMEM;
 	}
@@ -71,6 +108,7 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 	ob->len += n + 1;
 	p->op = (unsigned char)op;
 	p->key = key;
+	p->num = num;
 	if (cli_is_internal(who))
 		c->nint++;
 	p->tag = tag;
@@ -86,6 +124,11 @@ int cli_enqueue(struct lockd_client *c, const char *req, size_t n, int timeout_m
 	if (c->rz && c->rz->resume && (c->rz->st == RZ_LIVE || c->rz->st == RZ_NONE) &&
 	    strcasecmp(p->cmd, "QUIT") == 0)
 		c->rz->st = RZ_OVER;
+	if (op == RZ_OP_EXTEND && c->holds->deadlines)
+		rz_extend_sent(c->holds, key, num, p->sent_us);
+	/* without memory for the check, the hold is reported lost early: safe */
+	if (check)
+		(void)push_held(c, ob, 0);
 	return LOCKD_OK;
 }
 
@@ -115,6 +158,52 @@ static void handle_auth(struct lockd_client *c, const char *line)
 	cli_fail(c, LOCKD_EAUTH, "AUTH refused by %s: %s", c->peer, e);
 }
 
+static int deliver_event(struct lockd_client *c, const char *line, size_t n, int by_deadline);
+
+/* "LOST key fence" of the library's own making. */
+static void report_lost(struct lockd_client *c, const char *key, uint64_t fence, int by_deadline)
+{
+	char sb[512];
+	size_t need = strlen(key) + 32;
+	char *line = need <= sizeof(sb) ? sb : malloc(need);
+	if (!line) {
+		cli_fail(c, LOCKD_ENOMEM, "out of memory");
+		return;
+	}
+	int n = snprintf(line, need, "LOST %s %llu", key, (unsigned long long)fence);
+	deliver_event(c, line, (size_t)n, by_deadline);
+	if (line != sb)
+		free(line);
+}
+
+/* A HELD reply (in acc), queued at sent_us: every hold it lists is
+ * confirmed until sent_us + its ttl_ms; a hold it does not list, lockd
+ * does not hold (its LOST, or the reply that released it, came first):
+ * reported LOST now. */
+static void held_reply(struct lockd_client *c, int64_t sent_us)
+{
+	struct holds *hs = c->holds;
+	struct rstore *rs = &c->acc;
+	if (!hs || !hs->deadlines || rs->n == 0 ||
+	    strcmp(rs->text + rs->offs[rs->n - 1], "END") != 0)
+		return; /* an ERR */
+	int64_t now = cli_now_us();
+	hs->seen++;
+	for (size_t i = 0; i + 1 < rs->n; i++)
+		rz_held_line(hs, rs->text + rs->offs[i], sent_us, now);
+	for (size_t i = hs->n; i-- > 0 && c->st != CS_FAILED && !c->close_pending;) {
+		struct hold *h = &hs->h[i];
+		if (h->seen == hs->seen)
+			continue;
+		int lost = h->lost;
+		if (!lost)
+			report_lost(c, h->key, h->fence, 0);
+		/* the callback changes no hold: h is still the same */
+		rz_hold_del(hs, h);
+	}
+	rz_holds_plan(hs, sent_us);
+}
+
 /* The reply at the head of the queue is complete in acc. */
 static void reply_done(struct lockd_client *c)
 {
@@ -138,10 +227,25 @@ static void reply_done(struct lockd_client *c)
 		memset(line, 0, sizeof(line));
 		return;
 	}
+	if (p.who == W_HELD) {
+		if (p.beat)
+			c->holds->beat_out = 0;
+		held_reply(c, p.sent_us);
+		cli_rs_reset(&c->acc);
+		return;
+	}
 	if (p.key) {
-		if (c->rz && rz_track(c->rz, (enum rz_op)p.op, p.key, c->acc.text) != 0)
+		if (rz_track(c->holds, (enum rz_op)p.op, p.key, c->acc.text, p.sent_us, p.num,
+		             cli_now_us()) != 0)
 			cli_fail(c, LOCKD_ENOMEM, "out of memory");
 		free(p.key);
+	}
+	if (p.list && strcasecmp(p.cmd, "HELD") == 0) {
+		held_reply(c, p.sent_us); /* the caller's HELD counts too */
+		if (c->close_pending) {
+			cli_rs_reset(&c->acc);
+			return; /* closed from the callback of a LOST it made */
+		}
 	}
 	if (p.who == W_CALL) {
 		struct rstore t = c->res;
@@ -163,13 +267,9 @@ static void reply_done(struct lockd_client *c)
 	cli_rs_reset(&c->acc);
 }
 
-static int handle_event(struct lockd_client *c, const char *line, size_t n)
+/* An event to the event callback. */
+static int deliver_event(struct lockd_client *c, const char *line, size_t n, int by_deadline)
 {
-	if (c->rz && c->rz->nkeys && strncmp(line, "LOST ", 5) == 0) {
-		char key[LOCKD_MAX_KEY + 1];
-		if (sscanf(line + 5, "%65536s", key) == 1)
-			rz_lost(c->rz, key);
-	}
 	if (!c->on_event)
 		return 0;
 	if (n + 1 > c->evcap) {
@@ -188,11 +288,31 @@ static int handle_event(struct lockd_client *c, const char *line, size_t n)
 	memcpy(w, line, n + 1);
 	struct lockd_event ev;
 	rp_event(&ev, c->evbuf, w, c->in_list);
+	ev.by_deadline = by_deadline;
 	c->depth++;
 	c->handed++;
 	c->on_event(c, &ev, c->arg);
 	c->depth--;
 	return 0;
+}
+
+/* An event line, lockd's or reconnect.c's: a LOST ends the hold; one
+ * that its deadline reported already is not handed again. */
+static int handle_event(struct lockd_client *c, const char *line, size_t n)
+{
+	if (c->holds && c->holds->n && strncmp(line, "LOST ", 5) == 0) {
+		char key[LOCKD_MAX_KEY + 1];
+		unsigned long long fence = 0;
+		struct hold *h;
+		if (sscanf(line + 5, "%65536s %llu", key, &fence) >= 1 &&
+		    (h = rz_hold_find(c->holds, key))) {
+			int told = h->lost && (!fence || fence == h->fence);
+			rz_hold_del(c->holds, h);
+			if (told)
+				return 0;
+		}
+	}
+	return deliver_event(c, line, n, 0);
 }
 
 /* What reconnect.c hands up: the ERR DISCONNECTED answers and the
@@ -379,6 +499,50 @@ static int check_deadlines(struct lockd_client *c)
 	return 0;
 }
 
+/* Hold deadlines: report each hold whose deadline nears unconfirmed
+ * (while resuming too), and send the heartbeat when it is due. */
+static void holds_tick(struct lockd_client *c)
+{
+	struct holds *hs = c->holds;
+	if (!hs || !hs->deadlines || c->st == CS_FAILED || c->close_pending)
+		return;
+	int64_t now = cli_now_us();
+	if (hs->check_us && now >= hs->check_us) {
+		for (size_t i = hs->n; i-- > 0 && c->st != CS_FAILED && !c->close_pending;) {
+			struct hold *h = &hs->h[i];
+			if (h->lost || h->report_us > now)
+				continue;
+			/* kept (lost), so that lockd's own LOST for it is not handed
+			   again; the callback changes no hold */
+			h->lost = 1;
+			report_lost(c, h->key, h->fence, 1);
+		}
+		rz_holds_plan(hs, 0);
+	}
+	if (hs->beat_us && now >= hs->beat_us && !hs->beat_out && hs->n && lockd_ready(c) &&
+	    !c->close_pending && push_held(c, &c->out, 1) == 0) {
+		hs->beat_out = 1;
+		hs->beat_us = 0;
+		do_flush(c);
+	}
+}
+
+/* The client failed (and no resume is left): its session is over, or its
+ * connection of no more use; each hold not reported yet is LOST now, as
+ * when a session cannot be resumed. */
+static void holds_failed(struct lockd_client *c)
+{
+	struct holds *hs = c->holds;
+	if (!hs || !hs->deadlines)
+		return;
+	while (hs->n && !c->close_pending) {
+		struct hold *h = &hs->h[hs->n - 1];
+		if (!h->lost)
+			report_lost(c, h->key, h->fence, 0);
+		rz_hold_del(hs, &hs->h[hs->n - 1]); /* the callback changes no hold */
+	}
+}
+
 /* ------------------------------------------------------------ public */
 
 static struct lockd_client *client_new(void)
@@ -406,6 +570,16 @@ static int client_opts(struct lockd_client *c, const struct lockd_opts *uo, stru
 	if (o->connect_timeout_ms)
 		c->connect_timeout_ms = o->connect_timeout_ms;
 	return 0;
+}
+
+/* The holds, kept with hold deadlines or resume (LOST for each when the
+ * session cannot be resumed). */
+static int holds_new(struct lockd_client *c, int deadlines, int resume)
+{
+	if (!deadlines && !resume)
+		return 0;
+	c->holds = rz_holds_new(deadlines);
+	return c->holds ? 0 : cli_fail(c, LOCKD_ENOMEM, "out of memory");
 }
 
 static int start_auth(struct lockd_client *c, const char *password)
@@ -444,6 +618,8 @@ int lockd_connect_start(const struct lockd_opts *uo, struct lockd_client **out)
 	if (c->connect_timeout_ms > 0)
 		c->connect_deadline_us = cli_now_us() + (int64_t)c->connect_timeout_ms * 1000;
 	rc = rz_new(c, &o);
+	if (rc == 0)
+		rc = holds_new(c, o.hold_deadlines >= 0, o.resume);
 	if (rc != 0)
 		return rc;
 	if (!c->rz) {
@@ -488,6 +664,8 @@ int lockd_open_fd(int fd, const struct lockd_opts *uo, struct lockd_client **out
 	c->fd = fd;
 	int rc = client_opts(c, uo, &o);
 	if (rc == 0)
+		rc = holds_new(c, o.hold_deadlines > 0, 0);
+	if (rc == 0)
 		rc = net_adopt_fd(c, fd);
 	if (rc == 0)
 		rc = start_auth(c, o.password);
@@ -525,6 +703,9 @@ int lockd_step(struct lockd_client *c)
 		if (c->st == CS_BROKEN)
 			cli_on_break(c);
 	}
+	holds_tick(c);
+	if (c->st == CS_FAILED)
+		holds_failed(c);
 	if (c->close_pending && c->depth == 0) {
 		c->close_pending = 0;
 		lockd_close(c);
@@ -578,6 +759,14 @@ int lockd_timeout_ms(const struct lockd_client *c)
 		if (p->deadline_us && (!d || p->deadline_us < d))
 			d = p->deadline_us;
 	}
+	const struct holds *hs = c->holds;
+	if (hs && hs->deadlines) {
+		if (hs->check_us && (!d || hs->check_us < d))
+			d = hs->check_us;
+		if (hs->beat_us && !hs->beat_out && hs->n && lockd_ready(c) &&
+		    (!d || hs->beat_us < d))
+			d = hs->beat_us;
+	}
 	if (!d)
 		return -1;
 	int64_t left = d - cli_now_us();
@@ -589,7 +778,7 @@ int lockd_timeout_ms(const struct lockd_client *c)
 
 size_t lockd_pending(const struct lockd_client *c)
 {
-	return c ? c->qlen : 0;
+	return c ? c->qlen - c->nheld : 0;
 }
 
 int lockd_ready(const struct lockd_client *c)
@@ -688,7 +877,7 @@ int lockd_call(struct lockd_client *c, const char *request, int timeout_ms,
 		return LOCKD_ESTATE;
 	if (c->st == CS_FAILED)
 		return c->status;
-	if (c->qlen > c->nint)
+	if (c->qlen > c->nint + c->nheld)
 		return LOCKD_ESTATE;
 	int rc = cli_enqueue(c, request, strlen(request), timeout_ms, NULL, W_CALL);
 	if (rc != 0)
@@ -796,6 +985,7 @@ void lockd_close(struct lockd_client *c)
 	for (size_t i = 0; i < c->qlen; i++)
 		free(cli_q_at(c, i)->key);
 	rz_free(c->rz);
+	rz_holds_free(c->holds);
 	if (c->out.p)
 		memset(c->out.p, 0, c->out.cap); /* may hold AUTH password */
 	free(c->out.p);

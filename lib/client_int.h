@@ -6,7 +6,8 @@
  *   typed.c      typed requests (lockd_lock(), ...) and status names,
  *                queued through client.c (cli_enqueue)
  *   client.c     the public API: lines to replies and events, callbacks,
- *                deadlines; fills each client's struct cli_ops
+ *                deadlines, the heartbeat of the hold deadlines; fills
+ *                each client's struct cli_ops
  *   reconnect.c  the I/O of reaching lockd again after a break: the next
  *                address, and the resume of a resumable session (when to
  *                reconnect, what to hand). client.c calls it at its safe
@@ -14,8 +15,9 @@
  *                replies and events up through c->ops (cli_ops)
  *   queue.c      the buffers and the queue of requests (no I/O, no
  *                callbacks), used by client.c and reconnect.c
- *   resume.c     a resumable session's state: its addresses, id and
- *                secret, the keys it holds, backoff (no I/O, no callbacks)
+ *   resume.c     a session's state: its addresses, id and secret,
+ *                backoff, and the keys it holds with their local
+ *                deadlines (struct holds; no I/O, no callbacks)
  *   net.c        options, addresses, connecting (TCP, Unix socket), and
  *                the bytes in and out, plain or through tls.c
  *   tls.c        the TLS layer over OpenSSL (every #ifdef HAVE_TLS)
@@ -58,6 +60,8 @@ enum who {
 	W_CALL,    /* lockd_call(): reply kept in res */
 	W_SESSION, /* the SESSION of connecting (resume): handled here */
 	W_RESUME,  /* the RESUME of a reconnection: handled here */
+	W_HELD,    /* the library's HELD (a grant's check, a heartbeat): its
+	              reply refreshes the hold deadlines (client.c) */
 };
 
 /* What a request does to the keys a resumable session holds. */
@@ -66,6 +70,7 @@ enum rz_op {
 	RZ_OP_LOCK,   /* LOCK, TRYLOCK: "OK fence" grants key */
 	RZ_OP_UNLOCK, /* UNLOCK: "OK 0" or ERR NOTHELD drops key */
 	RZ_OP_RESIGN, /* RESIGN: "OK" or ERR NOTLEADER drops key (CAMPAIGN is a LOCK) */
+	RZ_OP_EXTEND, /* EXTEND key ms: "OK" gives key a lease of ms from its sending */
 };
 
 struct pend {
@@ -75,11 +80,13 @@ struct pend {
 	int timeout_ms;      /* for the message */
 	unsigned char list;  /* HELD, STATS: lines up to END */
 	unsigned char who;   /* enum who */
-	unsigned char op;    /* enum rz_op (resume only) */
+	unsigned char op;    /* enum rz_op (c->holds only) */
+	unsigned char beat;  /* W_HELD: the heartbeat (not a grant's check) */
 	unsigned char dead;  /* sent on a connection that broke: answered
 	                        ERR DISCONNECTED once the session is resumed */
 	char cmd[14];        /* the command word, for messages */
-	char *key;           /* op's key (malloc'd; resume only) */
+	char *key;           /* op's key (malloc'd; c->holds only) */
+	int64_t num;         /* RZ_OP_EXTEND: its ms (rz_request) */
 };
 
 struct buf {
@@ -123,11 +130,6 @@ enum rz_state {
 	RZ_OVER,   /* QUIT sent, or no resume possible: a break is final */
 };
 
-struct rz_key {
-	char *key;
-	uint64_t fence;
-};
-
 /* A client's addresses and, with resume, its session (resume.c). */
 struct rz {
 	enum rz_state st;
@@ -145,11 +147,41 @@ struct rz {
 	char secret[96];
 	int grace_ms; /* as SESSION answered */
 	unsigned resumes;
-	struct rz_key *keys; /* granted and not released or lost */
-	size_t nkeys, kcap;
 	struct buf later; /* requests sent while resuming: out after RESUME */
 	char why[384];    /* what broke the connection */
 	char was[320];    /* the peer it broke with */
+};
+
+/* A key the session holds, as the library saw it granted (resume.c). */
+struct hold {
+	char *key;
+	uint64_t fence;
+	int64_t asked_us;    /* the request that granted it was queued then */
+	int64_t granted_us;  /* its "OK fence" came then */
+	int64_t ttl_us;      /* the lease left that its last confirmation gave */
+	int64_t ttl_max_us;  /* the longest it gave (about the lease) */
+	int64_t beat_us;     /* a heartbeat is due then for it (0: none) */
+	int64_t deadline_us; /* surely held before this; 0: not confirmed yet */
+	int64_t report_us;   /* reported LOST then unless confirmed again */
+	int64_t limit_us;    /* an EXTEND queued at limit_from may end the lease then:
+	                        no confirmation queued before it goes past (0: none) */
+	int64_t limit_from;
+	uint32_t next;      /* the next hold of its hash chain: index + 1 (0: none) */
+	uint32_t seen;      /* the HELD reply (holds.seen) that last listed it */
+	unsigned char lost; /* reported LOST by its deadline; kept until lockd says */
+};
+
+/* The keys a session holds (with resume, or hold deadlines). */
+struct holds {
+	struct hold *h;
+	size_t n, cap;
+	uint32_t *bucket; /* the first hold of each chain: index + 1 (0: none) */
+	size_t nbucket;   /* a power of two */
+	int deadlines;    /* lockd_opts.hold_deadlines is on */
+	int beat_out;     /* a heartbeat is unanswered */
+	int64_t beat_us;  /* the next heartbeat is due then (0: none due) */
+	int64_t check_us; /* no hold is to be reported before then (0: none) */
+	uint32_t seen;    /* HELD replies read */
 };
 
 struct lockd_client {
@@ -189,7 +221,9 @@ struct lockd_client {
 	struct ctls *tls;          /* NULL: plain */
 	size_t wrote;              /* bytes written on this connection */
 	size_t nint;               /* internal requests (AUTH, SESSION, RESUME) in the queue */
+	size_t nheld;              /* the library's HELDs (W_HELD) in the queue */
 	struct rz *rz;             /* addresses and resume (NULL: neither asked) */
+	struct holds *holds;       /* NULL: neither resume nor hold deadlines */
 	const struct cli_ops *ops; /* client.c's, for reconnect.c */
 };
 
@@ -278,12 +312,28 @@ int rz_new(struct lockd_client *c, const struct lockd_opts *o);
 void rz_free(struct rz *rz);
 /* The options to connect to address i (o's, with its host, port or path). */
 void rz_ep_opts(const struct rz *rz, int i, struct lockd_opts *out);
-/* The op and key of a request line (key malloc'd, NULL for RZ_OP_NONE). */
-int rz_request(const char *req, size_t n, enum rz_op *op, char **key);
-/* A reply line to a request of op on key: the keys held change. */
-int rz_track(struct rz *rz, enum rz_op op, const char *key, const char *line);
-/* A LOST event for key. */
-void rz_lost(struct rz *rz, const char *key);
+/* The op and key of a request line (key malloc'd, NULL for RZ_OP_NONE);
+ * *num: EXTEND's ms. */
+int rz_request(const char *req, size_t n, enum rz_op *op, char **key, int64_t *num);
+
+/* The holds (deadlines: lockd_opts.hold_deadlines on); NULL: no memory. */
+struct holds *rz_holds_new(int deadlines);
+void rz_holds_free(struct holds *hs);
+struct hold *rz_hold_find(struct holds *hs, const char *key);
+/* Forget h (the last hold moves into its place). */
+void rz_hold_del(struct holds *hs, struct hold *h);
+/* A reply line to a request of op on key, queued at asked_us (num: its
+ * EXTEND ms), came at now: the keys held change. 0, or -1 out of memory. */
+int rz_track(struct holds *hs, enum rz_op op, const char *key, const char *line, int64_t asked_us,
+             int64_t num, int64_t now);
+/* An EXTEND key ms queued at now: the new lease may be shorter. */
+void rz_extend_sent(struct holds *hs, const char *key, int64_t ms, int64_t now);
+/* One line "KEY key fence holds ttl_ms ..." of a HELD reply number
+ * hs->seen, queued at sent_us, read at now: the hold is confirmed. */
+void rz_held_line(struct holds *hs, const char *line, int64_t sent_us, int64_t now);
+/* After a HELD reply queued at sent_us (0 after reports): the next
+ * heartbeat and check (hs->beat_us, hs->check_us). */
+void rz_holds_plan(struct holds *hs, int64_t sent_us);
 /* "SESSION id secret grace_ms": 0 when line is that (kept), else -1. */
 int rz_session_reply(struct rz *rz, const char *line);
 

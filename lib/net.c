@@ -70,6 +70,7 @@ int net_opts(struct lockd_client *c, const struct lockd_opts *o, struct lockd_op
 	OPT_TAKE(dst, o, resume);
 	OPT_TAKE(dst, o, grace_ms);
 	OPT_TAKE(dst, o, addresses);
+	OPT_TAKE(dst, o, hold_deadlines);
 	return 0;
 }
 

@@ -92,11 +92,19 @@ struct pend *cli_q_push(struct lockd_client *c)
 	return p;
 }
 
+/* What the counts of the client say of entry p, which leaves the queue. */
+static void uncount(struct lockd_client *c, const struct pend *p)
+{
+	if (cli_is_internal(p->who))
+		c->nint--;
+	if (p->who == W_HELD)
+		c->nheld--;
+}
+
 /* Drop the head (its key is the caller's to free). */
 void cli_q_pop(struct lockd_client *c)
 {
-	if (cli_is_internal(cli_q_at(c, 0)->who))
-		c->nint--;
+	uncount(c, cli_q_at(c, 0));
 	c->qhead = (c->qhead + 1) % c->qcap;
 	c->qlen--;
 }

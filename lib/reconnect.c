@@ -49,13 +49,15 @@ static void give_up(struct lockd_client *c, const char *why)
 	rz->st = RZ_OVER;
 	if (c->st == CS_BROKEN)
 		c->st = CS_DOWN; /* so that cli_fail fails */
-	while (rz->nkeys > 0 && c->st != CS_FAILED) {
-		size_t before = rz->nkeys;
+	struct holds *hs = c->holds;
+	while (hs && hs->n > 0 && c->st != CS_FAILED) {
+		/* one that its deadline reported already is not handed again */
+		size_t before = hs->n;
 		char key[LOCKD_MAX_KEY + 1];
-		snprintf(key, sizeof(key), "%s", rz->keys[0].key);
-		hand_event(c, "LOST %s %llu", key, (unsigned long long)rz->keys[0].fence);
-		if (rz->nkeys == before)
-			rz_lost(rz, key); /* a key too long for hand_event's line */
+		snprintf(key, sizeof(key), "%s", hs->h[0].key);
+		hand_event(c, "LOST %s %llu", key, (unsigned long long)hs->h[0].fence);
+		if (hs->n == before)
+			rz_hold_del(hs, &hs->h[0]); /* a key too long for hand_event's line */
 	}
 	cli_fail(c, LOCKD_ENOSESSION, "%s", msg);
 }
@@ -290,5 +292,8 @@ void cli_handle_resume(struct lockd_client *c, const char *line)
 		memset(l->p, 0, l->len);
 	}
 	l->len = l->off = 0;
+	/* the holds' deadlines kept running: confirm them at once */
+	if (c->holds && c->holds->deadlines)
+		c->holds->beat_us = now;
 	hand_event(c, "RESUMED %s %s", c->peer, line[2] ? line + 3 : "0");
 }

@@ -1,12 +1,25 @@
-/* resume: what a liblockd client keeps to reach lockd again (private; see
+/* resume: what a liblockd client keeps of its session (private; see
  * client_int.h). It owns the list of addresses (lockd_opts.addresses),
- * a copy of the options that outlives the caller's strings, and, for a
- * resumable session (protocol 1.2), its id and secret, the keys the
- * session was granted and has not released or lost (to report them LOST
- * when the session cannot be resumed), and the rule of which failure
- * breaks a connection without failing the client. No I/O and no
- * callbacks: reconnect.c reconnects and resumes, client.c hands replies
- * and events. */
+ * a copy of the options that outlives the caller's strings, for a
+ * resumable session (protocol 1.2) its id and secret, and the keys the
+ * session was granted and has not released or lost (struct holds: to
+ * report them LOST when the session cannot be resumed, and for the hold
+ * deadlines), with the rule of which failure breaks a connection without
+ * failing the client.
+ *
+ * A hold's local deadline (lockd_opts.hold_deadlines) is what lockd last
+ * confirmed, measured from when the confirming request was queued (never
+ * later than sent, so never later than lockd saw it): a HELD line's
+ * ttl_ms, or an EXTEND's ms, less 1 % and 2 ms for the drift of the
+ * clocks (as lockctl run). It is reported lost a margin before (50 ms and
+ * 4 %), unless confirmed again; the heartbeat is due a third of the
+ * ttl_ms after its confirmation was sent (lockd renews a third of a lease
+ * after the last renewal, so a healthy lockd always confirms in time),
+ * but not sooner than a tenth of the longest ttl_ms the hold had (a TTL
+ * lease, which nobody renews, nears its end). An EXTEND sent limits what
+ * a HELD queued before it may confirm (the masters may take its lease
+ * whatever the reply).
+ * No I/O and no callbacks: client.c sends the HELDs and the events. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -162,9 +175,6 @@ void rz_free(struct rz *rz)
 	for (int i = 0; i < rz->nep; i++)
 		ep_free(&rz->eps[i]);
 	free(rz->eps);
-	for (size_t i = 0; i < rz->nkeys; i++)
-		free(rz->keys[i].key);
-	free(rz->keys);
 	if (rz->later.p)
 		memset(rz->later.p, 0, rz->later.cap);
 	free(rz->later.p);
@@ -180,17 +190,18 @@ void rz_ep_opts(const struct rz *rz, int i, struct lockd_opts *out)
 	out->unix_path = rz->eps[i].unix_path;
 }
 
-/* ------------------------------------------------------------ keys */
+/* ------------------------------------------------------------ requests */
 
 static int word_is(const char *s, size_t n, const char *w)
 {
 	return strlen(w) == n && strncasecmp(s, w, n) == 0;
 }
 
-int rz_request(const char *req, size_t n, enum rz_op *op, char **key)
+int rz_request(const char *req, size_t n, enum rz_op *op, char **key, int64_t *num)
 {
 	*op = RZ_OP_NONE;
 	*key = NULL;
+	*num = 0;
 	size_t i = 0;
 	while (i < n && (req[i] == ' ' || req[i] == '\t'))
 		i++;
@@ -203,6 +214,7 @@ int rz_request(const char *req, size_t n, enum rz_op *op, char **key)
 	                   ? RZ_OP_LOCK
 	               : word_is(req + c0, cl, "UNLOCK") ? RZ_OP_UNLOCK
 	               : word_is(req + c0, cl, "RESIGN") ? RZ_OP_RESIGN
+	               : word_is(req + c0, cl, "EXTEND") ? RZ_OP_EXTEND
 	                                                 : RZ_OP_NONE;
 	if (o == RZ_OP_NONE)
 		return 0;
@@ -213,6 +225,23 @@ int rz_request(const char *req, size_t n, enum rz_op *op, char **key)
 		i++;
 	if (i == k0)
 		return 0;
+	if (o == RZ_OP_EXTEND) {
+		/* "EXTEND key ms": a time lockd takes (1 to 2^31-1), else no op */
+		size_t k1 = i;
+		while (i < n && (req[i] == ' ' || req[i] == '\t'))
+			i++;
+		int64_t ms = 0;
+		size_t d0 = i;
+		while (i < n && req[i] >= '0' && req[i] <= '9' && ms <= 0x7fffffff)
+			ms = ms * 10 + (req[i++] - '0');
+		size_t d1 = i;
+		while (i < n && (req[i] == ' ' || req[i] == '\t'))
+			i++;
+		if (d1 == d0 || i != n || ms < 1 || ms > 0x7fffffff)
+			return 0;
+		*num = ms;
+		i = k1;
+	}
 	*key = strndup(req + k0, i - k0);
 	if (!*key)
 		return -1;
@@ -220,54 +249,284 @@ int rz_request(const char *req, size_t n, enum rz_op *op, char **key)
 	return 0;
 }
 
-static struct rz_key *key_find(struct rz *rz, const char *key)
+/* ------------------------------------------------------------ holds */
+
+/* A grant whose HELD (right behind it) is not answered within this is
+ * reported lost: lockd's shortest lease. */
+#define GRANT_CHECK_US 100000
+/* Heartbeats at most this often. */
+#define BEAT_MIN_US 10000
+
+/* The drift of the clocks over ttl_us (lockctl run's rule), and the margin
+ * before the deadline at which a hold is reported lost. */
+static int64_t drift_us(int64_t ttl_us)
 {
-	for (size_t i = 0; i < rz->nkeys; i++)
-		if (strcmp(rz->keys[i].key, key) == 0)
-			return &rz->keys[i];
+	return ttl_us / 100 + 2000;
+}
+
+static int64_t margin_us(int64_t ttl_us)
+{
+	return 50000 + ttl_us / 25;
+}
+
+/* FNV-1a of the n bytes of key. */
+static uint32_t key_hash(const char *key, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)key[i]) * 16777619u;
+	return h;
+}
+
+struct holds *rz_holds_new(int deadlines)
+{
+	struct holds *hs = calloc(1, sizeof(*hs));
+	if (!hs)
+		return NULL;
+	hs->deadlines = deadlines;
+	return hs;
+}
+
+void rz_holds_free(struct holds *hs)
+{
+	if (!hs)
+		return;
+	for (size_t i = 0; i < hs->n; i++)
+		free(hs->h[i].key);
+	free(hs->h);
+	free(hs->bucket);
+	free(hs);
+}
+
+static uint32_t *chain_of(struct holds *hs, const char *key, size_t n)
+{
+	return &hs->bucket[key_hash(key, n) & (hs->nbucket - 1)];
+}
+
+/* The hold of the n bytes of key (not NUL-terminated: a word of a line). */
+static struct hold *find_n(struct holds *hs, const char *key, size_t n)
+{
+	if (!hs->nbucket)
+		return NULL;
+	for (uint32_t i = *chain_of(hs, key, n); i; i = hs->h[i - 1].next) {
+		const char *k = hs->h[i - 1].key;
+		if (strncmp(k, key, n) == 0 && k[n] == '\0')
+			return &hs->h[i - 1];
+	}
 	return NULL;
 }
 
-void rz_lost(struct rz *rz, const char *key)
+struct hold *rz_hold_find(struct holds *hs, const char *key)
 {
-	struct rz_key *k = key_find(rz, key);
-	if (!k)
-		return;
-	free(k->key);
-	*k = rz->keys[--rz->nkeys];
+	return find_n(hs, key, strlen(key));
 }
 
-int rz_track(struct rz *rz, enum rz_op op, const char *key, const char *line)
+/* Rebuild the chains over nb buckets. */
+static int rehash(struct holds *hs, size_t nb)
 {
+	uint32_t *b = calloc(nb, sizeof(*b));
+	if (!b)
+		return -1;
+	free(hs->bucket);
+	hs->bucket = b;
+	hs->nbucket = nb;
+	for (size_t i = 0; i < hs->n; i++) {
+		uint32_t *ch = chain_of(hs, hs->h[i].key, strlen(hs->h[i].key));
+		hs->h[i].next = *ch;
+		*ch = (uint32_t)i + 1;
+	}
+	return 0;
+}
+
+static struct hold *hold_add(struct holds *hs, const char *key)
+{
+	if (hs->n == hs->cap) {
+		size_t cap = hs->cap ? hs->cap * 2 : 8;
+		struct hold *nh = realloc(hs->h, cap * sizeof(*nh));
+		if (!nh)
+			return NULL;
+		hs->h = nh;
+		hs->cap = cap;
+	}
+	if (hs->n + 1 > hs->nbucket && rehash(hs, hs->nbucket ? hs->nbucket * 2 : 16) != 0)
+		return NULL;
+	char *dup = strdup(key);
+	if (!dup)
+		return NULL;
+	struct hold *h = &hs->h[hs->n];
+	memset(h, 0, sizeof(*h));
+	h->key = dup;
+	uint32_t *ch = chain_of(hs, key, strlen(key));
+	h->next = *ch;
+	*ch = (uint32_t)++hs->n;
+	return h;
+}
+
+/* The link (a bucket or a hold's next) that holds index + 1 of i. */
+static uint32_t *link_to(struct holds *hs, size_t i)
+{
+	uint32_t *l = chain_of(hs, hs->h[i].key, strlen(hs->h[i].key));
+	while (*l != i + 1)
+		l = &hs->h[*l - 1].next;
+	return l;
+}
+
+void rz_hold_del(struct holds *hs, struct hold *h)
+{
+	size_t i = (size_t)(h - hs->h), last = hs->n - 1;
+	*link_to(hs, i) = h->next;
+	free(h->key);
+	if (i != last) {
+		*link_to(hs, last) = (uint32_t)i + 1;
+		hs->h[i] = hs->h[last];
+	}
+	if (--hs->n == 0)
+		hs->check_us = hs->beat_us = 0; /* nothing to time (lockd_timeout_ms -1) */
+}
+
+static void check_by(struct holds *hs, int64_t t)
+{
+	if (!hs->check_us || t < hs->check_us)
+		hs->check_us = t;
+}
+
+/* h is confirmed for ttl_us from `from`, by a request queued at conf. */
+static void confirm(struct holds *hs, struct hold *h, int64_t from, int64_t ttl_us, int64_t conf,
+                    int64_t now)
+{
+	h->ttl_us = ttl_us;
+	if (ttl_us > h->ttl_max_us)
+		h->ttl_max_us = ttl_us;
+	/* a third of what is left; a lease nobody renews (TTL) is not asked
+	   about more often than a tenth of it as its end nears */
+	h->beat_us = conf + (ttl_us / 3 > h->ttl_max_us / 10 ? ttl_us / 3 : h->ttl_max_us / 10);
+	h->deadline_us = from + ttl_us - drift_us(ttl_us);
+	if (h->limit_us && conf >= h->limit_from)
+		h->limit_us = 0; /* lockd saw the EXTEND first: ttl_ms counts it */
+	if (h->limit_us && h->deadline_us > h->limit_us)
+		h->deadline_us = h->limit_us;
+	h->report_us = h->deadline_us - margin_us(ttl_us);
+	if (h->lost && h->report_us > now)
+		h->lost = 0; /* lockd still holds it, with time left: tracked again */
+	if (!h->lost)
+		check_by(hs, h->report_us);
+}
+
+int rz_track(struct holds *hs, enum rz_op op, const char *key, const char *line, int64_t asked_us,
+             int64_t num, int64_t now)
+{
+	struct hold *h = rz_hold_find(hs, key);
 	if (op == RZ_OP_LOCK && strncmp(line, "OK ", 3) == 0) {
 		uint64_t fence = strtoull(line + 3, NULL, 10);
-		struct rz_key *k = key_find(rz, key);
-		if (k) {
-			k->fence = fence;
-			return 0;
-		}
-		if (rz->nkeys == rz->kcap) {
-			size_t cap = rz->kcap ? rz->kcap * 2 : 8;
-			struct rz_key *nk = realloc(rz->keys, cap * sizeof(*nk));
-			if (!nk)
-				return -1;
-			rz->keys = nk;
-			rz->kcap = cap;
-		}
-		char *dup = strdup(key);
-		if (!dup)
+		if (h && !h->lost && h->fence == fence)
+			return 0; /* a reentrant grant: the hold as it was */
+		if (!h && !(h = hold_add(hs, key)))
 			return -1;
-		rz->keys[rz->nkeys].key = dup;
-		rz->keys[rz->nkeys++].fence = fence;
+		h->fence = fence;
+		h->lost = 0;
+		h->asked_us = asked_us;
+		h->granted_us = now;
+		h->beat_us = h->ttl_us = h->ttl_max_us = h->deadline_us = h->limit_us = 0;
+		/* until the HELD behind its request confirms it */
+		h->report_us = now + GRANT_CHECK_US;
+		if (hs->deadlines)
+			check_by(hs, h->report_us);
 		return 0;
 	}
-	if (op == RZ_OP_UNLOCK &&
-	    (strcmp(line, "OK 0") == 0 || strncmp(line, "ERR NOTHELD", 11) == 0))
-		rz_lost(rz, key);
-	if (op == RZ_OP_RESIGN &&
-	    (strcmp(line, "OK") == 0 || strncmp(line, "ERR NOTLEADER", 13) == 0))
-		rz_lost(rz, key);
+	if (!h)
+		return 0;
+	if ((op == RZ_OP_UNLOCK &&
+	     (strcmp(line, "OK 0") == 0 || strncmp(line, "ERR NOTHELD", 11) == 0)) ||
+	    (op == RZ_OP_RESIGN &&
+	     (strcmp(line, "OK") == 0 || strncmp(line, "ERR NOTLEADER", 13) == 0)))
+		rz_hold_del(hs, h);
+	else if (op == RZ_OP_EXTEND && strcmp(line, "OK") == 0 && hs->deadlines)
+		confirm(hs, h, asked_us, num * 1000, asked_us, now);
 	return 0;
+}
+
+void rz_extend_sent(struct holds *hs, const char *key, int64_t ms, int64_t now)
+{
+	/* the masters may take the new lease whatever the reply: from now on
+	   the hold is sure only until the earlier of the two ends, whatever a
+	   HELD queued before says */
+	struct hold *h = rz_hold_find(hs, key);
+	int64_t ttl_us = ms * 1000, d = now + ttl_us - drift_us(ttl_us);
+	if (!h)
+		return;
+	if (!h->limit_us || d < h->limit_us)
+		h->limit_us = d;
+	h->limit_from = now;
+	if (!h->deadline_us || d >= h->deadline_us)
+		return;
+	h->deadline_us = d;
+	h->report_us = d - margin_us(ttl_us);
+	if (!h->lost)
+		check_by(hs, h->report_us);
+}
+
+/* The next word of *p (NUL-terminated in place is not allowed: the
+ * line is the reply's): its start and length. */
+static const char *word(const char **p, size_t *len)
+{
+	const char *s = *p;
+	while (*s == ' ')
+		s++;
+	const char *e = s;
+	while (*e && *e != ' ')
+		e++;
+	*len = (size_t)(e - s);
+	*p = e;
+	return s;
+}
+
+void rz_held_line(struct holds *hs, const char *line, int64_t sent_us, int64_t now)
+{
+	const char *p = line;
+	size_t n;
+	const char *w = word(&p, &n);
+	if (n != 3 || strncmp(w, "KEY", 3) != 0)
+		return;
+	w = word(&p, &n);
+	struct hold *h = n ? find_n(hs, w, n) : NULL;
+	if (!h)
+		return;
+	h->seen = hs->seen;
+	word(&p, &n); /* fence */
+	word(&p, &n); /* holds */
+	w = word(&p, &n);
+	char *end;
+	long long ttl = strtoll(w, &end, 10);
+	if (!hs->deadlines || n == 0 || end != w + n || ttl < 0)
+		return;
+	int64_t ttl_us = (int64_t)ttl * 1000;
+	if (!h->deadline_us && sent_us < h->granted_us &&
+	    h->granted_us - h->asked_us > ttl_us / 4) {
+		/* The HELD went out with a LOCK that waited: lockd measured
+		   ttl_ms when it granted, long after the HELD was sent. Count
+		   from the grant's arrival (the margin covers its way here)
+		   until the next heartbeat, due at once, confirms it. */
+		confirm(hs, h, h->granted_us, ttl_us, sent_us, now);
+		h->beat_us = now;
+		return;
+	}
+	confirm(hs, h, sent_us, ttl_us, sent_us, now);
+}
+
+void rz_holds_plan(struct holds *hs, int64_t sent_us)
+{
+	int64_t beat = 0, check = 0, floor_us = sent_us + BEAT_MIN_US;
+	for (size_t i = 0; i < hs->n; i++) {
+		const struct hold *h = &hs->h[i];
+		if (h->lost)
+			continue;
+		if (!check || h->report_us < check)
+			check = h->report_us;
+		if (h->beat_us && (!beat || h->beat_us < beat))
+			beat = h->beat_us;
+	}
+	hs->check_us = check;
+	hs->beat_us = beat && beat < floor_us ? floor_us : beat;
 }
 
 /* ------------------------------------------------------------ SESSION */

@@ -260,6 +260,10 @@ int lc_prompt(const struct lc_conn *conn)
 	}
 	struct lockd_opts o = conn->o;
 	o.resume = 1;
+	/* a console of the protocol: it shows lockd's own LOST events, not
+	   liblockd's hold deadlines (a LOCK waiting at the prompt would hold
+	   back their heartbeat) */
+	o.hold_deadlines = -1;
 	int rc = lockd_connect(&o, &P.c);
 	if (rc != LOCKD_OK) {
 		lc_err("%s", P.c ? lockd_error(P.c) : lockd_strerror(rc));

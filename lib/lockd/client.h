@@ -126,7 +126,13 @@ struct lockd_opts {
 	                          same masters, tried in order to connect and to resume
 	                          (a host without port takes port); set, it replaces
 	                          host and unix_path. NULL: host/port or unix_path */
-	                       /* New fields go here, at the end, and mean "as before" when zero. */
+	/* Hold deadlines (interface 5; see "Hold deadlines" below). */
+	int hold_deadlines; /* 0: the default: on for lockd_connect() and
+	                       lockd_connect_start(), off for lockd_open_fd();
+	                       1: on; -1: off (the behaviour of interface 4) */
+	                    /* New fields go here, at the end, and mean "as before" when zero
+	                       (hold_deadlines, on by default, is the one exception: see
+	                       liblockd(3), "ABI"). */
 };
 
 /* struct lockd_opts o = LOCKD_OPTS_INIT; then set fields. A designated
@@ -203,6 +209,12 @@ struct lockd_event {
 	   before them never reads them) */
 	enum lockd_event_kind kind;
 	const char *value; /* ELECTED: the leader's value; "" otherwise */
+	/* interface 5 */
+	int by_deadline; /* LOST: 1 when the library sends it because the hold's
+	                    local deadline came before lockd confirmed the hold
+	                    (see "Hold deadlines"; lockd may still hold it); 0 when
+	                    lockd sent it, lockd's HELD no longer lists the hold,
+	                    or the session is over (not resumed, the client failed) */
 };
 
 struct lockd_client;
@@ -279,17 +291,21 @@ int lockd_sendf(struct lockd_client *c, int timeout_ms, void *tag, const char *f
 /* Write what is queued, as far as the socket takes it now. */
 int lockd_flush(struct lockd_client *c);
 /* Finish connecting, write, read what is there, call the callbacks for
- * every complete line, and check the timeouts. Never blocks. */
+ * every complete line, check the timeouts, and the hold deadlines (a
+ * heartbeat due goes out, a hold whose deadline nears is reported LOST).
+ * Never blocks. */
 int lockd_step(struct lockd_client *c);
 /* The socket (valid until lockd_close()), and the poll(2) events to wait
  * for on it: POLLIN, with POLLOUT while connecting or while output is
  * queued; 0 once the client failed. */
 int lockd_fd(const struct lockd_client *c);
 short lockd_want(const struct lockd_client *c);
-/* Milliseconds until the next connect or reply deadline (0: now), -1:
- * none. Give it to poll() as its timeout, then call lockd_step(). */
+/* Milliseconds until the next connect or reply deadline, heartbeat or
+ * hold deadline (0: now), -1: none. Give it to poll() as its timeout,
+ * then call lockd_step(). */
 int lockd_timeout_ms(const struct lockd_client *c);
-/* Requests sent and not answered yet (AUTH included). */
+/* Requests sent and not answered yet (AUTH included; the HELDs of the
+ * hold deadlines not). */
 size_t lockd_pending(const struct lockd_client *c);
 /* 1 once connected (and AUTH accepted, when a password was given). */
 int lockd_ready(const struct lockd_client *c);
@@ -405,6 +421,34 @@ const char *lockd_peer(const struct lockd_client *c);
 const char *lockd_session_id(const struct lockd_client *c);
 /* How many times the session was resumed so far. */
 unsigned lockd_resumes(const struct lockd_client *c);
+
+/* ---- hold deadlines (lockd_opts.hold_deadlines; interface 5) ----
+ *
+ * On by default (lockd_connect(), lockd_connect_start()): the library
+ * keeps, for each key it saw granted ("OK fence" to LOCK, TRYLOCK or
+ * CAMPAIGN) and not released or lost, a local deadline on its monotonic
+ * clock: the time a HELD that listed the hold was sent, plus the ttl_ms
+ * lockd gave it there, less 1 % and 2 ms for clock drift. A HELD goes
+ * out right behind every request that may grant, and as a heartbeat,
+ * one per client for all its holds, a third of the shortest ttl_ms
+ * after the last one was sent (the user's own HELD replies count too).
+ * The guarantee: a hold whose deadline comes before lockd confirmed it
+ * again is reported lost before that deadline, so before its lease can
+ * have lapsed on the masters: the event callback gets "LOST key fence"
+ * (kind LOCKD_E_LOST, by_deadline 1) as for lockd's own LOST, whether
+ * lockd is frozen, dead, cut off, or being resumed; a LOST that lockd
+ * sends for it later is not handed again. The deadline runs in
+ * lockd_step() (lockd_call(), lockd_wait()): a program that holds locks
+ * calls one of them as lockd_timeout_ms() says. A LOCK that waits holds
+ * back the heartbeat (lockd answers in order): a hold whose deadline
+ * comes meanwhile is reported lost. lockd may still hold a key reported
+ * so: UNLOCK it (OK or ERR NOTHELD), or close the client; a later HELD
+ * that lists it with time left makes the library track it again (no
+ * event). When the client fails (no resume left), each hold not
+ * reported yet gets LOST too (by_deadline 0). A line callback that
+ * takes lines (lockd_set_line_callback()) could take the replies to
+ * those HELDs: with one, set hold_deadlines -1. No function of its own:
+ * the events and lockd_timeout_ms() carry it. */
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,16 @@
 /* Unit tests of liblockd's resumable sessions (lockd_opts.resume,
- * addresses): the test plays lockd on a Unix socket of its own, in the
- * same process, stepping the client (non-blocking) between its moves, so
- * every line each side sends is checked in order: SESSION after
- * connecting, RESUME after a break, nothing of the caller's before
- * RESUME's OK, ERR DISCONNECTED for what the break left unanswered, the
- * RESUMING and RESUMED events, LOST for each key held when the session
- * cannot be resumed, QUIT on close. */
+ * addresses) and hold deadlines (lockd_opts.hold_deadlines): the test
+ * plays lockd on a Unix socket of its own, in the same process, stepping
+ * the client (non-blocking) between its moves, so every line each side
+ * sends is checked in order: SESSION after connecting, RESUME after a
+ * break, nothing of the caller's before RESUME's OK, ERR DISCONNECTED for
+ * what the break left unanswered, the RESUMING and RESUMED events, LOST
+ * for each key held when the session cannot be resumed, QUIT on close;
+ * and, with deadlines, the HELD behind a grant, the heartbeat, and LOST
+ * before the deadline of a hold lockd stops confirming (a lockd that
+ * stops answering, or is gone while the session is being resumed).
+ * tests/integration/test_client_deadline.c runs the same against real
+ * lockd and masters. */
 #include "config.h"
 
 #include <errno.h>
@@ -27,20 +32,29 @@
 
 static char dir[64], path_a[128];
 
-/* What the callbacks saw, one line each: "R<tag> <reply>" or "E <event>". */
-static char seen[32][600];
+static double now_ms(void);
+
+/* What the callbacks saw, one line each: "R<tag> <reply>" or "E <event>"
+ * (" [deadline]" after a LOST of a hold deadline), and when. */
+static char seen[64][600];
+static double seen_ms[64];
 static int nseen;
 
 static void on_reply(struct lockd_client *c, const struct lockd_reply *r, void *tag, void *arg)
 {
-	if (nseen < 32)
+	if (nseen < 64) {
+		seen_ms[nseen] = now_ms();
 		snprintf(seen[nseen++], sizeof(seen[0]), "R%d %s", (int)(intptr_t)tag, r->line);
+	}
 }
 
 static void on_event(struct lockd_client *c, const struct lockd_event *ev, void *arg)
 {
-	if (nseen < 32)
-		snprintf(seen[nseen++], sizeof(seen[0]), "E %s", ev->line);
+	if (nseen < 64) {
+		seen_ms[nseen] = now_ms();
+		snprintf(seen[nseen++], sizeof(seen[0]), "E %s%s", ev->line,
+		         ev->by_deadline ? " [deadline]" : "");
+	}
 }
 
 static int seen_index(const char *prefix)
@@ -49,6 +63,14 @@ static int seen_index(const char *prefix)
 		if (strncmp(seen[i], prefix, strlen(prefix)) == 0)
 			return i;
 	return -1;
+}
+
+static int seen_count(const char *prefix)
+{
+	int n = 0;
+	for (int i = 0; i < nseen; i++)
+		n += strncmp(seen[i], prefix, strlen(prefix)) == 0;
+	return n;
 }
 
 static double now_ms(void)
@@ -154,13 +176,16 @@ static void teardown(void)
 	rmdir(dir);
 }
 
-/* Connect with resume, answer SESSION (grace), hold k (fence 7). */
+/* Connect with resume, answer SESSION (grace), hold k (fence 7). The
+ * hold deadlines are off (-1): these tests follow the lines of a resume
+ * (the "deadline" tests below have them on). */
 static struct lockd_client *session(int lfd, int *s, int grace)
 {
 	struct lockd_opts o = LOCKD_OPTS_INIT;
 	o.unix_path = path_a;
 	o.resume = 1;
 	o.connect_timeout_ms = 1000;
+	o.hold_deadlines = -1;
 	struct lockd_client *c = NULL;
 	ck_assert_int_eq(lockd_connect_start(&o, &c), LOCKD_OK);
 	lockd_set_callbacks(c, on_reply, on_event, NULL);
@@ -393,6 +418,296 @@ START_TEST(close_sends_quit)
 }
 END_TEST
 
+/* ------------------------------------------------------------ hold deadlines */
+
+/* The next line lockd reads from s within ms, stepping c: into buf (with
+ * its LF); 0 when none came. */
+static int next_line(struct lockd_client *c, int s, char *buf, size_t cap, int ms)
+{
+	size_t len = 0;
+	double end = now_ms() + ms;
+	while (len + 1 < cap) {
+		struct pollfd pf = {s, POLLIN, 0};
+		if (poll(&pf, 1, 0) > 0) {
+			if (read(s, buf + len, 1) != 1)
+				break;
+			if (buf[len++] == '\n') {
+				buf[len] = '\0';
+				return 1;
+			}
+			continue;
+		}
+		if (now_ms() >= end)
+			break;
+		step(c);
+	}
+	buf[len] = '\0';
+	return 0;
+}
+
+/* A client with the defaults (hold deadlines on), no resume. */
+static struct lockd_client *plain(int lfd, int *s, int deadlines)
+{
+	struct lockd_opts o = LOCKD_OPTS_INIT;
+	o.unix_path = path_a;
+	o.connect_timeout_ms = 1000;
+	o.hold_deadlines = deadlines;
+	struct lockd_client *c = NULL;
+	ck_assert_int_eq(lockd_connect_start(&o, &c), LOCKD_OK);
+	lockd_set_callbacks(c, on_reply, on_event, NULL);
+	*s = accept_one(c, lfd);
+	return c;
+}
+
+/* Step c until an event beginning with prefix is seen, at most ms: its
+ * index, or -1. */
+static int wait_event(struct lockd_client *c, const char *prefix, int ms)
+{
+	double end = now_ms() + ms;
+	while (seen_index(prefix) < 0 && now_ms() < end)
+		step(c);
+	return seen_index(prefix);
+}
+
+/* LOCK k is granted with the HELD right behind it (ttl_ms 2000). While
+ * lockd answers the heartbeats, nothing is lost; once lockd stops
+ * answering (frozen), LOST k comes, marked by_deadline, before the last
+ * answered heartbeat's sending + ttl_ms; lockd's own LOST for it, late,
+ * is not handed again. */
+START_TEST(deadline_frozen)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = plain(lfd, &s, 0);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)1), LOCKD_OK);
+	expect_line(c, s, "LOCK k\n");
+	expect_line(c, s, "HELD\n");
+	say(s, "OK 7\r\nKEY k 7 1 2000\r\nEND\r\n");
+	wait_seen(c, "R1 OK 7");
+	char line[600];
+	int beats = 0;
+	double end = now_ms() + 2500, t_answered = 0;
+	while (now_ms() < end) {
+		if (!next_line(c, s, line, sizeof(line), (int)(end - now_ms()) + 1))
+			continue;
+		t_answered = now_ms();
+		ck_assert_str_eq(line, "HELD\n");
+		beats++;
+		say(s, "KEY k 7 1 2000\r\nEND\r\n");
+	}
+	/* a third of ttl_ms apart: 3 in 2.5 s, fewer when the machine is slow */
+	ck_assert_msg(beats >= 2 && beats <= 5, "%d heartbeats in 2.5 s (ttl_ms 2000)", beats);
+	ck_assert_int_lt(seen_index("E LOST"), 0);
+	ck_assert_msg(next_line(c, s, line, sizeof(line), 1000), "no heartbeat");
+	ck_assert_str_eq(line, "HELD\n");
+	int i = wait_event(c, "E LOST", 2000);
+	ck_assert_msg(i >= 0, "no LOST within 2 s of an unanswered heartbeat");
+	ck_assert_str_eq(seen[i], "E LOST k 7 [deadline]");
+	/* the last answered HELD was sent before lockd read it: the hold's
+	   deadline is within ttl_ms of t_answered */
+	double after = seen_ms[i] - t_answered;
+	ck_assert_msg(after < 2000, "LOST %.0f ms after the last confirmation (ttl_ms 2000)",
+	              after);
+	ck_assert_msg(after > 1600, "LOST %.0f ms after the last confirmation: early", after);
+	ck_assert_int_eq(lockd_status(c), LOCKD_OK);
+	/* lockd wakes up: its LOST, then the heartbeat's reply */
+	say(s, "LOST k 7\r\nEND\r\n");
+	ck_assert_int_eq(lockd_send(c, "PING", -1, (void *)2), LOCKD_OK);
+	expect_line(c, s, "PING\n");
+	say(s, "PONG\r\n");
+	wait_seen(c, "R2 PONG");
+	ck_assert_int_eq(seen_count("E LOST"), 1);
+	ck_assert_int_eq(lockd_pending(c), 0);
+	lockd_close(c);
+	close(s);
+	close(lfd);
+}
+END_TEST
+
+/* A resumable session whose lockd is gone, none to resume on: LOST k
+ * comes by its deadline while the library still tries to resume (not at
+ * the end of the grace, 4 s), and not again when it gives up. */
+START_TEST(deadline_while_resuming)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_opts o = LOCKD_OPTS_INIT;
+	o.unix_path = path_a;
+	o.resume = 1;
+	o.connect_timeout_ms = 1000;
+	struct lockd_client *c = NULL;
+	ck_assert_int_eq(lockd_connect_start(&o, &c), LOCKD_OK);
+	lockd_set_callbacks(c, on_reply, on_event, NULL);
+	s = accept_one(c, lfd);
+	expect_line(c, s, "SESSION\n");
+	say(s, "SESSION s1 " SECRET " 4000\r\n");
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)1), LOCKD_OK);
+	expect_line(c, s, "LOCK k\n");
+	expect_line(c, s, "HELD\n");
+	double t_held = now_ms();
+	say(s, "OK 7\r\nKEY k 7 1 2000\r\nEND\r\n");
+	wait_seen(c, "R1 OK 7");
+	close(lfd);
+	unlink(path_a);
+	close(s);
+	int i = wait_event(c, "E LOST", 3000);
+	ck_assert_msg(i >= 0, "no LOST within 3 s");
+	ck_assert_str_eq(seen[i], "E LOST k 7 [deadline]");
+	ck_assert_int_ge(seen_index("E RESUMING"), 0);
+	ck_assert_int_lt(seen_index("E RESUMING"), i);
+	ck_assert_msg(seen_ms[i] - t_held < 2000, "LOST %.0f ms after the HELD (ttl_ms 2000)",
+	              seen_ms[i] - t_held);
+	ck_assert_int_eq(lockd_status(c), LOCKD_OK); /* still resuming */
+	int rc = LOCKD_OK;
+	double end = now_ms() + 5000;
+	while (rc == LOCKD_OK && now_ms() < end) {
+		rc = lockd_step(c);
+		struct pollfd pf = {lockd_fd(c), lockd_want(c), 0};
+		int t = lockd_timeout_ms(c);
+		poll(&pf, 1, t < 0 || t > 10 ? 10 : t);
+	}
+	ck_assert_int_eq(rc, LOCKD_ENOSESSION);
+	ck_assert_int_eq(seen_count("E LOST"), 1);
+	lockd_close(c);
+}
+END_TEST
+
+/* A LOCK that waited (800 ms): the HELD behind it measured ttl_ms at the
+ * grant, so the deadline counts from the grant's arrival (not from the
+ * HELD's sending, 800 ms earlier), and a heartbeat goes out at once to
+ * confirm it. Unanswered, the hold is lost within ttl_ms of the grant. */
+START_TEST(deadline_waited_grant)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = plain(lfd, &s, 0);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)1), LOCKD_OK);
+	expect_line(c, s, "LOCK k\n");
+	expect_line(c, s, "HELD\n");
+	double end = now_ms() + 800;
+	while (now_ms() < end)
+		step(c);
+	double t_grant = now_ms();
+	say(s, "OK 7\r\nKEY k 7 1 2000\r\nEND\r\n");
+	char line[600];
+	ck_assert_msg(next_line(c, s, line, sizeof(line), 300), "no heartbeat after the grant");
+	ck_assert_str_eq(line, "HELD\n");
+	int i = wait_event(c, "E LOST", 3000);
+	ck_assert_msg(i >= 0, "no LOST within 3 s");
+	ck_assert_str_eq(seen[i], "E LOST k 7 [deadline]");
+	double after = seen_ms[i] - t_grant;
+	ck_assert_msg(after < 2000 && after > 1600, "LOST %.0f ms after the grant (ttl_ms 2000)",
+	              after);
+	lockd_close(c);
+	close(s);
+	close(lfd);
+}
+END_TEST
+
+/* A grant whose HELD, right behind it, is never answered (lockd stopped
+ * just after its OK): reported lost at once (100 ms), not never. */
+START_TEST(deadline_grant_unconfirmed)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = plain(lfd, &s, 0);
+	ck_assert_int_eq(lockd_send(c, "TRYLOCK k", -1, (void *)1), LOCKD_OK);
+	expect_line(c, s, "TRYLOCK k\n");
+	expect_line(c, s, "HELD\n");
+	double t_grant = now_ms();
+	say(s, "OK 7\r\n");
+	int i = wait_event(c, "E LOST", 2000);
+	ck_assert_msg(i >= 0, "no LOST within 2 s");
+	ck_assert_str_eq(seen[i], "E LOST k 7 [deadline]");
+	ck_assert_msg(seen_ms[i] - t_grant < 500, "%.0f ms", seen_ms[i] - t_grant);
+	lockd_close(c);
+	close(s);
+	close(lfd);
+}
+END_TEST
+
+/* The client fails (lockd closed the connection of a session that is not
+ * resumable): each hold is LOST before the error is returned, as when a
+ * session cannot be resumed. */
+START_TEST(deadline_client_fails)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = plain(lfd, &s, 0);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)1), LOCKD_OK);
+	expect_line(c, s, "LOCK k\n");
+	expect_line(c, s, "HELD\n");
+	say(s, "OK 7\r\nKEY k 7 1 5000\r\nEND\r\n");
+	wait_seen(c, "R1 OK 7");
+	close(s);
+	int rc = LOCKD_OK;
+	double end = now_ms() + 2000;
+	while (rc == LOCKD_OK && now_ms() < end) {
+		rc = lockd_step(c);
+		usleep(1000);
+	}
+	ck_assert_int_eq(rc, LOCKD_ECLOSED);
+	ck_assert_int_ge(seen_index("E LOST k 7"), 0);
+	ck_assert_str_eq(seen[seen_index("E LOST k 7")], "E LOST k 7");
+	ck_assert_int_eq(seen_count("E LOST"), 1);
+	lockd_close(c);
+	close(lfd);
+}
+END_TEST
+
+/* Which requests get a HELD behind them: each that may grant (TRYLOCK,
+ * LOCK) its own, a LOCK of a key held (reentrant) none, and none at all
+ * with hold_deadlines -1. A HELD reply that no longer lists a key held is
+ * a LOST (lockd does not hold it), not a deadline's. An EXTEND to a
+ * shorter lease shortens the deadline from its sending, whatever its
+ * reply, and whatever a HELD queued before it says. */
+START_TEST(deadline_requests)
+{
+	int lfd = listen_at(path_a), s;
+	struct lockd_client *c = plain(lfd, &s, 1);
+	ck_assert_int_eq(lockd_send_trylock(c, "a", 0, 0, -1, (void *)1), LOCKD_OK);
+	ck_assert_int_eq(lockd_send_trylock(c, "b", 0, 0, -1, (void *)2), LOCKD_OK);
+	ck_assert_int_eq(lockd_send_lock(c, "c", 0, -1, 0, -1, (void *)3), LOCKD_OK);
+	expect_line(c, s, "TRYLOCK a\n");
+	expect_line(c, s, "HELD\n");
+	expect_line(c, s, "TRYLOCK b\n");
+	expect_line(c, s, "HELD\n");
+	expect_line(c, s, "LOCK c\n");
+	expect_line(c, s, "HELD\n");
+	say(s, "OK 1\r\nKEY a 1 1 5000\r\nEND\r\nOK 2\r\nKEY a 1 1 5000\r\nKEY b 2 1 5000\r\n"
+	       "END\r\nOK 3\r\nKEY a 1 1 5000\r\nKEY c 3 1 5000\r\nEND\r\n");
+	int i = wait_event(c, "E LOST", 1000);
+	ck_assert_msg(i >= 0, "no LOST b");
+	ck_assert_str_eq(seen[i], "E LOST b 2");
+	ck_assert_int_ge(seen_index("R3 OK 3"), 0);
+	ck_assert_int_eq(lockd_send_lock(c, "a", 0, 0, 0, -1, (void *)4), LOCKD_OK);
+	expect_line(c, s, "LOCK a WAIT 0\n");
+	say(s, "OK 1\r\n");
+	wait_seen(c, "R4 OK 1");
+	expect_silence(c, s);
+	/* a HELD queued before the EXTEND, answered with the old lease, does
+	   not undo it */
+	ck_assert_int_eq(lockd_send(c, "HELD", -1, (void *)7), LOCKD_OK);
+	double t_ext = now_ms();
+	ck_assert_int_eq(lockd_send_extend(c, "c", 1000, -1, (void *)5), LOCKD_OK);
+	expect_line(c, s, "HELD\n");
+	expect_line(c, s, "EXTEND c 1000\n");
+	say(s, "KEY a 1 2 5000\r\nKEY c 3 1 5000\r\nEND\r\n");
+	wait_seen(c, "R7 ");
+	i = wait_event(c, "E LOST c", 2000);
+	ck_assert_msg(i >= 0, "no LOST c within 2 s of EXTEND c 1000");
+	ck_assert_str_eq(seen[i], "E LOST c 3 [deadline]");
+	ck_assert_msg(seen_ms[i] - t_ext < 1000, "%.0f ms", seen_ms[i] - t_ext);
+	lockd_close(c);
+	close(s);
+	/* off: the lines of interface 4 */
+	c = plain(lfd, &s, -1);
+	ck_assert_int_eq(lockd_send(c, "LOCK k", -1, (void *)6), LOCKD_OK);
+	expect_line(c, s, "LOCK k\n");
+	say(s, "OK 9\r\n");
+	wait_seen(c, "R6 OK 9");
+	expect_silence(c, s);
+	lockd_close(c);
+	close(s);
+	close(lfd);
+}
+END_TEST
+
 Suite *client_resume_suite(void)
 {
 	Suite *su = suite_create("client_resume");
@@ -406,6 +721,16 @@ Suite *client_resume_suite(void)
 	tcase_add_test(tc, addresses_refused);
 	tcase_add_test(tc, session_refused);
 	tcase_add_test(tc, close_sends_quit);
+	suite_add_tcase(su, tc);
+	tc = tcase_create("deadline");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 20); /* each waits for deadlines of 2 s */
+	tcase_add_test(tc, deadline_frozen);
+	tcase_add_test(tc, deadline_while_resuming);
+	tcase_add_test(tc, deadline_waited_grant);
+	tcase_add_test(tc, deadline_grant_unconfirmed);
+	tcase_add_test(tc, deadline_requests);
+	tcase_add_test(tc, deadline_client_fails);
 	suite_add_tcase(su, tc);
 	return su;
 }
