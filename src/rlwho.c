@@ -132,7 +132,8 @@ static int count_holds(struct rl_call *c)
 		if (c->counts[w->seen[j].m] && c->st[w->seen[j].m] == MR_YES)
 			w->seen[k++] = w->seen[j];
 	w->nseen = k;
-	qsort(w->seen, (size_t)w->nseen, sizeof(*w->seen), seen_cmp);
+	if (w->nseen > 1) /* seen is NULL while nothing was seen */
+		qsort(w->seen, (size_t)w->nseen, sizeof(*w->seen), seen_cmp);
 	w->v.holds = calloc((size_t)w->nseen + 1, sizeof(*w->v.holds));
 	if (!w->v.holds)
 		return -1;
