@@ -18,6 +18,7 @@
  * when it goes down). What the two files share is in master_int.h. */
 #include "config.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,8 @@ struct mreq {
 	struct master *m;
 	master_reply_fn *fn;
 	void *arg;
-	int64_t sent_us;
+	int64_t sent_us;   /* written out (stamp_written), or 0 */
+	int64_t queued_us; /* handed to hiredis */
 	int script; /* -1 or the script, for the NOSCRIPT fallback */
 	int argc;
 	const char **argv;
@@ -137,13 +139,29 @@ static void set_state(struct master *m, enum master_state s)
 
 /* A master is down when it answers nothing for timeout_ms while a request
  * waits: measured from the oldest request or the last answer, whichever
- * is later, so that a burst it is still working through is not a fault. */
+ * is later, so that a burst it is still working through is not a fault.
+ * A request not written out yet counts from when it was queued: a master
+ * that reads nothing (stopped, its socket full) never lets it out, and
+ * must not hold every call's verdict and our memory for ever (mr_timer
+ * checks that it is the socket, not our own loop, that holds it). */
 static int64_t progress_us(const struct master *m, const struct ilink *oldest)
 {
-	int64_t sent = ilist_entry(oldest, struct mreq, link)->sent_us;
-	if (sent == 0)
-		return now_us(); /* not on the wire yet: our loop still holds it */
+	const struct mreq *r = ilist_entry(oldest, struct mreq, link);
+	int64_t sent = r->sent_us;
+	if (!sent) /* a burst the master still reads is not a fault */
+		sent = m->wrote_us > r->queued_us ? m->wrote_us : r->queued_us;
 	return m->last_reply_us > sent ? m->last_reply_us : sent;
+}
+
+/* The oldest request waits in our output buffer while the socket takes
+ * more: our loop was busy, not the master. Write now; 1 if it was so. */
+static int flush_if_writable(struct master *m, const struct mreq *oldest)
+{
+	struct pollfd p = {.fd = m->ac->c.fd, .events = POLLOUT};
+	if (oldest->sent_us || poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return 0;
+	redisAsyncHandleWrite(m->ac);
+	return 1;
 }
 
 /* Requests are stamped with the time hiredis has written them out (its
@@ -179,6 +197,26 @@ static void persistent_reads(redisAsyncContext *ac)
 	event_del(e->rev);
 	event_assign(e->rev, base, ac->c.fd, EV_READ | EV_PERSIST, redisLibeventReadEvent, e);
 	event_add(e->rev, NULL);
+}
+
+/* The socket took more of our bytes: the master reads (progress_us). */
+static void write_event(evutil_socket_t fd, short what, void *arg)
+{
+	redisLibeventEvents *e = arg;
+	struct master *m = e->context->data;
+	if (m && m->ac == e->context)
+		m->wrote_us = now_us();
+	redisLibeventWriteEvent(fd, what, arg);
+}
+
+static void watch_writes(redisAsyncContext *ac)
+{
+	redisLibeventEvents *e = ac->ev.data;
+	int pending = event_pending(e->wev, EV_WRITE, NULL);
+	event_del(e->wev);
+	event_assign(e->wev, base, ac->c.fd, EV_WRITE, write_event, e);
+	if (pending)
+		event_add(e->wev, NULL);
 }
 
 /* Arm the timer for the oldest request, or the connect/handshake deadline. */
@@ -284,13 +322,16 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 		if (m->state != MS_UP)
 			return; /* the read found the connection gone */
 		l = ilist_first(&m->inflight);
-		if (l && now_us() - progress_us(m, l) >= opts.timeout_ms * 1000) {
+		if (l && now_us() - progress_us(m, l) >= opts.timeout_ms * 1000 &&
+		    !flush_if_writable(m, ilist_entry(l, struct mreq, link))) {
 			char why[160];
 			struct mreq *r = ilist_entry(l, struct mreq, link);
 			snprintf(why, sizeof(why),
-			         "request timed out (oldest sent %lld ms ago, %zu in flight, last "
+			         "request timed out (oldest %s %lld ms ago, %zu in flight, last "
 			         "answer %lld ms ago)",
-			         (long long)(now_us() - r->sent_us) / 1000, m->inflight.len,
+			         r->sent_us ? "sent" : "queued, never written,",
+			         (long long)(now_us() - (r->sent_us ? r->sent_us : r->queued_us)) / 1000,
+			         m->inflight.len,
 			         (long long)(now_us() - m->last_reply_us) / 1000);
 			master_drop(m, why, 1);
 			return;
@@ -441,6 +482,7 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
 	if (redisAsyncFormattedCommand(m->ac, reply_cb, r, fbuf, flen) != REDIS_OK)
 		return -1;
 	r->sent_us = 0; /* stamp_written sets it once it is on the wire */
+	r->queued_us = now_us();
 	ilist_push(&m->inflight, &r->link);
 	if (m->inflight.len == 1)
 		arm_timer(m);
@@ -815,6 +857,7 @@ static void start_connect(struct master *m)
 	m->ac = ac;
 	redisLibeventAttach(ac, base);
 	persistent_reads(ac);
+	watch_writes(ac);
 	lib_del_write = ac->ev.delWrite;
 	ac->ev.delWrite = stamp_written;
 	redisAsyncSetConnectCallback(ac, connect_cb);

@@ -99,6 +99,7 @@ struct master {
 	char prev_run_id[48];  /* before the restart reported (or to be reported) */
 	int64_t latency_us;    /* last round trip */
 	int64_t last_reply_us; /* when it last answered */
+	int64_t wrote_us;      /* when its socket last took our bytes */
 	uint64_t reconnects;
 	char last_error[128];
 	/* the connection epoch (master_epoch) of this connection, as SCR_GEN

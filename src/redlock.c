@@ -50,8 +50,9 @@ int rl_adopting(void)
 {
 	return rl_adopts > 0;
 } /* how long a release is kept for a waiter elsewhere */
-/* Undecided calls in start order: all share timeout_us, so the first is
- * always the next to expire, and one timer serves them all. */
+/* Undecided calls in order of wait_us: all share timeout_us, so the first
+ * is always the next to expire, and one timer serves them all (a call
+ * whose wait_us moves goes to the back: rl_call_progress). */
 static struct ilist expq;
 static struct event *exp_timer;
 
@@ -139,7 +140,7 @@ static void arm_expiry(void)
 	struct ilink *l = ilist_first(&expq);
 	if (!l)
 		return;
-	int64_t d = ilist_entry(l, struct rl_call, exp_link)->start_us + timeout_us - now_us();
+	int64_t d = ilist_entry(l, struct rl_call, exp_link)->wait_us + timeout_us - now_us();
 	if (d < 0)
 		d = 0;
 	struct timeval tv = {(time_t)(d / 1000000), (suseconds_t)(d % 1000000)};
@@ -172,21 +173,27 @@ struct rl_call *rl_call_new(enum rl_kind kind, size_t extra)
 	rl_adopts += kind == RK_ADOPT; /* until rl_call_free: see rl_adopting */
 	c->n = masters_count();
 	c->maj = quorum_majority(c->n);
-	c->start_us = now_us();
+	c->start_us = c->wait_us = now_us();
 	c->argv = c->fargv;
 	c->argvlen = c->fargvlen;
 	for (int i = 0; i < c->n; i++)
 		c->counts[i] = (unsigned char)mb_counts(master_get(i));
-	/* An adoption is bounded by progress, not by one timeout: its rounds
-	 * go one after the other, each answered within redis.timeout_ms or
-	 * its master is dropped (master.c), so a session of any size within
-	 * the limits resumes (rlsess.c). */
-	if (kind != RK_ADOPT) {
-		ilist_push(&expq, &c->exp_link);
-		if (expq.len == 1)
-			arm_expiry();
-	}
+	ilist_push(&expq, &c->exp_link);
+	if (expq.len == 1)
+		arm_expiry();
 	return c;
+}
+
+void rl_call_progress(struct rl_call *c)
+{
+	if (!ilink_linked(&c->exp_link))
+		return; /* decided or expired already */
+	int first = ilist_first(&expq) == &c->exp_link;
+	ilist_remove(&expq, &c->exp_link);
+	c->wait_us = now_us();
+	ilist_push(&expq, &c->exp_link);
+	if (first)
+		arm_expiry();
 }
 
 void rl_call_free(struct rl_call *c)
@@ -467,8 +474,11 @@ void rl_check(struct rl_call *c)
 	}
 }
 
-/* timeout_us after a call started, masters that have not answered count
- * as no: no verdict waits longer than that for a slow or stopped master. */
+/* timeout_us after a call started (an adoption: after its latest answer),
+ * masters that have not answered count as no: no verdict waits longer
+ * than that for a slow or stopped master, even one whose socket is full
+ * so that the request was never written (master.c's own timeout counts
+ * from the write). */
 static void expire_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct ilink *l;
@@ -476,7 +486,7 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg)
 
 	while ((l = ilist_first(&expq))) {
 		struct rl_call *c = ilist_entry(l, struct rl_call, exp_link);
-		if (c->start_us + timeout_us > now)
+		if (c->wait_us + timeout_us > now)
 			break;
 		ilist_remove(&expq, l);
 		c->expired = 1;

@@ -119,6 +119,7 @@ struct adopt_m {
 	int stop;    /* a round found the record taken, or failed: scan no further */
 	int counted; /* in sp->found */
 	int peeked;  /* its first round answered; its second waits for a majority's */
+	int done;    /* master_done ran: its rounds are over */
 };
 
 /* RK_EL_READ (rlelect.c): what each master said; RK_EL_WRITE uses
@@ -176,7 +177,7 @@ struct rl_call {
 	int done_fired;                           /* done has run, or will never run */
 	int rel_fired;                            /* release_done has run, or will never run */
 	int in_fanout;                            /* verdicts are held back while still sending */
-	int expired;           /* timeout_ms passed: masters still silent count as no */
+	int expired;           /* timeout_ms of silence: masters still silent count as no */
 	int pooled;            /* from call_slab (buf has POOL_EXTRA bytes) */
 	struct ilink exp_link; /* on expq until decided or expired */
 	struct rl_call *defer_next;
@@ -184,6 +185,8 @@ struct rl_call {
 	void (*check_fn)(struct rl_call *c); /* RK_STATUS and later kinds: their verdict */
 	void *owner;
 	int64_t start_us; /* leases written by this call run from here */
+	int64_t wait_us;  /* masters' silence counts from here: start_us, or an
+	                     adoption's latest answer (rl_call_progress) */
 	int64_t lease_ms;
 	enum rl_result rel_result; /* a release, or a handoff's release side */
 	const char *keyp;          /* the key it is about, without prefix (not for batches) */
@@ -226,6 +229,12 @@ extern int rl_adopts; /* RK_ADOPT calls not freed yet (rl_adopting) */
 
 struct rl_call *rl_call_new(enum rl_kind kind, size_t extra);
 void rl_call_free(struct rl_call *c);
+/* A master answered one of c's rounds (an adoption's): the masters'
+ * silence counts from now. An adoption goes on while it progresses, so a
+ * session of any size within the limits resumes, and no longer than
+ * timeout_ms after its last answer, even where a request was never
+ * written (a stopped master's full socket). */
+void rl_call_progress(struct rl_call *c);
 int rl_count_st(const struct rl_call *c, const unsigned char *st, enum mr s);
 void rl_fire_done(struct rl_call *c);
 void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn);

@@ -396,6 +396,7 @@ static void master_done(struct rl_call *c, struct master *m, int complete)
 {
 	struct sess_part *sp = &c->u.sess;
 	struct adopt_m *am = &sp->am[m->idx];
+	am->done = 1;
 	if (!complete && am->counted) {
 		sp->found -= c->counts[m->idx];
 		sp->a.incomplete++;
@@ -417,6 +418,11 @@ static void scan_reply(struct master *m, redisReply *r, void *arg_)
 	struct rl_call *c = arg_;
 	struct adopt_m *am = &c->u.sess.am[m->idx];
 	pend_clear(am); /* the last wave was answered */
+	if (c->expired) { /* the verdict was given: scan no further */
+		master_done(c, m, 0);
+		return;
+	}
+	rl_call_progress(c);
 	if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	    r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len < sizeof(am->cursor) &&
 	    r->element[1]->type == REDIS_REPLY_ARRAY) {
@@ -453,6 +459,8 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	int answered = !c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
 	               r->element[0]->type == REDIS_REPLY_INTEGER;
 	long long what = answered ? r->element[0]->integer : 0;
+	if (!c->expired)
+		rl_call_progress(c);
 	if (answered && what == -2) {
 		/* Adopted by another call between our rounds: no word (from
 		 * this round on: the holds of earlier rounds count). */
@@ -535,6 +543,7 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 			c->st[m->idx] = MR_FAIL;
 		}
 	} else {
+		rl_call_progress(c);
 		memcpy(am->count, r->str, r->len);
 		am->count[r->len] = '\0';
 		am->peeked = 1;
@@ -609,6 +618,27 @@ static void agree_on_fence(const struct rl_call *c, struct rl_adopted *e, const 
 		         (int)e->klen, e->key, e->nseen);
 }
 
+/* No answer came for redis.timeout_ms (redlock.c, expire_cb): a master
+ * whose rounds are not over stops here and, like one whose round failed,
+ * does not count as having the session for us. Its late answers end its
+ * rounds (master_done) without counting. */
+static void abandon_rounds(struct rl_call *c)
+{
+	struct sess_part *sp = &c->u.sess;
+	for (int i = 0; i < c->n; i++) {
+		struct adopt_m *am = &sp->am[i];
+		am->stop = 1;
+		if (am->counted && !am->done) {
+			sp->found -= c->counts[i];
+			sp->a.incomplete++;
+			am->counted = 0;
+			log_warn("master %s: adopt: no answer in time: not every hold was taken "
+			         "over there",
+			         master_get(i)->name);
+		}
+	}
+}
+
 /* Every counting master answered (or the time is up): found on a
  * majority, each hold ours where a majority holds it for us in time. */
 static void check_adopt(struct rl_call *c)
@@ -616,6 +646,8 @@ static void check_adopt(struct rl_call *c)
 	struct sess_part *sp = &c->u.sess;
 	if (c->pending && !c->expired)
 		return;
+	if (c->expired)
+		abandon_rounds(c);
 	switch (quorum_verdict(sp->found, sp->none, 0, c->maj)) {
 	case Q_WON:
 		sp->a.result = RL_OK;
