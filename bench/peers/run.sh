@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # cleanup and the probes run from trap and wait_for
 # bench/peers/run.sh: lockd beside the lock services people use today, in
 # one run on one machine (see bench/peers/README.md).
 #
@@ -53,12 +54,13 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-peers.XXXXXX")
 shm=$(mktemp -d /dev/shm/lockd-peers.XXXXXX) # etcd's and ZooKeeper's data
-pids=()
+pids=() names=() bench_pid=
 cleanup() {
-	local p t
+	local p
+	[ -z "$bench_pid" ] || kill -TERM "$bench_pid" 2>/dev/null || true
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do
-		for t in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
@@ -83,21 +85,32 @@ zk_list=$(IFS=,; echo "${zport[*]/#/127.0.0.1:}")
 
 # wait_for WHAT TRIES CMD...: CMD until it succeeds, every 0.1 s
 wait_for() {
-	local what=$1 n=$2 i
+	local what=$1 n=$2 i p l
 	shift 2
-	for i in $(seq "$n"); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
-	echo "bench/peers: $what did not come up (logs in $work)" >&2
-	tail -n 20 "$work"/*.log >&2 || true
+	for i in $(seq "$n"); do
+		"$@" >/dev/null 2>&1 && return 0
+		for p in "${!pids[@]}"; do
+			kill -0 "${pids[p]}" 2>/dev/null && continue
+			echo "bench/peers: ${names[p]} exited; its log:" >&2
+			l=${names[p]##* (}
+			tail -n 20 "${l%)}" >&2 || true
+			exit 2
+		done
+		sleep 0.1
+	done
+	echo "bench/peers: $what did not come up (logs in $work):" >&2
+	tail -n 5 "$work"/*.log >&2 || true
 	exit 2
 }
-# ask HOST_PORT REQUEST: send REQUEST, print what comes back (2 s at most)
+# ask PORT REQUEST: send REQUEST, print what comes back (2 s at most)
+# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
 ask() { timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%b" "$2" >&3 && cat <&3' _ "$1" "$2"; }
 
-echo "bench/peers: starting 3 redis masters, 3 etcd members, 3 ZooKeeper servers (work dir $work)" >&2
+echo "bench/peers: starting the servers for: $peers (work dir $work)" >&2
 for i in 0 1 2; do
 	redis-server --port "${rport[i]}" --bind 127.0.0.1 --save '' --appendonly no \
 		--dir "$work" --logfile "$work/redis$i.log" &
-	pids+=($!)
+	pids+=($!) names+=("redis-server $i ($work/redis$i.log)")
 done
 case " $peers " in *" etcd "*)
 	cluster=m0=http://127.0.0.1:${epeer[0]},m1=http://127.0.0.1:${epeer[1]},m2=http://127.0.0.1:${epeer[2]}
@@ -107,7 +120,7 @@ case " $peers " in *" etcd "*)
 			--listen-peer-urls "http://127.0.0.1:${epeer[i]}" --initial-advertise-peer-urls "http://127.0.0.1:${epeer[i]}" \
 			--initial-cluster "$cluster" --initial-cluster-token "peers-${shm##*.}" --initial-cluster-state new \
 			--log-level warn --logger zap --log-outputs stderr 2>"$work/etcd$i.log" &
-		pids+=($!)
+		pids+=($!) names+=("etcd $i ($work/etcd$i.log)")
 	done ;;
 esac
 case " $peers " in *" zookeeper "*)
@@ -133,10 +146,9 @@ case " $peers " in *" zookeeper "*)
 			-Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
 			-cp "$cp" org.apache.zookeeper.server.quorum.QuorumPeerMain "$work/zoo$i.cfg" \
 			>"$work/zk$i.log" 2>&1 &
-		pids+=($!)
+		pids+=($!) names+=("ZooKeeper $i ($work/zk$i.log)")
 	done ;;
 esac
-redis_pids=("${pids[@]:0:3}")
 etcd_pids=() zk_pids=()
 case " $peers " in *" etcd "*) etcd_pids=("${pids[@]:3:3}") ;; esac
 case " $peers " in *" zookeeper "*) zk_pids=("${pids[@]: -3}") ;; esac
@@ -161,8 +173,9 @@ redis:
 Y
 	./lockd -c "$work/lockd.yml" 2>"$work/lockd.log" &
 	lockd_pid=$!
-	pids+=("$lockd_pid")
-	wait_for "lockd" 100 bash -c '[ "$(printf "PING\r\n" | timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1; cat >&3; head -c 4 <&3")" = PONG ]' _ "$lport"
+	pids+=("$lockd_pid") names+=("lockd ($work/lockd.log)")
+	lockd_ok() { [ "$(ask "$lport" 'PING\r\nQUIT\r\n' | head -c 4)" = PONG ]; }
+	wait_for "lockd" 100 lockd_ok
 	;;
 esac
 
@@ -170,7 +183,8 @@ mkdir -p bench/out
 out=bench/out/peers.jsonl
 lockd_version=$(./lockd --version 2>/dev/null | head -n 1 || true)
 redis_version=$(redis-server --version | sed -nE 's/.*v=([^ ]+).*/\1/p')
-etcd_version=$([ -n "$ETCD" ] && "$ETCD" --version 2>/dev/null | sed -nE 's/^etcd Version: //p' || true)
+etcd_version=
+[ -z "$ETCD" ] || etcd_version=$("$ETCD" --version 2>/dev/null | sed -nE 's/^etcd Version: //p')
 zk_version=$(unzip -p "$ZK_JAR" META-INF/maven/org.apache.zookeeper/zookeeper/pom.properties 2>/dev/null |
 	sed -nE 's/^version=([^ \r]+).*/\1/p' || true)
 META_NPROC=$(nproc) META_CPU=$(sed -nE 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) \
@@ -194,9 +208,13 @@ run() { # peer mode c warmup_ms
 	lockd*) target=(--lockd "127.0.0.1:$lport" --pids "$lockd_pid" --lockd-version "$lockd_version") ;;
 	esac
 	echo "bench/peers: $peer $mode c=$c (warm-up $w ms, $dur ms)" >&2
+	# in the background, so that a signal reaches the trap at once
 	timeout -k 5 $(((w + dur) / 1000 + 120)) node bench/peers/bench.js --peer "$peer" --mode "$mode" --c "$c" \
 		--duration "$dur" --warmup "$w" --redis "$redis_list" --clk-tck "$(getconf CLK_TCK)" \
-		--out "$out" "${target[@]}" >/dev/null || rc=$?
+		--out "$out" "${target[@]}" >/dev/null &
+	bench_pid=$!
+	wait "$bench_pid" || rc=$?
+	bench_pid=
 	if [ $rc = 1 ]; then
 		echo "bench/peers: MUTUAL EXCLUSION VIOLATED in $peer $mode c=$c" >&2
 		status=1
