@@ -315,9 +315,9 @@ function etcdPeer(o) {
         success: [{ request_put: { key: myKey, value: Buffer.alloc(0), lease: leaseIds[w] } }, { request_range: first }],
         failure: [{ request_range: { key: myKey } }, { request_range: first }],
       });
-      let myRev = t.succeeded ? BigInt(t.header.revision) : BigInt(t.responses[0].response_range.kvs[0].create_revision);
+      const myRev = t.succeeded ? BigInt(t.header.revision) : BigInt(t.responses[0].response_range.kvs[0].create_revision);
       const owner = t.responses[1].response_range.kvs;
-      if (owner.length && BigInt(owner[0].create_revision) === myRev) return { fence: myRev, key: myKey, kv };
+      if (!owner.length || BigInt(owner[0].create_revision) === myRev) return { fence: myRev, key: myKey, kv };
       try {
         for (;;) { // waitDeletes
           requests++;
@@ -326,8 +326,11 @@ function etcdPeer(o) {
           if (!r.kvs.length) return { fence: myRev, key: myKey, kv };
           const prev = r.kvs[0].key;
           requests++;
-          const watcher = await clients[w % clients.length].watch().key(prev)
-            .startRevision(String(BigInt(r.header.revision))).create();
+          // watcher(), not create(): its listeners are on before any event
+          // can come (create() resolves on "connected", and a DELETE that
+          // came in the same read would be emitted before the await ends)
+          const watcher = clients[w % clients.length].watch().key(prev)
+            .startRevision(String(BigInt(r.header.revision))).watcher();
           try {
             await new Promise((res, rej) => {
               watcher.on('delete', () => res());

@@ -15,9 +15,10 @@
 # plain and resumable (SESSION): uncontended at 16 and 64 workers, and
 # handoff on one key (16 workers, hold 1 ms), each run DURATION_MS (default
 # 5000) after a warm-up. Writes bench/out/peers.jsonl, prints a markdown
-# table and the ratios of issue 30, and stops exactly what it started, on
-# failure too. Exit status 1 when any run saw two holders of one key (or
-# a fence that did not grow); 2 when a run failed otherwise.
+# table and the ratios of issue 30 (kept in bench/out/peers.md), and
+# stops exactly what it started, on failure too. Exit status 1 when any run
+# saw two holders of one key (or a fence that did not grow); 2 when a run
+# failed otherwise.
 #
 # Needs node >= 18 and npm (npm ci fetches bench/peers/package-lock.json's
 # packages on first use), redis-server, etcd 3.4 (Debian: etcd-server), and
@@ -231,6 +232,6 @@ for peer in $peers; do
 	done
 	run "$peer" handoff 16 "$warm"
 done
-node bench/peers/report.js "$out"
-echo "bench/peers: wrote $out" >&2
+node bench/peers/report.js "$out" | tee bench/out/peers.md
+echo "bench/peers: wrote $out and bench/out/peers.md" >&2
 exit $status
