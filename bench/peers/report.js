@@ -85,6 +85,15 @@ for (const p of order) {
       `${r.failed_acquires} / ${r.errors + r.lib_errors} / ${bad(r) ? `**${bad(r)}**` : 0} |`);
   }
 }
+const troubled = runs.filter((r) => r.errors || r.lib_errors || r.drain_timed_out);
+if (troubled.length) {
+  console.log('');
+  for (const r of troubled) {
+    console.log(`Errors in ${NAMES[r.peer]} ${r.mode} (${r.c} workers): ${r.errors} failed requests` +
+      `${r.last_error ? ` (the last: \`${r.last_error}\`)` : ''}, ${r.lib_errors} lost locks or sessions` +
+      `${r.drain_timed_out ? ', and its drain timed out' : ''}.`);
+  }
+}
 const v2 = runs.reduce((a, r) => a + bad(r), 0);
 console.log('');
 console.log(v2 ? `**MUTUAL EXCLUSION VIOLATED: ${v2} violation(s); see the runs above.**`

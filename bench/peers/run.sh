@@ -55,9 +55,9 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/lockd-peers.XXXXXX")
 shm=$(mktemp -d /dev/shm/lockd-peers.XXXXXX) # etcd's and ZooKeeper's data
-pids=() names=() bench_pid=
+pids=() names=() bench_pid=''
 cleanup() {
-	local p
+	local rc=$? p
 	[ -z "$bench_pid" ] || kill -TERM "$bench_pid" 2>/dev/null || true
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do
@@ -65,6 +65,12 @@ cleanup() {
 		kill -KILL "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
+	if [ "$rc" != 0 ] && [ -d "$work" ]; then # keep the servers' logs
+		rm -rf bench/out/peers-logs
+		mkdir -p bench/out/peers-logs
+		cp "$work"/*.log bench/out/peers-logs/ 2>/dev/null || true
+		echo "bench/peers: the servers' logs are in bench/out/peers-logs" >&2
+	fi
 	rm -rf "$work" "$shm"
 }
 trap cleanup EXIT
