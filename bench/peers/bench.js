@@ -84,7 +84,8 @@ function summary(a) {
 }
 function version(name) { // packages whose "exports" hide package.json too
   try {
-    return JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', name, 'package.json'), 'utf8')).version;
+    const j = JSON.parse(fs.readFileSync(path.join(__dirname, 'node_modules', name, 'package.json'), 'utf8'));
+    return String(j.version).replace(/^v/, '');
   } catch (e) {
     return 'unknown';
   }

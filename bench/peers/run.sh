@@ -25,7 +25,8 @@
 # ZooKeeper's jars with java (Debian: zookeeper). Environment: ZK_JAR
 # (default /usr/share/java/zookeeper.jar), ETCD (default etcd in PATH),
 # PEERS ("redlock semaphore etcd zookeeper lockd lockd-resumable", a subset
-# runs fewer), WARMUP_MS (default 1000; a peer's first run warms up 3x).
+# runs fewer), WARMUP_MS (default 1000; a peer's first run warms up 5x:
+# a fresh etcd cluster is slow at first, and the JVM compiles meanwhile).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
@@ -231,7 +232,7 @@ run() { # peer mode c warmup_ms
 	fi
 }
 for peer in $peers; do
-	first=$((3 * warm))
+	first=$((5 * warm))
 	for c in 16 64; do
 		run "$peer" uncontended "$c" "$first"
 		first=$warm
