@@ -487,14 +487,14 @@ async function main() {
         if (h === null) { st.failed++; continue; }
         if (holder.has(key)) {
           st.violations++;
-          console.error(`MUTUAL EXCLUSION VIOLATED: ${o.peer} granted ${key} to worker ${w} while worker ${holder.get(key)} holds it`);
+          if (st.violations + st.fenceViolations <= 20) console.error(`MUTUAL EXCLUSION VIOLATED: ${o.peer} granted ${key} to worker ${w} while worker ${holder.get(key)} holds it`);
         }
         holder.set(key, w);
         if (h.fence !== undefined) {
           const f = lastFence.get(key);
           if (f !== undefined && h.fence <= f) {
             st.fenceViolations++;
-            console.error(`MUTUAL EXCLUSION VIOLATED: ${o.peer} fence of ${key} went from ${f} to ${h.fence}`);
+            if (st.violations + st.fenceViolations <= 20) console.error(`MUTUAL EXCLUSION VIOLATED: ${o.peer} fence of ${key} went from ${f} to ${h.fence}`);
           }
           lastFence.set(key, h.fence);
         }
