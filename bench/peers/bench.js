@@ -35,7 +35,8 @@
  * called unlock yet) is a violation; so is a fence that does not grow
  * strictly from one holder of a key to the next (lockd's fence, etcd's
  * create revision of the holder's key, ZooKeeper's sequence number). Any
- * violation: the result says so and the exit status is 1.
+ * violation: the first 20 are printed, the result counts them all, and the
+ * exit status is 1.
  *
  * Every loop is bounded: the window, the drain (15 s), a watchdog.
  */
