@@ -44,6 +44,7 @@
 const fs = require('fs');
 const net = require('net');
 const path = require('path');
+const { randomUUID } = require('crypto');
 const { performance } = require('perf_hooks');
 
 const HOST = '127.0.0.1';
@@ -359,7 +360,7 @@ function etcdPeer(o) {
 
 // ZooKeeper: Curator InterProcessMutex's recipe (LockInternals). Worker w:
 // its own session, on server w mod n. Lock(path): create EPHEMERAL_SEQUENTIAL
-// path/lock- (creating the parent if missing: Curator makes it a container,
+// path/_c_<uuid>-lock- (creating the parent if missing: Curator makes it a container,
 // this client knows no containers, so the run removes the parents at the
 // end); loop: getChildren(path), sorted by sequence; ours first -> held;
 // else getData(the next lower one, watch): NONODE -> look again at once,
@@ -389,7 +390,9 @@ function zookeeperPeer(o) {
     async acquire(key, w) {
       const cl = sessions[w];
       const base = `${ROOT}/${key}`;
-      const create = () => call((cb) => cl.create(`${base}/lock-`, zk.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
+      // Curator's protected name (_c_<uuid>-): its way to find its own
+      // node again after a lost connection
+      const create = () => call((cb) => cl.create(`${base}/_c_${randomUUID()}-lock-`, zk.CreateMode.EPHEMERAL_SEQUENTIAL, cb));
       let ours;
       try {
         ours = await create();
