@@ -197,7 +197,7 @@ zk_version=$(unzip -p "$ZK_JAR" META-INF/maven/org.apache.zookeeper/zookeeper/po
 	sed -nE 's/^version=([^ \r]+).*/\1/p' || true)
 META_NPROC=$(nproc) META_CPU=$(sed -nE 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) \
 	META_KERNEL=$(uname -r) META_REDIS=$redis_version META_ETCD=$etcd_version META_ZK=$zk_version \
-	META_JAVA=$(java -version 2>&1 | head -n 1) META_LOCKD=$lockd_version META_DURATION=$dur \
+	META_JAVA=$(! command -v java >/dev/null || java -version 2>&1 | head -n 1) META_LOCKD=$lockd_version META_DURATION=$dur \
 	META_COMMIT=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown) \
 	node -e '
 const e = process.env;
