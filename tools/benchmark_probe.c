@@ -82,7 +82,7 @@ static redisContext *masters[BM_MAX_MASTERS];
 static const struct bm_hostport *master_addr;
 static int nmasters;
 
-/* Harness and health-check traffic, not lock traffic (as peers/bench.js
+/* Harness and health-check traffic, not lock traffic (as bench/peers/bench.js
  * counts, so that the figures compare). */
 static int is_admin(const char *name)
 {
