@@ -5,7 +5,6 @@ Nothing here does I/O."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import InvalidArgument, LockdError
@@ -143,8 +142,38 @@ def _digits(s: str, what: str, line: str) -> int:
     return int(s)
 
 
-@dataclass(frozen=True)
-class Holder:
+class _Frozen:
+    """A value object: fields set once in __init__, compared and hashed by
+    value, shown by repr. (Not a dataclass: its generated methods carry no
+    type hints, which tests/test_idioms.py asks of every function.)"""
+
+    __slots__: Tuple[str, ...] = ()
+
+    def _set(self, **fields: object) -> None:
+        for k, v in fields.items():
+            object.__setattr__(self, k, v)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def _values(self) -> Tuple[object, ...]:
+        return tuple(getattr(self, k) for k in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        f = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"{type(self).__name__}({f})"
+
+
+class Holder(_Frozen):
     """One `HOLDER fence kind lockd=NAME [client=ADDR] [session=ID]
     [held_ms=N]` line of a WHO reply.
 
@@ -155,32 +184,54 @@ class Holder:
     (the hold is on another lockd than the one asked); client "-" means the
     session is detached, session "-" that it is not resumable."""
 
+    __slots__ = ("fence", "kind", "lockd", "permit", "permits", "client", "session", "held_ms")
     fence: int
     kind: str
     lockd: str
-    permit: Optional[int] = None
-    permits: Optional[int] = None
-    client: Optional[str] = None
-    session: Optional[str] = None
-    held_ms: Optional[int] = None
+    permit: Optional[int]
+    permits: Optional[int]
+    client: Optional[str]
+    session: Optional[str]
+    held_ms: Optional[int]
+
+    def __init__(
+        self,
+        fence: int,
+        kind: str,
+        lockd: str,
+        permit: Optional[int] = None,
+        permits: Optional[int] = None,
+        client: Optional[str] = None,
+        session: Optional[str] = None,
+        held_ms: Optional[int] = None,
+    ) -> None:
+        self._set(
+            fence=fence, kind=kind, lockd=lockd, permit=permit, permits=permits, client=client, session=session, held_ms=held_ms
+        )
 
 
-@dataclass(frozen=True)
-class Delayed:
+class Delayed(_Frozen):
     """A WHO reply's `DELAYED ms_left fence`: the key is in a lock-delay
     for ms_left more milliseconds; fence is the key's latest."""
 
+    __slots__ = ("ms_left", "fence")
     ms_left: int
     fence: int
 
+    def __init__(self, ms_left: int, fence: int) -> None:
+        self._set(ms_left=ms_left, fence=fence)
 
-@dataclass(frozen=True)
-class Who:
+
+class Who(_Frozen):
     """A parsed WHO reply: holders (a tuple of Holder, in lockd's order)
     and delayed (a Delayed, or None). A free key has neither."""
 
-    holders: Tuple[Holder, ...] = ()
-    delayed: Optional[Delayed] = None
+    __slots__ = ("holders", "delayed")
+    holders: Tuple[Holder, ...]
+    delayed: Optional[Delayed]
+
+    def __init__(self, holders: Sequence[Holder] = (), delayed: Optional[Delayed] = None) -> None:
+        self._set(holders=tuple(holders), delayed=delayed)
 
     @property
     def free(self) -> bool:
