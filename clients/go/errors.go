@@ -33,6 +33,10 @@ var (
 	// (a key or value with blanks, control bytes, non-ASCII, empty or too
 	// long; a negative or too large duration). Nothing was sent.
 	ErrInvalid = errors.New("lockd: invalid argument")
+	// ErrProtocol: a reply the client does not understand (a WHO reply
+	// line of an unknown kind, a malformed number), or lockd's own
+	// ERR PROTOCOL (a request it does not understand).
+	ErrProtocol = errors.New("lockd: protocol error")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("lockd: client closed")
 	// errBroken: the connection broke while a request was in flight.
@@ -67,6 +71,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "SHUTDOWN"
 	case ErrAuth:
 		return e.Code == "AUTH" || e.Code == "NOAUTH"
+	case ErrProtocol:
+		return e.Code == "PROTOCOL"
 	}
 	if t, ok := target.(*Error); ok {
 		return t.Code == e.Code && (t.Text == "" || t.Text == e.Text)

@@ -47,3 +47,28 @@ func Example() {
 	fmt.Println("report written; TryLock meanwhile:", err)
 	// Output: report written; TryLock meanwhile: lockd: busy
 }
+
+// Who holds the nightly job's lock, on which lockd, from where, since when.
+func ExampleClient_Who() {
+	ctx := context.Background()
+	c, err := lockd.Dial(ctx, os.Getenv("LOCKD_ADDR"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Lock(ctx, "nightly-job", lockd.Wait(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(context.Background())
+
+	w, err := c.Who(ctx, "nightly-job")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, h := range w.Holders {
+		// e.g. 42 exclusive myhost:7390 127.0.0.1:50412 2ms
+		fmt.Println(h.Fence == l.Fence(), h.Kind, h.Lockd != "", h.Client != "", h.HasHeld)
+	}
+	// Output: true exclusive true true true
+}

@@ -286,6 +286,9 @@ func TestRefusesBadKeys(t *testing.T) {
 		if _, err := c.Campaign(ctx, "e", k); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Campaign value %q: %v, want ErrInvalid", k, err)
 		}
+		if _, err := c.Who(ctx, k); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Who(%q): %v, want ErrInvalid", k, err)
+		}
 	}
 	if _, err := c.Lock(ctx, "k", Wait(-time.Second)); !errors.Is(err, ErrInvalid) {
 		t.Errorf("negative Wait: %v", err)

@@ -38,6 +38,7 @@ const {
   InvalidArgumentError,
   fromReply,
 } = require('./errors.cjs');
+const { parseWho } = require('./who.cjs');
 
 const MAX_MS = 2 ** 31 - 1;
 const EVENTS = new Set(['LOST', 'ELECTED', 'NOLEADER']);
@@ -134,6 +135,7 @@ const TRY_OPTS = ['ttl', 'shared', 'permits', 'signal', 'onLost'];
 const TRY_HINTS = { wait: 'tryAcquire makes one attempt; acquire(key, { wait }) waits' };
 const CAMPAIGN_OPTS = ['wait', 'signal', 'onLost'];
 const STATUS_OPTS = ['permits'];
+const WHO_OPTS = ['signal'];
 
 function parseAddresses(spec) {
   const items = typeof spec === 'string' ? spec.split(',').map((x) => x.trim()) : [...spec];
@@ -1139,6 +1141,30 @@ class Client {
       if (w.length >= 3) out[w[1]] = w.slice(2).join(' ');
     }
     return out;
+  }
+
+  /** Who holds key (1.4): { holders, delayed } (who.cjs says the fields).
+   * Rejects with QuorumError when no majority of the masters answered.
+   * { signal }: an abort rejects at once with its reason; the session is
+   * kept, and pooled again once lockd's reply has been read. */
+  async who(key, opts = {}) {
+    const { signal } = checkOpts(opts, WHO_OPTS, 'who');
+    checkSignal(signal);
+    checkWord(key, 'key', this.maxLen);
+    signal?.throwIfAborted();
+    const asked = this._simple(`WHO ${key}`, true);
+    if (!signal) return parseWho(await asked);
+    asked.catch(() => {}); // an abort leaves it to finish alone
+    let onAbort;
+    const aborted = new Promise((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return parseWho(await Promise.race([asked, aborted]));
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Wait to lead the election (1.3): { wait (ms), signal, onLost }. */

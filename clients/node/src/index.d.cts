@@ -74,6 +74,43 @@ export interface Observation extends AsyncIterable<Election | null>, PromiseLike
   close(): Promise<void>;
 }
 
+export interface WhoOptions {
+  /** Rejects the call at once with its reason (the session is kept). */
+  signal?: AbortSignal;
+}
+
+/** One holder of a key, as WHO (protocol 1.4) tells it. */
+export interface Holder {
+  /** The hold's fence on its own lockd; elsewhere the key's latest, no lower. */
+  readonly fence: bigint;
+  readonly kind: 'exclusive' | 'shared' | 'permit';
+  /** The permit held (i of permit=i/n); null unless kind is 'permit'. */
+  readonly permit: number | null;
+  /** n of permit=i/n; null unless kind is 'permit', or when lockd does not know n. */
+  readonly permits: number | null;
+  /** The holding lockd's name; '-' when no master knows it. */
+  readonly lockd: string;
+  /** The client's address ('-' while detached); null when the hold is on another lockd than the one asked. */
+  readonly client: string | null;
+  /** The resumable session's id ('-' for a plain session); null as client. */
+  readonly session: string | null;
+  /** ms since the grant (or the adoption); null as client. */
+  readonly heldMs: number | null;
+}
+
+/** The key is in a lock-delay (protocol 1.4). */
+export interface Delayed {
+  readonly msLeft: number;
+  /** The key's latest fence. */
+  readonly fence: bigint;
+}
+
+/** What who() answers: a free key has no holders and delayed null. */
+export interface Who {
+  readonly holders: readonly Holder[];
+  readonly delayed: Delayed | null;
+}
+
 /** A granted lock, shared hold or permit. */
 export declare class Lock {
   protected constructor();
@@ -129,6 +166,8 @@ export declare class Client {
   stats(): Promise<Record<string, string>>;
   campaign(name: string, value: string, opts?: CampaignOptions): Promise<Leadership>;
   leader(name: string): Promise<Election | null>;
+  /** Who holds key (protocol 1.4); rejects with QuorumError without a majority. */
+  who(key: string, opts?: WhoOptions): Promise<Who>;
   observe(name: string): Observation;
   /** Ends every session; lockd releases their holds. */
   close(): Promise<void>;

@@ -4,7 +4,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, appendFileSync, rmSync, mkdirSync, symlinkSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import net from 'node:net';
@@ -353,12 +353,55 @@ describe('lockd-client', { concurrency: false }, () => {
     for (const x of p) await x.release();
   });
 
+  it('who (1.4): an exclusive hold here and elsewhere, a free key, shared holders, permits', async (t) => {
+    if (skipUnless(t, await speaks('WHO x'))) return;
+    const nameOf = (addr) => `${hostname()}:${addr.slice(addr.lastIndexOf(':') + 1)}`; // lockd's default name
+    const ca = await client(env.LOCKD_A);
+    const cb = await client(env.LOCKD_B);
+    const k = key('who');
+    assert.deepEqual(await ca.who(k), { holders: [], delayed: null });
+    const l = await ca.acquire(k, { wait: 5000 });
+    const here = await ca.who(k);
+    assert.equal(here.holders.length, 1);
+    const h = here.holders[0];
+    const { localAddress, localPort } = l._conn.sock;
+    assert.deepEqual([h.fence, h.kind, h.lockd, h.client], [l.fence, 'exclusive', nameOf(env.LOCKD_A), `${localAddress}:${localPort}`]);
+    assert.ok(h.session !== null && h.heldMs !== null && h.heldMs >= 0 && h.heldMs < 10000, JSON.stringify(h, (_, v) => (typeof v === 'bigint' ? String(v) : v)));
+    const there = await cb.who(k);
+    assert.equal(there.holders.length, 1);
+    const g = there.holders[0];
+    assert.deepEqual([g.kind, g.lockd, g.client, g.session, g.heldMs, there.delayed], ['exclusive', nameOf(env.LOCKD_A), null, null, null, null]);
+    assert.ok(g.fence >= l.fence);
+    const ac = new AbortController();
+    ac.abort(new Error('gave up'));
+    await assert.rejects(cb.who(k, { signal: ac.signal }), /gave up/);
+    await l.release();
+    assert.deepEqual(await cb.who(k), { holders: [], delayed: null });
+
+    const ks = key('who-shared');
+    const sa = await ca.acquire(ks, { shared: true, wait: 5000 });
+    const sb = await cb.acquire(ks, { shared: true, wait: 5000 });
+    const s = await ca.who(ks);
+    assert.deepEqual(s.holders.map((x) => x.kind), ['shared', 'shared']);
+    assert.deepEqual(s.holders.map((x) => x.lockd).sort(), [nameOf(env.LOCKD_A), nameOf(env.LOCKD_B)].sort());
+    assert.equal(s.holders.find((x) => x.lockd === nameOf(env.LOCKD_A)).fence, sa.fence);
+    await sa.release();
+    await sb.release();
+
+    const kp = key('who-permits');
+    const p = [await ca.acquire(kp, { permits: 3, wait: 5000 }), await cb.acquire(kp, { permits: 3, wait: 5000 })];
+    const w = await cb.who(kp);
+    assert.deepEqual(w.holders.map((x) => [x.kind, x.permit, x.permits]).sort(), [['permit', 0, 3], ['permit', 1, 3]]);
+    for (const x of p) await x.release();
+  });
+
   it('refuses what it cannot send safely, before sending', async () => {
     const c = new Client('127.0.0.1:1'); // nothing listens: sending would fail otherwise
     for (const bad of ['k WAIT', 'k\tx', 'k\r', 'k\nPING', 'k\0', 'k\x7f', 'kä', '', 'x'.repeat(257), 42]) {
       await assert.rejects(c.acquire(bad, { wait: 1 }), InvalidArgumentError);
       await assert.rejects(c.tryAcquire(bad), InvalidArgumentError);
       await assert.rejects(c.status(bad), InvalidArgumentError);
+      await assert.rejects(c.who(bad), InvalidArgumentError);
       await assert.rejects(c.campaign('ok', bad), InvalidArgumentError);
     }
     for (const o of [{ wait: -1 }, { wait: 1.5 }, { wait: 2 ** 31 }, { ttl: 0 }, { permits: 0 }, { shared: true, permits: 2 }]) {
@@ -701,6 +744,7 @@ describe('lockd-client', { concurrency: false }, () => {
     await assert.rejects(c.using('k', { ttl: 100, onlost: () => {} }, async () => {}), unknown('acquire', 'onlost'));
     await assert.rejects(c.campaign('n', 'v', { ttl: 100 }), unknown('campaign', 'ttl'));
     await assert.rejects(c.status('k', { permit: 2 }), unknown('status', 'permit'));
+    await assert.rejects(c.who('k', { signa: null }), (e) => unknown('who', 'signa')(e) && /did you mean signal/.test(e.message));
   });
 
   it('TypeScript declarations: package.json types, every export declared (and compiled when TSC is set)', { timeout: 60000 }, async () => {
@@ -736,6 +780,11 @@ async function f(): Promise<bigint> {
   if (s.state === 'HELD') void s.ttlMs;
   const r: number = await c.using('k', { wait: 10 }, async (signal: AbortSignal, lock: Lock) => 1);
   for await (const e of c.observe('n')) if (e) void e.value;
+  const w: Who = await c.who('k', { signal: AbortSignal.timeout(100) });
+  for (const h of w.holders) if (h.kind === 'permit' && h.heldMs !== null) void ((h.permit ?? 0) + h.heldMs);
+  const d: Delayed | null = w.delayed;
+  void (d ? d.fence + 1n : 0n);
+  void (w.holders[0] as Holder | undefined);
   if (false as boolean) throw new LockdError('X');
   return l.fence;
 }
@@ -743,8 +792,8 @@ void f;
 // @ts-expect-error: a misspelled option does not compile
 void c.acquire('k', { wiat: 100 });
 `;
-      writeFileSync(join(tmp, 'esm.mts'), `import Default, { Client, Lock, LockLostError, LockdError } from 'lockd-client';\nvoid Default;\n${body}`);
-      writeFileSync(join(tmp, 'cjs.cts'), `import lockd = require('lockd-client');\nconst { Client, LockdError } = lockd;\ntype Lock = lockd.Lock;\ntype LockLostError = lockd.LockLostError;\n${body}`);
+      writeFileSync(join(tmp, 'esm.mts'), `import Default, { Client, Lock, LockLostError, LockdError, Who, Holder, Delayed } from 'lockd-client';\nvoid Default;\n${body}`);
+      writeFileSync(join(tmp, 'cjs.cts'), `import lockd = require('lockd-client');\nconst { Client, LockdError } = lockd;\ntype Lock = lockd.Lock;\ntype LockLostError = lockd.LockLostError;\ntype Who = lockd.Who;\ntype Holder = lockd.Holder;\ntype Delayed = lockd.Delayed;\n${body}`);
       for (const mod of ['node16', 'nodenext']) {
         execFileSync(tsc, ['--noEmit', '--strict', '--target', 'es2022', '--module', mod, '--moduleResolution', mod, 'esm.mts', 'cjs.cts'], { cwd: tmp, stdio: 'inherit', timeout: 60000 });
       }
@@ -771,7 +820,7 @@ void c.acquire('k', { wiat: 100 });
       throw e;
     }
     const files = JSON.parse(out)[0].files.map((f) => f.path);
-    for (const f of ['LICENSE', 'README.md', 'package.json', 'src/index.js', 'src/index.cjs', 'src/errors.cjs', 'src/index.d.ts', 'src/index.d.cts']) {
+    for (const f of ['LICENSE', 'README.md', 'package.json', 'src/index.js', 'src/index.cjs', 'src/errors.cjs', 'src/index.d.ts', 'src/index.d.cts', 'src/who.cjs']) {
       assert.ok(files.includes(f), `npm pack leaves out ${f} (${files.join(' ')})`);
     }
   });

@@ -10,7 +10,7 @@ lockd.aio.Client is the same API for asyncio. See README.md.
 """
 
 from . import aio
-from ._proto import Status
+from ._proto import Delayed, Holder, Status, Who
 from .client import Client, Leadership, Lock, Observer
 from .errors import (
     ConnectionError,
@@ -28,6 +28,9 @@ __all__ = [
     "Leadership",
     "Observer",
     "Status",
+    "Who",
+    "Holder",
+    "Delayed",
     "LockdError",
     "Timeout",
     "QuorumError",

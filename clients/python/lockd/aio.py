@@ -63,7 +63,7 @@ from typing import (
 )
 
 from . import _proto
-from ._proto import Status, check_count, check_word, seconds_to_ms
+from ._proto import Status, Who, check_count, check_word, seconds_to_ms
 from .errors import (
     ConnectionError,
     InvalidArgument,
@@ -73,7 +73,7 @@ from .errors import (
     from_reply,
 )
 
-__all__ = ["Client", "Lock", "Leadership", "Observer", "Status"]
+__all__ = ["Client", "Lock", "Leadership", "Observer", "Status", "Who"]
 
 Reply = Union[str, List[str]]
 OnLost = Optional[Callable[[Any], None]]
@@ -1328,6 +1328,16 @@ class Client:
         """lockd's STATS as a dict of name -> str."""
         lines = await self._simple("STATS", multi=True)
         return {w[1]: w[2] for w in (ln.split(" ", 2) for ln in lines) if len(w) == 3}
+
+    async def who(self, key: str) -> Who:
+        """Who holds key (protocol 1.4), as a majority of the masters and
+        the lockd asked know it: a Who of Holder lines and an optional
+        Delayed. QuorumError when no majority answered; LockdError with
+        code PROTOCOL for a reply line this client does not know."""
+        check_word(key, "key", self._max_len)
+        lines = await self._simple(f"WHO {key}", multi=True)
+        assert isinstance(lines, list)
+        return _proto.parse_who(lines)
 
     # -- election (protocol 1.3) -----------------------------------------
 

@@ -25,7 +25,7 @@ import weakref
 from typing import Any, Callable, Coroutine, Dict, Literal, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import aio
-from ._proto import Status
+from ._proto import Status, Who
 from .errors import ConnectionError, LockdError, LockLost
 
 __all__ = ["Client", "Lock", "Leadership", "Observer"]
@@ -312,6 +312,10 @@ class Client:
 
     def stats(self) -> Dict[str, str]:
         return self._run(self._a.stats())
+
+    def who(self, key: str) -> Who:
+        """Who holds key (protocol 1.4): see lockd.aio.Client.who."""
+        return self._run(self._a.who(key))
 
     def campaign(self, name: str, value: str, wait: Optional[float] = None, *, on_lost: OnLost = None) -> Leadership:
         """A Leadership of the election name, not yet won: `with` it, or

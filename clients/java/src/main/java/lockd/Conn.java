@@ -69,6 +69,16 @@ final class Conn {
         this.tls = link.tls();
     }
 
+    /** The connection's local address, as lockd sees the client (for the tests). */
+    java.net.SocketAddress localAddress() throws java.io.IOException {
+        lock.lock();
+        try {
+            return ch.getLocalAddress();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     CompletableFuture<Reply> send(String line, boolean multiLine) {
         return send(line, multiLine, false);
     }

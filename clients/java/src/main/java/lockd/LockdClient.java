@@ -40,8 +40,8 @@ import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 
 /**
- * A client of lockd (protocol 1.0-1.3). Thread-safe; one per process is
- * enough.
+ * A client of lockd (protocol 1.0-1.3, and WHO of 1.4). Thread-safe; one
+ * per process is enough.
  *
  * <p>Concurrency model: every held lock, leadership and observation has a
  * connection (a lockd session) of its own; connections that hold nothing
@@ -745,6 +745,24 @@ public final class LockdClient implements AutoCloseable {
             return Optional.of(new Leader(n, Long.parseUnsignedLong(w[1]), w.length == 3 ? w[2] : null));
         }
         throw LockdException.fromReply(r.line());
+    }
+
+    // ---- who holds a key (1.4) ----
+
+    /**
+     * WHO key (protocol 1.4): who holds key, as lockd reads it on a majority
+     * of the masters. LockdException with code QUORUM when no majority
+     * answered, PROTOCOL for a reply line this client does not know
+     * (word=value tokens it does not know are ignored);
+     * IllegalArgumentException, before anything is sent, for a key it
+     * cannot send.
+     */
+    public WhoReply who(String key) {
+        Reply r = query("WHO " + key(key), true);
+        if (!r.line().equals("END")) {
+            throw LockdException.fromReply(r.line());
+        }
+        return WhoReply.parse(r.lines());
     }
 
     /**

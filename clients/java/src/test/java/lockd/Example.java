@@ -23,6 +23,13 @@ public final class Example {
             try (LockHandle h = c.acquire("nightly-report", Duration.ofSeconds(5))) {
                 System.out.println("again, handle fence " + h.fence());
             }
+            // who holds the nightly job's lock, on which lockd, from where, since when (1.4)
+            try (LockHandle h = c.acquire("nightly-job", Duration.ofSeconds(5))) {
+                for (WhoReply.Holder w : c.who("nightly-job").holders()) {
+                    System.out.println("fence " + w.fence() + " " + w.kind() + " on " + w.lockd() + " from "
+                            + w.client().orElse("another lockd") + ", held " + w.heldMillis().orElse(-1) + " ms");
+                }
+            }
         }
     }
 }

@@ -253,6 +253,7 @@ class LockTest {
                     assertThrows(IllegalArgumentException.class, () -> c.acquire(k, Duration.ZERO), k);
                     assertThrows(IllegalArgumentException.class, () -> c.campaign("e", k), k);
                     assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(k, 2), k);
+                    assertThrows(IllegalArgumentException.class, () -> c.who(k), k);
                 }
                 assertThrows(IllegalArgumentException.class, () -> c.acquire("k", Duration.ofMillis(-1)));
                 assertThrows(IllegalArgumentException.class, () -> c.getSemaphore("k", 0));
