@@ -1,0 +1,92 @@
+/* locktab_part: the table's side of LOCKALL (1.4). A LOCKALL (lockall.c,
+ * above the table) asks for each of its keys with a waiter of its own
+ * (part set): it queues in the key's one FIFO like any LOCK, so the
+ * queues' order holds for every kind of request, and its verdict goes to
+ * lt_part_ops rather than to the client. On the table of locktab.c
+ * (locktab_core.h), which calls nothing here. */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "conflict.h"
+#include "locktab.h"
+#include "locktab_core.h"
+#include "locktab_int.h"
+#include "stats.h"
+
+void lt_set_part_ops(const struct lt_part_ops *o)
+{
+	ltc_part_ops = *o;
+}
+
+static struct hold *hold_of(struct lt_client *c, const char *key, size_t klen)
+{
+	struct lkey *lk = ltc_find(key, klen);
+	return lk ? ltc_hold_of(lk, c) : NULL;
+}
+
+int lt_part_held(struct lt_client *c, const char *key, size_t klen, uint64_t *fence,
+                 uint32_t *permit)
+{
+	struct hold *h = hold_of(c, key, klen);
+	if (!h)
+		return -1;
+	*fence = h->fence;
+	*permit = h->permit;
+	return (int)h->kind;
+}
+
+int lt_part_start(struct waiter *w, const struct request *r, enum wait_mode mode)
+{
+	struct lkey *lk = ltc_find(r->key, r->klen);
+
+	w->kind = HK_LOCK;
+	w->npermits = 1;
+	/* One attempt never jumps the queue, as LOCK ... WAIT 0. */
+	if (mode != WM_WAIT && lk &&
+	    (lk->state != LK_IDLE || lk->waiters.len || !cf_can_ask(lk, w)))
+		return 1;
+	if (!lk && !(lk = ltc_get(r->key, r->klen)))
+		return -1;
+	w->lk = lk;
+	w->mode = mode;
+	w->next_permit = 0;
+	w->round_pttl = -1;
+	w->xraised = 0;
+	w->campaign = 0;
+	w->part = 1;
+	w->quorum_failed = 0;
+	w->has_ttl = r->has_ttl; /* what the request asks of the grant, as lt_lock */
+	w->ttl_ms = r->ttl_ms;
+	w->since_us = now_us();
+	ilist_push(&lk->waiters, &w->link);
+	if (mode == WM_WAIT)
+		stats.sessions_waiting++;
+	ltc_kick(lk);
+	ltc_maybe_free(lk);
+	return 0;
+}
+
+void lt_part_cancel(struct waiter *w)
+{
+	struct lkey *lk = w->lk;
+	if (!lk)
+		return;
+	ltc_waiter_leave(w);
+	ltc_kick(lk);
+	ltc_maybe_free(lk);
+}
+
+void lt_part_release(struct lt_client *c, const char *key, size_t klen)
+{
+	struct hold *h = hold_of(c, key, klen);
+	if (h)
+		ltc_release(h);
+}
+
+void lt_part_reenter(struct lt_client *c, const char *key, size_t klen)
+{
+	struct hold *h = hold_of(c, key, klen);
+	if (h)
+		h->holds++;
+}
