@@ -171,6 +171,8 @@ static enum proto_err parse_lockall(const char *line, size_t len, size_t i,
 	if (parse_u64(cnt.p, cnt.n, UINT32_MAX, &n) != 0)
 		n = (uint64_t)UINT32_MAX + 1;
 	/* Pass 1: syntax. */
+	while (i < len && is_blank(line[i]))
+		i++;
 	size_t first = i, end = i;
 	for (uint64_t k = 0; k < n; k++) {
 		if (!next_tok(line, len, &i, &t)) {
