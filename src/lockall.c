@@ -35,6 +35,7 @@
 #include "locktab_types.h"
 #include "log.h"
 #include "quorum.h"
+#include "redlock.h"
 #include "stats.h"
 #include "util.h"
 
@@ -53,8 +54,9 @@ enum lp_state {
 
 /* Where a request is. */
 enum la_state {
-	LA_FIRST,   /* the first attempt: every key asked at once, verdicts awaited */
-	LA_WAITING, /* in the queue of its smallest key not held, holding none above it */
+	LA_FIRST,    /* the first attempt: every key asked at once, verdicts awaited */
+	LA_WAITING,  /* in the queue of its smallest key not held, holding none above it */
+	LA_COUNTING, /* every key held: the reentrant counts go to the session's record (1.2) */
 };
 
 struct la_part {
@@ -78,6 +80,8 @@ struct la_req {
 	int64_t deadline_us;
 	struct event *step_ev; /* step() from the loop */
 	struct event *timer;   /* the end of WAIT */
+	struct rl_call *call;  /* LA_COUNTING: the record's write */
+	int counted;           /* the reentrant keys are counted already */
 	struct la_part *p;     /* n parts, in bytewise order of their keys */
 	uint32_t *by_given;    /* n: the part of each key as given */
 	char *reply;           /* room for "OK" and n fences */
@@ -156,23 +160,33 @@ static void give_back(struct la_req *r)
 	}
 }
 
+static void uncount(struct la_req *r);
+
 static void fail(struct la_req *r, const char *msg)
 {
 	struct lt_client *c = r->c;
+	if (r->counted)
+		uncount(r);
 	give_back(r);
 	req_free(r);
 	stats.lockall_timeouts += strcmp(msg, "TIMEOUT") == 0;
 	reply(c, "%s", msg);
 }
 
-static void grant(struct la_req *r)
+/* The reentrant keys' counts go back (a count write failed, or the
+ * client left while it was out). */
+static void uncount(struct la_req *r)
+{
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->p[i].st == LP_PRIOR)
+			lt_part_reenter(r->c, r->p[i].key, r->p[i].klen, -1);
+}
+
+static void answer_ok(struct la_req *r)
 {
 	struct lt_client *c = r->c;
 	char *o = r->reply;
 
-	for (uint32_t i = 0; i < r->n; i++)
-		if (r->p[i].st == LP_PRIOR)
-			lt_part_reenter(c, r->p[i].key, r->p[i].klen);
 	o += sprintf(o, "OK");
 	for (uint32_t g = 0; g < r->n; g++)
 		o += sprintf(o, " %llu", (unsigned long long)r->p[r->by_given[g]].fence);
@@ -182,9 +196,56 @@ static void grant(struct la_req *r)
 	req_free(r);
 }
 
+static void step(struct la_req *r);
+
+static void counted(struct rl_call *call, void *owner)
+{
+	struct la_req *r = owner;
+	r->call = NULL;
+	r->counted = 1;
+	r->state = LA_WAITING;
+	if (rl_result_of(call) != RL_OK) {
+		stats.quorum_failures++;
+		fail(r, MSG_NO_QUORUM);
+		return;
+	}
+	step(r); /* a key lost meanwhile is taken again before OK */
+}
+
+/* Every key is held: count the reentrant ones and answer, once a
+ * resumable session's record has the counts. */
+static void grant(struct la_req *r)
+{
+	const char *keys[r->n];
+	size_t klens[r->n];
+	int n = 0;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->p[i].st == LP_PRIOR) {
+			keys[n] = r->p[i].key;
+			klens[n++] = r->p[i].klen;
+		}
+	if (r->counted || !n || !r->c->sid) {
+		for (int i = 0; i < n && !r->counted; i++)
+			lt_part_reenter(r->c, keys[i], klens[i], 1);
+		answer_ok(r);
+		return;
+	}
+	r->state = LA_COUNTING;
+	if (!(r->call = lt_part_count(r->c, keys, klens, n, counted, r)))
+		fail(r, MSG_OOM);
+}
+
 static void cancel_hook(struct lt_client *c)
 {
 	struct la_req *r = c->la;
+	if (r->call) { /* LA_COUNTING: no OK, so no count */
+		rl_detach(r->call, r);
+		r->call = NULL;
+		r->counted = 1;
+	}
+	if (r->counted)
+		uncount(r);
 	give_back(r);
 	req_free(r);
 }
@@ -276,8 +337,11 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct la_req *r = arg;
 	int64_t now = now_us();
-	if (now < r->deadline_us) { /* never answer before the WAIT is over */
-		struct timeval tv = {0, (suseconds_t)(r->deadline_us - now)};
+	/* Never answer before the WAIT is over; while the counts are written
+	 * every key is held, and counted() decides (soon). */
+	if (now < r->deadline_us || r->state == LA_COUNTING) {
+		int64_t us = now < r->deadline_us ? r->deadline_us - now : 5000;
+		struct timeval tv = {0, (suseconds_t)us};
 		tv.tv_sec = tv.tv_usec / 1000000;
 		tv.tv_usec %= 1000000;
 		evtimer_add(r->timer, &tv);

@@ -182,7 +182,14 @@ void lt_part_cancel(struct waiter *w);
 /* c lets go of every hold of key, released as by an UNLOCK to 0 with
  * nobody waiting for the verdict. */
 void lt_part_release(struct lt_client *c, const char *key, size_t klen);
-/* c's exclusive hold of key counts one more hold (reentrant). */
-void lt_part_reenter(struct lt_client *c, const char *key, size_t klen);
+/* c's exclusive hold of key counts delta more holds (reentrant: 1; -1
+ * takes back a count that lt_part_count could not write). */
+void lt_part_reenter(struct lt_client *c, const char *key, size_t klen, int delta);
+/* A resumable session's counts live in its record too (1.2): count one
+ * more hold of each of the n keys (held by c) now, and write the counts in
+ * its record; done runs with the verdict (rl_result_of: RL_OK). NULL: out
+ * of memory, nothing counted. */
+struct rl_call *lt_part_count(struct lt_client *c, const char *const *keys, const size_t *klens,
+                              int n, void (*done)(struct rl_call *, void *), void *owner);
 
 #endif

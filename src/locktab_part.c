@@ -7,11 +7,13 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "conflict.h"
 #include "locktab.h"
 #include "locktab_core.h"
 #include "locktab_int.h"
+#include "redlock.h"
 #include "stats.h"
 
 void lt_set_part_ops(const struct lt_part_ops *o)
@@ -84,9 +86,34 @@ void lt_part_release(struct lt_client *c, const char *key, size_t klen)
 		ltc_release(h);
 }
 
-void lt_part_reenter(struct lt_client *c, const char *key, size_t klen)
+void lt_part_reenter(struct lt_client *c, const char *key, size_t klen, int delta)
 {
 	struct hold *h = hold_of(c, key, klen);
 	if (h)
-		h->holds++;
+		h->holds += (uint32_t)delta;
+}
+
+struct rl_call *lt_part_count(struct lt_client *c, const char *const *keys, const size_t *klens,
+                              int n, void (*done)(struct rl_call *, void *), void *owner)
+{
+	struct rl_sess_hold *hs = calloc((size_t)n, sizeof(*hs));
+	int k = 0;
+	if (!hs)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		struct hold *h = hold_of(c, keys[i], klens[i]);
+		if (h)
+			hs[k++] = (struct rl_sess_hold){
+			    h->lk->key,   h->lk->node.klen,  hold_rec_kind(h->kind),
+			    h->permit,    h->token,          h->fence,
+			    h->holds + 1, h->state == HS_TTL};
+	}
+	/* As rn_count: counted here at once, so that a write of the record
+	 * meanwhile carries the new count; taken back if it fails. */
+	struct rl_call *call = rl_sess_put(c->sid, NULL, -1, 0, hs, k, done, owner);
+	free(hs);
+	if (call)
+		for (int i = 0; i < n; i++)
+			lt_part_reenter(c, keys[i], klens[i], 1);
+	return call;
 }

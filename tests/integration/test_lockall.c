@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "sess_util.h"
 
 #define LEASE  3000
 #define BAD_N  "ERR ARG n must be 1 to limits.max_keys"
@@ -286,6 +287,63 @@ START_TEST(lockall_client_leaves)
 }
 END_TEST
 
+/* A resumable session's LOCKALL: the keys go in its record, a reentrant
+ * key's count too; the session resumed on the other lockd has them all,
+ * with their fences and counts. */
+START_TEST(lockall_resume)
+{
+	two_lockd();
+	struct cl *a = cl_tcp(h_lockd(0)->port);
+	struct sess se;
+	unsigned long long f[3];
+	session(a, "SESSION GRACE 5000", 5000, &se);
+	unsigned long long fr = cl_lock(a, "LOCK r2");
+	fences(cl_cmd(a, "LOCKALL 3 r3 r2 r1", H_TMO), 3, f);
+	ck_assert_uint_eq(f[1], fr);
+	expect_held(a, "KEY r1 %llu 1 * | KEY r2 %llu 2 * | KEY r3 %llu 1 *", f[2], fr, f[0]);
+	blip(a); /* closes a */
+	struct cl *b = cl_tcp(h_lockd(1)->port);
+	resume(b, &se, "OK 3");
+	expect_held(b, "KEY r1 %llu 1 * | KEY r2 %llu 2 * | KEY r3 %llu 1 *", f[2], fr, f[0]);
+	cl_expect(b, "UNLOCK r2", "OK 1");
+	cl_expect(b, "UNLOCK r2", "OK 0");
+	cl_expect(b, "UNLOCK r1", "OK 0");
+	/* all or nothing for a resumable session too */
+	struct cl *c = cl_tcp(h_lockd(0)->port);
+	cl_lock(c, "LOCK r4");
+	cl_expect(b, "LOCKALL 3 r3 r4 r5 WAIT 0", "TIMEOUT");
+	expect_held(b, "KEY r3 %llu 1 *", f[0]);
+	cl_close(b);
+	cl_close(c);
+}
+END_TEST
+
+/* A key the request took is lost while it waits for a later one (its TTL
+ * lapses): LOST is sent, the key is taken again, and OK comes only with
+ * every key held. */
+START_TEST(lockall_lost_while_waiting)
+{
+	two_lockd();
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	unsigned long long f[2];
+	cl_lock(b, "LOCK w2");
+	cl_send(a, "LOCKALL 2 w2 w1 TTL 300 WAIT 5000\n");
+	/* w1 is granted first (the smaller), then lapses while w2 is held */
+	const char *l = cl_line(a, 1000);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_msg(strncmp(l, "LOST w1 ", 8) == 0, "expected LOST w1, got '%s'", l);
+	unsigned long long lost = strtoull(l + 8, NULL, 10);
+	cl_expect(b, "UNLOCK w2", "OK 0");
+	fences(cl_reply(a, H_SLOW_LIMIT), 2, f);
+	ck_assert_uint_gt(f[1], lost);
+	long long ttl, w;
+	ck_assert_int_eq(cl_status(b, "w1", &ttl, &w), 1);
+	ck_assert_int_eq(cl_status(b, "w2", &ttl, &w), 1);
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
 /* --- a load of overlapping LOCKALLs in random order on both lockd --- */
 
 #define NKIDS     4
@@ -446,6 +504,8 @@ TCase *tc_lockall(void)
 	H_ADD(tc, lockall_reentrant_and_holds);
 	H_ADD(tc, lockall_no_deadlock_two_lockd);
 	H_ADD(tc, lockall_client_leaves);
+	H_ADD(tc, lockall_resume);
+	H_ADD(tc, lockall_lost_while_waiting);
 	H_ADD(tc, lockall_load_history);
 	return tc;
 }
