@@ -344,6 +344,36 @@ START_TEST(lockall_lost_while_waiting)
 }
 END_TEST
 
+/* lockctl lockall: the reply as lockd sends it, TIMEOUT on stderr (exit 1). */
+START_TEST(lockall_lockctl)
+{
+	two_lockd();
+	struct cl *b = cl_tcp(h_lockd(1)->port);
+	char port[16];
+	snprintf(port, sizeof(port), "%d", h_lockd(0)->port);
+	const char *ok[] = {"-p", port, "lockall", "2", "WAIT", "lc", "WAIT", "3000", NULL};
+	struct h_lockctl p;
+	h_lockctl_spawn(&p, ok);
+	ck_assert_int_eq(h_lockctl_wait(&p, 15000), 0);
+	char *out = h_slurp(p.out);
+	unsigned long long f[2];
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(strlen(out) > 0 && out[strlen(out) - 1] == '\n', "lockctl: '%s'", out);
+	out[strlen(out) - 1] = '\0';
+	fences(out, 2, f);
+	free(out);
+	cl_lock(b, "LOCK lc");
+	const char *busy[] = {"-p", port, "lockall", "2", "lc2", "lc", "WAIT", "300", NULL};
+	h_lockctl_spawn(&p, busy);
+	ck_assert_int_eq(h_lockctl_wait(&p, 15000), 1);
+	char *err = h_slurp(p.err);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_str_eq(err, "TIMEOUT\n");
+	free(err);
+	cl_close(b);
+}
+END_TEST
+
 /* --- a load of overlapping LOCKALLs in random order on both lockd --- */
 
 #define NKIDS     4
@@ -505,6 +535,7 @@ TCase *tc_lockall(void)
 	H_ADD(tc, lockall_no_deadlock_two_lockd);
 	H_ADD(tc, lockall_client_leaves);
 	H_ADD(tc, lockall_resume);
+	H_ADD(tc, lockall_lockctl);
 	H_ADD(tc, lockall_lost_while_waiting);
 	H_ADD(tc, lockall_load_history);
 	return tc;
