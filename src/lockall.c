@@ -318,6 +318,7 @@ static void step(struct la_req *r)
 		fail(r, r->quorum ? MSG_NO_QUORUM : "TIMEOUT");
 		return;
 	}
+	r->quorum = 0; /* from now on, the waiter's last attempt tells (timer_cb) */
 	/* Hold nothing above the key waited for. */
 	for (uint32_t i = b + 1; i < r->n; i++)
 		if (r->p[i].st == LP_HELD) {

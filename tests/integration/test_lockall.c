@@ -374,6 +374,28 @@ START_TEST(lockall_lockctl)
 }
 END_TEST
 
+/* SIGTERM while a LOCKALL waits holding one of its keys: LOST for it,
+ * then ERR SHUTDOWN, as a waiting LOCK; the masters keep none of it. */
+START_TEST(lockall_sigterm)
+{
+	two_lockd();
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	struct cl *s = cl_tcp(h_lockd(0)->port);
+	cl_lock(b, "LOCK z2");
+	cl_send(a, "LOCKALL 2 z2 z1\n");
+	cl_wait_waiters(s, "z2", 1, 2000);
+	h_lockd_signal(0, SIGTERM);
+	cl_want_prefix(a, "ERR SHUTDOWN", 3000);
+	ck_assert_int_eq(a->nlost, 1);
+	ck_assert_msg(strncmp(a->lost[0], "LOST z1 ", 8) == 0, "got '%s'", a->lost[0]);
+	ck_assert_msg(h_lockd_wait(0, 5000) != -1, "lockd still running 5 s after SIGTERM");
+	cl_expect(b, "STATUS z1", "FREE");
+	cl_close(a);
+	cl_close(b);
+	cl_close(s);
+}
+END_TEST
+
 /* --- a load of overlapping LOCKALLs in random order on both lockd --- */
 
 #define NKIDS     4
@@ -536,6 +558,7 @@ TCase *tc_lockall(void)
 	H_ADD(tc, lockall_client_leaves);
 	H_ADD(tc, lockall_resume);
 	H_ADD(tc, lockall_lockctl);
+	H_ADD(tc, lockall_sigterm);
 	H_ADD(tc, lockall_lost_while_waiting);
 	H_ADD(tc, lockall_load_history);
 	return tc;
