@@ -398,11 +398,12 @@ END_TEST
 
 /* --- a load of overlapping LOCKALLs in random order on both lockd --- */
 
-#define NKIDS     4
+#define NKIDS     6 /* the last NLOCKERS take one key at a time with LOCK */
+#define NLOCKERS  2
 #define NKEYS     5
 #define LOAD_MS   3000
 #define LOAD_WAIT 10000
-#define MAXGRANTS 4000
+#define MAXGRANTS 20000
 
 struct grant {
 	double ok_ms, unlock_ms; /* OK read, UNLOCK sent: within the hold */
@@ -410,8 +411,9 @@ struct grant {
 	int kid, key;
 };
 
-/* One client: LOCKALLs of 2-4 of the keys in random order, each held a
- * few ms, for LOAD_MS; its grants, one line each, to out. */
+/* One client: LOCKALLs of 2-4 of the keys in random order (or, for the
+ * last NLOCKERS, a LOCK of one key), each held a few ms, for LOAD_MS; its
+ * grants, one line each, to out. */
 static int load_kid(int id, int port, const char *out)
 {
 	FILE *f = fopen(out, "w");
@@ -419,7 +421,8 @@ static int load_kid(int id, int port, const char *out)
 	srandom((unsigned)(id * 7919 + getpid()));
 	double end = h_now_ms() + LOAD_MS;
 	while (h_now_ms() < end) {
-		int keys[NKEYS], n = 2 + (int)(random() % 3);
+		int lock = id >= NKIDS - NLOCKERS;
+		int keys[NKEYS], n = lock ? 1 : 2 + (int)(random() % 3);
 		for (int i = 0; i < NKEYS; i++)
 			keys[i] = i;
 		for (int i = NKEYS - 1; i > 0; i--) {
@@ -428,7 +431,8 @@ static int load_kid(int id, int port, const char *out)
 			keys[j] = t;
 		}
 		char req[200];
-		int o = snprintf(req, sizeof(req), "LOCKALL %d", n);
+		int o = lock ? snprintf(req, sizeof(req), "LOCK")
+		             : snprintf(req, sizeof(req), "LOCKALL %d", n);
 		for (int i = 0; i < n; i++)
 			o += snprintf(req + o, sizeof(req) - (size_t)o, " key%d", keys[i]);
 		snprintf(req + o, sizeof(req) - (size_t)o, " WAIT %d", LOAD_WAIT);
@@ -519,6 +523,7 @@ START_TEST(lockall_load_history)
 			n++;
 		fclose(f);
 	}
+	ck_assert_msg(n < MAXGRANTS, "more than %d grants: raise MAXGRANTS", MAXGRANTS - 1);
 	qsort(g, (size_t)n, sizeof(g[0]), by_ok);
 	int per_kid[NKIDS] = {0};
 	for (int k = 0; k < NKEYS; k++) {
@@ -542,7 +547,10 @@ START_TEST(lockall_load_history)
 		per_kid[g[i].kid]++;
 	for (int i = 0; i < NKIDS; i++)
 		ck_assert_msg(per_kid[i] > 0, "client %d was never granted", i);
-	fprintf(stderr, "lockall_load_history: %d key grants by %d clients on 2 lockd\n", n, NKIDS);
+	fprintf(stderr,
+	        "lockall_load_history: %d key grants to %d LOCKALL and %d LOCK clients on 2 "
+	        "lockd\n",
+	        n, NKIDS - NLOCKERS, NLOCKERS);
 }
 END_TEST
 
