@@ -396,6 +396,43 @@ START_TEST(lockall_sigterm)
 }
 END_TEST
 
+/* 64 keys of 256 bytes: the request needs a limits.max_line of 16.5 KB
+ * (the default 4096 answers ERR PROTOCOL line too long and closes). */
+START_TEST(lockall_64_long_keys)
+{
+	h_masters_start(3);
+	h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .limits = "  max_line: 16896\n"});
+	h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
+	static char req[20000];
+	int o = snprintf(req, sizeof(req), "LOCKALL 64");
+	for (int i = 0; i < 64; i++) {
+		o += snprintf(req + o, sizeof(req) - (size_t)o, " %02d", i);
+		memset(req + o, 'k', 254);
+		o += 254;
+	}
+	o += snprintf(req + o, sizeof(req) - (size_t)o, " WAIT 5000 TTL 60000 DELAY 0");
+	ck_assert_int_le(o, 16896);
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	unsigned long long f[64];
+	char *r = cl_stat(a, "grants"); /* the harness's own probe may count */
+	long before = strtol(r, NULL, 10);
+	free(r);
+	fences(cl_cmd(a, req, H_SLOW_LIMIT), 64, f);
+	for (int i = 1; i < 64; i++)
+		ck_assert_uint_ne(f[i], f[0]);
+	r = cl_stat(a, "lockall_granted");
+	ck_assert_str_eq(r, "1");
+	free(r);
+	r = cl_stat(a, "grants"); /* each key a grant */
+	ck_assert_int_eq(strtol(r, NULL, 10) - before, 64);
+	free(r);
+	cl_expect(b, req, "ERR PROTOCOL line too long");
+	cl_want_eof(b, H_TMO);
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
 /* --- a load of overlapping LOCKALLs in random order on both lockd --- */
 
 #define NKIDS     6 /* the last NLOCKERS take one key at a time with LOCK */
@@ -567,6 +604,7 @@ TCase *tc_lockall(void)
 	H_ADD(tc, lockall_resume);
 	H_ADD(tc, lockall_lockctl);
 	H_ADD(tc, lockall_sigterm);
+	H_ADD(tc, lockall_64_long_keys);
 	H_ADD(tc, lockall_lost_while_waiting);
 	H_ADD(tc, lockall_load_history);
 	return tc;
