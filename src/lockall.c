@@ -2,10 +2,10 @@
  *
  * No deadlock: a request takes its keys in one global order, bytewise
  * order of the keys, and only ever waits for the smallest key it does not
- * hold while holding no key above it. Two requests (on one lockd or on
- * several) then never wait for each other in a cycle: the one that holds
- * the larger of their smallest shared keys waits for nothing the other
- * holds. A LOCK takes one key and waits holding none of the request's.
+ * hold while holding no key above it (of the keys it took). In a cycle of
+ * requests each waiting for a key the next one holds, the keys waited
+ * for would then grow all round the cycle: there is none, on one lockd
+ * or across several (doc/design.md, LOCKALL). A LOCK takes one key.
  *
  * The first attempt asks every key the session does not hold in one loop
  * turn, so redlock batches them into one SCR_ACQUIRE_N script per master.
@@ -33,7 +33,6 @@
 #include "cfg.h"
 #include "lockall.h"
 #include "locktab_types.h"
-#include "log.h"
 #include "quorum.h"
 #include "redlock.h"
 #include "stats.h"
