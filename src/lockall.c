@@ -436,6 +436,27 @@ static int64_t check_holds(struct la_req *r)
 	return fresh;
 }
 
+/* The limits on waiting sessions, as LOCK checks them on arrival: a
+ * request that may wait counts as one waiting session, and as a waiter of
+ * each of its keys. Returns 1 when answered ERR LIMIT. */
+static int waiters_limit(struct la_req *r)
+{
+	if (r->once)
+		return 0;
+	if (cfg->max_waiters && stats.sessions_waiting >= (uint64_t)cfg->max_waiters) {
+		reply(r->c, "ERR LIMIT too many sessions wait (limits.max_waiters)");
+		return 1;
+	}
+	for (uint32_t i = 0; cfg->max_waiters_per_key && i < r->n; i++)
+		if (r->p[i].st != LP_PRIOR && lt_part_waiters(r->p[i].key, r->p[i].klen) >=
+		                                  (size_t)cfg->max_waiters_per_key) {
+			reply(r->c, "ERR LIMIT too many sessions wait for this key "
+			            "(limits.max_waiters_per_key)");
+			return 1;
+		}
+	return 0;
+}
+
 void la_lockall(struct lt_client *c, const struct request *q)
 {
 	struct la_req *r;
@@ -459,6 +480,10 @@ void la_lockall(struct lt_client *c, const struct request *q)
 	if (c->nlocks + (uint64_t)fresh > (uint64_t)cfg->max_locks_per_session) {
 		req_free(r);
 		reply(c, "ERR LIMIT this session holds limits.max_locks_per_session locks");
+		return;
+	}
+	if (waiters_limit(r)) {
+		req_free(r);
 		return;
 	}
 	if (r->timer) {

@@ -177,6 +177,8 @@ int lt_part_held(struct lt_client *c, const char *key, size_t klen, uint64_t *fe
  * (held, asked for or queued for: never jump the queue; not started),
  * -1 when out of memory. */
 int lt_part_start(struct waiter *w, const struct request *r, enum wait_mode mode);
+/* Sessions queued for key here. */
+size_t lt_part_waiters(const char *key, size_t klen);
 /* w leaves its queue (an acquire in flight for it is given back). */
 void lt_part_cancel(struct waiter *w);
 /* c lets go of every hold of key, released as by an UNLOCK to 0 with

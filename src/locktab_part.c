@@ -69,6 +69,12 @@ int lt_part_start(struct waiter *w, const struct request *r, enum wait_mode mode
 	return 0;
 }
 
+size_t lt_part_waiters(const char *key, size_t klen)
+{
+	struct lkey *lk = ltc_find(key, klen);
+	return lk ? lk->waiters.len : 0;
+}
+
 void lt_part_cancel(struct waiter *w)
 {
 	struct lkey *lk = w->lk;

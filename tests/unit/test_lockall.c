@@ -243,6 +243,34 @@ START_TEST(client_leaves)
 }
 END_TEST
 
+/* The limits on waiting sessions apply as to a LOCK: checked on arrival,
+ * for each key; WAIT 0 never waits, so is not refused. */
+START_TEST(waiter_limits)
+{
+	struct tclient *h = client(1), *x = client(2), *a = client(3);
+	cfg.max_waiters_per_key = 1;
+	req(h, "LOCK b");
+	fake_acquire_done(acquire_of("b"), RL_OK, 1, 3000, 0);
+	run();
+	req(x, "LOCK b");
+	req(a, "LOCKALL 2 a b");
+	ck_assert_str_eq(
+	    last(a), "ERR LIMIT too many sessions wait for this key (limits.max_waiters_per_key)");
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 0);
+	req(a, "LOCKALL 2 a b WAIT 0");
+	fake_acquire_done(acquire_of("a"), RL_OK, 2, 3000, 0);
+	run();
+	ck_assert_str_eq(last(a), "TIMEOUT");
+	cfg.max_waiters_per_key = 0;
+	cfg.max_waiters = 1;
+	req(a, "LOCKALL 1 c");
+	ck_assert_str_eq(last(a), "ERR LIMIT too many sessions wait (limits.max_waiters)");
+	leave(h);
+	leave(x);
+	leave(a);
+}
+END_TEST
+
 Suite *lockall_suite(void)
 {
 	Suite *s = suite_create("lockall");
@@ -253,6 +281,7 @@ Suite *lockall_suite(void)
 	tcase_add_test(tc, wait0_all_or_nothing);
 	tcase_add_test(tc, busy_here_fifo);
 	tcase_add_test(tc, client_leaves);
+	tcase_add_test(tc, waiter_limits);
 	suite_add_tcase(s, tc);
 	return s;
 }
