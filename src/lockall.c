@@ -12,9 +12,10 @@
  * When some are busy, the request keeps the keys below the smallest busy
  * one, gives back those above it, and waits for it in its ordinary FIFO
  * queue (a waiter of its own, struct la_part, which locktab serves like
- * any other: lt_part_start); then it takes the next key the same way. A
- * key lost meanwhile (LOST, sent to the client as always) is waited for
- * again, after giving back the keys above it. Any end but OK gives back
+ * any other: lt_part_start); once it has it, the keys above it are asked
+ * again in one batch, and so on. A
+ * key lost meanwhile (LOST, sent to the client as always) is asked for
+ * again the same way. Any end but OK gives back
  * every key the request took; the keys the session held before are
  * counted only when OK is sent.
  *
@@ -47,13 +48,14 @@ enum lp_state {
 	LP_PRIOR,  /* the session held it exclusively before: reentrant, counted at OK */
 	LP_TODO,   /* not held: to be asked for */
 	LP_ASKING, /* its waiter asks the masters or waits in the key's queue */
-	LP_BUSY,   /* the first attempt found it held (here or elsewhere) */
+	LP_BUSY,   /* its last attempt found it held (here or elsewhere) */
 	LP_HELD,   /* granted to this request */
 };
 
 /* Where a request is. */
 enum la_state {
-	LA_FIRST,    /* the first attempt: every key asked at once, verdicts awaited */
+	LA_ASKING,   /* one attempt at every key not held from the smallest not held
+	                on, all at once (the first attempt, and after each wait) */
 	LA_WAITING,  /* in the queue of its smallest key not held, holding none above it */
 	LA_COUNTING, /* every key held: the reentrant counts go to the session's record (1.2) */
 };
@@ -297,6 +299,33 @@ static int wait_for(struct la_req *r, struct la_part *p)
 	return 0;
 }
 
+/* One attempt (WM_ONCE) at every key from b on that the request does not
+ * hold, all in this loop turn, so that redlock sends them as one script
+ * per master; up to the first key busy here (held, asked for or queued
+ * for on this lockd): the keys above it would be given back at once. */
+static void ask_from(struct la_req *r, uint32_t b)
+{
+	r->state = LA_ASKING;
+	for (uint32_t i = b; i < r->n; i++) {
+		struct la_part *p = &r->p[i];
+		if (p->st != LP_TODO && p->st != LP_BUSY)
+			continue;
+		r->one.key = p->key;
+		r->one.klen = p->klen;
+		p->st = LP_ASKING;
+		r->asking++;
+		int rc = lt_part_start(&p->w, &r->one, WM_ONCE);
+		if (rc == 0)
+			continue;
+		r->asking--;
+		p->st = LP_BUSY;
+		if (rc < 0)
+			r->err = MSG_OOM;
+		break;
+	}
+	schedule(r);
+}
+
 static void step(struct la_req *r)
 {
 	if (r->err) {
@@ -317,13 +346,21 @@ static void step(struct la_req *r)
 		fail(r, r->quorum ? MSG_NO_QUORUM : "TIMEOUT");
 		return;
 	}
+	if (r->p[b].st == LP_TODO) {
+		/* Not asked since it was waited for or lost: one attempt at it
+		 * and every key above it not held, in one batch. Such attempts
+		 * never wait, so holding keys above b meanwhile is harmless. */
+		ask_from(r, b);
+		return;
+	}
 	r->quorum = 0; /* from now on, the waiter's last attempt tells (timer_cb) */
 	/* Hold nothing above the key waited for. */
-	for (uint32_t i = b + 1; i < r->n; i++)
-		if (r->p[i].st == LP_HELD) {
+	for (uint32_t i = b + 1; i < r->n; i++) {
+		if (r->p[i].st == LP_HELD)
 			lt_part_release(r->c, r->p[i].key, r->p[i].klen);
-			r->p[i].st = LP_TODO;
-		}
+		if (r->p[i].st == LP_HELD || r->p[i].st == LP_BUSY)
+			r->p[i].st = LP_TODO; /* asked again, in one batch, once b is held */
+	}
 	if (wait_for(r, &r->p[b]) != 0)
 		fail(r, MSG_OOM);
 }
@@ -492,28 +529,7 @@ void la_lockall(struct lt_client *c, const struct request *q)
 		                     (suseconds_t)(q->wait_ms % 1000) * 1000};
 		evtimer_add(r->timer, &tv);
 	}
-	/* The first attempt: every key not held, in one loop turn (one batch
-	 * per master), up to the first one busy here: the keys above it
-	 * would be given back at once. */
-	r->state = LA_FIRST;
-	for (uint32_t i = 0; i < r->n; i++) {
-		struct la_part *p = &r->p[i];
-		if (p->st == LP_PRIOR)
-			continue;
-		r->one.key = p->key;
-		r->one.klen = p->klen;
-		p->st = LP_ASKING;
-		r->asking++;
-		int rc = lt_part_start(&p->w, &r->one, WM_ONCE);
-		if (rc == 0)
-			continue;
-		r->asking--;
-		p->st = LP_BUSY;
-		if (rc < 0)
-			r->err = MSG_OOM;
-		break;
-	}
-	schedule(r);
+	ask_from(r, 0); /* the first attempt */
 }
 
 void la_init(struct event_base *b, const struct config *c, const struct lt_ops *o)

@@ -271,6 +271,31 @@ START_TEST(waiter_limits)
 }
 END_TEST
 
+/* Once the key it waited for is granted, the keys above it are asked
+ * again in one batch (one attempt each), not one at a time. */
+START_TEST(batch_after_wait)
+{
+	struct tclient *a = client(1);
+	req(a, "LOCKALL 4 d c b a WAIT 5000");
+	fake_acquire_done(acquire_of("a"), RL_OK, 1, 3000, 0);
+	fake_acquire_done(acquire_of("b"), RL_BUSY, 0, 0, 500);
+	fake_acquire_done(acquire_of("c"), RL_OK, 3, 3000, 0);
+	fake_acquire_done(acquire_of("d"), RL_BUSY, 0, 0, 500);
+	run();
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 1); /* b, waiting */
+	fake_acquire_done(acquire_of("b"), RL_OK, 4, 3000, 0);
+	run();
+	ck_assert_int_eq(fake_pending(FK_ACQUIRE), 2); /* c and d at once */
+	struct rl_call *c = acquire_of("c");
+	ck_assert_int_eq(c->will_wait, RW_NO);
+	fake_acquire_done(c, RL_OK, 5, 3000, 0);
+	fake_acquire_done(acquire_of("d"), RL_OK, 6, 3000, 0);
+	run();
+	ck_assert_str_eq(last(a), "OK 6 5 4 1");
+	leave(a);
+}
+END_TEST
+
 Suite *lockall_suite(void)
 {
 	Suite *s = suite_create("lockall");
@@ -282,6 +307,7 @@ Suite *lockall_suite(void)
 	tcase_add_test(tc, busy_here_fifo);
 	tcase_add_test(tc, client_leaves);
 	tcase_add_test(tc, waiter_limits);
+	tcase_add_test(tc, batch_after_wait);
 	suite_add_tcase(s, tc);
 	return s;
 }
