@@ -149,14 +149,15 @@ static void req_free(struct la_req *r)
 	free(r);
 }
 
-/* Give back every key the request took and leave every queue. */
-static void give_back(struct la_req *r)
+/* Leave every queue, and give back every key the request took (release
+ * 0: leave them to the caller). */
+static void give_back(struct la_req *r, int release)
 {
 	for (uint32_t i = 0; i < r->n; i++) {
 		struct la_part *p = &r->p[i];
 		if (p->w.lk)
 			lt_part_cancel(&p->w);
-		if (p->st == LP_HELD)
+		if (p->st == LP_HELD && release)
 			lt_part_release(r->c, p->key, p->klen);
 	}
 }
@@ -168,7 +169,7 @@ static void fail(struct la_req *r, const char *msg)
 	struct lt_client *c = r->c;
 	if (r->counted)
 		uncount(r);
-	give_back(r);
+	give_back(r, 1);
 	req_free(r);
 	stats.lockall_timeouts += strcmp(msg, "TIMEOUT") == 0;
 	reply(c, "%s", msg);
@@ -237,7 +238,7 @@ static void grant(struct la_req *r)
 		fail(r, MSG_OOM);
 }
 
-static void cancel_hook(struct lt_client *c)
+static void cancel_hook(struct lt_client *c, int release)
 {
 	struct la_req *r = c->la;
 	if (r->call) { /* LA_COUNTING: no OK, so no count */
@@ -247,7 +248,7 @@ static void cancel_hook(struct lt_client *c)
 	}
 	if (r->counted)
 		uncount(r);
-	give_back(r);
+	give_back(r, release);
 	req_free(r);
 }
 

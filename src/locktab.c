@@ -795,7 +795,7 @@ void lt_client_init(struct lt_client *c)
 void lt_client_detach(struct lt_client *s)
 {
 	if (s->la && ltc_part_ops.cancel)
-		ltc_part_ops.cancel(s); /* its LOCKALL ends unanswered, giving back its keys */
+		ltc_part_ops.cancel(s, 1); /* its LOCKALL ends unanswered, giving back its keys */
 	if (s->w.lk) {
 		struct lkey *lk = s->w.lk;
 		waiter_leave(&s->w);
@@ -837,6 +837,8 @@ void lt_client_end(struct lt_client *s)
 void lt_client_forget(struct lt_client *s)
 {
 	struct ilink *l;
+	if (s->la && ltc_part_ops.cancel)
+		ltc_part_ops.cancel(s, 0); /* its keys are forgotten below, not released */
 	lt_client_detach(s);
 	while ((l = ilist_first(&s->locks))) {
 		struct hold *h = ilist_entry(l, struct hold, hold_link);
@@ -947,11 +949,7 @@ void lt_shutdown_all(void)
 		retry_disarm(lk);
 		while ((l = ilist_first(&lk->waiters))) {
 			struct waiter *w = ilist_entry(l, struct waiter, link);
-			waiter_leave(w);
-			if (w->part)
-				ltc_part_ops.failed(w, "ERR SHUTDOWN lockd is stopping");
-			else
-				ltc_reply(w->c, "ERR SHUTDOWN lockd is stopping");
+			waiter_fail(w, "ERR SHUTDOWN lockd is stopping"); /* a LOCKALL's too */
 		}
 		/* Resumable sessions' holds stay on the masters, unrenewed, for
 		 * a resume (here once restarted, or on another lockd). */

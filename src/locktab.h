@@ -161,8 +161,11 @@ struct lt_part_ops {
 	/* w's key is not granted (w has left the queue): msg is what LOCK
 	 * would have answered ("TIMEOUT" when busy, or "ERR ..."). */
 	void (*failed)(struct waiter *w, const char *msg);
-	/* c's connection ends (lt_client_detach): end its LOCKALL unanswered. */
-	void (*cancel)(struct lt_client *c);
+	/* c's connection ends (lt_client_detach): end its LOCKALL unanswered,
+	 * releasing the keys it took; or (release 0) its session moved to
+	 * another lockd (lt_client_forget), which adopted them from its record:
+	 * they are forgotten here with the rest. */
+	void (*cancel)(struct lt_client *c, int release);
 	/* c's LOCKALL waits in a queue (see lt_waiting). */
 	int (*waiting)(const struct lt_client *c);
 };

@@ -433,6 +433,36 @@ START_TEST(lockall_64_long_keys)
 }
 END_TEST
 
+/* The session moves to the other lockd (RESUME there) while its LOCKALL
+ * waits here: the key it took is in its record, adopted there, and this
+ * lockd forgets it without releasing it. */
+START_TEST(lockall_session_moves)
+{
+	two_lockd();
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	struct cl *s = cl_tcp(h_lockd(0)->port);
+	struct sess se;
+	cl_lock(b, "LOCK n2");
+	session(a, "SESSION GRACE 5000", 5000, &se);
+	cl_send(a, "LOCKALL 2 n2 n1\n");
+	cl_wait_waiters(s, "n2", 1, 2000);
+	struct cl *c = cl_tcp(h_lockd(1)->port);
+	resume(c, &se, "OK 1");
+	cl_want_eof(a, LEASE / 3 + H_SLOW_LIMIT);
+	/* lockd 0 dropped the session: n1 stays the adopted hold's */
+	cl_wait_waiters(s, "n2", 0, 2000);
+	cl_expect(b, "TRYLOCK n1", "BUSY");
+	h_sleep_ms(300);
+	cl_expect(b, "TRYLOCK n1", "BUSY");
+	cl_expect(c, "UNLOCK n1", "OK 0");
+	cl_expect_prefix(b, "LOCK n1 WAIT 2000", "OK ");
+	cl_close(a);
+	cl_close(b);
+	cl_close(c);
+	cl_close(s);
+}
+END_TEST
+
 /* --- a load of overlapping LOCKALLs in random order on both lockd --- */
 
 #define NKIDS     6 /* the last NLOCKERS take one key at a time with LOCK */
@@ -602,6 +632,7 @@ TCase *tc_lockall(void)
 	H_ADD(tc, lockall_no_deadlock_two_lockd);
 	H_ADD(tc, lockall_client_leaves);
 	H_ADD(tc, lockall_resume);
+	H_ADD(tc, lockall_session_moves);
 	H_ADD(tc, lockall_lockctl);
 	H_ADD(tc, lockall_sigterm);
 	H_ADD(tc, lockall_64_long_keys);
