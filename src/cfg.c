@@ -209,6 +209,7 @@ static const struct ckey keys[] = {
     {"limits.max_waiters_per_key", CT_INT, OFF(max_waiters_per_key), 0, 0, 10000000, NULL},
     {"limits.max_permits", CT_INT, OFF(max_permits), 0, 1, 65536, NULL},
     {"limits.max_value_len", CT_INT, OFF(max_value_len), 0, 1, 65536, NULL},
+    {"limits.max_keys", CT_INT, OFF(max_keys), 0, 1, 4096, NULL},
     {"limits.max_observations", CT_INT, OFF(max_observations), 0, 1, 10000000, NULL},
     {"limits.line_timeout_ms", CT_INT, OFF(line_timeout_ms), 0, 100, 2147483647, NULL},
     {"limits.idle_timeout_ms", CT_INT, OFF(idle_timeout_ms), 0, 0, 2147483647, NULL},
@@ -267,6 +268,7 @@ void cfg_defaults(struct config *c)
 	c->reqs_per_event = 20;
 	c->max_permits = 1024;
 	c->max_value_len = 256;
+	c->max_keys = 64;
 	c->max_observations = 1000;
 	c->line_timeout_ms = 60000;
 	c->max_auth_failures = 5;

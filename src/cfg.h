@@ -49,6 +49,7 @@ struct config {
 	int64_t max_waiters_per_key; /* sessions waiting for one key; 0: no limit */
 	int64_t max_permits;         /* the largest n of PERMITS n */
 	int64_t max_value_len;       /* the longest CAMPAIGN or PROCLAIM value (1.3) */
+	int64_t max_keys;            /* the largest n of LOCKALL n (1.4) */
 	int64_t max_observations;    /* names one connection observes at once (1.3) */
 	int64_t line_timeout_ms;     /* a line must be finished this long after it began */
 	int64_t idle_timeout_ms;     /* close a session idle this long; 0: never */

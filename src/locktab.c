@@ -65,6 +65,7 @@ static int shutting_down;
 #define LK_SLAB_BIG   512
 static struct slab hold_slab, lk_small, lk_big;
 static struct lt_elect_hooks el_hooks; /* leader election (1.3), or zeroes */
+struct lt_part_ops ltc_part_ops;       /* LOCKALL (1.4), or zeroes */
 
 static void kick(struct lkey *lk);
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
@@ -200,7 +201,10 @@ static void waiter_fail(struct waiter *w, const char *msg)
 {
 	struct lkey *lk = w->lk;
 	waiter_leave(w);
-	ltc_reply(w->c, "%s", msg);
+	if (w->part)
+		ltc_part_ops.failed(w, msg); /* a LOCKALL's: it answers */
+	else
+		ltc_reply(w->c, "%s", msg);
 	if (lk && lk->waiters.len == 0)
 		retry_disarm(lk);
 }
@@ -260,7 +264,9 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *
 		stats_observe(HIST_HANDOFF, now - lk->handoff_from_us);
 	int campaign = w->campaign && el_hooks.granted;
 	waiter_leave(w);
-	if (campaign)
+	if (w->part)
+		ltc_part_ops.granted(w, h->fence); /* a LOCKALL's: it answers */
+	else if (campaign)
 		el_hooks.granted(s, lk->key, lk->node.klen, h->fence, h->token);
 	else
 		ltc_reply(s, "OK %llu", (unsigned long long)h->fence);
@@ -430,7 +436,7 @@ static void acquired(struct rl_call *c, void *owner)
 			stats.busy += !quorum;
 			waiter_fail(w, quorum ? MSG_NO_QUORUM : "BUSY");
 		} else if (w->mode == WM_ONCE) {
-			stats.timeouts += !quorum;
+			stats.timeouts += !quorum && !w->part; /* a LOCKALL counts its own */
 			waiter_fail(w, quorum ? MSG_NO_QUORUM : "TIMEOUT");
 		} else {
 			/* Held elsewhere: sleep until a release notice, or
@@ -469,7 +475,7 @@ static void kick(struct lkey *lk)
 		 * rl_adopting) meets the hold it brought: answered as it would
 		 * have been on arrival. */
 		stats.busy += w->mode == WM_TRY;
-		stats.timeouts += w->mode == WM_ONCE;
+		stats.timeouts += w->mode == WM_ONCE && !w->part;
 		waiter_fail(w, w->mode == WM_TRY ? "BUSY" : "TIMEOUT");
 		kick(lk);
 		return;
@@ -512,6 +518,19 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	lk->retry_armed = 0;
 	kick(lk);
 	ltc_maybe_free(lk);
+}
+
+void ltc_kick(struct lkey *lk)
+{
+	kick(lk);
+}
+
+void ltc_waiter_leave(struct waiter *w)
+{
+	struct lkey *lk = w->lk;
+	waiter_leave(w);
+	if (lk && lk->waiters.len == 0)
+		retry_disarm(lk);
 }
 
 void lt_notice(const char *key, size_t klen)
@@ -627,6 +646,11 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 	ltc_maybe_free(lk);
 }
 
+void ltc_release(struct hold *h)
+{
+	release_hold(h, NULL);
+}
+
 /* --- commands --- */
 
 static struct hold *held_by(struct lt_client *s, const char *key, size_t klen)
@@ -730,6 +754,8 @@ int lt_waiting(const struct lt_client *s)
 {
 	const struct waiter *w = &s->w;
 	const struct lkey *lk = w->lk;
+	if (s->la && ltc_part_ops.waiting)
+		return ltc_part_ops.waiting(s);
 	return lk && w->mode == WM_WAIT && (lk->acq_for != w || lk->retry_armed);
 }
 
@@ -768,6 +794,8 @@ void lt_client_init(struct lt_client *c)
 
 void lt_client_detach(struct lt_client *s)
 {
+	if (s->la && ltc_part_ops.cancel)
+		ltc_part_ops.cancel(s, 1); /* its LOCKALL ends unanswered, giving back its keys */
 	if (s->w.lk) {
 		struct lkey *lk = s->w.lk;
 		waiter_leave(&s->w);
@@ -809,6 +837,8 @@ void lt_client_end(struct lt_client *s)
 void lt_client_forget(struct lt_client *s)
 {
 	struct ilink *l;
+	if (s->la && ltc_part_ops.cancel)
+		ltc_part_ops.cancel(s, 0); /* its keys are forgotten below, not released */
 	lt_client_detach(s);
 	while ((l = ilist_first(&s->locks))) {
 		struct hold *h = ilist_entry(l, struct hold, hold_link);
@@ -919,8 +949,7 @@ void lt_shutdown_all(void)
 		retry_disarm(lk);
 		while ((l = ilist_first(&lk->waiters))) {
 			struct waiter *w = ilist_entry(l, struct waiter, link);
-			waiter_leave(w);
-			ltc_reply(w->c, "ERR SHUTDOWN lockd is stopping");
+			waiter_fail(w, "ERR SHUTDOWN lockd is stopping"); /* a LOCKALL's too */
 		}
 		/* Resumable sessions' holds stay on the masters, unrenewed, for
 		 * a resume (here once restarted, or on another lockd). */

@@ -27,6 +27,7 @@ struct rl_adopted;
 struct rl_call;
 struct rl_sess_hold;
 struct el_client;
+struct la_req;
 
 /* What locktab keeps of one client. The owner fills id, peer, eof and
  * req_us, and zeroes the rest before lt_client_init; locktab owns the rest. */
@@ -46,6 +47,7 @@ struct lt_client {
 	struct hold *verdict_h;  /* a hold whose EXTEND answers it */
 	struct el_client *el;    /* elect.c's part (1.3): observations, a CAMPAIGN's
 	                            value; NULL when none */
+	struct la_req *la;       /* lockall.c's LOCKALL in progress (1.4), or NULL */
 };
 
 /* How locktab answers its clients. Each request gets exactly one reply;
@@ -148,5 +150,51 @@ int lt_hold_by_token(const char *key, size_t klen, const char *token, struct lt_
 /* c lets go of all its holds of the key here, with no release: the
  * caller released it on the masters (a leader's RESIGN). */
 void lt_drop(struct lt_client *c, const char *key, size_t klen);
+
+/* --- LOCKALL (1.4): lockall.c, above locktab, asks for each key of a
+ * request with a waiter of its own (struct waiter, part set), which
+ * queues in the key's FIFO like any other; its verdicts go to these
+ * hooks instead of a reply. --- */
+struct lt_part_ops {
+	/* w's key is granted (w has left the queue): c holds it, with fence. */
+	void (*granted)(struct waiter *w, uint64_t fence);
+	/* w's key is not granted (w has left the queue): msg is what LOCK
+	 * would have answered ("TIMEOUT" when busy, or "ERR ..."). */
+	void (*failed)(struct waiter *w, const char *msg);
+	/* c's connection ends (lt_client_detach): end its LOCKALL unanswered,
+	 * releasing the keys it took; or (release 0) its session moved to
+	 * another lockd (lt_client_forget), which adopted them from its record:
+	 * they are forgotten here with the rest. */
+	void (*cancel)(struct lt_client *c, int release);
+	/* c's LOCKALL waits in a queue (see lt_waiting). */
+	int (*waiting)(const struct lt_client *c);
+};
+void lt_set_part_ops(const struct lt_part_ops *o);
+/* c's hold of key: -1 none, else its kind (with its fence and permit). */
+int lt_part_held(struct lt_client *c, const char *key, size_t klen, uint64_t *fence,
+                 uint32_t *permit);
+/* Start w (w->c set) on r's key, as a LOCK of it would (r: a plain
+ * LOCK with LOCKALL's TTL and DELAY): WM_ONCE, one attempt, or WM_WAIT,
+ * in its queue until granted (no deadline: the caller keeps it). Returns 0 when started (its
+ * verdict comes through lt_part_ops, possibly before this returns), 1 when the key is busy here
+ * (held, asked for or queued for: never jump the queue; not started),
+ * -1 when out of memory. */
+int lt_part_start(struct waiter *w, const struct request *r, enum wait_mode mode);
+/* Sessions queued for key here. */
+size_t lt_part_waiters(const char *key, size_t klen);
+/* w leaves its queue (an acquire in flight for it is given back). */
+void lt_part_cancel(struct waiter *w);
+/* c lets go of every hold of key, released as by an UNLOCK to 0 with
+ * nobody waiting for the verdict. */
+void lt_part_release(struct lt_client *c, const char *key, size_t klen);
+/* c's exclusive hold of key counts delta more holds (reentrant: 1; -1
+ * takes back a count that lt_part_count could not write). */
+void lt_part_reenter(struct lt_client *c, const char *key, size_t klen, int delta);
+/* A resumable session's counts live in its record too (1.2): count one
+ * more hold of each of the n keys (held by c) now, and write the counts in
+ * its record; done runs with the verdict (rl_result_of: RL_OK). NULL: out
+ * of memory, nothing counted. */
+struct rl_call *lt_part_count(struct lt_client *c, const char *const *keys, const size_t *klens,
+                              int n, void (*done)(struct rl_call *, void *), void *owner);
 
 #endif

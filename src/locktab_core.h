@@ -22,6 +22,14 @@ void ltc_lost(struct hold *h);
 void ltc_hold_end(struct hold *h);
 /* A zeroed hold (NULL: out of memory). */
 struct hold *ltc_hold_new(void);
+/* Let the key's head waiter ask, if it may. */
+void ltc_kick(struct lkey *lk);
+/* w leaves its key's queue (the caller kicks and frees the entry). */
+void ltc_waiter_leave(struct waiter *w);
+/* The holder is done with h (all its holds): released, handed off. */
+void ltc_release(struct hold *h);
+/* LOCKALL's hooks (1.4). */
+extern struct lt_part_ops ltc_part_ops;
 /* Answer a client (lt_ops.reply), or send it a line (lt_ops.line). */
 void ltc_reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ltc_line(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

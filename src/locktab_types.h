@@ -38,6 +38,7 @@ struct waiter {
 	int64_t round_pttl;   /* HK_PERMIT: the shortest lease seen busy this round */
 	int xraised;          /* an attempt raised the exclusive-waiting flag */
 	int campaign;         /* CAMPAIGN (1.3): its grant goes to lt_elect_hooks.granted */
+	int part;             /* a LOCKALL's part (1.4): its verdicts go to lt_part_ops */
 	int has_ttl;
 	uint32_t ttl_ms;
 	int quorum_failed; /* the last attempt found no majority */

@@ -30,6 +30,7 @@
 #include "session.h"
 #include "stats.h"
 #include "who.h"
+#include "lockall.h"
 
 #define SHUTDOWN_MAX_MS 5000 /* wait this long for releases to finish */
 
@@ -421,6 +422,7 @@ int main(int argc, char **argv)
 	mo.name_key = rl_lockd_name_key();
 	sessions_set_cfg(&cfg);
 	who_init(&cfg, &session_lt_ops);
+	la_init(base, &cfg, &session_lt_ops);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||
 	    rs_init(base, &cfg, &session_lt_ops) != 0 ||
 	    el_init(base, &cfg, &session_lt_ops) != 0 || mb_init(base, cfg.nmasters, &mbo) != 0 ||

@@ -63,6 +63,7 @@ static const struct {
     [CMD_OBSERVE] = {"OBSERVE", SH_KEY, 0},
     [CMD_UNOBSERVE] = {"UNOBSERVE", SH_KEY, 0},
     [CMD_WHO] = {"WHO", SH_KEY, 0},
+    [CMD_LOCKALL] = {"LOCKALL", SH_NONE, 0}, /* its own parser: parse_lockall */
 };
 
 const char *proto_cmd_name(enum cmd c)
@@ -114,16 +115,167 @@ static enum proto_err check_ms(const struct tok *t, uint32_t min, uint32_t *out,
 	return PE_NONE;
 }
 
+/* The next token of line[*i .. len), or 0 at the end. */
+static int next_tok(const char *line, size_t len, size_t *i, struct tok *t)
+{
+	while (*i < len && is_blank(line[*i]))
+		(*i)++;
+	if (*i == len)
+		return 0;
+	t->p = line + *i;
+	while (*i < len && !is_blank(line[*i]))
+		(*i)++;
+	t->n = (size_t)(line + *i - t->p);
+	return 1;
+}
+
+int proto_next_key(const struct request *req, size_t *pos, const char **key, size_t *klen)
+{
+	struct tok t;
+	if (!req->keys || !next_tok(req->keys, req->keys_len, pos, &t))
+		return 0;
+	*key = t.p;
+	*klen = t.n;
+	return 1;
+}
+
+static int tok_eq(const struct tok *a, const struct tok *b)
+{
+	return a->n == b->n && memcmp(a->p, b->p, a->n) == 0;
+}
+
+/* LOCKALL n key1 ... keyn [WAIT ms] [TTL ms] [DELAY ms], after its name
+ * (line[i..len)). n sets the shape: it must be digits before anything
+ * else can be told; then syntax (n words, then options), then n, the
+ * keys and the option values, left to right. Keys are walked in place:
+ * the parser keeps no array of them. */
+static enum proto_err parse_lockall(const char *line, size_t len, size_t i,
+                                    const struct proto_limits *lim, struct request *req,
+                                    const char **msg)
+{
+	struct tok cnt, t, opt[3] = {{NULL, 0}, {NULL, 0}, {NULL, 0}}; /* WAIT, TTL, DELAY */
+	static const char *const names[3] = {"WAIT", "TTL", "DELAY"};
+	uint64_t n = 0;
+	enum proto_err e;
+
+	if (!next_tok(line, len, &i, &cnt)) {
+		*msg = "missing key count";
+		return PE_PROTOCOL;
+	}
+	for (size_t k = 0; k < cnt.n; k++)
+		if (cnt.p[k] < '0' || cnt.p[k] > '9') {
+			*msg = "n must be 1 to limits.max_keys";
+			return PE_ARG;
+		}
+	/* Digits: a count too large for a number is also too many words. */
+	if (parse_u64(cnt.p, cnt.n, UINT32_MAX, &n) != 0)
+		n = (uint64_t)UINT32_MAX + 1;
+	/* Pass 1: syntax. */
+	while (i < len && is_blank(line[i]))
+		i++;
+	size_t first = i, end = i;
+	for (uint64_t k = 0; k < n; k++) {
+		if (!next_tok(line, len, &i, &t)) {
+			*msg = "missing key";
+			return PE_PROTOCOL;
+		}
+		end = i;
+	}
+	while (next_tok(line, len, &i, &t)) {
+		int o;
+		for (o = 0; o < 3 && !tok_is(&t, names[o]); o++)
+			;
+		if (o == 3) {
+			*msg = "unknown option";
+			return PE_PROTOCOL;
+		}
+		if (opt[o].p) {
+			*msg = "option given twice";
+			return PE_PROTOCOL;
+		}
+		if (!next_tok(line, len, &i, &opt[o])) {
+			*msg = "missing option value";
+			return PE_PROTOCOL;
+		}
+	}
+	/* Pass 2: n, the keys, the option values, left to right. */
+	if (n < 1 || n > lim->max_keys) {
+		*msg = "n must be 1 to limits.max_keys";
+		return PE_ARG;
+	}
+	req->keys = line + first;
+	req->keys_len = end - first;
+	req->nkeys = (uint32_t)n;
+	size_t pos = 0;
+	while (next_tok(req->keys, req->keys_len, &pos, &t)) {
+		if ((e = check_key(&t, lim->max_key_len, msg)) != PE_NONE)
+			return e;
+		struct tok u;
+		size_t before = 0;
+		/* A repeat of an earlier key (n is at most limits.max_keys). */
+		while (before < (size_t)(t.p - req->keys) &&
+		       next_tok(req->keys, (size_t)(t.p - req->keys), &before, &u))
+			if (tok_eq(&u, &t)) {
+				*msg = "key given twice";
+				return PE_ARG;
+			}
+	}
+	for (int k = 0; k < 3; k++) {
+		const struct tok *o = NULL;
+		int which = -1;
+		for (int m = 0; m < 3; m++)
+			if (opt[m].p && (!o || opt[m].p < o->p)) {
+				o = &opt[m];
+				which = m;
+			}
+		if (!o)
+			break;
+		if (which == 0) {
+			if ((e = check_ms(o, 0, &req->wait_ms, "WAIT must be 0 to 2147483647 ms",
+			                  msg)) != PE_NONE)
+				return e;
+			req->has_wait = 1;
+		} else if (which == 1) {
+			if ((e = check_ms(o, 1, &req->ttl_ms, "TTL must be 1 to 2147483647 ms",
+			                  msg)) != PE_NONE)
+				return e;
+			req->has_ttl = 1;
+		} else {
+			if ((e = check_ms(o, 0, &req->delay_ms, "DELAY must be 0 to 2147483647 ms",
+			                  msg)) != PE_NONE)
+				return e;
+			req->has_delay = 1;
+		}
+		opt[which].p = NULL;
+	}
+	return PE_NONE;
+}
+
 enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uint32_t max_permits,
                            struct request *req, const char **msg)
+{
+	struct proto_limits lim = {max_key_len, max_permits, PROTO_MAX_KEYS_DEFAULT};
+	return proto_parse_ex(line, len, &lim, req, msg);
+}
+
+enum proto_err proto_parse_ex(const char *line, size_t len, const struct proto_limits *lim,
+                              struct request *req, const char **msg)
 {
 	struct tok t[MAX_TOKENS + 1];
 	size_t nt = 0, i = 0;
 	enum proto_err e;
+	size_t max_key_len = lim->max_key_len;
+	uint32_t max_permits = lim->max_permits;
 
 	memset(req, 0, sizeof(*req));
 	if (len > 0 && line[len - 1] == '\r')
 		len--;
+	/* LOCKALL has any number of words: parsed on its own. */
+	if (next_tok(line, len, &i, &t[0]) && tok_is(&t[0], "LOCKALL")) {
+		req->cmd = CMD_LOCKALL;
+		return parse_lockall(line, len, i, lim, req, msg);
+	}
+	i = 0;
 	while (i < len) {
 		while (i < len && is_blank(line[i]))
 			i++;

@@ -25,6 +25,7 @@ enum cmd {
 	CMD_OBSERVE,   /* OBSERVE name (1.3) */
 	CMD_UNOBSERVE, /* UNOBSERVE name (1.3) */
 	CMD_WHO,       /* WHO key (1.4) */
+	CMD_LOCKALL,   /* LOCKALL n key1 ... keyn [WAIT ms] [TTL ms] [DELAY ms] (1.4) */
 	CMD_COUNT
 };
 
@@ -53,13 +54,37 @@ struct request {
 	uint32_t permits; /* LOCK/TRYLOCK/STATUS PERMITS n; 0 when not given */
 	int has_grace;
 	uint32_t grace_ms; /* SESSION GRACE */
+	int has_delay;
+	uint32_t delay_ms; /* DELAY ms (1.4) */
+	/* LOCKALL (1.4): key and klen stay NULL and 0; its nkeys keys, all
+	 * valid and distinct, lie in the keys_len bytes from keys (blanks
+	 * between them): proto_next_key walks them. */
+	const char *keys;
+	size_t keys_len;
+	uint32_t nkeys;
 };
+
+/* The limits a request is checked against (from the configuration). */
+struct proto_limits {
+	size_t max_key_len;   /* limits.max_key_len */
+	uint32_t max_permits; /* limits.max_permits: PERMITS n */
+	uint32_t max_keys;    /* limits.max_keys: LOCKALL n (1.4) */
+};
+
+#define PROTO_MAX_KEYS_DEFAULT 64
 
 /* Parse one line (without its '\n'; a trailing '\r' is dropped here).
  * Keys may have max_key_len bytes, PERMITS 1 to max_permits.
  * On error returns the class and sets *msg to the text after "ERR CODE ". */
 enum proto_err proto_parse(const char *line, size_t len, size_t max_key_len, uint32_t max_permits,
                            struct request *req, const char **msg);
+/* The same, with every limit (proto_parse takes LOCKALL's limits.max_keys
+ * at its default). */
+enum proto_err proto_parse_ex(const char *line, size_t len, const struct proto_limits *lim,
+                              struct request *req, const char **msg);
+/* LOCKALL's keys, in the order given: *pos starts at 0. Returns 1 with the
+ * next key, 0 after the last. */
+int proto_next_key(const struct request *req, size_t *pos, const char **key, size_t *klen);
 
 /* Replies that several places give, named once. */
 #define MSG_OOM                 "ERR LIMIT out of memory"

@@ -41,6 +41,7 @@
 #include "tls.h"
 #include "util.h"
 #include "who.h"
+#include "lockall.h"
 
 static struct ilist all_sessions;
 static const struct config *cfg;
@@ -616,8 +617,9 @@ static void handle(struct session *s, const char *line, size_t len)
 		close_foreign(s, what, line, len);
 		return;
 	}
-	enum proto_err e =
-	    proto_parse(line, len, (size_t)cfg->max_key_len, (uint32_t)cfg->max_permits, &r, &msg);
+	struct proto_limits lim = {(size_t)cfg->max_key_len, (uint32_t)cfg->max_permits,
+	                           (uint32_t)cfg->max_keys};
+	enum proto_err e = proto_parse_ex(line, len, &lim, &r, &msg);
 
 	s->state = SS_BLOCKED;
 	s->lt->req_us = now_us();
@@ -704,6 +706,9 @@ static void handle(struct session *s, const char *line, size_t len)
 		break;
 	case CMD_WHO:
 		who_ask(s->lt, r.key, r.klen);
+		break;
+	case CMD_LOCKALL:
+		la_lockall(s->lt, &r);
 		break;
 	case CMD_COUNT:
 		break;

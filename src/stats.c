@@ -83,6 +83,8 @@ static const struct field counters[] = {
     {"observers", "Observations of elections by connections here", &stats.observers},
     {"rejected_observations", "OBSERVE refused at max_observations", &stats.rejected_observations},
     {"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
+    {"lockall_granted", "LOCKALL answered OK", &stats.lockall_granted},
+    {"lockall_timeouts", "LOCKALL answered TIMEOUT", &stats.lockall_timeouts},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 

@@ -158,14 +158,20 @@ static void print_event(struct lockd_client *c, const struct lockd_event *ev, vo
 }
 
 /* The default reply timeout of a request: DEFAULT_REPLY_MS plus its WAIT;
- * LOCK without WAIT: none. */
+ * LOCK or LOCKALL without WAIT: none. LOCKALL's options come after its n
+ * keys (a key may spell WAIT). */
 static int reply_timeout(int argc, char **argv)
 {
 	long long wait = -1;
-	for (int i = 1; i + 1 < argc; i++)
+	int all = strcasecmp(argv[0], "LOCKALL") == 0, first = 1;
+	if (all) {
+		long long n = argc > 1 ? lc_number(argv[1], 0, argc) : -1;
+		first = n < 0 ? argc : 2 + (int)n; /* a bad n: lockd answers ERR at once */
+	}
+	for (int i = first; i + 1 < argc; i++)
 		if (strcasecmp(argv[i], "WAIT") == 0)
 			wait = lc_number(argv[i + 1], 0, 0x7fffffff);
-	if (strcasecmp(argv[0], "LOCK") == 0 && wait < 0)
+	if ((strcasecmp(argv[0], "LOCK") == 0 || all) && wait < 0)
 		return -1;
 	return DEFAULT_REPLY_MS + (int)(wait > 0 ? wait : 0);
 }

@@ -26,6 +26,33 @@ static int blank_free(const char *p, size_t n)
 	return 1;
 }
 
+/* LOCKALL n key1 ... keyn (1.4): 1..4 keys, each a valid key inside the
+ * keys' span of the line, all different; options within their ranges. */
+static void check_lockall(const char *line, size_t size, const struct request *r)
+{
+	const char *k[5], *p;
+	size_t kl[5], pos = 0, n = 0, pl;
+	if (r->key || r->nkeys < 1 || r->nkeys > 4 || !in_line(line, size, r->keys, r->keys_len))
+		abort();
+	while (proto_next_key(r, &pos, &p, &pl)) {
+		if (n == 4 || pl > 16 || !in_line(r->keys, r->keys_len, p, pl))
+			abort();
+		for (size_t i = 0; i < pl; i++)
+			if ((unsigned char)p[i] < 0x21 || (unsigned char)p[i] > 0x7e)
+				abort();
+		for (size_t j = 0; j < n; j++)
+			if (kl[j] == pl && memcmp(k[j], p, pl) == 0)
+				abort(); /* a repeat was accepted */
+		k[n] = p;
+		kl[n++] = pl;
+	}
+	if (n != r->nkeys || r->permits || r->shared || r->word)
+		abort();
+	if ((r->has_ttl && (r->ttl_ms < 1 || r->ttl_ms > PROTO_MS_MAX)) ||
+	    r->wait_ms > PROTO_MS_MAX || r->delay_ms > PROTO_MS_MAX)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct request r;
@@ -35,10 +62,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!line)
 		return 0;
 	memcpy(line, data, size);
-	enum proto_err e = proto_parse(line, size, 16, 1024, &r, &msg);
+	struct proto_limits lim = {16, 1024, 4}; /* a small limits.max_keys, within reach */
+	enum proto_err e = proto_parse_ex(line, size, &lim, &r, &msg);
 	if (e != PE_NONE) {
 		if (!msg || !*msg)
 			abort(); /* every error has a message */
+	} else if (r.cmd == CMD_LOCKALL) {
+		check_lockall(line, size, &r);
 	} else if (r.cmd == CMD_RESUME) {
 		/* RESUME id secret: two words of the line, not checked as keys
 		 * (resume.c refuses a malformed one as it refuses an unknown one) */

@@ -285,6 +285,8 @@ static const struct {
     {"redis: {reconnect_max_ms: 60000}", offsetof(struct config, reconnect_max_ms), 60000},
     {"limits: {max_permits: 1}", offsetof(struct config, max_permits), 1},
     {"limits: {max_permits: 65536}", offsetof(struct config, max_permits), 65536},
+    {"limits: {max_keys: 1}", offsetof(struct config, max_keys), 1},
+    {"limits: {max_keys: 4096}", offsetof(struct config, max_keys), 4096},
     {"locks: {handoff_limit: 1}", offsetof(struct config, handoff_limit), 1},
     {"locks: {handoff_limit: 1000000}", offsetof(struct config, handoff_limit), 1000000},
     {"limits: {max_line: 256}", offsetof(struct config, max_line), 256},

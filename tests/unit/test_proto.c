@@ -838,6 +838,126 @@ START_TEST(who_command)
 }
 END_TEST
 
+/* --- LOCKALL (1.4) --- */
+
+#define M_NKEYS "n must be 1 to limits.max_keys"
+
+static enum proto_err parse_keys(const char *line, uint32_t max_keys, struct request *r,
+                                 const char **msg)
+{
+	struct proto_limits lim = {MAXKEY, 1024, max_keys};
+	*msg = NULL;
+	return proto_parse_ex(line, strlen(line), &lim, r, msg);
+}
+
+/* line gets ERR err msg (PE_NONE: is accepted). */
+static void parse_err(const char *line, enum proto_err err, const char *want)
+{
+	struct request r;
+	const char *msg;
+	enum proto_err got = parse(line, &r, &msg);
+	ck_assert_msg(got == err, "\"%s\": got ERR %s %s, expected ERR %s", line,
+	              proto_err_name(got), msg ? msg : "", proto_err_name(err));
+	if (want)
+		ck_assert_msg(msg && strcmp(msg, want) == 0,
+		              "\"%s\": message \"%s\", expected \"%s\"", line, msg ? msg : "",
+		              want);
+}
+
+/* The keys of r, joined by '|'. */
+static void keys_of(const struct request *r, char *out, size_t len)
+{
+	size_t pos = 0, o = 0, kl;
+	const char *k;
+	out[0] = '\0';
+	while (proto_next_key(r, &pos, &k, &kl))
+		o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? "|" : "", (int)kl, k);
+}
+
+START_TEST(lockall_ok)
+{
+	struct request r;
+	char keys[200];
+	const char *line = "LOCKALL 3 c a b";
+	parse_ok(line, &r);
+	ck_assert_int_eq(r.cmd, CMD_LOCKALL);
+	ck_assert_uint_eq(r.nkeys, 3);
+	ck_assert_ptr_null(r.key);
+	ck_assert_ptr_eq(r.keys, line + 10);
+	keys_of(&r, keys, sizeof(keys));
+	ck_assert_str_eq(keys, "c|a|b");
+	ck_assert_int_eq(r.has_wait + r.has_ttl + r.has_delay, 0);
+	/* options in any order, any case; the n words after n are keys */
+	parse_ok(" lockall\t2  WAIT  ttl DELAY 7 wait 0 TTL 9\r", &r);
+	keys_of(&r, keys, sizeof(keys));
+	ck_assert_str_eq(keys, "WAIT|ttl");
+	ck_assert_int_eq(r.has_delay, 1);
+	ck_assert_uint_eq(r.delay_ms, 7);
+	ck_assert_int_eq(r.has_wait, 1);
+	ck_assert_uint_eq(r.wait_ms, 0);
+	ck_assert_int_eq(r.has_ttl, 1);
+	ck_assert_uint_eq(r.ttl_ms, 9);
+	parse_ok("LOCKALL 1 k DELAY 0 WAIT 2147483647", &r);
+	ck_assert_uint_eq(r.nkeys, 1);
+	ck_assert_uint_eq(r.wait_ms, 2147483647u);
+	parse_ok("LOCKALL 01 k", &r);
+	ck_assert_uint_eq(r.nkeys, 1);
+	/* the limit is the configured one; proto_parse takes the default (64) */
+	const char *msg;
+	ck_assert_int_eq(parse_keys("LOCKALL 2 a b", 2, &r, &msg), PE_NONE);
+	ck_assert_int_eq(parse_keys("LOCKALL 3 a b c", 2, &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, M_NKEYS);
+	char big[1000];
+	int o = snprintf(big, sizeof(big), "LOCKALL 64");
+	for (int i = 0; i < 64; i++)
+		o += snprintf(big + o, sizeof(big) - (size_t)o, " k%d", i);
+	parse_ok(big, &r);
+	ck_assert_uint_eq(r.nkeys, 64);
+	o = snprintf(big, sizeof(big), "LOCKALL 65");
+	for (int i = 0; i < 65; i++)
+		o += snprintf(big + o, sizeof(big) - (size_t)o, " k%d", i);
+	parse_err(big, PE_ARG, M_NKEYS);
+}
+END_TEST
+
+START_TEST(lockall_errors)
+{
+	parse_err("LOCKALL", PE_PROTOCOL, "missing key count");
+	parse_err("LOCKALL  \t", PE_PROTOCOL, "missing key count");
+	parse_err("LOCKALL x a", PE_ARG, M_NKEYS);
+	parse_err("LOCKALL +1 a", PE_ARG, M_NKEYS);
+	parse_err("LOCKALL 1x", PE_ARG, M_NKEYS);
+	parse_err("LOCKALL 0", PE_ARG, M_NKEYS);
+	parse_err("LOCKALL 0 WAIT 1", PE_ARG, M_NKEYS);
+	parse_err("LOCKALL 0 a", PE_PROTOCOL, "unknown option");
+	parse_err("LOCKALL 2 a", PE_PROTOCOL, "missing key");
+	parse_err("LOCKALL 99999999999999999999999 a", PE_PROTOCOL, "missing key");
+	parse_err("LOCKALL 65 a", PE_PROTOCOL, "missing key"); /* syntax first */
+	parse_err("LOCKALL 1 a b", PE_PROTOCOL, "unknown option");
+	parse_err("LOCKALL 1 a SHARED", PE_PROTOCOL, "unknown option");
+	parse_err("LOCKALL 1 a PERMITS 2", PE_PROTOCOL, "unknown option");
+	parse_err("LOCKALL 1 a WAIT", PE_PROTOCOL, "missing option value");
+	parse_err("LOCKALL 1 a WAIT 1 wait 2", PE_PROTOCOL, "option given twice");
+	parse_err("LOCKALL 1 a\x01 WAIT 1 WAIT 2", PE_PROTOCOL, "option given twice");
+	parse_err("LOCKALL 2 a a", PE_ARG, "key given twice");
+	parse_err("LOCKALL 3 a b a", PE_ARG, "key given twice");
+	parse_err("LOCKALL 3 ab a b", PE_NONE, NULL);
+	parse_err("LOCKALL 3 a b\x7f a", PE_KEY, "key must be printable ASCII (0x21-0x7E)");
+	parse_err("LOCKALL 2 a a WAIT x", PE_ARG, "key given twice");
+	parse_err("LOCKALL 1 a WAIT -1", PE_ARG, "WAIT must be 0 to 2147483647 ms");
+	parse_err("LOCKALL 1 a WAIT 2147483648", PE_ARG, "WAIT must be 0 to 2147483647 ms");
+	parse_err("LOCKALL 1 a TTL 0", PE_ARG, "TTL must be 1 to 2147483647 ms");
+	parse_err("LOCKALL 1 a DELAY x", PE_ARG, "DELAY must be 0 to 2147483647 ms");
+	parse_err("LOCKALL 1 a DELAY x TTL 0", PE_ARG, "DELAY must be 0 to 2147483647 ms");
+	parse_err("LOCKALL 1 a TTL 0 DELAY x", PE_ARG, "TTL must be 1 to 2147483647 ms");
+	char big[400];
+	int o = snprintf(big, sizeof(big), "LOCKALL 2 k ");
+	memset(big + o, 'x', MAXKEY + 1);
+	big[o + MAXKEY + 1] = '\0';
+	parse_err(big, PE_KEY, "key is too long");
+}
+END_TEST
+
 Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -852,6 +972,8 @@ Suite *proto_suite(void)
 	tcase_add_test(tc, lock_ttl_only);
 	tcase_add_test(tc, trylock_plain_and_ttl);
 	tcase_add_test(tc, unlock_and_status);
+	tcase_add_test(tc, lockall_ok);
+	tcase_add_test(tc, lockall_errors);
 	tcase_add_test(tc, extend_ms);
 	tcase_add_test(tc, no_argument_commands);
 	tcase_add_test(tc, auth_word);
