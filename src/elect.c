@@ -119,7 +119,9 @@ struct el_client {
 	/* Its CAMPAIGN's WAIT (as LOCK's: a grant whose value reached no
 	   majority is tried again until it ends, then ERR QUORUM). */
 	int has_deadline;
-	uint32_t wait_ms;    /* the CAMPAIGN's WAIT, counted from its arrival (c->req_us) */
+	uint32_t wait_ms; /* the CAMPAIGN's WAIT, counted from its arrival (c->req_us) */
+	int has_delay;    /* the CAMPAIGN's DELAY (1.4), for its retries */
+	uint32_t delay_ms;
 	struct ilist adopts; /* struct el_adopt: reads of holds adopted at RESUME */
 	struct event *retry; /* the next try of a CAMPAIGN whose put failed */
 	char *retry_key;     /* its name (value: value above) */
@@ -298,7 +300,9 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	                    .word = e->value,
 	                    .wlen = e->vlen,
 	                    .has_wait = e->has_deadline,
-	                    .wait_ms = e->wait_ms}; /* locktab counts it from req_us too */
+	                    .wait_ms = e->wait_ms, /* locktab counts it from req_us too */
+	                    .has_delay = e->has_delay,
+	                    .delay_ms = e->delay_ms};
 	lt_lock(c, &r);
 	free(key);
 }
@@ -736,6 +740,8 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	e->vlen = r->wlen;
 	e->has_deadline = r->has_wait;
 	e->wait_ms = r->wait_ms;
+	e->has_delay = r->has_delay;
+	e->delay_ms = r->delay_ms;
 	e->backoff_ms = 0;
 	lt_lock(c, r); /* LOCK name [WAIT ms]: the grant comes to el_granted */
 }

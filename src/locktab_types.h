@@ -40,6 +40,8 @@ struct waiter {
 	int campaign;         /* CAMPAIGN (1.3): its grant goes to lt_elect_hooks.granted */
 	int has_ttl;
 	uint32_t ttl_ms;
+	uint32_t delay_ms; /* its lock-delay (1.4): DELAY, or locks.lost_delay_ms */
+	int delay_counted; /* it found the key in a lock-delay (STATS, counted once) */
 	int quorum_failed; /* the last attempt found no majority */
 	int64_t since_us;
 	int64_t deadline_us; /* end of the WAIT */

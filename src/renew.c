@@ -231,6 +231,7 @@ void rn_fill_item(struct rl_renew_item *it, struct hold *h)
 	it->sid = h->holder ? h->holder->sid : NULL;
 	it->owner = h;
 	it->lead = h->lead;
+	it->delay_ms = h->delay_ms;
 }
 
 /* --- EXTEND --- */

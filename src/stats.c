@@ -83,6 +83,9 @@ static const struct field counters[] = {
     {"observers", "Observations of elections by connections here", &stats.observers},
     {"rejected_observations", "OBSERVE refused at max_observations", &stats.rejected_observations},
     {"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
+    {"delayed_grants_refused",
+     "Requests that found a key in its lock-delay (TRYLOCK BUSY, LOCK or CAMPAIGN waited)",
+     &stats.delayed_grants_refused},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 

@@ -401,5 +401,6 @@ TCase *tc_lockctl_resume(void);   /* test_lockctl_resume.c */
 TCase *tc_lockctl_elect(void);    /* test_lockctl_elect.c */
 TCase *tc_hostile_elect(void);    /* test_hostile_elect.c */
 TCase *tc_who(void);              /* test_who.c */
+TCase *tc_delay(void);            /* test_delay.c */
 
 #endif

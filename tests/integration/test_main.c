@@ -46,6 +46,7 @@ int main(void)
 	suite_add_tcase(s, tc_lockctl_elect());
 	suite_add_tcase(s, tc_hostile_elect());
 	suite_add_tcase(s, tc_who());
+	suite_add_tcase(s, tc_delay());
 
 	SRunner *sr = srunner_create(s);
 	const char *tap = getenv("LOCKD_TEST_TAP");
