@@ -268,11 +268,14 @@ _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(REL
 	        "    local lk = p .. key\n"                                                        \
 	        "    if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"                  \
 	        "    local cur = redis.call('GET', lk)\n"                                          \
-	        "    d = dl(cur)\n"                                                                \
-	        "    local ncur = d > 0 and nt .. ' ' .. d or nt\n"                                \
-	        "    if (tk(cur) == tok or tk(cur) == nt) and redis.call('PTTL', lk) > d then\n"   \
-	        "      if ttl == '1' then\n"                                                       \
-	        "        left = redis.call('PTTL', lk) - d\n"                                      \
+	        "    if tk(cur) == tok or tk(cur) == nt then\n"                                    \
+	        "      d = dl(cur)\n"                                                              \
+	        "      local ncur = d > 0 and nt .. ' ' .. d or nt\n"                              \
+	        "      local pt = (ttl == '1' or d > 0) and redis.call('PTTL', lk) or lease\n"     \
+	        "      if pt <= d then\n" /* in its delay: LOST, never adopted (1.4) */            \
+	        "        left = 0\n"                                                               \
+	        "      elseif ttl == '1' then\n"                                                   \
+	        "        left = pt - d\n"                                                          \
 	        "        redis.call('SET', lk, ncur, 'KEEPTTL')\n"                                 \
 	        "      else\n"                                                                     \
 	        "        redis.call('SET', lk, ncur, 'PX', lease + d); left = lease\n"             \

@@ -189,6 +189,8 @@ struct h_opts {
 	int nofile;              /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
 	const int *via;          /* NULL, or per master a port to reach it through
 	                            (h_proxy_port), 0 for its own */
+	const char *bin;         /* NULL: the lockd built here; else this binary (another
+	                            build, for a rolling upgrade) */
 };
 struct h_lockd {
 	int port;

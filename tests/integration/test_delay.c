@@ -313,6 +313,46 @@ START_TEST(lost_delay_default)
 }
 END_TEST
 
+/* A rolling upgrade, with LOCKD_OLD a lockd of the build before
+ * lock-delay (without it: skipped). The old lockd B grants no key the
+ * new lockd A holds, or keeps in its delay once A is killed; A grants no
+ * key B holds; each takes what the other released. */
+START_TEST(delay_rolling_upgrade)
+{
+	const char *old = getenv("LOCKD_OLD");
+	if (!old || !*old) {
+		fprintf(stderr, "delay_rolling_upgrade: LOCKD_OLD is not set: skipped\n");
+		return;
+	}
+	h_masters_start(3);
+	h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
+	h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .bin = old});
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	unsigned long long fo = cl_lock(b, "LOCK o");
+	cl_expect(a, "TRYLOCK o", "BUSY");
+	cl_expect(b, "UNLOCK o", "OK 0");
+	ck_assert_uint_gt(cl_lock(a, "TRYLOCK o DELAY 5000"), fo);
+	cl_expect(b, "TRYLOCK o", "BUSY");
+	cl_expect(a, "UNLOCK o", "OK 0");
+	cl_lock(b, "TRYLOCK o");
+
+	double sent = h_now_ms();
+	unsigned long long f = cl_lock(a, "LOCK k DELAY 1500");
+	cl_expect(b, "TRYLOCK k", "BUSY");
+	h_lockd_signal(0, SIGKILL);
+	ck_assert_int_ne(h_lockd_wait(0, 3000), -1);
+	double t0 = h_now_ms();
+	sleep_until(t0 + IN_DELAY);
+	cl_expect(b, "TRYLOCK k", "BUSY");
+	cl_send(b, "LOCK k\n");
+	ck_assert_uint_gt(cl_want_ok(b, LEASE + 1500 + 1000 + H_LOADED), f);
+	ck_assert_msg(h_now_ms() - sent >= LEASE + 1500 - 2,
+	              "the old lockd granted k in its delay");
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
 TCase *tc_delay(void)
 {
 	TCase *tc = tcase_create("delay");
@@ -324,5 +364,6 @@ TCase *tc_delay(void)
 	H_ADD(tc, delay_after_ttl);
 	H_ADD(tc, resume_in_delay_lost);
 	H_ADD(tc, lost_delay_default);
+	H_ADD(tc, delay_rolling_upgrade);
 	return tc;
 }
