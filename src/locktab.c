@@ -673,6 +673,12 @@ void lt_lock(struct lt_client *s, const struct request *r)
 		ltc_reply(s, "OK %llu", (unsigned long long)h->fence);
 		return;
 	}
+	if (kind == HK_SHARED && r->has_delay && r->delay_ms > 0) {
+		/* A shared member carries no value to say a delay in (1.4):
+		 * refused rather than ignored. locks.lost_delay_ms skips them. */
+		ltc_reply(s, "ERR ARG DELAY is not for shared holds");
+		return;
+	}
 	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
 		/* No grant could ever be valid: say so rather than QUORUM. */
 		ltc_reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "

@@ -223,6 +223,9 @@ START_TEST(no_delay_after_release)
 	cl_lock(b, "TRYLOCK k");
 	cl_expect(b, "UNLOCK k", "OK 0");
 
+	/* a shared hold has no delay: DELAY > 0 is refused, 0 taken */
+	cl_expect(a, "LOCK s SHARED DELAY 5", "ERR ARG DELAY is not for shared holds");
+	cl_lock(a, "TRYLOCK s SHARED DELAY 0");
 	cl_lock(a, "LOCK q TTL 5000 DELAY 60000");
 	cl_expect(a, "QUIT", "OK");
 	cl_send(b, "LOCK q WAIT 1500\n");
