@@ -36,6 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(line, data, size);
 	enum proto_err e = proto_parse(line, size, 16, 1024, &r, &msg);
+	/* DELAY ms (1.4): LOCK, TRYLOCK and CAMPAIGN only, 0 to 2^31-1, and
+	 * nothing without it */
+	if (e == PE_NONE &&
+	    (r.has_delay ? (r.cmd != CMD_LOCK && r.cmd != CMD_TRYLOCK && r.cmd != CMD_CAMPAIGN) ||
+	                       r.delay_ms > PROTO_MS_MAX
+	                 : r.delay_ms != 0))
+		abort();
 	if (e != PE_NONE) {
 		if (!msg || !*msg)
 			abort(); /* every error has a message */
