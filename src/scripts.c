@@ -38,7 +38,28 @@
  * was written at: the request is current when its epoch is at least the
  * key's (the key is read only when a token of ours is in the way). Kinds
  * as the scripts take them: "x" the key's lock, "p" a permit >= 1, "s"
- * shared. */
+ * shared.
+ *
+ * Lock-delay (1.4). A lock (the key's or a permit's) with a delay of D ms
+ * holds the value "TOKEN D" (the token, a space, D in decimal) and lives
+ * lease + D ms on the master; without one, its value is the bare token,
+ * as before 1.4. Why there: it is the write a grant, a renewal, a
+ * write-back and an adoption make anyway (SET ... PX, PEXPIRE), so the
+ * delay costs no command, and every reader of the lock (STATUS, WHO,
+ * LEADER, ACQUIRE, adoption) has it in the GET it already makes: the hold
+ * lasts while PTTL > D, it is in its delay while 0 < PTTL <= D. Not in the
+ * session record: a plain session has none, and a reader of the key
+ * (another lockd's ACQUIRE) must see the delay without it. tk(v) (the
+ * first 32 characters) is what every compare-and-delete and token match
+ * compares, so instance = the first 16 hex and the permits' n = characters
+ * 28-32 read as before. A lockd of a build before 1.4 compares whole
+ * values: to it a delayed lock is a token it does not know, busy for its
+ * PTTL (lease + delay): it grants nothing a new lockd holds or keeps in
+ * its delay (doc/design.md, "Lock-delay"). A token of ours with a delay
+ * is never taken for stale by ACQUIRE (a lapsed hold of this lockd must
+ * keep its delay); RENEW writes over one (a hold of ours that a majority
+ * granted since: that delay ran out where it was granted). A shared member
+ * has no value: shared holds have no delay. */
 #include "config.h"
 
 #include <string.h>
