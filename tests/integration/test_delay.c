@@ -11,10 +11,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "sess_util.h"
@@ -26,12 +29,56 @@
  * delay has begun by then, and ends by t0 + LEASE + DELAY. */
 #define IN_DELAY (LEASE + 200)
 
-/* Masters 0-2, lockd A (index 0) and B (index 1), lease LEASE. */
+static int b_metrics; /* lockd B's metrics port */
+
+/* Masters 0-2, lockd A (index 0) and B (index 1, its /metrics on
+ * b_metrics), lease LEASE. */
 static void two_lockd(const char *locks_extra)
 {
+	char top[80];
+	b_metrics = h_free_port();
+	snprintf(top, sizeof(top), "metrics:\n  listen: 127.0.0.1:%d\n", b_metrics);
 	h_masters_start(3);
 	h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .locks_extra = locks_extra});
-	h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .locks_extra = locks_extra});
+	h_lockd_start(
+	    &(struct h_opts){.lease_ms = LEASE, .locks_extra = locks_extra, .top_extra = top});
+}
+
+/* The line of /metrics on port that begins with "name " (malloc'd), or
+ * NULL. HTTP/1.0: the response ends with the connection (3 s at most). */
+static char *metric_line(int port, const char *name)
+{
+	int fd = h_connect_tcp(port);
+	ck_assert_msg(fd >= 0, "connect to /metrics on %d", port);
+	const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+	ck_assert(send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+	size_t cap = 1 << 18, len = 0;
+	char *b = malloc(cap);
+	ck_assert_ptr_nonnull(b);
+	double end = h_now_ms() + 3000;
+	for (;;) {
+		int rem = (int)(end - h_now_ms());
+		ck_assert_msg(rem > 0, "/metrics: no complete response within 3 s");
+		struct pollfd pf = {fd, POLLIN, 0};
+		if (poll(&pf, 1, rem) <= 0)
+			continue;
+		ssize_t k = recv(fd, b + len, cap - len - 1, 0);
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+		ck_assert_msg(len < cap - 1, "/metrics: response too long");
+	}
+	close(fd);
+	b[len] = '\0';
+	char want[128], *hit = NULL;
+	snprintf(want, sizeof(want), "\n%s ", name);
+	char *p = strstr(b, want);
+	if (p) {
+		p++;
+		hit = strndup(p, strcspn(p, "\r\n"));
+	}
+	free(b);
+	return hit;
 }
 
 static void sleep_until(double t)
@@ -189,6 +236,9 @@ static void lapse(int sig)
 	              granted - t0, LEASE + DELAY + 1000);
 	/* the waiting LOCK counted once, however often it asked */
 	ck_assert_int_eq(stat_num(b, "delayed_grants_refused"), 3);
+	char *m = metric_line(b_metrics, "lockd_delayed_grants_refused_total");
+	ck_assert_str_eq(m ? m : "(none)", "lockd_delayed_grants_refused_total 3");
+	free(m);
 	if (sig == SIGSTOP)
 		h_lockd_signal(0, SIGCONT);
 	cl_close(a);
