@@ -335,6 +335,42 @@ START_TEST(resume_in_delay_lost)
 }
 END_TEST
 
+/* The renewals keep the delay: a key deleted on a master comes back with
+ * it (a write-back), and an adopted hold (RESUME on the other lockd while
+ * its lease lasts) is written with the new lockd's token and the same
+ * delay, then renewed with it. */
+START_TEST(renewals_keep_delay)
+{
+	two_lockd(NULL);
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	cl_lock(a, "LOCK w DELAY 7000");
+	free(h_redis(2, "DEL", "lockd:w", NULL));
+	h_sleep_ms(LEASE / 2 + 100); /* a renewal (every LEASE / 3) wrote it back */
+	on_masters("w", LEASE, 7000);
+
+	struct sess s;
+	struct cl *r = cl_tcp(h_lockd(0)->port);
+	session(r, "SESSION GRACE 20000", 20000, &s);
+	unsigned long long f = cl_lock(r, "LOCK r DELAY 3000");
+	char *v0 = h_redis(0, "GET", "lockd:r", NULL);
+	h_lockd_signal(0, SIGKILL);
+	ck_assert_int_ne(h_lockd_wait(0, 3000), -1);
+	resume(b, &s, "OK 1");
+	held_ttl(b, "r", f, LEASE);
+	on_masters("r", LEASE, 3000);
+	char *v1 = h_redis(0, "GET", "lockd:r", NULL);
+	ck_assert_msg(v0 && v1 && strncmp(v0, v1, 16) != 0 && strcmp(v0 + 16, v1 + 16) == 0,
+	              "adopted: '%s', was '%s': want B's instance, the rest kept", v1, v0);
+	h_sleep_ms(LEASE); /* B's renewals */
+	on_masters("r", LEASE, 3000);
+	free(v0);
+	free(v1);
+	cl_close(a);
+	cl_close(b);
+	cl_close(r);
+}
+END_TEST
+
 /* locks.lost_delay_ms is the delay of a hold without DELAY, a leader's
  * too; DELAY 0 asks for none. LEADER answers NONE during a leader's
  * delay. */
@@ -416,6 +452,7 @@ TCase *tc_delay(void)
 	H_ADD(tc, no_delay_after_release);
 	H_ADD(tc, delay_after_ttl);
 	H_ADD(tc, resume_in_delay_lost);
+	H_ADD(tc, renewals_keep_delay);
 	H_ADD(tc, lost_delay_default);
 	H_ADD(tc, delay_rolling_upgrade);
 	return tc;
