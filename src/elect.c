@@ -464,7 +464,8 @@ static int el_releasing(struct lt_client *c, const char *key, size_t klen, const
 		log_info("leader of %s (fence %llu) lost its lock", ld->key,
 		         (unsigned long long)ld->fence);
 	struct rl_rec rec = {c ? c->sid : NULL, 'x', 0};
-	rl_el_resign(key, klen, token, &rec, NULL, NULL);
+	if (lost != 2) /* 2: it lapsed with a lock-delay, which runs on the masters (1.4) */
+		rl_el_resign(key, klen, token, &rec, NULL, NULL);
 	lead_free(ld);
 	if (c) /* a request waiting for its epoch */
 		pend_answer(c, key, klen, PA_GONE);

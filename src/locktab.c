@@ -334,11 +334,11 @@ void ltc_lost(struct hold *h)
 	lk->handoffs = 0;
 	/* It may still sit on some masters: clear it before the next try (a
 	 * leader's with its value). Not a hold with a lock-delay (1.4): it
-	 * lapsed, and its delay, on the masters, must hold whoever asks. */
-	if (delay)
-		;
-	else if (!lock || !el_hooks.releasing ||
-	         !el_hooks.releasing(s, lk->key, lk->node.klen, token, 1))
+	 * lapsed, and its delay, on the masters, must hold whoever asks (a
+	 * leader is forgotten here all the same). */
+	int led = lock && el_hooks.releasing &&
+	          el_hooks.releasing(s, lk->key, lk->node.klen, token, delay ? 2 : 1);
+	if (!led && !delay)
 		rl_release(lk->key, lk->node.klen, rh, permit, token, &rec, 0, NULL, NULL);
 	freed_here(lk);
 	kick(lk);

@@ -387,6 +387,7 @@ START_TEST(lost_delay_default)
 	char *v = h_redis(0, "GET", "lockd:z", NULL);
 	ck_assert_msg(v && strlen(v) == 32, "DELAY 0: the value is '%s', want a token", v);
 	free(v);
+	unsigned long long fl = cl_lock(a, "LOCK long DELAY 8000");
 	h_lockd_signal(0, SIGSTOP);
 	double t0 = h_now_ms();
 	sleep_until(t0 + IN_DELAY);
@@ -395,7 +396,30 @@ START_TEST(lost_delay_default)
 	who_delayed(b, "el", 1500, f);
 	/* no delay: free once its lease ran out */
 	cl_lock(b, "TRYLOCK z");
+
+	/* A wakes: LOST for each, and no delete: the delays run on */
 	h_lockd_signal(0, SIGCONT);
+	char want[80];
+	snprintf(want, sizeof(want), "LOST el %llu", f);
+	const char *l = cl_line(e, H_SLOW_LIMIT);
+	ck_assert_str_eq(l ? l : "(none)", want);
+	int seen = 0;
+	for (int i = 0; i < 3; i++) {
+		l = cl_line(a, H_SLOW_LIMIT);
+		ck_assert_msg(l && strncmp(l, "LOST ", 5) == 0, "a: '%s', want LOST",
+		              l ? l : "(none)");
+		snprintf(want, sizeof(want), "LOST long %llu", fl);
+		seen |= strcmp(l, want) == 0;
+	}
+	ck_assert_msg(seen, "no LOST long %llu", fl);
+	cl_expect(b, "TRYLOCK long", "BUSY");
+	cl_expect(a, "TRYLOCK long", "BUSY");
+	cl_expect(e, "LEADER el", "NONE");
+	ck_assert_int_eq(stat_num(e, "leaders"), 0);
+	/* a new CAMPAIGN there, once the delay (and any renewal sent at the
+	   wake-up, lease + delay more) ran out */
+	cl_send(e, "CAMPAIGN el node-a2 WAIT 6000\n");
+	ck_assert_uint_gt(cl_want_ok(e, 6000 + H_LOADED), f);
 	cl_close(a);
 	cl_close(b);
 	cl_close(e);
