@@ -459,9 +459,11 @@ static const char *const bodies[SCR_COUNT] = {
                                  "return r\n",
     /* Counts: STA_KEYS (scripts.h).
      * KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
-     * for a plain STATUS). Returns {pttl of the lock, live shared
-     * holders, ms left on the longest shared lease or -2, then the pttl
-     * of each permit}. Read-only but for pruning the shared set. */
+     * for a plain STATUS). Returns {ms left of the lock, live shared
+     * holders, ms left on the longest shared lease or -2, then the ms
+     * left of each permit}: a lock's PTTL less its lock-delay while the
+     * hold lasts, its PTTL during the delay (1.4: both are STATUS's
+     * ttl_ms), -2 when free. Read-only but for pruning the shared set. */
     [SCR_STATUS] = LUA_NOW "local function ttl(k)\n"
                            "  local t = redis.call('PTTL', k)\n"
                            "  local d = t > 0 and dl(redis.call('GET', k)) or 0\n"
@@ -616,7 +618,9 @@ static const char *const bodies[SCR_COUNT] = {
     "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
     "return 1\n",
     /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the name is
-     * free; {1, counter}: held without a value (a plain lock, live SHARED
+     * free (or its lock in its lock-delay, 1.4: no leader, LEADER says
+     * NONE; a CAMPAIGN's ACQUIRE still finds it busy); {1, counter}: held
+     * without a value (a plain lock, live SHARED
      * holders, which keep a CAMPAIGN out as a plain lock does, or a leader
      * whose value is not written there yet: then {1, counter, r}); {2,
      * fence, version, value, counter, epoch, r}: held by the leader of
@@ -701,7 +705,9 @@ static const char *const bodies[SCR_COUNT] = {
      * so a shared holder counts while its score (the end of its lease)
      * is ahead of the master's clock. Returns {the key's lock's token or
      * "", the fence counter or "0", {the live shared holders' tokens},
-     * {i, token, ... for each permit i held, ARGV[1] <= i < ARGV[2]}}.
+     * {i, token, ... for each permit i held, ARGV[1] <= i < ARGV[2]}, the
+     * ms left on the key's lock's delay or 0}: a lock in its lock-delay
+     * (1.4) is no hold, its token is not given.
      * A permit's key is built here from the lock's (the same hash slot,
      * as ADOPT_ONE_LUA's); one MGET reads them all (WHO_CHUNK at most). */
     [SCR_WHO] = LUA_NOW
