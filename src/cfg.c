@@ -199,6 +199,7 @@ static const struct ckey keys[] = {
     {"locks.drift_factor", CT_DOUBLE, OFF(drift_factor), 0, 0, 0.5, NULL},
     {"locks.handoff_limit", CT_INT, OFF(handoff_limit), 0, 1, 1000000, NULL},
     {"locks.fence_idle_ms", CT_INT, OFF(fence_idle_ms), 0, 1000, 2147483647, NULL},
+    {"locks.lost_delay_ms", CT_INT, OFF(lost_delay_ms), 0, 0, 2147483647, NULL},
     {"limits", CT_SECTION, 0, 0, 0, 0, NULL},
     {"limits.max_clients", CT_INT, OFF(max_clients), 0, 1, 1000000, NULL},
     {"limits.max_line", CT_INT, OFF(max_line), 0, 16, 1048576, NULL},
@@ -325,7 +326,10 @@ int cfg_unix_mode(const struct config *c)
 
 int64_t cfg_exclusion_ms(const struct config *c)
 {
-	return c->restart_exclusion_ms < 0 ? c->lease_ms : c->restart_exclusion_ms;
+	/* lease + delay: what a master keeps for a hold (1.4); a larger
+	 * DELAY asked for raises it (membership.c, mb_note_delay) */
+	return c->restart_exclusion_ms < 0 ? c->lease_ms + c->lost_delay_ms
+	                                   : c->restart_exclusion_ms;
 }
 
 /* --- the loader --- */

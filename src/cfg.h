@@ -32,13 +32,14 @@ struct config {
 	char *key_prefix;
 	char *redis_password;
 	char *redis_password_file;    /* "" or where redis_password was read from */
-	int64_t restart_exclusion_ms; /* -1: same as lease_ms */
+	int64_t restart_exclusion_ms; /* -1: lease_ms + lost_delay_ms (cfg_exclusion_ms) */
 	int64_t reconnect_max_ms;
 
 	int64_t lease_ms;
 	double drift_factor;
 	int64_t handoff_limit;
 	int64_t fence_idle_ms; /* a fence counter expires this long after its last grant */
+	int64_t lost_delay_ms; /* lock-delay of a hold without DELAY (1.4), 0: none */
 
 	int64_t max_clients;
 	int64_t max_line;

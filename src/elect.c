@@ -119,7 +119,9 @@ struct el_client {
 	/* Its CAMPAIGN's WAIT (as LOCK's: a grant whose value reached no
 	   majority is tried again until it ends, then ERR QUORUM). */
 	int has_deadline;
-	uint32_t wait_ms;    /* the CAMPAIGN's WAIT, counted from its arrival (c->req_us) */
+	uint32_t wait_ms; /* the CAMPAIGN's WAIT, counted from its arrival (c->req_us) */
+	int has_delay;    /* the CAMPAIGN's DELAY (1.4), for its retries */
+	uint32_t delay_ms;
 	struct ilist adopts; /* struct el_adopt: reads of holds adopted at RESUME */
 	struct event *retry; /* the next try of a CAMPAIGN whose put failed */
 	char *retry_key;     /* its name (value: value above) */
@@ -298,7 +300,9 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	                    .word = e->value,
 	                    .wlen = e->vlen,
 	                    .has_wait = e->has_deadline,
-	                    .wait_ms = e->wait_ms}; /* locktab counts it from req_us too */
+	                    .wait_ms = e->wait_ms, /* locktab counts it from req_us too */
+	                    .has_delay = e->has_delay,
+	                    .delay_ms = e->delay_ms};
 	lt_lock(c, &r);
 	free(key);
 }
@@ -460,7 +464,8 @@ static int el_releasing(struct lt_client *c, const char *key, size_t klen, const
 		log_info("leader of %s (fence %llu) lost its lock", ld->key,
 		         (unsigned long long)ld->fence);
 	struct rl_rec rec = {c ? c->sid : NULL, 'x', 0};
-	rl_el_resign(key, klen, token, &rec, NULL, NULL);
+	if (lost != 2) /* 2: it lapsed with a lock-delay, which runs on the masters (1.4) */
+		rl_el_resign(key, klen, token, &rec, NULL, NULL);
 	lead_free(ld);
 	if (c) /* a request waiting for its epoch */
 		pend_answer(c, key, klen, PA_GONE);
@@ -736,6 +741,8 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	e->vlen = r->wlen;
 	e->has_deadline = r->has_wait;
 	e->wait_ms = r->wait_ms;
+	e->has_delay = r->has_delay;
+	e->delay_ms = r->delay_ms;
 	e->backoff_ms = 0;
 	lt_lock(c, r); /* LOCK name [WAIT ms]: the grant comes to el_granted */
 }

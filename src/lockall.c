@@ -75,6 +75,7 @@ struct la_req {
 	uint32_t n;
 	uint32_t asking;    /* parts whose verdict is awaited */
 	int once;           /* WAIT 0: one attempt */
+	int delay_counted;  /* in delayed_grants_refused already */
 	int quorum;         /* an attempt found no majority */
 	const char *err;    /* a verdict that ends the request (ERR LIMIT, ERR SHUTDOWN) */
 	struct request one; /* what each key asks: a plain LOCK with TTL and DELAY */
@@ -135,6 +136,15 @@ static void part_failed(struct waiter *w, const char *msg)
 	else if (strcmp(msg, "TIMEOUT") != 0 && strcmp(msg, "BUSY") != 0)
 		r->err = msg; /* a literal: ERR LIMIT out of memory, ERR SHUTDOWN */
 	schedule(r);
+}
+
+static void part_delayed(struct waiter *w)
+{
+	struct la_req *r = req_of(w);
+	if (!r->delay_counted) {
+		r->delay_counted = 1;
+		stats.delayed_grants_refused++;
+	}
 }
 
 /* --- the end of a request --- */
@@ -434,8 +444,8 @@ static struct la_req *req_new(struct lt_client *c, const struct request *q)
 	r->one.cmd = CMD_LOCK;
 	r->one.has_ttl = q->has_ttl;
 	r->one.ttl_ms = q->ttl_ms;
-	r->one.has_delay = q->has_delay;
-	r->one.delay_ms = q->delay_ms;
+	r->one.has_delay = 1; /* locks.lost_delay_ms when not given, as LOCK's */
+	r->one.delay_ms = q->has_delay ? q->delay_ms : (uint32_t)cfg->lost_delay_ms;
 	r->once = q->has_wait && q->wait_ms == 0;
 	r->step_ev = event_new(base, -1, 0, step_cb, r);
 	r->timer = q->has_wait && !r->once ? evtimer_new(base, timer_cb, r) : NULL;
@@ -536,7 +546,7 @@ void la_lockall(struct lt_client *c, const struct request *q)
 void la_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
 	static const struct lt_part_ops hooks = {part_granted, part_failed, cancel_hook,
-	                                         waiting_hook};
+	                                         waiting_hook, part_delayed};
 	base = b;
 	cfg = c;
 	ops = o;

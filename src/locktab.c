@@ -251,6 +251,7 @@ static void hold_start(struct lkey *lk, struct waiter *w, const struct rl_call *
 	h->lease_end_us = g->start_us + h->lease_ms * 1000;
 	h->renewed_us = g->start_us;
 	h->since_us = now_us();
+	h->delay_ms = h->kind == HK_SHARED ? 0 : w->delay_ms;
 	memcpy(h->token, lk->acq_token, sizeof(h->token));
 	lk->remote_waiters = g->remote_waiters;
 	rn_hold_state(h, w->has_ttl ? HS_TTL : HS_WATCHED);
@@ -334,12 +335,16 @@ void ltc_lost(struct hold *h)
 	ltc_line(s, "LOST %s %llu", lk->key, (unsigned long long)h->fence);
 	memcpy(token, h->token, sizeof(token));
 	int lock = h->kind == HK_LOCK;
+	uint32_t delay = h->delay_ms;
 	hold_end(h);
 	lk->handoffs = 0;
 	/* It may still sit on some masters: clear it before the next try (a
-	 * leader's with its value). */
-	if (!lock || !el_hooks.releasing ||
-	    !el_hooks.releasing(s, lk->key, lk->node.klen, token, 1))
+	 * leader's with its value). Not a hold with a lock-delay (1.4): it
+	 * lapsed, and its delay, on the masters, must hold whoever asks (a
+	 * leader is forgotten here all the same). */
+	int led = lock && el_hooks.releasing &&
+	          el_hooks.releasing(s, lk->key, lk->node.klen, token, delay ? 2 : 1);
+	if (!led && !delay)
 		rl_release(lk->key, lk->node.klen, rh, permit, token, &rec, 0, NULL, NULL);
 	freed_here(lk);
 	kick(lk);
@@ -417,6 +422,12 @@ static void acquired(struct rl_call *c, void *owner)
 	} else if (w) {
 		int quorum = g->result == RL_QUORUM;
 		int64_t pttl = g->pttl_ms;
+		if (g->delayed && !quorum && w->part) {
+			ltc_part_ops.delayed(w); /* a LOCKALL counts once, whatever its keys */
+		} else if (g->delayed && !quorum && !w->delay_counted) {
+			w->delay_counted = 1; /* a request counts once, however often it tries */
+			stats.delayed_grants_refused++;
+		}
 		w->xraised |= g->xwaiting;
 		if (w->kind == HK_PERMIT && !quorum) {
 			/* Busy on the masters: the next permit free here, if any. */
@@ -503,8 +514,9 @@ static void kick(struct lkey *lk)
 	lk->acq_permit = permit;
 	lk->was_handoff = 0;
 	struct rl_rec rec = rec_of(w->c, w->kind, w->has_ttl);
-	lk->call = rl_acquire(lk->key, lk->node.klen, rl_hold_of(w->kind), permit, lk->acq_token,
-	                      lease_for(w), NULL, wait_of(w), &rec, acquired, NULL, lk);
+	lk->call =
+	    rl_acquire(lk->key, lk->node.klen, rl_hold_of(w->kind), permit, lk->acq_token,
+	               lease_for(w), w->delay_ms, NULL, wait_of(w), &rec, acquired, NULL, lk);
 	if (!lk->call) {
 		lk->state = LK_IDLE;
 		lk->acq_for = NULL;
@@ -610,7 +622,7 @@ static void release_hold(struct hold *h, struct lt_client *rs)
 		struct rl_rec wrec = rec_of(w->c, w->kind, w->has_ttl);
 		lk->call =
 		    rl_acquire(lk->key, lk->node.klen, RH_LOCK, permit, lk->acq_token, lease_for(w),
-		               old, wait_of(w), &wrec, acquired, handoff_released, lk);
+		               w->delay_ms, old, wait_of(w), &wrec, acquired, handoff_released, lk);
 		if (lk->call)
 			return;
 		lk->state = LK_IDLE;
@@ -687,6 +699,12 @@ void lt_lock(struct lt_client *s, const struct request *r)
 		ltc_reply(s, "OK %llu", (unsigned long long)h->fence);
 		return;
 	}
+	if (kind == HK_SHARED && r->has_delay && r->delay_ms > 0) {
+		/* A shared member carries no value to say a delay in (1.4):
+		 * refused rather than ignored. locks.lost_delay_ms skips them. */
+		ltc_reply(s, "ERR ARG DELAY is not for shared holds");
+		return;
+	}
 	if (r->has_ttl && quorum_validity_us(r->ttl_ms, 0, cfg->drift_factor) <= 0) {
 		/* No grant could ever be valid: say so rather than QUORUM. */
 		ltc_reply(s, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
@@ -734,6 +752,8 @@ void lt_lock(struct lt_client *s, const struct request *r)
 	w->campaign = r->cmd == CMD_CAMPAIGN;
 	w->has_ttl = r->has_ttl;
 	w->ttl_ms = r->ttl_ms;
+	w->delay_ms = r->has_delay ? r->delay_ms : (uint32_t)cfg->lost_delay_ms;
+	w->delay_counted = 0;
 	w->quorum_failed = 0;
 	w->since_us = s->req_us;
 	ilist_push(&lk->waiters, &w->link);

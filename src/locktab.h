@@ -122,9 +122,12 @@ struct lt_elect_hooks {
 	void (*granted)(struct lt_client *c, const char *key, size_t klen, uint64_t fence,
 	                const char *token);
 	/* c's hold of the key's lock ends (its last UNLOCK, its session's end,
-	 * shutdown: lost 0; LOST: lost 1, the line sent already). Returns 1
-	 * when the hook releases it on the masters itself (a leader's lock,
-	 * with its value), 0 to let locktab release it as usual. */
+	 * shutdown: lost 0; LOST: lost 1, the line sent already; LOST of a
+	 * hold with a lock-delay, 1.4: lost 2, nothing may be released on the
+	 * masters, the delay runs there). Returns 1 when the hook releases it
+	 * on the masters itself (a leader's lock, with its value; lost 2: it
+	 * forgets the leader and writes nothing), 0 to let locktab release it
+	 * as usual (lost 2: locktab releases nothing either). */
 	int (*releasing)(struct lt_client *c, const char *key, size_t klen, const char *token,
 	                 int lost);
 };
@@ -168,6 +171,9 @@ struct lt_part_ops {
 	void (*cancel)(struct lt_client *c, int release);
 	/* c's LOCKALL waits in a queue (see lt_waiting). */
 	int (*waiting)(const struct lt_client *c);
+	/* w's attempt found its key in a lock-delay (1.4): the request
+	 * counts in delayed_grants_refused once, whatever its keys. */
+	void (*delayed)(struct waiter *w);
 };
 void lt_set_part_ops(const struct lt_part_ops *o);
 /* c's hold of key: -1 none, else its kind (with its fence and permit). */

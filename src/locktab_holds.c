@@ -184,6 +184,7 @@ static void take_adopted(struct hold *h, const struct rl_adopted *a)
 		h->since_us = a->start_us; /* granted again elsewhere: adopted now */
 	h->holds = a->holds ? a->holds : 1;
 	h->fence = a->fence;
+	h->delay_ms = a->delay_ms;
 	memcpy(h->token, a->token, sizeof(h->token));
 	if (h->state != HS_TTL) {
 		h->lease_ms = a->lease_ms;

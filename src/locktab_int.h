@@ -60,6 +60,7 @@ struct hold {
 	int8_t counting;   /* a hold count write in flight (1.2): +1 LOCK, -1 UNLOCK */
 	uint8_t verifying; /* its deadline came late: its session's move is being checked */
 	uint8_t lead;      /* a leader's (1.3): its renewals refresh the leader record's expiry */
+	uint32_t delay_ms; /* its lock-delay (1.4): on the masters after a lapse, not a release */
 	char token[TOKEN_LEN + 1];
 };
 

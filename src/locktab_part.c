@@ -60,6 +60,8 @@ int lt_part_start(struct waiter *w, const struct request *r, enum wait_mode mode
 	w->quorum_failed = 0;
 	w->has_ttl = r->has_ttl; /* what the request asks of the grant, as lt_lock */
 	w->ttl_ms = r->ttl_ms;
+	w->delay_ms = r->has_delay ? r->delay_ms : 0; /* lockall.c gives the default */
+	w->delay_counted = 0;
 	w->since_us = now_us();
 	ilist_push(&lk->waiters, &w->link);
 	if (mode == WM_WAIT)

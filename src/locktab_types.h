@@ -41,6 +41,8 @@ struct waiter {
 	int part;             /* a LOCKALL's part (1.4): its verdicts go to lt_part_ops */
 	int has_ttl;
 	uint32_t ttl_ms;
+	uint32_t delay_ms; /* its lock-delay (1.4): DELAY, or locks.lost_delay_ms */
+	int delay_counted; /* it found the key in a lock-delay (STATS, counted once) */
 	int quorum_failed; /* the last attempt found no majority */
 	int64_t since_us;
 	int64_t deadline_us; /* end of the WAIT */

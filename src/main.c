@@ -85,6 +85,8 @@ static void mb_opts_from(const struct config *c, struct mb_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->timeout_ms = c->timeout_ms;
 	o->exclusion_ms = cfg_exclusion_ms(c);
+	o->lease_ms = c->lease_ms;
+	o->exclusion_auto = c->restart_exclusion_ms < 0;
 	o->fence_idle_ms = c->fence_idle_ms;
 	o->prefix = c->key_prefix;
 }

@@ -75,10 +75,35 @@ int mb_counting(void)
 	return n;
 }
 
+/* The largest lock-delay asked for since start (1.4): a key may carry it
+ * on the masters for lease + delay after its last write. Kept, never
+ * lowered: a hold may renew it for as long as it lasts, and one that
+ * lapsed keeps it for lease + delay more; a high-water mark costs a
+ * restarted master's time out, never a grant it must not make. */
+static uint32_t max_delay_ms;
+
+void mb_note_delay(uint32_t delay_ms)
+{
+	if (delay_ms > max_delay_ms)
+		max_delay_ms = delay_ms;
+}
+
+/* How long a master that lost its data stays out: the lease and the
+ * largest delay it may have kept (redis.restart_exclusion_ms when
+ * given: the operator's word, as for the lease). */
+static int64_t exclusion_ms(void)
+{
+	int64_t ms = opts.exclusion_ms;
+	if (opts.exclusion_auto && opts.lease_ms + (int64_t)max_delay_ms > ms)
+		ms = opts.lease_ms + (int64_t)max_delay_ms;
+	return ms;
+}
+
 static void exclude(struct master *m, const char *why)
 {
 	struct member *b = mb_of(m);
-	b->until_us = now_us() + opts.exclusion_ms * 1000;
+	int64_t ex = exclusion_ms();
+	b->until_us = now_us() + ex * 1000;
 	/* A catch-up still running ends failed (its target reconnected) and
 	 * moves it on from there. */
 	if (b->state != MB_CATCHING_UP)
@@ -86,9 +111,8 @@ static void exclude(struct master *m, const char *why)
 	b->trusted = 0; /* it lost its fence counters too */
 	b->short_logged = 0;
 	log_warn("master %s %s: it does not count for %lld ms (redis.restart_exclusion_ms)",
-	         m->name, why, (long long)opts.exclusion_ms);
-	struct timeval tv = {(time_t)(opts.exclusion_ms / 1000),
-	                     (suseconds_t)(opts.exclusion_ms % 1000) * 1000};
+	         m->name, why, (long long)ex);
+	struct timeval tv = {(time_t)(ex / 1000), (suseconds_t)(ex % 1000) * 1000};
 	event_add(b->rejoin, &tv);
 }
 
@@ -327,6 +351,8 @@ int mb_init(struct event_base *b, int n, const struct mb_opts *o)
 void mb_set_opts(const struct mb_opts *o)
 {
 	opts.exclusion_ms = o->exclusion_ms;
+	opts.lease_ms = o->lease_ms;
+	opts.exclusion_auto = o->exclusion_auto;
 	opts.fence_idle_ms = o->fence_idle_ms;
 }
 

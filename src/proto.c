@@ -11,7 +11,7 @@
 #include "proto.h"
 #include "util.h"
 
-#define MAX_TOKENS 8 /* the longest request, LOCK k PERMITS n WAIT n TTL n, has 8 */
+#define MAX_TOKENS 10 /* the longest request, LOCK k PERMITS n WAIT n TTL n DELAY n, has 10 */
 
 struct tok {
 	const char *p;
@@ -37,6 +37,7 @@ enum opt {
 	OPT_SHARED = 4, /* a flag, without a value */
 	OPT_PERMITS = 8,
 	OPT_GRACE = 16,
+	OPT_DELAY = 32, /* lock-delay (1.4) */
 };
 
 static const struct {
@@ -45,8 +46,8 @@ static const struct {
 	unsigned opts; /* OPT_* allowed for SH_KEY_OPTS */
 } cmds[CMD_COUNT] = {
     [CMD_PING] = {"PING", SH_OPTWORD, 0},
-    [CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL | OPT_SHARED | OPT_PERMITS},
-    [CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL | OPT_SHARED | OPT_PERMITS},
+    [CMD_LOCK] = {"LOCK", SH_KEY_OPTS, OPT_WAIT | OPT_TTL | OPT_SHARED | OPT_PERMITS | OPT_DELAY},
+    [CMD_TRYLOCK] = {"TRYLOCK", SH_KEY_OPTS, OPT_TTL | OPT_SHARED | OPT_PERMITS | OPT_DELAY},
     [CMD_UNLOCK] = {"UNLOCK", SH_KEY, 0},
     [CMD_EXTEND] = {"EXTEND", SH_KEY_MS, 0},
     [CMD_STATUS] = {"STATUS", SH_KEY_OPTS, OPT_PERMITS},
@@ -56,7 +57,7 @@ static const struct {
     [CMD_QUIT] = {"QUIT", SH_NONE, 0},
     [CMD_SESSION] = {"SESSION", SH_OPTS, OPT_GRACE},
     [CMD_RESUME] = {"RESUME", SH_TWO, 0},
-    [CMD_CAMPAIGN] = {"CAMPAIGN", SH_KEY_VAL, OPT_WAIT},
+    [CMD_CAMPAIGN] = {"CAMPAIGN", SH_KEY_VAL, OPT_WAIT | OPT_DELAY},
     [CMD_PROCLAIM] = {"PROCLAIM", SH_KEY_VAL, 0},
     [CMD_RESIGN] = {"RESIGN", SH_KEY, 0},
     [CMD_LEADER] = {"LEADER", SH_KEY, 0},
@@ -309,7 +310,7 @@ enum proto_err proto_parse_ex(const char *line, size_t len, const struct proto_l
 
 	/* Pass 1: syntax. */
 	const struct tok *wait = NULL, *ttl = NULL, *permits = NULL, *shared = NULL, *ms = NULL;
-	const struct tok *grace = NULL, *val = NULL;
+	const struct tok *grace = NULL, *val = NULL, *delay = NULL;
 	switch (cmds[c].shape) {
 	case SH_NONE:
 		if (nt > 1)
@@ -412,6 +413,8 @@ enum proto_err proto_parse_ex(const char *line, size_t len, const struct proto_l
 					slot = &permits;
 				else if ((cmds[c].opts & OPT_GRACE) && tok_is(&t[j], "GRACE"))
 					slot = &grace;
+				else if ((cmds[c].opts & OPT_DELAY) && tok_is(&t[j], "DELAY"))
+					slot = &delay;
 				else if (cmds[c].opts == OPT_PERMITS)
 					goto extra; /* STATUS key x: as in version 1 */
 				else {
@@ -467,15 +470,15 @@ enum proto_err proto_parse_ex(const char *line, size_t len, const struct proto_l
 	if (ms && (e = check_ms(ms, 1, &req->ttl_ms, "ms must be 1 to 2147483647", msg)) != PE_NONE)
 		return e;
 	/* The option values, left to right. */
-	const struct tok *vals[3] = {wait, ttl, permits};
-	for (int k = 0; k < 3; k++) {
+	const struct tok *vals[4] = {wait, ttl, permits, delay};
+	for (int k = 0; k < 4; k++) {
 		const struct tok *o = NULL;
-		for (int m = 0; m < 3; m++)
+		for (int m = 0; m < 4; m++)
 			if (vals[m] && (!o || vals[m] < o))
 				o = vals[m];
 		if (!o)
 			break;
-		for (int m = 0; m < 3; m++)
+		for (int m = 0; m < 4; m++)
 			if (vals[m] == o)
 				vals[m] = NULL;
 		if (o == wait) {
@@ -488,6 +491,11 @@ enum proto_err proto_parse_ex(const char *line, size_t len, const struct proto_l
 			                  msg)) != PE_NONE)
 				return e;
 			req->has_ttl = 1;
+		} else if (o == delay) {
+			if ((e = check_ms(o, 0, &req->delay_ms, "DELAY must be 0 to 2147483647 ms",
+			                  msg)) != PE_NONE)
+				return e;
+			req->has_delay = 1;
 		} else {
 			uint64_t v;
 			if (parse_u64(o->p, o->n, max_permits, &v) != 0 || v < 1) {

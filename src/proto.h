@@ -7,8 +7,8 @@
 
 enum cmd {
 	CMD_PING,      /* PING [word] */
-	CMD_LOCK,      /* LOCK key [SHARED | PERMITS n] [WAIT ms] [TTL ms] */
-	CMD_TRYLOCK,   /* TRYLOCK key [SHARED | PERMITS n] [TTL ms] */
+	CMD_LOCK,      /* LOCK key [SHARED | PERMITS n] [WAIT ms] [TTL ms] [DELAY ms] */
+	CMD_TRYLOCK,   /* TRYLOCK key [SHARED | PERMITS n] [TTL ms] [DELAY ms] */
 	CMD_UNLOCK,    /* UNLOCK key */
 	CMD_EXTEND,    /* EXTEND key ms */
 	CMD_STATUS,    /* STATUS key [PERMITS n] */
@@ -18,7 +18,7 @@ enum cmd {
 	CMD_QUIT,      /* QUIT */
 	CMD_SESSION,   /* SESSION [GRACE ms] (1.2) */
 	CMD_RESUME,    /* RESUME id secret (1.2) */
-	CMD_CAMPAIGN,  /* CAMPAIGN name value [WAIT ms] (1.3) */
+	CMD_CAMPAIGN,  /* CAMPAIGN name value [WAIT ms] [DELAY ms] (1.3, DELAY 1.4) */
 	CMD_PROCLAIM,  /* PROCLAIM name value (1.3) */
 	CMD_RESIGN,    /* RESIGN name (1.3) */
 	CMD_LEADER,    /* LEADER name (1.3) */
@@ -55,7 +55,7 @@ struct request {
 	int has_grace;
 	uint32_t grace_ms; /* SESSION GRACE */
 	int has_delay;
-	uint32_t delay_ms; /* DELAY ms (1.4) */
+	uint32_t delay_ms; /* LOCK/TRYLOCK/LOCKALL/CAMPAIGN DELAY (1.4) */
 	/* LOCKALL (1.4): key and klen stay NULL and 0; its nkeys keys, all
 	 * valid and distinct, lie in the keys_len bytes from keys (blanks
 	 * between them): proto_next_key walks them. */

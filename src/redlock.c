@@ -574,6 +574,9 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 			if (r->elements > 3 && r->element[3]->type == REDIS_REPLY_INTEGER &&
 			    r->element[3]->integer > 0)
 				c->u.acq.grant.xwaiting = 1;
+			if (r->elements > 4 && r->element[4]->type == REDIS_REPLY_INTEGER &&
+			    r->element[4]->integer > 0 && c->counts[i])
+				c->u.acq.grant.delayed = 1;
 		}
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
@@ -687,9 +690,9 @@ static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const s
 _Static_assert(WA_VALUE - WA_FENCE == 2, "enum raise_arg: 2 keys");
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-                           const char *token, int64_t lease_ms, const char *old_token,
-                           enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
-                           rl_done_fn *release_done, void *owner)
+                           const char *token, int64_t lease_ms, uint32_t delay_ms,
+                           const char *old_token, enum rl_wait will_wait, const struct rl_rec *rec,
+                           rl_done_fn *done, rl_done_fn *release_done, void *owner)
 {
 	struct rl_call *c = rl_call_new(RK_ACQUIRE, 6 * (rl_prefix_len + klen + SFX_MAX) +
 	                                                2 * (TOKEN_LEN + 1) + REC_MAX(klen));
@@ -725,6 +728,10 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	put_arg(c, AA_INSTANCE, rl_instance);
 	put_arg(c, AA_IDLE, rl_fence_idle);
 	put_arg(c, AA_KIND, rl_kind_arg(hold, permit));
+	snprintf(c->delaybuf, sizeof(c->delaybuf), "%u", hold == RH_SHARED ? 0 : delay_ms);
+	if (delay_ms && hold != RH_SHARED)
+		mb_note_delay(delay_ms); /* before any master can keep it: the restart exclusion */
+	put_arg(c, AA_DELAY, c->delaybuf);
 	/* the write-back, if the granting masters' fences disagree */
 	c->u.acq.wargv[WA_NKEYS] = "2";
 	c->u.acq.wargvlen[WA_NKEYS] = 1;

@@ -52,6 +52,7 @@ struct rl_renew_item {
 	                        record names this instance; NULL otherwise */
 	void *owner;         /* caller's handle */
 	int lead;            /* a leader's lock (1.3): its record's expiry is refreshed too */
+	uint32_t delay_ms;   /* its lock-delay (1.4): written with its lease, in its value */
 	int yes;             /* counting masters that hold it for us now */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
 	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */
@@ -65,6 +66,8 @@ struct rl_grant {
 	int64_t validity_us; /* deadline (monotonic) before which the lock is ours */
 	int64_t pttl_ms;     /* RL_BUSY: the longest lease left on a master, or -1 */
 	int remote_waiters;  /* RL_OK: a waiter on another lockd asked for the key */
+	int delayed;         /* RL_BUSY: a master that counts has the key in its
+	                        lock-delay (1.4) */
 	int xwaiting;        /* RL_BUSY: live shared holders kept this exclusive
 	                        acquire out, and it raised the exclusive-waiting
 	                        flag (no new shared holders elsewhere for a while) */
@@ -122,11 +125,14 @@ const char *rl_lockd_name_key(void);
  * verdict: RL_OK when a majority answered, RL_QUORUM when it cannot.
  * will_wait: if the key is busy, ask its holder's release to be announced
  * (the masters then publish it; otherwise releases stay silent). */
-/* rec: the hold's session record, written with the grant (NULL: none). */
+/* rec: the hold's session record, written with the grant (NULL: none).
+ * delay_ms (1.4): the hold's lock-delay, written on the masters with the
+ * lease (the key lives lease + delay ms there, its value says the delay);
+ * the grant's validity is still the lease's. A shared hold has none. */
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-                           const char *token, int64_t lease_ms, const char *old_token,
-                           enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
-                           rl_done_fn *release_done, void *owner);
+                           const char *token, int64_t lease_ms, uint32_t delay_ms,
+                           const char *old_token, enum rl_wait will_wait, const struct rl_rec *rec,
+                           rl_done_fn *done, rl_done_fn *release_done, void *owner);
 const struct rl_grant *rl_grant_of(const struct rl_call *c);
 /* Release what an acquire granted (from its done callback, the grant
  * unused: its waiter left), with the record field it wrote. */
@@ -247,6 +253,7 @@ struct rl_adopted {
 	int yes;             /* counting masters that hold it for this instance now */
 	int ok;              /* on a majority, within its validity */
 	int64_t lease_ms;    /* the shortest lease left where it is held */
+	uint32_t delay_ms;   /* its lock-delay (1.4), as the masters that hold it keep it */
 	int64_t start_us;    /* when the adoption was sent */
 	int64_t validity_us; /* ok: until when it is ours */
 };
@@ -332,8 +339,10 @@ struct rl_who_hold {
 	                     this lockd's (rl_token_ours: the caller knows its name) */
 };
 struct rl_who {
-	int ok;         /* a majority of the counting masters answered */
-	uint64_t fence; /* the key's latest fence: the highest counter they hold */
+	int ok;             /* a majority of the counting masters answered */
+	uint64_t fence;     /* the key's latest fence: the highest counter they hold */
+	int64_t delayed_ms; /* > 0: the key's lock is in its lock-delay (1.4) on a
+	                       majority, for at least this long there */
 	/* in order: the key's lock, the permits by number, the shared holders
 	 * by token; valid until done returns */
 	struct rl_who_hold *holds;

@@ -150,7 +150,8 @@ struct who_part {
 	struct who_seen *seen; /* what every master answered (counted: once all of its
 	                          calls answered, st[] MR_YES) */
 	int nseen, cap;
-	uint64_t counter[CONFIG_MAX_MASTERS];        /* each master's fence counter */
+	uint64_t counter[CONFIG_MAX_MASTERS];   /* each master's fence counter */
+	int64_t delay_left[CONFIG_MAX_MASTERS]; /* ms left on the key's lock-delay there, or 0 */
 	unsigned short answered[CONFIG_MAX_MASTERS]; /* its SCR_WHO calls answered so far */
 	int nchunks;        /* SCR_WHO calls per master (WHO_CHUNK permits each), one at a time */
 	const char **cargv; /* their arguments: WHA_ARGC per call */
@@ -202,6 +203,7 @@ struct rl_call {
 	const char *fargv[FIXED_ARGC];
 	size_t fargvlen[FIXED_ARGC];
 	char leasebuf[24];
+	char delaybuf[12]; /* RK_ACQUIRE: the hold's lock-delay ms (AA_DELAY) */
 	union {
 		struct acq_part acq;
 		struct status_part status;

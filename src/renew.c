@@ -231,6 +231,7 @@ void rn_fill_item(struct rl_renew_item *it, struct hold *h)
 	it->sid = h->holder ? h->holder->sid : NULL;
 	it->owner = h;
 	it->lead = h->lead;
+	it->delay_ms = h->delay_ms;
 }
 
 /* --- EXTEND --- */
@@ -477,6 +478,13 @@ static void wd_tick(evutil_socket_t fd, short what, void *arg)
 		struct hold *h = ilist_entry(l, struct hold, wd_link);
 		int64_t period = h->lease_ms * 1000 / 3;
 		if (h->state != HS_WATCHED && h->state != HS_RETRY)
+			continue;
+		/* A plain session's hold past its validity (lockd was stopped):
+		 * its LOST is due, a renewal's verdict could not save it, and
+		 * the renewal would keep its key on the masters longer (a lapsed
+		 * hold's with a lock-delay, 1.4, nobody then deletes). A
+		 * resumable one is checked first (deadline_cb, rn_ops.late). */
+		if (!h->holder->sid && now >= h->dl.at)
 			continue;
 		if (h->state == HS_RETRY || h->lease_ms != cfg->lease_ms ||
 		    now - h->renewed_us >= period / 2)

@@ -115,7 +115,7 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	c->lease_ms = lease_ms;
 	c->check_fn = renew_verdicts;
 	for (int k = 0; k < n; k++)
-		total += 3 * (rl_prefix_len + items[k].klen + SFX_MAX) + 2 * TOKEN_LEN + 16;
+		total += 3 * (rl_prefix_len + items[k].klen + SFX_MAX) + 2 * TOKEN_LEN + 32;
 	/* EVALSHA sha 3n lock... shared... record... lease token... kind... */
 	if (rl_dyn_args(c, SCRIPT_ARGC(n, RNA_KEYS, RNA_FIXED, RNA_ARGV), total)) {
 		c->u.batch.items = NULL;
@@ -150,9 +150,17 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	c->dargv[a] = master_epoch(); /* read when written: see master_epoch */
 	c->dargvlen[a++] = MASTER_EPOCH_LEN;
 	/* The token is copied: a resend after NOSCRIPT must carry the token
-	 * of this call, whatever the key's entry holds by then. */
-	for (int k = 0; k < n; k++)
-		p = rl_put_copy(c, a++, p, items[k].token, TOKEN_LEN);
+	 * of this call, whatever the key's entry holds by then: "TOKEN
+	 * DELAY" for a hold with a lock-delay (1.4), the value SCR_RENEW
+	 * writes back, and it extends such a hold by lease + delay. */
+	for (int k = 0; k < n; k++) {
+		char v[TOKEN_LEN + 12];
+		size_t vl = TOKEN_LEN;
+		memcpy(v, items[k].token, TOKEN_LEN);
+		if (items[k].delay_ms && items[k].hold != RH_SHARED)
+			vl += (size_t)sprintf(v + TOKEN_LEN, " %u", items[k].delay_ms);
+		p = rl_put_copy(c, a++, p, v, vl);
+	}
 	for (int k = 0; k < n; k++) {
 		c->dargv[a] = items[k].lead && items[k].hold == RH_LOCK && !items[k].permit
 		                  ? "l"

@@ -272,16 +272,18 @@ static int pend_add(struct adopt_m *am, const redisReply *s)
 	return 0;
 }
 
-/* One master's {1, grace, count, field, value, ok, left, ...}. A field an
- * HSCAN returned twice is counted once. */
+/* One master's {1, grace, count, field, value, ok, left, delay, ...}. A
+ * field an HSCAN returned twice is counted once. */
 static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 {
 	struct sess_part *sp = &c->u.sess;
-	for (size_t k = 3; k + 3 < r->elements; k += 4) {
+	for (size_t k = 3; k + 4 < r->elements; k += 5) {
 		const redisReply *f = r->element[k], *v = r->element[k + 1];
 		const redisReply *ok = r->element[k + 2], *left = r->element[k + 3];
+		const redisReply *dl = r->element[k + 4];
 		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-		    ok->type != REDIS_REPLY_INTEGER || left->type != REDIS_REPLY_INTEGER)
+		    ok->type != REDIS_REPLY_INTEGER || left->type != REDIS_REPLY_INTEGER ||
+		    dl->type != REDIS_REPLY_INTEGER)
 			continue;
 		struct rl_adopted *e = entry(c, f->str, f->len);
 		char tok[TOKEN_LEN + 1];
@@ -305,6 +307,8 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 			e->yes++;
 			if (e->lease_ms < 0 || left->integer < e->lease_ms)
 				e->lease_ms = left->integer;
+			if (dl->integer > (long long)e->delay_ms && dl->integer <= 2147483647)
+				e->delay_ms = (uint32_t)dl->integer; /* 1.4: kept by its renewals */
 		}
 	}
 }

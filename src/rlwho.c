@@ -59,11 +59,13 @@ static int add_seen(struct who_part *w, int m, int place, uint32_t permit, const
 }
 
 /* One SCR_WHO's answer: {lock token, counter, {shared tokens}, {i, token,
- * ...}}; the first three are read by every call, taken from the first. */
+ * ...}, ms left on the lock's delay}; the first three and the last are
+ * read by every call, taken from the first. */
 static int take_read(struct rl_call *c, int i, const redisReply *r, int first)
 {
 	struct who_part *w = &c->u.who;
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 4 ||
+	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 5 ||
+	    r->element[4]->type != REDIS_REPLY_INTEGER ||
 	    r->element[2]->type != REDIS_REPLY_ARRAY || r->element[3]->type != REDIS_REPLY_ARRAY ||
 	    r->element[3]->elements % 2)
 		return -1;
@@ -71,6 +73,7 @@ static int take_read(struct rl_call *c, int i, const redisReply *r, int first)
 		const redisReply *ctr = r->element[1];
 		if (ctr->type == REDIS_REPLY_STRING)
 			w->counter[i] = strtoull(ctr->str, NULL, 10);
+		w->delay_left[i] = r->element[4]->integer > 0 ? r->element[4]->integer : 0;
 		if (add_seen(w, i, 0, 0, r->element[0]))
 			return -1;
 		for (size_t k = 0; k < r->element[2]->elements; k++)
@@ -272,6 +275,15 @@ static void check_who(struct rl_call *c)
 			w->v.fence = w->counter[i];
 	if (w->v.ok && count_holds(c) != 0)
 		w->v.ok = 0; /* out of memory: answered as no majority */
+	/* In its lock-delay (1.4) where a majority of the counting masters
+	 * say so: the time that a majority keeps it at least. */
+	int64_t dl[CONFIG_MAX_MASTERS];
+	int nd = 0;
+	for (int i = 0; i < c->n; i++)
+		if (c->counts[i] && c->st[i] == MR_YES && w->delay_left[i] > 0)
+			dl[nd++] = w->delay_left[i];
+	if (w->v.ok && quorum_reached(nd, c->maj))
+		w->v.delayed_ms = quorum_kth_largest(dl, nd, c->maj);
 	w->naming = 1;
 	if (w->v.ok && ask_names(c))
 		return;

@@ -38,19 +38,47 @@
  * was written at: the request is current when its epoch is at least the
  * key's (the key is read only when a token of ours is in the way). Kinds
  * as the scripts take them: "x" the key's lock, "p" a permit >= 1, "s"
- * shared. */
+ * shared.
+ *
+ * Lock-delay (1.4). A lock (the key's or a permit's) with a delay of D ms
+ * holds the value "TOKEN D" (the token, a space, D in decimal) and lives
+ * lease + D ms on the master; without one, its value is the bare token,
+ * as before 1.4. Why there: it is the write a grant, a renewal, a
+ * write-back and an adoption make anyway (SET ... PX, PEXPIRE), so the
+ * delay costs no command, and every reader of the lock (STATUS, WHO,
+ * LEADER, ACQUIRE, adoption) has it in the GET it already makes: the hold
+ * lasts while PTTL > D, it is in its delay while 0 < PTTL <= D. Not in the
+ * session record: a plain session has none, and a reader of the key
+ * (another lockd's ACQUIRE) must see the delay without it. tk(v) (the
+ * first 32 characters) is what every compare-and-delete and token match
+ * compares, so instance = the first 16 hex and the permits' n = characters
+ * 28-32 read as before. A lockd of a build before 1.4 compares whole
+ * values: to it a delayed lock is a token it does not know, busy for its
+ * PTTL (lease + delay): it grants nothing a new lockd holds or keeps in
+ * its delay (doc/design.md, "Lock-delay"). A token of ours with a delay
+ * is never taken for stale by ACQUIRE (a lapsed hold of this lockd must
+ * keep its delay); RENEW writes over one (a hold of ours that a majority
+ * granted since: that delay ran out where it was granted). A shared member
+ * has no value: shared holds have no delay. */
 #include "config.h"
 
 #include <string.h>
 
 #include "scripts.h"
 
-/* The master's clock in ms, as scores of the shared set are. */
+/* The master's clock in ms, as scores of the shared set are; and a
+ * lock's value read (1.4): tk(v) its token (the first 32 characters),
+ * dl(v) its lock-delay in ms (0 without one), delayed(v, pttl) whether a
+ * lock whose key has pttl ms left is in its delay (its lease ran out). */
 #define LUA_NOW                                                                                    \
 	"local function clock()\n"                                                                 \
 	"  local t = redis.call('TIME')\n"                                                         \
 	"  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"                     \
-	"end\n"
+	"end\n" LUA_TOK
+#define LUA_TOK                                                                                    \
+	"local function tk(v) return v and string.sub(v, 1, 32) end\n"                             \
+	"local function dl(v) return v and tonumber(string.sub(v, 34)) or 0 end\n"                 \
+	"local function delayed(v, pttl) local d = dl(v); return d > 0 and pttl <= d end\n"
 
 /* Positions: enum acq_arg (scripts.h).
  * KEYS: lock (the key's or a permit's), fence counter, waiting flag,
@@ -89,20 +117,22 @@
 	"  end\n"                                                                                  \
 	"  return cur\n"                                                                           \
 	"end\n"                                                                                    \
-	"local function busy(ttl)\n"                                                               \
-	"  if ARGV[ab + 3] ~= '' and redis.call('GET', KEYS[kb + 1]) == ARGV[ab + 3] then\n"       \
+	"local function busy(ttl, d)\n"                                                            \
+	"  if ARGV[ab + 3] ~= '' and tk(redis.call('GET', KEYS[kb + 1])) == ARGV[ab + 3] then\n"   \
 	"    redis.call('DEL', KEYS[kb + 1])\n"                                                    \
 	"  end\n"                                                                                  \
 	"  if ARGV[ab + 4] ~= '0' then\n"                                                          \
 	"    redis.call('SET', KEYS[kb + 3], inst, 'PX', math.max(ttl, 0) + 1000)\n"               \
 	"  end\n"                                                                                  \
+	"  if d then return {0, ttl, 0, 0, 1} end\n"                                               \
 	"  return {0, ttl}\n"                                                                      \
 	"end\n"                                                                                    \
 	"local g = redis.call('MGET', KEYS[kb + 4], KEYS[kb + 1], KEYS[kb + 3])\n"                 \
 	"local res, v, w = g[1], g[2], g[3]\n"                                                     \
 	"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[kb + 4])) end\n"          \
-	"if v and v ~= ARGV[ab + 3] and not ours(v) then\n"                                        \
-	"  return busy(redis.call('PTTL', KEYS[kb + 1]))\n"                                        \
+	"if v and tk(v) ~= ARGV[ab + 3] and (dl(v) > 0 or not ours(v)) then\n"                     \
+	"  local t = redis.call('PTTL', KEYS[kb + 1])\n"                                           \
+	"  return busy(t, delayed(v, t))\n"                                                        \
 	"end\n"                                                                                    \
 	"if kind == 's' then\n"                                                                    \
 	"  local x = redis.call('GET', KEYS[kb + 6])\n"                                            \
@@ -138,7 +168,9 @@
 	"      return busy(ttl)\n"                                                                 \
 	"    end\n"                                                                                \
 	"  end\n"                                                                                  \
-	"  redis.call('SET', KEYS[kb + 1], ARGV[ab + 1], 'PX', ARGV[ab + 2])\n"                    \
+	"  local d = tonumber(ARGV[ab + 10])\n"                                                    \
+	"  redis.call('SET', KEYS[kb + 1], d > 0 and ARGV[ab + 1] .. ' ' .. d or ARGV[ab + 1], "   \
+	"'PX', tonumber(ARGV[ab + 2]) + d)\n"                                                      \
 	"  if ARGV[ab + 4] == '2' and redis.call('GET', KEYS[kb + 6]) == inst then\n"              \
 	"    redis.call('DEL', KEYS[kb + 6])\n"                                                    \
 	"  end\n"                                                                                  \
@@ -178,7 +210,7 @@
 	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                  \
 	"else\n"                                                                                   \
 	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                             \
-	"  if g[1] ~= ARGV[ab + 1] then return 0 end\n"                                            \
+	"  if tk(g[1]) ~= ARGV[ab + 1] then return 0 end\n"                                        \
 	"  redis.call('DEL', KEYS[kb + 1])\n"                                                      \
 	"  w = g[2]\n"                                                                             \
 	"end\n"                                                                                    \
@@ -221,7 +253,7 @@
 
 /* The strides of the batch forms are the one-item scripts' argument
  * counts (enum acq_arg, enum rel_arg). */
-_Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 9, "BATCH_OF(ACQUIRE_LUA, 8, 9)");
+_Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 10, "BATCH_OF(ACQUIRE_LUA, 8, 10)");
 _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(RELEASE_LUA, 5, 8)");
 
 /* One hold of a session's record taken over by this instance (SESS_ADOPT
@@ -240,7 +272,7 @@ _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(REL
 	        "  local kind, permit, key = string.sub(f, 1, 1), string.sub(f, 2, sp - 1), "      \
 	        "string.sub(f, sp + 1)\n"                                                          \
 	        "  local nt = inst .. string.sub(tok, 17)\n"                                       \
-	        "  local ok, left = 0, -1\n"                                                       \
+	        "  local ok, left, d = 0, -1, 0\n"                                                 \
 	        "  if kind == 's' then\n"                                                          \
 	        "    local z = p .. key .. ' shared'\n"                                            \
 	        "    now = now or clock()\n"                                                       \
@@ -257,24 +289,29 @@ _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(REL
 	        "    local lk = p .. key\n"                                                        \
 	        "    if permit ~= '0' then lk = lk .. ' permit ' .. permit end\n"                  \
 	        "    local cur = redis.call('GET', lk)\n"                                          \
-	        "    if cur == tok or cur == nt then\n"                                            \
-	        "      if ttl == '1' then\n"                                                       \
-	        "        left = redis.call('PTTL', lk)\n"                                          \
-	        "        redis.call('SET', lk, nt, 'KEEPTTL')\n"                                   \
+	        "    if tk(cur) == tok or tk(cur) == nt then\n"                                    \
+	        "      d = dl(cur)\n"                                                              \
+	        "      local ncur = d > 0 and nt .. ' ' .. d or nt\n"                              \
+	        "      local pt = (ttl == '1' or d > 0) and redis.call('PTTL', lk) or lease\n"     \
+	        "      if pt <= d then\n" /* in its delay: LOST, never adopted (1.4) */            \
+	        "        left = 0\n"                                                               \
+	        "      elseif ttl == '1' then\n"                                                   \
+	        "        left = pt - d\n"                                                          \
+	        "        redis.call('SET', lk, ncur, 'KEEPTTL')\n"                                 \
 	        "      else\n"                                                                     \
-	        "        redis.call('SET', lk, nt, 'PX', lease); left = lease\n"                   \
+	        "        redis.call('SET', lk, ncur, 'PX', lease + d); left = lease\n"             \
 	        "      end\n"                                                                      \
 	        "      ok = left > 0 and 1 or 0\n"                                                 \
 	        "    end\n"                                                                        \
 	        "  end\n"                                                                          \
 	        "  local nv = nt .. ' ' .. fence .. ' ' .. cnt .. ' ' .. ttl\n"                    \
 	        "  redis.call('HSET', rk, f, nv)\n"                                                \
-	        "  return nv, ok, left\n"                                                          \
+	        "  return nv, ok, left, d\n"                                                       \
 	        "end\n"
 
 static const char *const bodies[SCR_COUNT] = {
     [SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
-    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 8, 9),
+    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 8, 10),
     [SCR_RELEASE] = ONE_OF(RELEASE_LUA),
     [SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 5, 8),
     /* Counts: RNA_* (scripts.h).
@@ -309,7 +346,8 @@ static const char *const bodies[SCR_COUNT] = {
     "  return cur\n"
     "end\n"
     "for i = 1, n do\n"
-    "  local tok, kind, z, rk = ARGV[i + 2], ARGV[n + i + 2], KEYS[n + i], KEYS[2 * n + i]\n"
+    "  local val, kind, z, rk = ARGV[i + 2], ARGV[n + i + 2], KEYS[n + i], KEYS[2 * n + i]\n"
+    "  local tok, ls = tk(val), lease + dl(val)\n"
     "  local inst = string.sub(tok, 1, 16)\n"
     "  local v = redis.call('GET', KEYS[i])\n"
     "  if rk ~= '' and redis.call('HGET', rk, 'o') ~= inst then\n"
@@ -329,9 +367,9 @@ static const char *const bodies[SCR_COUNT] = {
     "      redis.call('ZADD', z, string.format('%.0f', now + lease), tok)\n"
     "      if redis.call('PTTL', z) < lease then redis.call('PEXPIRE', z, lease) end\n"
     "    end\n"
-    "  elseif v == tok then\n"
-    "    redis.call('PEXPIRE', KEYS[i], lease); r[i] = 1\n"
-    "    if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', lease) end\n"
+    "  elseif tk(v) == tok then\n"
+    "    redis.call('PEXPIRE', KEYS[i], ls); r[i] = 1\n"
+    "    if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) end\n"
     "  elseif v == false or ours(v, inst) then\n"
     "    r[i] = 2\n"
     "    if kind ~= 'p' and redis.call('EXISTS', z) == 1 then\n"
@@ -342,8 +380,8 @@ static const char *const bodies[SCR_COUNT] = {
     "      end\n"
     "    end\n"
     "    if r[i] == 2 then\n"
-    "      redis.call('SET', KEYS[i], tok, 'PX', lease)\n"
-    "      if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', lease) end\n"
+    "      redis.call('SET', KEYS[i], val, 'PX', ls)\n"
+    "      if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) end\n"
     "    end\n"
     "  else\n"
     "    r[i] = 0\n"
@@ -403,7 +441,7 @@ static const char *const bodies[SCR_COUNT] = {
                                  "      redis.call('ZREMRANGEBYSCORE', z, '-inf', clock())\n"
                                  "      gone = redis.call('EXISTS', z) == 0\n"
                                  "    end\n"
-                                 "  elseif redis.call('GET', KEYS[i]) == tok then\n"
+                                 "  elseif tk(redis.call('GET', KEYS[i])) == tok then\n"
                                  "    redis.call('DEL', KEYS[i]); r = r + 1\n"
                                  "    gone = true\n"
                                  "  end\n"
@@ -421,10 +459,17 @@ static const char *const bodies[SCR_COUNT] = {
                                  "return r\n",
     /* Counts: STA_KEYS (scripts.h).
      * KEYS: the key's lock, its shared set, then permits 1 .. n-1 (none
-     * for a plain STATUS). Returns {pttl of the lock, live shared
-     * holders, ms left on the longest shared lease or -2, then the pttl
-     * of each permit}. Read-only but for pruning the shared set. */
-    [SCR_STATUS] = LUA_NOW "local r = {redis.call('PTTL', KEYS[1]), 0, -2}\n"
+     * for a plain STATUS). Returns {ms left of the lock, live shared
+     * holders, ms left on the longest shared lease or -2, then the ms
+     * left of each permit}: a lock's PTTL less its lock-delay while the
+     * hold lasts, its PTTL during the delay (1.4: both are STATUS's
+     * ttl_ms), -2 when free. Read-only but for pruning the shared set. */
+    [SCR_STATUS] = LUA_NOW "local function ttl(k)\n"
+                           "  local t = redis.call('PTTL', k)\n"
+                           "  local d = t > 0 and dl(redis.call('GET', k)) or 0\n"
+                           "  return t > d and t - d or t\n"
+                           "end\n"
+                           "local r = {ttl(KEYS[1]), 0, -2}\n"
                            "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
                            "  local now = clock()\n"
                            "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
@@ -432,7 +477,7 @@ static const char *const bodies[SCR_COUNT] = {
                            "  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
                            "  if top[2] then r[3] = tonumber(top[2]) - now end\n"
                            "end\n"
-                           "for i = 3, #KEYS do r[#r + 1] = redis.call('PTTL', KEYS[i]) end\n"
+                           "for i = 3, #KEYS do r[#r + 1] = ttl(KEYS[i]) end\n"
                            "return r\n",
     /* Sessions that outlive a connection (1.2). A session's record, the
      * hash "P session ID": o the instance that owns it, s the SHA1 of its
@@ -508,9 +553,10 @@ static const char *const bodies[SCR_COUNT] = {
     "local all = redis.call('HGETALL', rk)\n"
     "local r = {1, g, a}\n"
     "for i = 1, #all, 2 do\n"
-    "  local nv, ok, left = one(all[i], all[i + 1])\n"
+    "  local nv, ok, left, d = one(all[i], all[i + 1])\n"
     "  if nv then\n"
     "    r[#r + 1] = all[i]; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
+    "    r[#r + 1] = d\n"
     "  end\n"
     "end\n"
     "return r\n",
@@ -524,9 +570,10 @@ static const char *const bodies[SCR_COUNT] = {
                       "if m[1] ~= inst or m[2] ~= ARGV[1] then return {-2} end\n"
                       "local r = {1, 0, 0}\n"
                       "for i = 5, #ARGV - 1, 2 do\n"
-                      "  local nv, ok, left = one(ARGV[i], ARGV[i + 1])\n"
+                      "  local nv, ok, left, d = one(ARGV[i], ARGV[i + 1])\n"
                       "  if nv then\n"
                       "    r[#r + 1] = ARGV[i]; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
+                      "    r[#r + 1] = d\n"
                       "  end\n"
                       "end\n"
                       "return r\n",
@@ -555,23 +602,25 @@ static const char *const bodies[SCR_COUNT] = {
      * given (the lease) or the lock's own, the later (0: none); the
      * leader's renewals (SCR_RENEW, kind 'l') refresh it from there, so
      * a record that its lockd left (shutdown, crash) lapses with the lock. */
-    [SCR_EL_PUT] =
-        "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
-        "local e, v = tonumber(ARGV[8]), tonumber(ARGV[3])\n"
-        "local h = redis.call('HMGET', KEYS[2], 't', 'e', 'v', 'r')\n"
-        "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
-        "  if tonumber(h[4] or '0') > e then return 2 end\n"
-        "  if h[3] and tonumber(h[2] or '0') == e and tonumber(h[3]) >= v then return 1 end\n"
-        "end\n"
-        "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'e', ARGV[8], 'v', ARGV[3], "
-        "'val', ARGV[4], 'r', ARGV[8])\n"
-        "local x = tonumber(ARGV[5])\n"
-        "if x > 0 then redis.call('PEXPIRE', KEYS[2], math.max(x, redis.call('PTTL', KEYS[1]))) "
-        "end\n"
-        "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
-        "return 1\n",
+    [SCR_EL_PUT] = LUA_TOK
+    "if tk(redis.call('GET', KEYS[1])) ~= ARGV[1] then return 0 end\n"
+    "local e, v = tonumber(ARGV[8]), tonumber(ARGV[3])\n"
+    "local h = redis.call('HMGET', KEYS[2], 't', 'e', 'v', 'r')\n"
+    "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
+    "  if tonumber(h[4] or '0') > e then return 2 end\n"
+    "  if h[3] and tonumber(h[2] or '0') == e and tonumber(h[3]) >= v then return 1 end\n"
+    "end\n"
+    "redis.call('HSET', KEYS[2], 't', ARGV[1], 'f', ARGV[2], 'e', ARGV[8], 'v', ARGV[3], "
+    "'val', ARGV[4], 'r', ARGV[8])\n"
+    "local x = tonumber(ARGV[5])\n"
+    "if x > 0 then redis.call('PEXPIRE', KEYS[2], math.max(x, redis.call('PTTL', KEYS[1]))) "
+    "end\n"
+    "redis.call('PUBLISH', ARGV[6], ARGV[7])\n"
+    "return 1\n",
     /* EL_READ. Positions: enum elread_arg. Read-only. {0}: the name is
-     * free; {1, counter}: held without a value (a plain lock, live SHARED
+     * free (or its lock in its lock-delay, 1.4: no leader, LEADER says
+     * NONE; a CAMPAIGN's ACQUIRE still finds it busy); {1, counter}: held
+     * without a value (a plain lock, live SHARED
      * holders, which keep a CAMPAIGN out as a plain lock does, or a leader
      * whose value is not written there yet: then {1, counter, r}); {2,
      * fence, version, value, counter, epoch, r}: held by the leader of
@@ -579,6 +628,8 @@ static const char *const bodies[SCR_COUNT] = {
      * epoch and r of a record written before they were. */
     [SCR_EL_READ] = LUA_NOW
     "local l = redis.call('GET', KEYS[1])\n"
+    "if l and delayed(l, redis.call('PTTL', KEYS[1])) then return {0} end\n"
+    "l = tk(l)\n"
     "if not l then\n"
     "  if redis.call('EXISTS', KEYS[4]) == 0 or\n"
     "     redis.call('ZCOUNT', KEYS[4], string.format('(%.0f', clock()), '+inf') == 0 then\n"
@@ -601,24 +652,25 @@ static const char *const bodies[SCR_COUNT] = {
      * running out, LOST) must leave it. Announces the release (to a
      * waiter elsewhere, as RELEASE_LUA does) and the change (to
      * observers). Returns 1. */
-    [SCR_EL_RESIGN] = "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
-                      "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
-                      "  redis.call('HDEL', rk, rf)\n"
-                      "end\n"
-                      "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 1 end\n"
-                      "redis.call('DEL', KEYS[1])\n"
-                      "local w = redis.call('GET', KEYS[2])\n"
-                      "if w then\n"
-                      "  redis.call('DEL', KEYS[2])\n"
-                      "  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
-                      "  if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
-                      "end\n"
-                      "redis.call('PUBLISH', ARGV[6], ARGV[3])\n"
-                      "local t = redis.call('HGET', KEYS[4], 't')\n"
-                      "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
-                      "  redis.call('DEL', KEYS[4])\n"
-                      "end\n"
-                      "return 1\n",
+    [SCR_EL_RESIGN] =
+        LUA_TOK "local rk, rf, inst = KEYS[5], ARGV[7], ARGV[4]\n"
+                "if rf ~= '' and redis.call('HGET', rk, 'o') == inst then\n"
+                "  redis.call('HDEL', rk, rf)\n"
+                "end\n"
+                "if tk(redis.call('GET', KEYS[1])) ~= ARGV[1] then return 1 end\n"
+                "redis.call('DEL', KEYS[1])\n"
+                "local w = redis.call('GET', KEYS[2])\n"
+                "if w then\n"
+                "  redis.call('DEL', KEYS[2])\n"
+                "  redis.call('PUBLISH', ARGV[2], ARGV[3])\n"
+                "  if w ~= inst then redis.call('SET', KEYS[3], w, 'PX', ARGV[5]) end\n"
+                "end\n"
+                "redis.call('PUBLISH', ARGV[6], ARGV[3])\n"
+                "local t = redis.call('HGET', KEYS[4], 't')\n"
+                "if t and string.sub(t, 17) == string.sub(ARGV[1], 17) then\n"
+                "  redis.call('DEL', KEYS[4])\n"
+                "end\n"
+                "return 1\n",
     /* Positions: enum gen_arg (scripts.h). Raised, never lowered: a
      * handshake's write that arrives late (it too may) cannot make the
      * requests of an older connection current again. Returns the key's
@@ -635,29 +687,37 @@ static const char *const bodies[SCR_COUNT] = {
      * record of another leader (it means nothing) makes room for one
      * with the reservation alone, which reads as no value. The record
      * gets the lock's expiry (SCR_EL_PUT). */
-    [SCR_EL_EPOCH] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0} end\n"
-                     "local h = redis.call('HMGET', KEYS[2], 't', 'r')\n"
-                     "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
-                     "  local r = tonumber(h[2] or '0')\n"
-                     "  if r >= tonumber(ARGV[2]) then return {2, h[2] or '0'} end\n"
-                     "else\n"
-                     "  redis.call('DEL', KEYS[2])\n"
-                     "  redis.call('HSET', KEYS[2], 't', ARGV[1])\n"
-                     "end\n"
-                     "redis.call('HSET', KEYS[2], 'r', ARGV[2])\n"
-                     "if redis.call('PTTL', KEYS[2]) < redis.call('PTTL', KEYS[1]) then\n"
-                     "  redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))\n"
-                     "end\n"
-                     "return {1}\n",
+    [SCR_EL_EPOCH] = LUA_TOK "if tk(redis.call('GET', KEYS[1])) ~= ARGV[1] then return {0} end\n"
+                             "local h = redis.call('HMGET', KEYS[2], 't', 'r')\n"
+                             "if h[1] and string.sub(h[1], 17) == string.sub(ARGV[1], 17) then\n"
+                             "  local r = tonumber(h[2] or '0')\n"
+                             "  if r >= tonumber(ARGV[2]) then return {2, h[2] or '0'} end\n"
+                             "else\n"
+                             "  redis.call('DEL', KEYS[2])\n"
+                             "  redis.call('HSET', KEYS[2], 't', ARGV[1])\n"
+                             "end\n"
+                             "redis.call('HSET', KEYS[2], 'r', ARGV[2])\n"
+                             "if redis.call('PTTL', KEYS[2]) < redis.call('PTTL', KEYS[1]) then\n"
+                             "  redis.call('PEXPIRE', KEYS[2], redis.call('PTTL', KEYS[1]))\n"
+                             "end\n"
+                             "return {1}\n",
     /* WHO (1.4). Positions: enum who_arg. Read only: it prunes nothing,
      * so a shared holder counts while its score (the end of its lease)
      * is ahead of the master's clock. Returns {the key's lock's token or
      * "", the fence counter or "0", {the live shared holders' tokens},
-     * {i, token, ... for each permit i held, ARGV[1] <= i < ARGV[2]}}.
+     * {i, token, ... for each permit i held, ARGV[1] <= i < ARGV[2]}, the
+     * ms left on the key's lock's delay or 0}: a lock in its lock-delay
+     * (1.4) is no hold, its token is not given.
      * A permit's key is built here from the lock's (the same hash slot,
      * as ADOPT_ONE_LUA's); one MGET reads them all (WHO_CHUNK at most). */
     [SCR_WHO] = LUA_NOW
-    "local r = {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[3]) or '0', {}, {}}\n"
+    "local function hold(k, v)\n"
+    "  if v and delayed(v, redis.call('PTTL', k)) then return nil end\n"
+    "  return tk(v)\n"
+    "end\n"
+    "local l = redis.call('GET', KEYS[1])\n"
+    "local r = {hold(KEYS[1], l) or '', redis.call('GET', KEYS[3]) or '0', {}, {}, 0}\n"
+    "if l and not hold(KEYS[1], l) then r[5] = redis.call('PTTL', KEYS[1]) end\n"
     "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
     "  r[3] = redis.call('ZRANGEBYSCORE', KEYS[2], string.format('(%.0f', clock()), '+inf')\n"
     "end\n"
@@ -666,7 +726,8 @@ static const char *const bodies[SCR_COUNT] = {
     "if #names > 0 then\n"
     "  local v, p = redis.call('MGET', unpack(names)), r[4]\n"
     "  for k = 1, #v do\n"
-    "    if v[k] then p[#p + 1] = from + k - 1; p[#p + 1] = v[k] end\n"
+    "    local t = v[k] and hold(names[k], v[k])\n"
+    "    if t then p[#p + 1] = from + k - 1; p[#p + 1] = t end\n"
     "  end\n"
     "end\n"
     "return r\n",

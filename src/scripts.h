@@ -59,6 +59,7 @@ enum acq_arg {
 	AA_KIND,             /* ARGV[7] "x", "p" or "s" */
 	AA_RECORD,           /* ARGV[8] "" or the TTL flag and the hold's record field ("0x0 k") */
 	AA_EPOCH,            /* ARGV[9] lockd's epoch when the call was written (master_epoch) */
+	AA_DELAY,            /* ARGV[10] the hold's lock-delay ms (1.4), "0" for none */
 	AA_ARGC
 };
 

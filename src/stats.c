@@ -85,6 +85,9 @@ static const struct field counters[] = {
     {"elected_events", "ELECTED and NOLEADER events sent", &stats.elected_events},
     {"lockall_granted", "LOCKALL answered OK", &stats.lockall_granted},
     {"lockall_timeouts", "LOCKALL answered TIMEOUT", &stats.lockall_timeouts},
+    {"delayed_grants_refused",
+     "Requests that found a key in its lock-delay (TRYLOCK BUSY, LOCK or CAMPAIGN waited)",
+     &stats.delayed_grants_refused},
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 

@@ -94,6 +94,9 @@ static void who_done(struct rl_call *call, void *owner)
 		     hv.holder->ctx && hv.holder->peer ? hv.holder->peer : "-",
 		     hv.holder->sid ? hv.holder->sid : "-", held > 0 ? held : 0);
 	}
+	if (v->delayed_ms > 0)
+		line(c, "DELAYED %lld %llu", (long long)v->delayed_ms,
+		     (unsigned long long)v->fence);
 	reply(c, "END");
 }
 

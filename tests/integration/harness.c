@@ -874,7 +874,7 @@ int h_lockd_start(const struct h_opts *o)
 	if (!o)
 		o = &defaults;
 	ck_assert(H.nl < H_MAX_LOCKDS);
-	const char *bin = h_built("lockd");
+	const char *bin = o->bin ? o->bin : h_built("lockd");
 	int idx = H.nl++;
 	struct h_lockd *l = &H.l[idx];
 	snprintf(l->sock, sizeof(l->sock), "%s/l%d.sock", h_dir(), idx);

@@ -189,6 +189,8 @@ struct h_opts {
 	int nofile;              /* >0: lockd's RLIMIT_NOFILE (soft and hard) */
 	const int *via;          /* NULL, or per master a port to reach it through
 	                            (h_proxy_port), 0 for its own */
+	const char *bin;         /* NULL: the lockd built here; else this binary (another
+	                            build, for a rolling upgrade) */
 };
 struct h_lockd {
 	int port;
@@ -402,5 +404,6 @@ TCase *tc_lockctl_elect(void);    /* test_lockctl_elect.c */
 TCase *tc_hostile_elect(void);    /* test_hostile_elect.c */
 TCase *tc_who(void);              /* test_who.c */
 TCase *tc_lockall(void);          /* test_lockall.c */
+TCase *tc_delay(void);            /* test_delay.c */
 
 #endif

@@ -73,12 +73,13 @@ def random_worker(name, hist, reactor, addr, keys, seed, deadline, bound_ms, sta
             store.close()
 
 
-def victim(name, hist, reactor, addr, key, ttl, work_s):
-    """Take key with a TTL, write under it, say HOLDING, "work" work_s (the
-    harness pauses us meanwhile), then write again with the same fence."""
+def victim(name, hist, reactor, addr, key, ttl, work_s, delay=None):
+    """Take key with a TTL (and a lock-delay, 1.4), write under it, say
+    HOLDING, "work" work_s (the harness pauses us meanwhile), then write
+    again with the same fence."""
     store = StoreConn(name, hist)
     conn = Conn(name, hist, reactor, addr, bound_ms=3000)
-    fence, text = conn.lock(key, wait=3000, ttl=ttl)
+    fence, text = conn.lock(key, wait=3000, ttl=ttl, delay=delay)
     if fence is None:
         print("FAILED %s" % text, flush=True)
         return
@@ -100,7 +101,8 @@ def main():
     stats = dict(ok=0, fail=0, slow=[], errors=[])
     try:
         if spec["kind"] == "victim":
-            victim(spec["name"], hist, reactor, addr, spec["key"], spec["ttl"], spec["work_s"])
+            victim(spec["name"], hist, reactor, addr, spec["key"], spec["ttl"], spec["work_s"],
+                   spec.get("delay"))
         else:
             random_worker(spec["name"], hist, reactor, addr, [tuple(k) for k in spec["keys"]], spec["seed"],
                           time.monotonic() + spec["secs"], spec["bound_ms"], stats)

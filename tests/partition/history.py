@@ -34,7 +34,12 @@ history. Its rules:
             the holder was paused by the nemesis between that validity and
             the arrival.
   store     the fenced store never accepted a write whose fence is not
-            larger than the last one it accepted for that key.
+            larger than the last one it accepted for that key. A key of
+            the store that checks no fence (nofence: it accepts every
+            write) must still see its writes in fence order: a write with
+            a fence below one it took before is a stale holder's write
+            that landed after the next holder's (what a lock-delay, 1.4,
+            prevents for a holder that was paused).
 """
 
 import json
@@ -259,6 +264,15 @@ def check_store(recs, t0):
         if r["type"] != "store":
             continue
         k = r["key"]
+        if r.get("nofence"):
+            if k in last and r["fence"] < last[k]["fence"]:
+                bad.append(dict(rule="store", text="%s fence %s from %s landed at %.3f after fence %s "
+                                "from %s at %.3f (a resource that checks no fence)" % (
+                                    k, r["fence"], r["by"], r["t"] - t0, last[k]["fence"], last[k]["by"],
+                                    last[k]["t"] - t0), recs=[last[k], r]))
+            if k not in last or r["fence"] > last[k]["fence"]:
+                last[k] = r
+            continue
         if r["accepted"]:
             if k in last and r["fence"] <= last[k]["fence"]:
                 bad.append(dict(rule="store", text="store accepted %s fence %s from %s at %.3f after "

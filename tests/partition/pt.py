@@ -254,10 +254,15 @@ class Cluster:
 
 # ------------------------------------------------------------------ store
 
+NOFENCE = "nf-"  # keys of the store that check no fence (scenario 8)
+
+
 class Store:
     """The fenced store: accepts "W key fence by" only with a fence larger
     than the last one it accepted for key; every write is recorded in the
-    history (type store), accepted or not."""
+    history (type store), accepted or not. A key that begins with NOFENCE
+    is a resource that checks no fence: every write is accepted (recorded
+    with nofence=True), as a resource without fencing takes them."""
 
     def __init__(self, hist, addr=(CLIENT_IP, STORE_PORT)):
         self.hist = hist
@@ -274,11 +279,14 @@ class Store:
                         continue
                     key, fence, by = w[1], int(w[2]), w[3]
                     with store.lock:
-                        ok = key not in store.last or fence > store.last[key]
-                        if ok:
+                        nofence = key.startswith(NOFENCE)
+                        ok = nofence or key not in store.last or fence > store.last[key]
+                        if ok and (key not in store.last or fence > store.last[key]):
                             store.last[key] = fence
-                        store.hist.add(dict(proc="store", type="store", key=key, fence=fence, by=by,
-                                            accepted=ok))
+                        rec = dict(proc="store", type="store", key=key, fence=fence, by=by, accepted=ok)
+                        if nofence:
+                            rec["nofence"] = True
+                        store.hist.add(rec)
                         last = store.last[key]
                     self.wfile.write(b"OK\n" if ok else ("REFUSED %d\n" % last).encode())
 
@@ -438,8 +446,9 @@ class Conn:
             self.slow.append("%s: answered %s after %.0f ms" % (line, text, took))
         return oid, t, text
 
-    def lock(self, key, mode="x", n=1, wait=None, ttl=None, try_=False):
-        """LOCK or TRYLOCK; the fence, or None with the reply text."""
+    def lock(self, key, mode="x", n=1, wait=None, ttl=None, try_=False, delay=None):
+        """LOCK or TRYLOCK (DELAY: the lock-delay, 1.4); the fence, or None
+        with the reply text."""
         words = ["TRYLOCK" if try_ else "LOCK", key]
         if mode == "s":
             words.append("SHARED")
@@ -449,6 +458,8 @@ class Conn:
             words += ["WAIT", str(wait)]
         if ttl is not None:
             words += ["TTL", str(ttl)]
+        if delay is not None:
+            words += ["DELAY", str(delay)]
         line = " ".join(words)
         oid, t, text = self.call(line, "lock", wait_ms=0 if try_ else (wait or 0), key=key, mode=mode, n=n,
                                  ttl=ttl, wait=(0 if try_ else wait), cmd=line)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Partition tests (issue 25): the checker's unit tests, then the seven
+# Partition tests (issue 25): the checker's unit tests, then the eight
 # scenarios in network namespaces (tests/partition/scenarios.py). They need
 # root with CAP_NET_ADMIN, ip (iproute2) and nft; without them each scenario
 # is skipped with the reason printed. Exit status non-zero on any failure.
@@ -24,6 +24,7 @@ titles=(
 	"5 one direction of a lockd-master link dropped"
 	"6 sessions resume on the other lockd while A is cut from clients"
 	"7 a random schedule of faults, 8 clients, 2 lockd"
+	"8 3 with a lock-delay: the paused client's late write, a resource without fences"
 )
 skip_all() {
 	for t in "${titles[@]}"; do

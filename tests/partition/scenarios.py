@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from history import History, check, excerpt, fmt, holds  # noqa: E402
-from pt import (LOCKD_IP, MASTER_IP, REDIS_PORT, Cluster, Conn, Net, Reactor,  # noqa: E402
+from pt import (LOCKD_IP, MASTER_IP, NOFENCE, REDIS_PORT, Cluster, Conn, Net, Reactor,  # noqa: E402
                 Store, StoreConn, redis_cmd)
 import client as clientmod  # noqa: E402
 
@@ -288,6 +288,70 @@ def s3_pause(c):
     if len(writes) == 2:
         c.note("victim's late write with fence %d: %s" % (f1, writes[1].get("text")))
     b.unlock("pk")
+
+
+# ------------------------------------------------------------------ 8
+
+def s8_pause_delay(c):
+    """Scenario 3 with a lock-delay (1.4) and a resource that checks no
+    fence: the victim, paused (SIGSTOP) past its TTL, wakes within the
+    delay and writes late; b's LOCK, waiting meanwhile on the other lockd,
+    is granted only after TTL + delay, so the late write lands before b's
+    grant, never after it."""
+    ttl, delay = 1000, 4000
+    key = NOFENCE + "pk"
+    out = os.path.join(c.tmp, "victim.jsonl")
+    spec = dict(kind="victim", name="v", addr=list(c.A), key=key, ttl=ttl, work_s=0.3, delay=delay)
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "client.py"), json.dumps(spec), out],
+                         stdout=subprocess.PIPE, text=True)
+    c.subs.append(p)
+    line = p.stdout.readline().split()
+    if not c.expect(line[:1] == ["HOLDING"], "victim: %r" % line):
+        return
+    os.kill(p.pid, signal.SIGSTOP)
+    t_stop = time.monotonic()
+    c.nemesis("pause", "v", "SIGSTOP pid %d" % p.pid)
+    f1 = int(line[2])
+    b = c.conn("b", c.B)
+    sb = StoreConn("b", c.hist)
+    waiter = bg(b.lock, key, wait=ttl + delay + 1000 + HEADROOM_MS)
+    # past the TTL, well within the delay: the victim wakes and writes
+    time.sleep(max(0.0, t_stop + (ttl + 1000) / 1000.0 - time.monotonic()))
+    os.kill(p.pid, signal.SIGCONT)
+    c.nemesis("resume", "v", "SIGCONT pid %d" % p.pid)
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        c.expect(False, "victim did not finish")
+        return
+    r = result(waiter, (ttl + delay + 1000 + HEADROOM_MS) / 1000.0 + 5)
+    if not c.expect(isinstance(r, tuple) and r[0], "b LOCK %s: %r" % (key, r)):
+        return
+    f2 = r[0]
+    t_b = max(x["t"] for x in c.hist.recs if x["proc"] == "b" and x["type"] == "ok" and x.get("fence") == f2)
+    c.expect(f2 > f1, "b's fence %s not above the victim's %s" % (f2, f1))
+    sb.write(key, f2)
+    with open(out) as f:
+        recs = [json.loads(x) for x in f]
+    c.hist.extend(recs, 10 ** 6)
+    t_grant = max(x["t"] for x in recs if x["type"] == "ok" and x.get("fence") == f1)
+    # its lease + delay on the masters began after its LOCK was sent
+    t_asked = min(x["t"] for x in recs if x["type"] == "invoke" and x.get("f") == "lock")
+    writes = [x for x in recs if x["type"] in ("ok", "fail", "info") and x.get("text") == "OK"]
+    if not c.expect(len(writes) == 2, "victim's writes: %s" % [fmt(x, c.t0) for x in writes]):
+        return
+    late = writes[1]["t"]
+    c.expect(late < t_b, "the victim's late write (%.3f) landed after b's grant (%.3f)" % (
+        late - c.t0, t_b - c.t0))
+    c.expect(t_b - t_asked >= (ttl + delay) / 1000.0,
+             "b granted %.0f ms after the victim's LOCK: before TTL + delay (%d ms)" % (
+                 (t_b - t_asked) * 1000, ttl + delay))
+    c.expect(t_b - t_grant <= (ttl + delay + 1000 + HEADROOM_MS) / 1000.0,
+             "b granted %.0f ms after the victim's grant: the bound is TTL + delay + 1 s" % (
+                 (t_b - t_grant) * 1000))
+    c.note("victim's late write at +%.0f ms, b granted at +%.0f ms after the victim's grant (TTL %d + "
+           "delay %d)" % ((late - t_grant) * 1000, (t_b - t_grant) * 1000, ttl, delay))
+    b.unlock(key)
 
 
 # ------------------------------------------------------------------ 4
@@ -583,6 +647,8 @@ SCENARIOS = [
     (5, "one direction of a lockd-master link dropped", s5_one_way, {}),
     (6, "sessions resume on the other lockd while A is cut from clients", s6_sessions, {}),
     (7, "a random schedule of faults, 8 clients, 2 lockd", s7_random, {}),
+    (8, "3 with a lock-delay: the paused client's late write, a resource without fences", s8_pause_delay,
+     {}),
 ]
 
 

@@ -126,6 +126,20 @@ class TestChecker(unittest.TestCase):
              .nemesis("resume", "a", 1.0).lost("a", "k", 10, 1.01))
         self.assertEqual(h.rules(), [])
 
+    def test_nofence_late_write(self):
+        # a resource that checks no fence takes every write; a late one
+        # of a lower fence after a higher one is the violation
+        h = (H().lock("a", "nf-k", 0.0, 0.01, 10, ttl=300))
+        h.recs.append(dict(t=0.02, proc="store", type="store", key="nf-k", fence=10, by="a",
+                           accepted=True, nofence=True))
+        h.lock("b", "nf-k", 0.1, 0.4, 11)
+        h.recs.append(dict(t=0.41, proc="store", type="store", key="nf-k", fence=11, by="b",
+                           accepted=True, nofence=True))
+        self.assertEqual(h.rules(), [])
+        h.recs.append(dict(t=0.5, proc="store", type="store", key="nf-k", fence=10, by="a",
+                           accepted=True, nofence=True))
+        self.assertEqual(h.rules(), ["store"])
+
     def test_store_stale_write(self):
         h = (H().lock("a", "k", 0.0, 0.01, 10, ttl=300).store("k", 10, "a", 0.02, True)
              .lock("b", "k", 0.1, 0.4, 11).store("k", 11, "b", 0.41, True)

@@ -41,9 +41,9 @@ void rl_token_new(char *out)
 }
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
-                           const char *token, int64_t lease_ms, const char *old_token,
-                           enum rl_wait will_wait, const struct rl_rec *rec, rl_done_fn *done,
-                           rl_done_fn *release_done, void *owner)
+                           const char *token, int64_t lease_ms, uint32_t delay_ms,
+                           const char *old_token, enum rl_wait will_wait, const struct rl_rec *rec,
+                           rl_done_fn *done, rl_done_fn *release_done, void *owner)
 {
 	struct rl_call *c = add(FK_ACQUIRE, key, klen, done, owner);
 	c->hold = hold;

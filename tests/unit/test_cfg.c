@@ -82,6 +82,10 @@ START_TEST(defaults)
 	ck_assert_str_eq(c.redis_password, "");
 	ck_assert_int_eq(c.restart_exclusion_ms, -1);
 	ck_assert_int_eq(cfg_exclusion_ms(&c), 30000); /* default: locks.lease_ms */
+	ck_assert_int_eq(c.lost_delay_ms, 0);
+	c.lost_delay_ms = 5000; /* the default covers lease + delay (1.4) */
+	ck_assert_int_eq(cfg_exclusion_ms(&c), 35000);
+	c.lost_delay_ms = 0;
 	ck_assert_int_eq(c.reconnect_max_ms, 1000);
 	ck_assert_int_eq(c.lease_ms, 30000);
 	ck_assert_double_eq(c.drift_factor, 0.01);
@@ -165,6 +169,7 @@ const char full_yaml[] = "# every key, none at its default\n"
                          "  lease_ms: 10000\n"
                          "  drift_factor: 0.02\n"
                          "  handoff_limit: 8\n"
+                         "  lost_delay_ms: 15000\n"
                          "limits: {max_clients: 500, max_line: 8192, max_key_len: 512,\n"
                          "         max_locks_per_session: 100, reqs_per_event: 5}\n"
                          "metrics:\n"
@@ -197,6 +202,8 @@ static void assert_full(const struct config *c)
 	ck_assert_int_eq(c->lease_ms, 10000);
 	ck_assert_double_eq(c->drift_factor, 0.02);
 	ck_assert_int_eq(c->handoff_limit, 8);
+	ck_assert_int_eq(c->lost_delay_ms, 15000);
+	ck_assert_int_eq(cfg_exclusion_ms(c), 45000); /* given: taken as it is */
 	ck_assert_int_eq(c->max_clients, 500);
 	ck_assert_int_eq(c->max_line, 8192);
 	ck_assert_int_eq(c->max_key_len, 512);

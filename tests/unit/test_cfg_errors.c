@@ -79,6 +79,12 @@ static const struct {
     {"? [a]\n: b\n", "t.yml:1:3: expected a key, got a list"},
     /* out of range */
     {"redis:\n  timeout_ms: 0\n", "t.yml:2:15: redis.timeout_ms: 0 is out of range (1 to 60000)"},
+    {"locks:\n  lost_delay_ms: -1\n",
+     "t.yml:2:18: locks.lost_delay_ms: -1 is out of range (0 to 2147483647)"},
+    {"locks:\n  lost_delay_ms: 2147483648\n",
+     "t.yml:2:18: locks.lost_delay_ms: 2147483648 is out of range (0 to 2147483647)"},
+    {"locks:\n  lost_delay_ms: 5s\n",
+     "t.yml:2:18: locks.lost_delay_ms: expected an integer, got \"5s\""},
     {"redis:\n  timeout_ms: 60001\n",
      "t.yml:2:15: redis.timeout_ms: 60001 is out of range (1 to 60000)"},
     {"redis:\n  timeout_ms: -5\n", "t.yml:2:15: redis.timeout_ms: -5 is out of range (1 to 60000)"},

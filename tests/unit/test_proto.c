@@ -958,6 +958,59 @@ START_TEST(lockall_errors)
 }
 END_TEST
 
+/* DELAY ms (1.4) on LOCK, TRYLOCK and CAMPAIGN: 0 to 2^31-1, in any order
+ * among the options, at most once; nowhere else. */
+START_TEST(delay_option)
+{
+	struct request r;
+	const char *msg;
+	parse_ok("LOCK k DELAY 5000", &r);
+	ck_assert_int_eq(r.has_delay, 1);
+	ck_assert_uint_eq(r.delay_ms, 5000);
+	parse_ok("LOCK k", &r);
+	ck_assert_int_eq(r.has_delay, 0);
+	ck_assert_uint_eq(r.delay_ms, 0);
+	parse_ok("lock k delay 0", &r);
+	ck_assert_int_eq(r.has_delay, 1);
+	ck_assert_uint_eq(r.delay_ms, 0);
+	parse_ok("TRYLOCK k TTL 9 DELAY 2147483647", &r);
+	ck_assert_int_eq(r.cmd, CMD_TRYLOCK);
+	ck_assert_uint_eq(r.delay_ms, 2147483647u);
+	ck_assert_uint_eq(r.ttl_ms, 9);
+	/* the longest request: ten words */
+	parse_ok("LOCK k PERMITS 3 WAIT 1 TTL 2 DELAY 4", &r);
+	ck_assert_uint_eq(r.permits, 3);
+	ck_assert_uint_eq(r.wait_ms, 1);
+	ck_assert_uint_eq(r.ttl_ms, 2);
+	ck_assert_uint_eq(r.delay_ms, 4);
+	parse_ok("CAMPAIGN jobs v DELAY 7 WAIT 3", &r);
+	ck_assert_int_eq(r.cmd, CMD_CAMPAIGN);
+	ck_assert_uint_eq(r.delay_ms, 7);
+	ck_assert_uint_eq(r.wait_ms, 3);
+	ck_assert_uint_eq(r.wlen, 1);
+	/* syntax first, then values from the left */
+	ck_assert_int_eq(parse("LOCK k DELAY", &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "missing option value");
+	ck_assert_int_eq(parse("LOCK k DELAY 1 DELAY 2", &r, &msg), PE_PROTOCOL);
+	ck_assert_str_eq(msg, "option given twice");
+	ck_assert_int_eq(parse("LOCK k PERMITS 3 WAIT 1 TTL 2 DELAY 4 X", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("STATUS k DELAY 1", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("PROCLAIM jobs v DELAY 1", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("SESSION DELAY 1", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("EXTEND k 5 DELAY 1", &r, &msg), PE_PROTOCOL);
+	ck_assert_int_eq(parse("LOCK k DELAY 2147483648", &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, "DELAY must be 0 to 2147483647 ms");
+	ck_assert_int_eq(parse("LOCK k DELAY -1", &r, &msg), PE_ARG);
+	ck_assert_int_eq(parse("TRYLOCK k DELAY 1x", &r, &msg), PE_ARG);
+	ck_assert_int_eq(parse("LOCK k DELAY x WAIT y", &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, "DELAY must be 0 to 2147483647 ms");
+	ck_assert_int_eq(parse("LOCK k WAIT y DELAY x", &r, &msg), PE_ARG);
+	ck_assert_str_eq(msg, "WAIT must be 0 to 2147483647 ms");
+	ck_assert_int_eq(parse("LOCK \x01 DELAY x", &r, &msg), PE_KEY);
+	ck_assert_int_eq(parse("CAMPAIGN jobs v DELAY x", &r, &msg), PE_ARG);
+}
+END_TEST
+
 Suite *proto_suite(void)
 {
 	Suite *s = suite_create("proto");
@@ -978,6 +1031,7 @@ Suite *proto_suite(void)
 	tcase_add_test(tc, no_argument_commands);
 	tcase_add_test(tc, auth_word);
 	tcase_add_test(tc, shared_and_permits);
+	tcase_add_test(tc, delay_option);
 	tcase_add_test(tc, command_names_case_insensitive);
 	tcase_add_test(tc, keys_are_case_sensitive);
 	tcase_add_test(tc, names);
