@@ -41,7 +41,7 @@ struct mreq {
 	void *arg;
 	int64_t sent_us;   /* written out (stamp_written), or 0 */
 	int64_t queued_us; /* handed to hiredis */
-	int script; /* -1 or the script, for the NOSCRIPT fallback */
+	int script;        /* -1 or the script, for the NOSCRIPT fallback */
 	int argc;
 	const char **argv;
 	const size_t *argvlen;
@@ -330,9 +330,9 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			         "request timed out (oldest %s %lld ms ago, %zu in flight, last "
 			         "answer %lld ms ago)",
 			         r->sent_us ? "sent" : "queued, never written,",
-			         (long long)(now_us() - (r->sent_us ? r->sent_us : r->queued_us)) / 1000,
-			         m->inflight.len,
-			         (long long)(now_us() - m->last_reply_us) / 1000);
+			         (long long)(now_us() - (r->sent_us ? r->sent_us : r->queued_us)) /
+			             1000,
+			         m->inflight.len, (long long)(now_us() - m->last_reply_us) / 1000);
 			master_drop(m, why, 1);
 			return;
 		}

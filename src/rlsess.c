@@ -421,7 +421,7 @@ static void scan_reply(struct master *m, redisReply *r, void *arg_)
 {
 	struct rl_call *c = arg_;
 	struct adopt_m *am = &c->u.sess.am[m->idx];
-	pend_clear(am); /* the last wave was answered */
+	pend_clear(am);   /* the last wave was answered */
 	if (c->expired) { /* the verdict was given: scan no further */
 		master_done(c, m, 0);
 		return;

@@ -192,8 +192,8 @@
 	"local f = redis.call('INCR', KEYS[kb + 2])\n"                                             \
 	"if f == 1 then\n"                                                                         \
 	"  local t = redis.call('TIME')\n"                                                         \
-	"  f = tonumber(t[1]) * 1000000 + math.floor(tonumber(t[2]) / " FENCE_START_US ") * " \
-	FENCE_START_US " + 1\n"                                                                    \
+	"  f = tonumber(t[1]) * 1000000 + math.floor(tonumber(t[2]) / " FENCE_START_US             \
+	") * " FENCE_START_US " + 1\n"                                                             \
 	"  redis.call('SET', KEYS[kb + 2], string.format('%.0f', f))\n"                            \
 	"end\n"                                                                                    \
 	"redis.call('PEXPIRE', KEYS[kb + 2], ARGV[ab + 6])\n"                                      \

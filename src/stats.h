@@ -47,10 +47,10 @@ struct stats {
 	uint64_t campaigns;          /* CAMPAIGN requests (1.3) */
 	uint64_t leaders;            /* sessions here that lead an election now */
 	uint64_t observers;          /* observations (OBSERVE) of connections here now */
-	uint64_t rejected_observations; /* OBSERVE refused at limits.max_observations */
-	uint64_t elected_events;        /* ELECTED and NOLEADER events sent */
-	uint64_t lockall_granted;       /* LOCKALL answered OK (1.4) */
-	uint64_t lockall_timeouts;      /* LOCKALL answered TIMEOUT */
+	uint64_t rejected_observations;  /* OBSERVE refused at limits.max_observations */
+	uint64_t elected_events;         /* ELECTED and NOLEADER events sent */
+	uint64_t lockall_granted;        /* LOCKALL answered OK (1.4) */
+	uint64_t lockall_timeouts;       /* LOCKALL answered TIMEOUT */
 	uint64_t delayed_grants_refused; /* requests that found a key in its lock-delay (1.4) */
 
 	uint64_t output_limit_closes; /* sessions closed at limits.max_output_bytes */

@@ -66,11 +66,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum proto_err e = proto_parse_ex(line, size, &lim, &r, &msg);
 	/* DELAY ms (1.4): LOCK, TRYLOCK, LOCKALL and CAMPAIGN only, 0 to
 	 * 2^31-1, and nothing without it */
-	if (e == PE_NONE &&
-	    (r.has_delay ? (r.cmd != CMD_LOCK && r.cmd != CMD_TRYLOCK && r.cmd != CMD_LOCKALL &&
-	                    r.cmd != CMD_CAMPAIGN) ||
-	                       r.delay_ms > PROTO_MS_MAX
-	                 : r.delay_ms != 0))
+	if (e == PE_NONE && (r.has_delay ? (r.cmd != CMD_LOCK && r.cmd != CMD_TRYLOCK &&
+	                                    r.cmd != CMD_LOCKALL && r.cmd != CMD_CAMPAIGN) ||
+	                                       r.delay_ms > PROTO_MS_MAX
+	                                 : r.delay_ms != 0))
 		abort();
 	if (e != PE_NONE) {
 		if (!msg || !*msg)

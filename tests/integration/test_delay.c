@@ -345,8 +345,7 @@ START_TEST(delay_lockall)
 	ck_assert_msg(l && sscanf(l, "OK %llu %llu", &gv, &gu) == 2, "LOCKALL: got '%s'",
 	              l ? l : "(none)");
 	ck_assert_msg(h_now_ms() - sent >= 800 + 1200 - 2, "granted before TTL + delay");
-	ck_assert_msg(gu > fu && gv > fv, "fences go on: %llu > %llu, %llu > %llu", gu, fu, gv,
-	              fv);
+	ck_assert_msg(gu > fu && gv > fv, "fences go on: %llu > %llu, %llu > %llu", gu, fu, gv, fv);
 	ck_assert_int_eq(stat_num(b, "delayed_grants_refused"), 2);
 	cl_close(a);
 	cl_close(b);
