@@ -207,6 +207,7 @@ static void keep_fixed(struct config *n, const struct config *o)
 	    {"unix_socket_mode", &n->unix_socket_mode, o->unix_socket_mode},
 	    {"redis.key_prefix", &n->key_prefix, o->key_prefix},
 	    {"redis.password", &n->redis_password, o->redis_password},
+	    {"redis.sentinel_password", &n->sentinel_password, o->sentinel_password},
 	    {"metrics.listen", &n->metrics_listen, o->metrics_listen},
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
