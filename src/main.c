@@ -77,6 +77,9 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->on_up = mb_up;
 	o->on_down = mb_down;
 	o->name = c->name;
+	o->wait_replicas = c->wait_replicas;
+	o->sentinel_password = c->sentinel_password;
+	o->sentinel = c->sentinel;
 }
 
 static void mb_opts_from(const struct config *c, struct mb_opts *o)
