@@ -194,8 +194,23 @@ static void keep_fixed(struct config *n, const struct config *o)
 			n->listen[i] = strdup(o->listen[i]);
 		n->nlisten = o->nlisten;
 	}
-	if (!same_list(n->masters, n->nmasters, o->masters, o->nmasters)) {
+	int same = same_list(n->masters, n->nmasters, o->masters, o->nmasters);
+	for (int i = 0; same && i < o->nmasters; i++) /* a sentinel entry's Sentinels too */
+		same = same_list(n->sentinel[i].seeds, n->sentinel[i].nseeds, o->sentinel[i].seeds,
+		                 o->sentinel[i].nseeds);
+	if (!same) {
 		log_warn("reload: redis.masters cannot change at runtime; keeping the old value");
+		for (int i = 0; i < CONFIG_MAX_MASTERS; i++) {
+			struct cfg_sentinel *ns = &n->sentinel[i];
+			const struct cfg_sentinel *os = &o->sentinel[i];
+			for (int j = 0; j < ns->nseeds; j++)
+				free(ns->seeds[j]);
+			free(ns->name);
+			ns->name = os->name ? strdup(os->name) : NULL;
+			for (int j = 0; j < os->nseeds; j++)
+				ns->seeds[j] = strdup(os->seeds[j]);
+			ns->nseeds = os->nseeds;
+		}
 		for (int i = 0; i < n->nmasters; i++)
 			free(n->masters[i]);
 		for (int i = 0; i < o->nmasters; i++)

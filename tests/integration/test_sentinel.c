@@ -134,6 +134,19 @@ START_TEST(sentinel_locks)
 	char *wf = cl_stat(u.ca, "master.0.wait_failures");
 	ck_assert_str_eq(wf, "0");
 	free(wf);
+	/* a reload cannot change an entry's Sentinels */
+	char *conf = h_slurp(h_lockd(0)->conf), first[64];
+	ck_assert_ptr_nonnull(conf);
+	snprintf(first, sizeof(first), "\"127.0.0.1:%d\", ", u.s.port[0]);
+	char *changed = h_replace1(conf, first, "");
+	long off = h_lockd_reload(0, changed);
+	h_lockd_wait_reloaded(0, off, 3000);
+	char *ln = h_log_find(h_lockd(0)->log, off, "redis.masters cannot change at runtime", NULL);
+	ck_assert_msg(ln != NULL, "no log line saying that redis.masters cannot change");
+	free(ln);
+	cl_lock(u.ca, "LOCK k3 WAIT 2000");
+	free(changed);
+	free(conf);
 }
 END_TEST
 
