@@ -116,6 +116,9 @@ int64_t mrepl_wait_allow_ms(void);
 void mrepl_send_wait(struct master *m, struct mreq *r);
 /* A WAIT's answer (rep NULL: failed): its write's callers get theirs. */
 void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep);
+/* ROLE's reply: the replicas a master lists, or -1 when it is not a
+ * master (or the reply is not ROLE's). */
+int mrepl_role_replicas(const redisReply *r);
 /* The handshake's ROLE: fails the handshake unless m is a master. */
 void mrepl_hs_role(struct master *m);
 /* ROLE again on an up sentinel entry, at most once a second. */

@@ -117,7 +117,7 @@ void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep)
 }
 
 /* ROLE: the replicas a primary lists; -1 when r says it is not a master. */
-static int role_replicas(const redisReply *r)
+int mrepl_role_replicas(const redisReply *r)
 {
 	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
 	    r->element[0]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "master") != 0)
@@ -131,7 +131,7 @@ static int role_replicas(const redisReply *r)
  * (replica-read-only no) kept on it alone. */
 static void hs_role_cb(struct master *m, redisReply *r, void *arg)
 {
-	int n = role_replicas(r);
+	int n = mrepl_role_replicas(r);
 	if (n < 0) {
 		master_hs_fail(m, r && r->type == REDIS_REPLY_ERROR ? r : NULL,
 		               r && r->type == REDIS_REPLY_ARRAY ? "ROLE: not a master (a replica)"
@@ -145,7 +145,7 @@ static void hs_role_cb(struct master *m, redisReply *r, void *arg)
  * and a primary demoted under us is dropped (its Sentinels moved on). */
 static void role_cb(struct master *m, redisReply *r, void *arg)
 {
-	int n = role_replicas(r);
+	int n = mrepl_role_replicas(r);
 	if (n >= 0)
 		m->replicas = n;
 	else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)

@@ -290,18 +290,28 @@ static void w_auth_cb(redisAsyncContext *ac, void *reply, void *priv)
 	}
 }
 
-/* "NAME OLDIP OLDPORT NEWIP NEWPORT" */
+int sn_parse_switch(const char *msg, const char *name, char *host, size_t hlen, int *port)
+{
+	char n[257], oldh[256], newh[256], extra[2];
+	int oldp, newp;
+	if (sscanf(msg, "%256s %255s %d %255s %d %1s", n, oldh, &oldp, newh, &newp, extra) != 5 ||
+	    strcmp(n, name) != 0 || newp <= 0 || newp > 65535 || strlen(newh) >= hlen)
+		return -1;
+	snprintf(host, hlen, "%s", newh);
+	*port = newp;
+	return 0;
+}
+
 static void w_message(struct sn_entry *e, const char *s)
 {
-	char name[257], oldh[256], newh[256];
-	int oldp, newp;
-	if (sscanf(s, "%256s %255s %d %255s %d", name, oldh, &oldp, newh, &newp) != 5 ||
-	    strcmp(name, e->name) != 0 || newp <= 0 || newp > 65535)
+	char host[256];
+	int port;
+	if (sn_parse_switch(s, e->name, host, sizeof(host), &port))
 		return;
-	log_info("master %s: Sentinel %s: +switch-master %s:%d -> %s:%d", e->m->name,
-	         e->seeds[e->wi], oldh, oldp, newh, newp);
+	log_info("master %s: Sentinel %s: +switch-master %s -> %s:%d", e->m->name, e->seeds[e->wi],
+	         s, host, port);
 	if (e->o.on_switch)
-		e->o.on_switch(e->m, newh, newp);
+		e->o.on_switch(e->m, host, port);
 }
 
 static void w_msg_cb(redisAsyncContext *ac, void *reply, void *priv)

@@ -6,6 +6,7 @@
 #ifndef LOCKD_SENTINEL_H
 #define LOCKD_SENTINEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cfg.h"
@@ -36,6 +37,10 @@ struct sn_entry *sn_new(struct event_base *base, struct master *m, const struct 
 void sn_resolve(struct sn_entry *e, sn_resolved_fn *cb);
 /* Close everything; no callback runs after it. */
 void sn_free(struct sn_entry *e);
+/* A +switch-master message, "NAME OLDHOST OLDPORT NEWHOST NEWPORT": 0
+ * and the new primary in host (hlen bytes) and *port when it is about
+ * name, else -1 (another name, or malformed). */
+int sn_parse_switch(const char *msg, const char *name, char *host, size_t hlen, int *port);
 /* The Sentinel the watcher is subscribed on ("-" when none). */
 const char *sn_watching(const struct sn_entry *e);
 
