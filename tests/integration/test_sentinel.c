@@ -206,6 +206,57 @@ START_TEST(sentinel_failover)
 }
 END_TEST
 
+/* A promoted replica without lockd's marker never received lockd's data
+ * (here: deleted on the replica by hand): the promotion is a restart that
+ * lost data, and the entry does not count for redis.restart_exclusion_ms
+ * (the lease); the holds live on the standalone masters meanwhile. */
+START_TEST(sentinel_promotion_without_marker)
+{
+	if (skip())
+		return;
+	struct setup u;
+	start(&u, FO_LEASE);
+	cl_lock(u.ca, "LOCK k1 WAIT 2000");
+	char *r = h_redis(u.s.replica, "CONFIG", "SET", "replica-read-only", "no", NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	ck_assert_int_eq(h_redis_int(u.s.replica, "DEL", "lockd: marker", NULL), 1);
+	long off0 = h_file_size(h_lockd(0)->log);
+	struct rconn *sc = rc_open(u.s.port[0], 2000);
+	ck_assert(sc != NULL);
+	char *ok = rc_cmd(sc, "SENTINEL", "FAILOVER", SNAME, NULL);
+	rc_close(sc);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "SENTINEL FAILOVER: %s", ok ? ok : "no reply");
+	free(ok);
+	wait_moved(&u, 0, off0, h_master(u.s.replica)->port, 15000);
+	char *ln =
+	    h_log_wait(h_lockd(0)->log, off0,
+	               "it lacks lockd's marker; handled as a restart that lost data", NULL, 1000);
+	ck_assert_msg(ln != NULL, "lockd 0 did not take the promotion for a restart");
+	free(ln);
+	ln = h_log_wait(h_lockd(0)->log, off0, "master sentinel:" SNAME " restarted", NULL, 1000);
+	ck_assert_msg(ln != NULL, "lockd 0 did not exclude the entry");
+	free(ln);
+	char *counts = cl_stat(u.ca, "master.0.counts");
+	ck_assert_str_eq(counts, "0");
+	free(counts);
+	/* It counts again after the exclusion (the lease), once caught up;
+	 * the catch-up's writes need WAIT 1 too, so a replica: the old
+	 * primary, made one here at once rather than when the Sentinels get
+	 * to it (their INFO to a master comes every 10 s). */
+	char port[16];
+	snprintf(port, sizeof(port), "%d", h_master(u.s.replica)->port);
+	r = h_redis(u.s.primary, "REPLICAOF", "127.0.0.1", port, NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	wait_replica_of(u.s.replica, 10000);
+	cl_wait_stat(u.ca, "master.0.counts", "1", FO_LEASE + 3000);
+	cl_silence(u.ca, 200);
+	ck_assert_msg(u.ca->nlost == 0, "LOST: %s", u.ca->lost[0]);
+	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
+}
+END_TEST
+
 #define KILL_LEASE 6000
 
 START_TEST(sentinel_kill)
@@ -333,6 +384,7 @@ TCase *tc_sentinel(void)
 	tcase_set_timeout(tc, 90);
 	H_ADD(tc, sentinel_locks);
 	H_ADD(tc, sentinel_failover);
+	H_ADD(tc, sentinel_promotion_without_marker);
 	H_ADD(tc, sentinel_kill);
 	H_ADD(tc, sentinel_config_errors);
 	return tc;
