@@ -657,7 +657,10 @@ static void go_up(struct master *m)
 	set_state(m, MS_UP);
 	m->backoff_ms = 10;
 	m->last_error[0] = '\0';
-	log_info("master %s up (%s)", m->name, m->node);
+	if (m->sn)
+		log_info("master %s up (%s)", m->name, m->node);
+	else
+		log_info("master %s up", m->name);
 	m->sub_backoff_ms = 10;
 	sub_start(m);
 	int restarted = m->restarted;
@@ -804,10 +807,10 @@ static void resolved_cb(struct master *m, const char *host, int port, const char
 		master_drop(m, why, 0);
 		return;
 	}
+	if (!(strcmp(m->addr.host, host) == 0 && m->addr.port == port))
+		log_info("master %s: the Sentinels name %s:%d as the primary", m->name, host, port);
 	snprintf(m->addr.host, sizeof(m->addr.host), "%s", host);
 	m->addr.port = port;
-	if (m->up_node[0] && !(strcmp(m->addr.host, host) == 0 && m->addr.port == port))
-		log_debug("master %s: Sentinels name %s:%d", m->name, host, port);
 	start_connect(m);
 }
 
