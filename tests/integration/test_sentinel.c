@@ -13,6 +13,7 @@
 #endif
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,19 @@ struct setup {
 	int m2, m3;         /* the standalone masters */
 	struct cl *ca, *cb; /* a session on each lockd */
 };
+
+/* Close the sessions and stop both lockd: each must exit 0 (a sanitizer
+ * build exits otherwise on a leak or a fault in the Sentinel code). */
+static void finish(struct setup *u)
+{
+	cl_close(u->ca);
+	cl_close(u->cb);
+	for (int i = 0; i < 2; i++) {
+		h_lockd_signal(i, SIGTERM);
+		int st = h_lockd_wait(i, 5000);
+		ck_assert_msg(st == 0, "lockd %d: %s after SIGTERM", i, h_status_str(st));
+	}
+}
 
 static int skip(void)
 {
@@ -147,6 +161,7 @@ START_TEST(sentinel_locks)
 	cl_lock(u.ca, "LOCK k3 WAIT 2000");
 	free(changed);
 	free(conf);
+	finish(&u);
 }
 END_TEST
 
@@ -203,6 +218,7 @@ START_TEST(sentinel_failover)
 	ck_assert_int_gt(pttl(u.s.replica, "n1"), 0);
 	cl_silence(u.ca, 200);
 	ck_assert_int_eq(u.ca->nlost, 0);
+	finish(&u);
 }
 END_TEST
 
@@ -254,6 +270,7 @@ START_TEST(sentinel_promotion_without_marker)
 	cl_silence(u.ca, 200);
 	ck_assert_msg(u.ca->nlost == 0, "LOST: %s", u.ca->lost[0]);
 	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
+	finish(&u);
 }
 END_TEST
 
@@ -339,6 +356,7 @@ START_TEST(sentinel_kill)
 	ck_assert_msg(prom != NULL, "lockd 0 did not take the new primary for a promoted replica");
 	free(prom);
 	ck_assert_int_eq(kept + u.ca->nlost, 3);
+	finish(&u);
 }
 END_TEST
 
