@@ -20,6 +20,7 @@
 #include "log.h"
 #include "util.h"
 #include "cfg.h"
+#include "cfg_int.h"
 
 enum ctype {
 	CT_SECTION, /* a mapping of further keys */
@@ -192,6 +193,8 @@ static const struct ckey keys[] = {
     {"redis.key_prefix", CT_STR, OFF(key_prefix), 0, 1, 64, v_prefix},
     {"redis.password", CT_STR, OFF(redis_password), 0, 0, 256, NULL},
     {"redis.password_file", CT_STR, OFF(redis_password_file), 0, 0, 4096, NULL},
+    {"redis.sentinel_password", CT_STR, OFF(sentinel_password), 0, 0, 256, v_password},
+    {"redis.wait_replicas", CT_INT, OFF(wait_replicas), 0, 0, 16, NULL},
     {"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
     {"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
     {"locks", CT_SECTION, 0, 0, 0, 0, NULL},
@@ -227,6 +230,7 @@ static const struct ckey keys[] = {
     {"name", CT_STR, OFF(name), 0, 1, CFG_NAME_MAX, v_name},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+_Static_assert(NKEYS <= CFG_NKEYS_MAX, "raise CFG_NKEYS_MAX");
 
 void cfg_print_keys(void)
 {
@@ -256,6 +260,7 @@ void cfg_defaults(struct config *c)
 	c->key_prefix = strdup("lockd:");
 	c->redis_password = strdup("");
 	c->redis_password_file = strdup("");
+	c->sentinel_password = strdup("");
 	c->restart_exclusion_ms = -1;
 	c->reconnect_max_ms = 1000;
 	c->lease_ms = 30000;
@@ -311,6 +316,8 @@ void cfg_free(struct config *c)
 				free(arr[j]);
 		}
 	}
+	for (int j = 0; j < CONFIG_MAX_MASTERS; j++)
+		cfg_sentinel_free(&c->sentinel[j]);
 	for (int j = 0; j < CONFIG_MAX_LISTEN; j++) {
 		free(c->listen_tls[j].cert);
 		free(c->listen_tls[j].key);
@@ -334,24 +341,7 @@ int64_t cfg_exclusion_ms(const struct config *c)
 
 /* --- the loader --- */
 
-struct loader {
-	yaml_parser_t parser;
-	const char *name;
-	struct config *c;
-	char *err;
-	size_t errlen;
-	int failed;
-	const char *text; /* the whole input, for reader error positions */
-	size_t len;
-	unsigned char seen[NKEYS];
-	yaml_mark_t marks[NKEYS]; /* where each key was set, for cross-key checks */
-	const char *dir;          /* of the file, for relative paths; NULL: read no files */
-};
-
-static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
+int cfg_fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -368,7 +358,7 @@ static int fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
 	return -1;
 }
 
-static int next(struct loader *l, yaml_event_t *ev)
+int cfg_next(struct loader *l, yaml_event_t *ev)
 {
 	if (!yaml_parser_parse(&l->parser, ev)) {
 		yaml_mark_t m = l->parser.problem_mark;
@@ -384,15 +374,15 @@ static int next(struct loader *l, yaml_event_t *ev)
 				}
 			}
 		}
-		return fail(l, m, "YAML syntax error: %s%s%s",
-		            l->parser.problem ? l->parser.problem : "invalid document",
-		            l->parser.context ? " " : "",
-		            l->parser.context ? l->parser.context : "");
+		return cfg_fail(l, m, "YAML syntax error: %s%s%s",
+		                l->parser.problem ? l->parser.problem : "invalid document",
+		                l->parser.context ? " " : "",
+		                l->parser.context ? l->parser.context : "");
 	}
 	return 0;
 }
 
-static const char *type_name(yaml_event_type_t t)
+const char *cfg_type_name(yaml_event_type_t t)
 {
 	switch (t) {
 	case YAML_MAPPING_START_EVENT:
@@ -420,16 +410,16 @@ static int check_str(struct loader *l, const struct ckey *k, const char *v, size
                      yaml_mark_t m)
 {
 	if (memchr(v, '\0', len))
-		return fail(l, m, "%s: NUL byte in string", k->name);
+		return cfg_fail(l, m, "%s: NUL byte in string", k->name);
 	if (k->type == CT_STR && ((double)len < k->min || (double)len > k->max))
-		return fail(l, m, "%s: length must be %g to %g bytes", k->name, k->min, k->max);
+		return cfg_fail(l, m, "%s: length must be %g to %g bytes", k->name, k->min, k->max);
 	if (k->check) {
 		const char *why = k->check(v);
 		/* a password never goes into a message, which may be logged */
 		if (why && strstr(k->name, "password"))
-			return fail(l, m, "%s: %s", k->name, why);
+			return cfg_fail(l, m, "%s: %s", k->name, why);
 		if (why)
-			return fail(l, m, "%s: \"%s\": %s", k->name, v, why);
+			return cfg_fail(l, m, "%s: \"%s\": %s", k->name, v, why);
 	}
 	return 0;
 }
@@ -458,39 +448,39 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 	switch (k->type) {
 	case CT_INT: {
 		if (quoted || !is_plain_int(v))
-			return fail(l, m, "%s: expected an integer, got \"%s\"", k->name, v);
+			return cfg_fail(l, m, "%s: expected an integer, got \"%s\"", k->name, v);
 		errno = 0;
 		long long x = strtoll(v, NULL, 10);
 		if (errno || x < (long long)k->min || x > (long long)k->max)
-			return fail(l, m, "%s: %s is out of range (%.0f to %.0f)", k->name, v,
-			            k->min, k->max);
+			return cfg_fail(l, m, "%s: %s is out of range (%.0f to %.0f)", k->name, v,
+			                k->min, k->max);
 		*(int64_t *)((char *)l->c + k->off) = x;
 		return 0;
 	}
 	case CT_DOUBLE: {
 		char *end;
 		if (quoted || len == 0 || strspn(v, "0123456789.eE+-") != len)
-			return fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
+			return cfg_fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
 		errno = 0;
 		double x = strtod(v, &end);
 		if (*end || errno || !isfinite(x))
-			return fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
+			return cfg_fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
 		if (x < k->min || x > k->max)
-			return fail(l, m, "%s: %s is out of range (%g to %g)", k->name, v, k->min,
-			            k->max);
+			return cfg_fail(l, m, "%s: %s is out of range (%g to %g)", k->name, v,
+			                k->min, k->max);
 		*(double *)((char *)l->c + k->off) = x;
 		return 0;
 	}
 	case CT_BOOL: {
 		int t = !quoted && strcmp(v, "true") == 0, f = !quoted && strcmp(v, "false") == 0;
 		if (!t && !f)
-			return fail(l, m, "%s: expected true or false, got \"%s\"", k->name, v);
+			return cfg_fail(l, m, "%s: expected true or false, got \"%s\"", k->name, v);
 		*(int *)((char *)l->c + k->off) = t;
 		return 0;
 	}
 	case CT_STR: {
 		if (!quoted && (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0))
-			return fail(l, m, "%s: expected a string, got null", k->name);
+			return cfg_fail(l, m, "%s: expected a string, got null", k->name);
 		if (check_str(l, k, v, len, m))
 			return -1;
 		char **slot = str_at(l->c, k->off);
@@ -499,7 +489,7 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 		return 0;
 	}
 	default:
-		return fail(l, m, "%s: expected a list, got a scalar", k->name);
+		return cfg_fail(l, m, "%s: expected a list, got a scalar", k->name);
 	}
 }
 
@@ -517,17 +507,18 @@ static char *entry_str(struct loader *l, const char *what, yaml_event_t *ev)
 	size_t len = ev->data.scalar.length;
 
 	if (ev->type != YAML_SCALAR_EVENT) {
-		fail(l, ev->start_mark, "listen: %s: expected a string, got %s", what,
-		     type_name(ev->type));
+		cfg_fail(l, ev->start_mark, "listen: %s: expected a string, got %s", what,
+		         cfg_type_name(ev->type));
 		return NULL;
 	}
 	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
 	    (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0)) {
-		fail(l, ev->start_mark, "listen: %s: expected a string, got null", what);
+		cfg_fail(l, ev->start_mark, "listen: %s: expected a string, got null", what);
 		return NULL;
 	}
 	if (len == 0 || len > 4096 || memchr(v, '\0', len)) {
-		fail(l, ev->start_mark, "listen: %s: must be 1 to 4096 bytes, without NUL", what);
+		cfg_fail(l, ev->start_mark, "listen: %s: must be 1 to 4096 bytes, without NUL",
+		         what);
 		return NULL;
 	}
 	return strdup(v);
@@ -541,7 +532,7 @@ static int listen_tls(struct loader *l, struct cfg_tls *t, yaml_mark_t start)
 	yaml_event_t ev;
 
 	for (;;) {
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			return -1;
 		if (ev.type == YAML_MAPPING_END_EVENT) {
 			yaml_event_delete(&ev);
@@ -553,19 +544,19 @@ static int listen_tls(struct loader *l, struct cfg_tls *t, yaml_mark_t start)
 				i = j;
 		if (i < 0 || *slots[i]) {
 			if (ev.type != YAML_SCALAR_EVENT)
-				fail(l, ev.start_mark, "listen: tls: expected a key, got %s",
-				     type_name(ev.type));
+				cfg_fail(l, ev.start_mark, "listen: tls: expected a key, got %s",
+				         cfg_type_name(ev.type));
 			else
-				fail(l, ev.start_mark,
-				     i < 0 ? "listen: tls: unknown key \"%s\" "
-				             "(cert, key, ca)"
-				           : "listen: tls: duplicate key \"%s\"",
-				     (const char *)ev.data.scalar.value);
+				cfg_fail(l, ev.start_mark,
+				         i < 0 ? "listen: tls: unknown key \"%s\" "
+				                 "(cert, key, ca)"
+				               : "listen: tls: duplicate key \"%s\"",
+				         (const char *)ev.data.scalar.value);
 			yaml_event_delete(&ev);
 			return -1;
 		}
 		yaml_event_delete(&ev);
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			return -1;
 		char what[16];
 		snprintf(what, sizeof(what), "tls.%s", names[i]);
@@ -575,7 +566,7 @@ static int listen_tls(struct loader *l, struct cfg_tls *t, yaml_mark_t start)
 			return -1;
 	}
 	if (!t->cert || !t->key)
-		return fail(l, start, "listen: tls: needs both cert and key");
+		return cfg_fail(l, start, "listen: tls: needs both cert and key");
 	return 0;
 }
 
@@ -590,7 +581,7 @@ static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
 	int has_tls = 0;
 
 	for (;;) {
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			goto bad;
 		if (ev.type == YAML_MAPPING_END_EVENT) {
 			yaml_event_delete(&ev);
@@ -602,21 +593,23 @@ static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
 		int is_tls = name && strcmp(name, "tls") == 0;
 		if (!is_addr && !is_tls) {
 			if (name)
-				fail(l, ev.start_mark,
-				     "listen: unknown key \"%s\" in an entry (address, tls)", name);
+				cfg_fail(l, ev.start_mark,
+				         "listen: unknown key \"%s\" in an entry (address, tls)",
+				         name);
 			else
-				fail(l, ev.start_mark, "listen: expected a key, got %s",
-				     type_name(ev.type));
+				cfg_fail(l, ev.start_mark, "listen: expected a key, got %s",
+				         cfg_type_name(ev.type));
 			yaml_event_delete(&ev);
 			goto bad;
 		}
 		if ((is_addr && address) || (is_tls && has_tls)) {
-			fail(l, ev.start_mark, "listen: duplicate key \"%s\" in an entry", name);
+			cfg_fail(l, ev.start_mark, "listen: duplicate key \"%s\" in an entry",
+			         name);
 			yaml_event_delete(&ev);
 			goto bad;
 		}
 		yaml_event_delete(&ev);
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			goto bad;
 		if (is_addr) {
 			*m = ev.start_mark;
@@ -625,8 +618,8 @@ static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
 			if (!address)
 				goto bad;
 		} else if (ev.type != YAML_MAPPING_START_EVENT) {
-			fail(l, ev.start_mark, "listen: tls: expected a mapping, got %s",
-			     type_name(ev.type));
+			cfg_fail(l, ev.start_mark, "listen: tls: expected a mapping, got %s",
+			         cfg_type_name(ev.type));
 			yaml_event_delete(&ev);
 			goto bad;
 		} else {
@@ -638,7 +631,7 @@ static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
 		}
 	}
 	if (!address) {
-		fail(l, start, "listen: an entry needs an address");
+		cfg_fail(l, start, "listen: an entry needs an address");
 		goto bad;
 	}
 	return address;
@@ -659,50 +652,58 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 		arr[j] = NULL;
 	}
 	*count = 0;
+	int masters = k->off == OFF(masters); /* entries may be sentinel mappings */
+	if (masters)
+		for (int j = 0; j < CONFIG_MAX_MASTERS; j++)
+			cfg_sentinel_free(&l->c->sentinel[j]);
 	if (k->type == CT_LISTEN)
 		for (int j = 0; j < CONFIG_MAX_LISTEN; j++) {
 			free_tls(&l->c->listen_tls[j]);
 			memset(&l->c->listen_tls[j], 0, sizeof(l->c->listen_tls[j]));
 		}
 	for (;;) {
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			return -1;
 		if (ev.type == YAML_SEQUENCE_END_EVENT) {
 			yaml_event_delete(&ev);
 			break;
 		}
-		int entry = k->type == CT_LISTEN && ev.type == YAML_MAPPING_START_EVENT;
+		int entry =
+		    (k->type == CT_LISTEN || masters) && ev.type == YAML_MAPPING_START_EVENT;
 		if (ev.type != YAML_SCALAR_EVENT && !entry) {
-			fail(l, ev.start_mark, "%s: list items must be %s, got %s", k->name,
-			     k->type == CT_LISTEN ? "strings or mappings" : "strings",
-			     type_name(ev.type));
+			cfg_fail(l, ev.start_mark, "%s: list items must be %s, got %s", k->name,
+			         k->type == CT_LISTEN || masters ? "strings or mappings"
+			                                         : "strings",
+			         cfg_type_name(ev.type));
 			yaml_event_delete(&ev);
 			return -1;
 		}
 		if (n >= (int)k->max) {
-			fail(l, ev.start_mark, "%s: at most %.0f entries", k->name, k->max);
+			cfg_fail(l, ev.start_mark, "%s: at most %.0f entries", k->name, k->max);
 			yaml_event_delete(&ev);
 			return -1;
 		}
 		yaml_mark_t vm = ev.start_mark;
-		char *v = entry ? listen_entry(l, &l->c->listen_tls[n], &vm)
-		                : strdup((const char *)ev.data.scalar.value);
+		char *v = entry && masters ? cfg_master_entry(l, &l->c->sentinel[n], &vm)
+		          : entry          ? listen_entry(l, &l->c->listen_tls[n], &vm)
+		                           : strdup((const char *)ev.data.scalar.value);
 		size_t vlen = entry ? (v ? strlen(v) : 0) : ev.data.scalar.length;
 		yaml_event_delete(&ev);
-		if (!v || check_str(l, k, v, vlen, vm) ||
-		    (v[0] == '\0' && fail(l, vm, "%s: empty entry", k->name))) {
+		/* a sentinel entry's name was checked by cfg_master_entry */
+		if (!v || (!(entry && masters) && check_str(l, k, v, vlen, vm)) ||
+		    (v[0] == '\0' && cfg_fail(l, vm, "%s: empty entry", k->name))) {
 			free(v);
 			return -1;
 		}
 		for (int j = 0; j < n; j++)
 			if (strcmp(arr[j], v) == 0) {
-				fail(l, vm, "%s: \"%s\" is listed twice", k->name, v);
+				cfg_fail(l, vm, "%s: \"%s\" is listed twice", k->name, v);
 				free(v);
 				return -1;
 			}
 		if (k->type == CT_LISTEN && l->c->listen_tls[n].cert &&
 		    strncmp(v, "unix:", 5) == 0) {
-			fail(l, vm, "%s: \"%s\": tls is for TCP listeners only", k->name, v);
+			cfg_fail(l, vm, "%s: \"%s\": tls is for TCP listeners only", k->name, v);
 			free(v);
 			return -1;
 		}
@@ -710,7 +711,7 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 		*count = n;
 	}
 	if (n < (int)k->min)
-		return fail(l, start, "%s: needs at least %.0f entry", k->name, k->min);
+		return cfg_fail(l, start, "%s: needs at least %.0f entry", k->name, k->min);
 	return 0;
 }
 
@@ -720,14 +721,15 @@ static int parse_mapping(struct loader *l, const char *prefix)
 	yaml_event_t ev;
 
 	for (;;) {
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			return -1;
 		if (ev.type == YAML_MAPPING_END_EVENT) {
 			yaml_event_delete(&ev);
 			return 0;
 		}
 		if (ev.type != YAML_SCALAR_EVENT) {
-			fail(l, ev.start_mark, "expected a key, got %s", type_name(ev.type));
+			cfg_fail(l, ev.start_mark, "expected a key, got %s",
+			         cfg_type_name(ev.type));
 			yaml_event_delete(&ev);
 			return -1;
 		}
@@ -740,35 +742,35 @@ static int parse_mapping(struct loader *l, const char *prefix)
 		yaml_event_delete(&ev);
 		int i = dotted ? -1 : lookup(name);
 		if (i < 0)
-			return fail(l, km, "unknown key \"%s\"", name);
+			return cfg_fail(l, km, "unknown key \"%s\"", name);
 		if (l->seen[i])
-			return fail(l, km, "duplicate key \"%s\" (first set at line %zu)", name,
-			            l->marks[i].line + 1);
+			return cfg_fail(l, km, "duplicate key \"%s\" (first set at line %zu)", name,
+			                l->marks[i].line + 1);
 		l->seen[i] = 1;
 		l->marks[i] = km;
 
 		const struct ckey *k = &keys[i];
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			return -1;
 		int rc;
 		if (k->type == CT_SECTION) {
 			if (ev.type != YAML_MAPPING_START_EVENT)
-				rc = fail(l, ev.start_mark, "%s: expected a mapping, got %s", name,
-				          type_name(ev.type));
+				rc = cfg_fail(l, ev.start_mark, "%s: expected a mapping, got %s",
+				              name, cfg_type_name(ev.type));
 			else
 				rc = parse_mapping(l, name);
 		} else if (k->type == CT_LIST || k->type == CT_LISTEN) {
 			if (ev.type != YAML_SEQUENCE_START_EVENT)
-				rc = fail(l, ev.start_mark, "%s: expected a list, got %s", name,
-				          type_name(ev.type));
+				rc = cfg_fail(l, ev.start_mark, "%s: expected a list, got %s", name,
+				              cfg_type_name(ev.type));
 			else
 				rc = set_list(l, k, ev.start_mark);
 		} else if (ev.type != YAML_SCALAR_EVENT) {
-			rc = fail(l, ev.start_mark, "%s: expected a %s, got %s", name,
-			          k->type == CT_STR    ? "string"
-			          : k->type == CT_BOOL ? "boolean"
-			                               : "number",
-			          type_name(ev.type));
+			rc = cfg_fail(l, ev.start_mark, "%s: expected a %s, got %s", name,
+			              k->type == CT_STR    ? "string"
+			              : k->type == CT_BOOL ? "boolean"
+			                                   : "number",
+			              cfg_type_name(ev.type));
 		} else {
 			rc = set_scalar(l, k, &ev);
 		}
@@ -784,7 +786,7 @@ static int parse_document(struct loader *l)
 	int rc = 0;
 
 	for (;;) {
-		if (next(l, &ev))
+		if (cfg_next(l, &ev))
 			return -1;
 		yaml_event_type_t t = ev.type;
 		yaml_mark_t m = ev.start_mark;
@@ -803,7 +805,7 @@ static int parse_document(struct loader *l)
 			return rc;
 		case YAML_MAPPING_START_EVENT:
 			if (rc == 1)
-				return fail(l, m, "only one YAML document is allowed");
+				return cfg_fail(l, m, "only one YAML document is allowed");
 			if (parse_mapping(l, ""))
 				return -1;
 			rc = 1;
@@ -814,7 +816,7 @@ static int parse_document(struct loader *l)
 				continue;
 			/* fallthrough */
 		default:
-			return fail(l, m, "the top level must be a mapping of keys");
+			return cfg_fail(l, m, "the top level must be a mapping of keys");
 		}
 	}
 }
@@ -855,15 +857,17 @@ static int listen_checks(struct loader *l)
 			continue;
 		for (int j = 0; j < i; j++)
 			if (listen_ip(c->listen[j], &ips[j]) == 0 && ip_clash(&ips[j], &ips[i]))
-				return fail(l, lm,
-				            "listen: \"%s\" and \"%s\" cannot both be bound (the "
-				            "same port on overlapping addresses)",
-				            c->listen[j], c->listen[i]);
+				return cfg_fail(
+				    l, lm,
+				    "listen: \"%s\" and \"%s\" cannot both be bound (the "
+				    "same port on overlapping addresses)",
+				    c->listen[j], c->listen[i]);
 		if (c->metrics_listen[0] && !addr_parse(c->metrics_listen, 0, 1, &a) &&
 		    !ip_of(&a, &mip) && ip_clash(&mip, &ips[i]))
-			return fail(l, l->marks[lookup("metrics.listen")],
-			            "metrics.listen: \"%s\" and listen \"%s\" cannot both be bound",
-			            c->metrics_listen, c->listen[i]);
+			return cfg_fail(
+			    l, l->marks[lookup("metrics.listen")],
+			    "metrics.listen: \"%s\" and listen \"%s\" cannot both be bound",
+			    c->metrics_listen, c->listen[i]);
 	}
 	static const char *const pw[][2] = {{"password", "password_file"},
 	                                    {"redis.password", "redis.password_file"}};
@@ -871,16 +875,17 @@ static int listen_checks(struct loader *l)
 		int p = lookup(pw[i][0]), f = lookup(pw[i][1]);
 		const char *pv = *str_at(l->c, keys[p].off), *fv = *str_at(l->c, keys[f].off);
 		if (l->seen[p] && pv[0] && fv[0])
-			return fail(l, l->marks[f], "%s and %s are both set; keep one", pw[i][0],
-			            pw[i][1]);
+			return cfg_fail(l, l->marks[f], "%s and %s are both set; keep one",
+			                pw[i][0], pw[i][1]);
 	}
 	const char *open = cfg_open_listener(c);
 	if (open && !c->allow_unauthenticated)
-		return fail(l, lm,
-		            "listen: \"%s\" is not a loopback address and clients need no "
-		            "password: set password or password_file, or allow_unauthenticated: "
-		            "true",
-		            open);
+		return cfg_fail(
+		    l, lm,
+		    "listen: \"%s\" is not a loopback address and clients need no "
+		    "password: set password or password_file, or allow_unauthenticated: "
+		    "true",
+		    open);
 	return 0;
 }
 
@@ -896,28 +901,31 @@ static int cross_checks(struct loader *l)
 	struct config *c = l->c;
 	int i = lookup("limits.max_key_len");
 	if (c->max_key_len > c->max_line)
-		return fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
-		            "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
-		            (long long)c->max_key_len, (long long)c->max_line);
+		return cfg_fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
+		                "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
+		                (long long)c->max_key_len, (long long)c->max_line);
 	i = lookup("redis.timeout_ms");
 	if (c->timeout_ms * 3 >= c->lease_ms)
-		return fail(l, l->marks[l->seen[i] ? i : lookup("locks.lease_ms")],
-		            "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
-		            "(%lld)",
-		            (long long)c->timeout_ms, (long long)c->lease_ms);
+		return cfg_fail(
+		    l, l->marks[l->seen[i] ? i : lookup("locks.lease_ms")],
+		    "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
+		    "(%lld)",
+		    (long long)c->timeout_ms, (long long)c->lease_ms);
 	i = lookup("limits.max_output_bytes");
 	int64_t least = c->max_line * CFG_MIN_OUTPUT_LINES;
 	least = least > CFG_MIN_OUTPUT ? least : CFG_MIN_OUTPUT;
 	if (c->max_output_bytes > 0 && c->max_output_bytes < least)
-		return fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
-		            "limits.max_output_bytes (%lld) must be 0 (no limit) or at least %lld "
-		            "(65536, and %d times limits.max_line)",
-		            (long long)c->max_output_bytes, (long long)least, CFG_MIN_OUTPUT_LINES);
+		return cfg_fail(
+		    l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
+		    "limits.max_output_bytes (%lld) must be 0 (no limit) or at least %lld "
+		    "(65536, and %d times limits.max_line)",
+		    (long long)c->max_output_bytes, (long long)least, CFG_MIN_OUTPUT_LINES);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)
-		return fail(l, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],
-		            "sessions.grace_ms (%lld) must not exceed sessions.max_grace_ms (%lld)",
-		            (long long)c->grace_ms, (long long)c->max_grace_ms);
+		return cfg_fail(
+		    l, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],
+		    "sessions.grace_ms (%lld) must not exceed sessions.max_grace_ms (%lld)",
+		    (long long)c->grace_ms, (long long)c->max_grace_ms);
 	return listen_checks(l);
 }
 
@@ -946,10 +954,10 @@ static int read_secret(struct loader *l, const char *fkey, const char *pkey, int
 		snprintf(path, sizeof(path), "%s/%s", creds && creds[0] ? creds : l->dir, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return fail(l, m, "%s: %s: cannot open: %s", fkey, path, strerror(errno));
+		return cfg_fail(l, m, "%s: %s: cannot open: %s", fkey, path, strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return fail(l, m, "%s: %s: not a regular file", fkey, path);
+		return cfg_fail(l, m, "%s: %s: not a regular file", fkey, path);
 	}
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
 		if (r < 0 && errno == EINTR)
@@ -984,7 +992,7 @@ static int read_secret(struct loader *l, const char *fkey, const char *pkey, int
 		*slot = strdup(buf);
 	}
 	explicit_bzero(buf, sizeof(buf));
-	return why ? fail(l, m, "%s: %s: %s", fkey, path, why) : 0;
+	return why ? cfg_fail(l, m, "%s: %s: %s", fkey, path, why) : 0;
 }
 
 static int load(struct config *c, struct loader *l)

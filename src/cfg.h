@@ -7,12 +7,21 @@
 
 #define CONFIG_MAX_MASTERS 15
 #define CONFIG_MAX_LISTEN  16
+#define CONFIG_MAX_SEEDS   8 /* Sentinels of one redis.masters entry */
 
 /* The TLS files of a listen entry; all NULL for plain TCP. */
 struct cfg_tls {
 	char *cert; /* PEM certificate chain */
 	char *key;  /* PEM private key */
 	char *ca;   /* PEM CA certificates; set: clients need a certificate */
+};
+
+/* A redis.masters entry that is a Sentinel-managed primary; nseeds 0: the
+ * entry is a standalone master (its "HOST:PORT" in masters[i]). */
+struct cfg_sentinel {
+	char *seeds[CONFIG_MAX_SEEDS]; /* "HOST:PORT" of its Sentinels, asked in order */
+	int nseeds;
+	char *name; /* the primary's name the Sentinels monitor */
 };
 
 struct config {
@@ -26,8 +35,11 @@ struct config {
 	char *log_level;           /* error, warn, info, debug */
 	char *log_target;          /* stderr or syslog */
 
-	char *masters[CONFIG_MAX_MASTERS];
+	char *masters[CONFIG_MAX_MASTERS]; /* "HOST:PORT", or "sentinel:NAME" (sentinel[i]) */
 	int nmasters;
+	struct cfg_sentinel sentinel[CONFIG_MAX_MASTERS]; /* of masters[i] */
+	char *sentinel_password;                          /* AUTH on every Sentinel; "" for none */
+	int64_t wait_replicas; /* replicas that must acknowledge a batch of writes */
 	int64_t timeout_ms;
 	char *key_prefix;
 	char *redis_password;

@@ -78,6 +78,9 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->on_up = mb_up;
 	o->on_down = mb_down;
 	o->name = c->name;
+	o->wait_replicas = c->wait_replicas;
+	o->sentinel_password = c->sentinel_password;
+	o->sentinel = c->sentinel;
 }
 
 static void mb_opts_from(const struct config *c, struct mb_opts *o)
@@ -194,8 +197,23 @@ static void keep_fixed(struct config *n, const struct config *o)
 			n->listen[i] = strdup(o->listen[i]);
 		n->nlisten = o->nlisten;
 	}
-	if (!same_list(n->masters, n->nmasters, o->masters, o->nmasters)) {
+	int same = same_list(n->masters, n->nmasters, o->masters, o->nmasters);
+	for (int i = 0; same && i < o->nmasters; i++) /* a sentinel entry's Sentinels too */
+		same = same_list(n->sentinel[i].seeds, n->sentinel[i].nseeds, o->sentinel[i].seeds,
+		                 o->sentinel[i].nseeds);
+	if (!same) {
 		log_warn("reload: redis.masters cannot change at runtime; keeping the old value");
+		for (int i = 0; i < CONFIG_MAX_MASTERS; i++) {
+			struct cfg_sentinel *ns = &n->sentinel[i];
+			const struct cfg_sentinel *os = &o->sentinel[i];
+			for (int j = 0; j < ns->nseeds; j++)
+				free(ns->seeds[j]);
+			free(ns->name);
+			ns->name = os->name ? strdup(os->name) : NULL;
+			for (int j = 0; j < os->nseeds; j++)
+				ns->seeds[j] = strdup(os->seeds[j]);
+			ns->nseeds = os->nseeds;
+		}
 		for (int i = 0; i < n->nmasters; i++)
 			free(n->masters[i]);
 		for (int i = 0; i < o->nmasters; i++)
@@ -210,6 +228,7 @@ static void keep_fixed(struct config *n, const struct config *o)
 	    {"unix_socket_mode", &n->unix_socket_mode, o->unix_socket_mode},
 	    {"redis.key_prefix", &n->key_prefix, o->key_prefix},
 	    {"redis.password", &n->redis_password, o->redis_password},
+	    {"redis.sentinel_password", &n->sentinel_password, o->sentinel_password},
 	    {"metrics.listen", &n->metrics_listen, o->metrics_listen},
 	};
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)

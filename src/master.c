@@ -30,28 +30,8 @@
 #include "log.h"
 #include "master.h"
 #include "master_int.h"
+#include "sentinel.h"
 #include "slab.h"
-
-/* One request on the wire. Freed only from its hiredis callback, which
- * hiredis runs exactly once (with NULL when the context goes away). */
-struct mreq {
-	struct ilink link; /* on master.inflight until answered or failed */
-	struct master *m;
-	master_reply_fn *fn;
-	void *arg;
-	int64_t sent_us;   /* written out (stamp_written), or 0 */
-	int64_t queued_us; /* handed to hiredis */
-	int script;        /* -1 or the script, for the NOSCRIPT fallback */
-	int argc;
-	const char **argv;
-	const size_t *argvlen;
-	int done; /* fn has run (the request failed); only the free is left */
-	/* A batch: one script call carrying the calls of a loop turn. */
-	struct mreq *items; /* the carrier's calls, in order (their own fn, arg) */
-	int nitems;
-	struct mreq *item_next; /* a call's next in its carrier */
-	size_t nkeys;           /* a batchable call's number of keys (its argv[2]) */
-};
 
 #define BATCH_MAX 128 /* calls per batch: a script blocks its master while it runs */
 
@@ -95,19 +75,13 @@ static void start_connect(struct master *m);
 static struct ilist dirtyq;
 static struct event *flush_ev;
 
-/* The RESP of the command being sent: hiredis copies it into its own
- * buffer (redisAsyncFormattedCommand), so one buffer serves every call,
- * and a script call is never formatted by printf-like code. */
-static char *fbuf;
-static size_t fcap, flen;
-
 const char *master_state_name(enum master_state s)
 {
-	static const char *const names[] = {"down", "connecting", "handshake", "up"};
+	static const char *const names[] = {"down", "resolving", "connecting", "handshake", "up"};
 	return names[s];
 }
 
-static struct mreq *mreq_get(void)
+struct mreq *mreq_get(void)
 {
 	if (!req_slab.size)
 		slab_init(&req_slab, sizeof(struct mreq));
@@ -126,7 +100,7 @@ static void mark_dirty(struct master *m)
 		event_active(flush_ev, EV_TIMEOUT, 0);
 }
 
-static void mreq_put(struct mreq *r)
+void mreq_put(struct mreq *r)
 {
 	slab_free(&req_slab, r);
 }
@@ -151,6 +125,14 @@ static int64_t progress_us(const struct master *m, const struct ilink *oldest)
 	if (!sent) /* a burst the master still reads is not a fault */
 		sent = m->wrote_us > r->queued_us ? m->wrote_us : r->queued_us;
 	return m->last_reply_us > sent ? m->last_reply_us : sent;
+}
+
+/* How long the oldest request may go unanswered: timeout_ms, and for a
+ * WAIT also its own timeout and the server's granularity for it. */
+static int64_t allow_us(const struct ilink *oldest)
+{
+	const struct mreq *r = ilist_entry(oldest, struct mreq, link);
+	return (opts.timeout_ms + (r->is_wait ? mrepl_wait_allow_ms() : 0)) * 1000;
 }
 
 /* The oldest request waits in our output buffer while the socket takes
@@ -228,7 +210,7 @@ static void arm_timer(struct master *m)
 	if (m->state == MS_CONNECTING || m->state == MS_HANDSHAKE) {
 		deadline = m->state_since_us + master_slow_ms(&opts) * 1000;
 	} else if (l) {
-		deadline = progress_us(m, l) + opts.timeout_ms * 1000;
+		deadline = progress_us(m, l) + allow_us(l);
 	} else {
 		event_del(m->timer);
 		return;
@@ -238,8 +220,16 @@ static void arm_timer(struct master *m)
 
 /* Give r its answer (NULL: it failed): a batch hands each of its calls
  * its own element of the reply (the whole reply if it is an error). */
-static void req_answer(struct master *m, struct mreq *r, redisReply *rep)
+void req_answer(struct master *m, struct mreq *r, redisReply *rep)
 {
+	if (r->is_wait) {
+		mrepl_wait_answer(m, r, rep);
+		return;
+	}
+	if (r->waiter) { /* failed before its reply came: its WAIT answers nothing */
+		r->waiter->wait_of = NULL;
+		r->waiter = NULL;
+	}
 	if (!r->items) {
 		r->fn(m, rep, r->arg);
 		return;
@@ -262,7 +252,7 @@ static void req_answer(struct master *m, struct mreq *r, redisReply *rep)
 
 /* Drop the connection: fail what is in flight, reconnect later.
  * free_ctx is 0 when hiredis is already tearing the context down. */
-static void master_drop(struct master *m, const char *why, int free_ctx)
+void master_drop(struct master *m, const char *why, int free_ctx)
 {
 	struct redisAsyncContext *ac = m->ac;
 	struct ilink *l;
@@ -315,14 +305,14 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			            1);
 			return;
 		}
-	} else if (l && now - progress_us(m, l) >= opts.timeout_ms * 1000) {
+	} else if (l && now - progress_us(m, l) >= allow_us(l)) {
 		/* Our own loop may have been busy while the answer waited in
 		 * the socket: read what has arrived before blaming the master. */
 		redisAsyncHandleRead(m->ac);
 		if (m->state != MS_UP)
 			return; /* the read found the connection gone */
 		l = ilist_first(&m->inflight);
-		if (l && now_us() - progress_us(m, l) >= opts.timeout_ms * 1000 &&
+		if (l && now_us() - progress_us(m, l) >= allow_us(l) &&
 		    !flush_if_writable(m, ilist_entry(l, struct mreq, link))) {
 			char why[160];
 			struct mreq *r = ilist_entry(l, struct mreq, link);
@@ -344,8 +334,6 @@ static int is_noscript(const redisReply *r)
 {
 	return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
-
-static int send_req(struct master *m, struct mreq *r, int use_eval);
 
 static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 {
@@ -373,7 +361,12 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 		/* Someone flushed the script cache: send the body, which also
 		 * loads it again for the EVALSHAs that follow. */
 		log_info("master %s: NOSCRIPT, sending script %d by EVAL", m->name, r->script);
+		if (r->waiter) { /* its WAIT is for nothing now: a new one follows */
+			r->waiter->wait_of = NULL;
+			r->waiter = NULL;
+		}
 		if (send_req(m, r, 1) == 0) {
+			mrepl_send_wait(m, r);
 			mark_dirty(m);
 			return;
 		}
@@ -382,103 +375,27 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 		mreq_put(r);
 		return;
 	}
+	if (r->held_set < 0) { /* its WAIT could not be sent: it counts nowhere */
+		req_answer(m, r, NULL);
+		mreq_put(r);
+		arm_timer(m);
+		return;
+	}
+	if (r->waiter) { /* a write: answered once its WAIT is (wait_answer) */
+		r->held = mfmt_dup(rep);
+		r->held_set = 1;
+		arm_timer(m);
+		return;
+	}
 	req_answer(m, r, rep);
 	mreq_put(r);
 	arm_timer(m);
 }
 
-static void f_room(size_t n)
+int send_req(struct master *m, struct mreq *r, int use_eval)
 {
-	if (flen + n <= fcap)
-		return;
-	size_t cap = fcap ? fcap : 4096;
-	while (cap < flen + n)
-		cap *= 2;
-	char *p = realloc(fbuf, cap);
-	if (!p)
-		abort();
-	fbuf = p;
-	fcap = cap;
-}
-
-/* Append c followed by the decimal n and CRLF ("*3\r\n", "$5\r\n"). */
-static void f_num(char c, size_t n)
-{
-	char tmp[24];
-	int i = (int)sizeof(tmp);
-	tmp[--i] = '\n';
-	tmp[--i] = '\r';
-	do
-		tmp[--i] = (char)('0' + n % 10);
-	while ((n /= 10) && i > 1);
-	tmp[--i] = c;
-	memcpy(fbuf + flen, tmp + i, sizeof(tmp) - (size_t)i);
-	flen += sizeof(tmp) - (size_t)i;
-}
-
-/* One bulk string; room for its header (at most 24 bytes) is made here. */
-static void f_arg(const char *p, size_t n)
-{
-	f_room(n + 24 + 2);
-	if (n < 10) { /* most arguments are short: no division */
-		memcpy(fbuf + flen, "$0\r\n", 4);
-		fbuf[flen + 1] = (char)('0' + n);
-		flen += 4;
-	} else {
-		f_num('$', n);
-	}
-	memcpy(fbuf + flen, p, n);
-	memcpy(fbuf + flen + n, "\r\n", 2);
-	flen += n + 2;
-}
-
-/* Format r (a command, a script call, or a batch of script calls: their
- * keys one after another, then their arguments) into fbuf. */
-static void format_req(const struct mreq *r, int use_eval)
-{
-	flen = 0;
-	f_room(24);
-	if (r->script < 0) {
-		f_num('*', (size_t)r->argc);
-		for (int i = 0; i < r->argc; i++)
-			f_arg(r->argv[i], r->argvlen[i]);
-		return;
-	}
-	const char *sha = script_sha((enum script_id)r->script);
-	const char *body = script_body((enum script_id)r->script);
-	if (!sha)
-		use_eval = 1;
-	const char *a0 = use_eval ? "EVAL" : "EVALSHA", *a1 = use_eval ? body : sha;
-	if (!r->items) {
-		f_num('*', (size_t)r->argc);
-		f_arg(a0, strlen(a0));
-		f_arg(a1, strlen(a1));
-		for (int i = 2; i < r->argc; i++)
-			f_arg(r->argv[i], r->argvlen[i]);
-		return;
-	}
-	size_t keys = 0, args = 0;
-	for (const struct mreq *it = r->items; it; it = it->item_next) {
-		keys += it->nkeys;
-		args += (size_t)it->argc - 3;
-	}
-	char nk[24];
-	int nkl = snprintf(nk, sizeof(nk), "%zu", keys);
-	f_num('*', 3 + args);
-	f_arg(a0, strlen(a0));
-	f_arg(a1, strlen(a1));
-	f_arg(nk, (size_t)nkl);
-	for (const struct mreq *it = r->items; it; it = it->item_next)
-		for (size_t i = 3; i < 3 + it->nkeys; i++)
-			f_arg(it->argv[i], it->argvlen[i]);
-	for (const struct mreq *it = r->items; it; it = it->item_next)
-		for (size_t i = 3 + it->nkeys; i < (size_t)it->argc; i++)
-			f_arg(it->argv[i], it->argvlen[i]);
-}
-
-static int send_req(struct master *m, struct mreq *r, int use_eval)
-{
-	format_req(r, use_eval);
+	size_t flen;
+	const char *fbuf = mfmt_req(r, use_eval, &flen);
 	if (redisAsyncFormattedCommand(m->ac, reply_cb, r, fbuf, flen) != REDIS_OK)
 		return -1;
 	r->sent_us = 0; /* stamp_written sets it once it is on the wire */
@@ -501,6 +418,7 @@ static void flush_pend(struct master *m, int from_loop)
 {
 	if (m->state == MS_UP && now_us() - m->gen_at_us > GEN_REFRESH_US)
 		send_gen(m, gen_cb);
+	mrepl_refresh(m);
 	while (m->pend.len) {
 		struct mreq *first = ilist_entry(ilist_first(&m->pend), struct mreq, link);
 		struct mreq *head = NULL, **tail = &head;
@@ -525,7 +443,9 @@ static void flush_pend(struct master *m, int from_loop)
 			c->items = head;
 			c->nitems = n;
 		}
-		if (!c || send_req(m, c, 0) != 0) {
+		if (c && send_req(m, c, 0) == 0) {
+			mrepl_send_wait(m, c);
+		} else {
 			if (c && c != head) {
 				c->items = NULL;
 				mreq_put(c);
@@ -579,8 +499,8 @@ static struct mreq *req_new(struct master *m, int script, int argc, const char *
 	return r;
 }
 
-static int call_any(struct master *m, int script, int argc, const char **argv,
-                    const size_t *argvlen, master_reply_fn *fn, void *arg)
+int call_any(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
+             master_reply_fn *fn, void *arg)
 {
 	struct mreq *r;
 
@@ -594,6 +514,7 @@ static int call_any(struct master *m, int script, int argc, const char **argv,
 		mreq_put(r);
 		return -1;
 	}
+	mrepl_send_wait(m, r);
 	mark_dirty(m);
 	return 0;
 }
@@ -622,7 +543,7 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 
 static const char *const load_argv[] = {"SCRIPT", "LOAD", NULL};
 
-static void hs_fail(struct master *m, redisReply *r, const char *what)
+void master_hs_fail(struct master *m, redisReply *r, const char *what)
 {
 	char why[160];
 	snprintf(why, sizeof(why), "%s: %s", what,
@@ -636,13 +557,13 @@ static void hs_fail(struct master *m, redisReply *r, const char *what)
 static void hs_auth_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (!r || r->type == REDIS_REPLY_ERROR)
-		hs_fail(m, r, "AUTH");
+		master_hs_fail(m, r, "AUTH");
 }
 
 static void hs_load_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (!r || r->type != REDIS_REPLY_STRING) {
-		hs_fail(m, r, "SCRIPT LOAD");
+		master_hs_fail(m, r, "SCRIPT LOAD");
 		return;
 	}
 	script_set_sha((enum script_id)(intptr_t)arg, r->str, r->len);
@@ -690,7 +611,7 @@ static void send_gen(struct master *m, master_reply_fn *fn)
 static void hs_gen_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (!r || r->type != REDIS_REPLY_INTEGER)
-		hs_fail(m, r, "the connection epoch");
+		master_hs_fail(m, r, "the connection epoch");
 }
 
 /* A refresh that failed is tried again with the next request; until the
@@ -736,11 +657,18 @@ static void go_up(struct master *m)
 	set_state(m, MS_UP);
 	m->backoff_ms = 10;
 	m->last_error[0] = '\0';
-	log_info("master %s up", m->name);
+	if (m->sn)
+		log_info("master %s up (%s)", m->name, m->node);
+	else
+		log_info("master %s up", m->name);
 	m->sub_backoff_ms = 10;
 	sub_start(m);
 	int restarted = m->restarted;
 	m->restarted = 0;
+	restarted = mrepl_restart(m, restarted);
+	snprintf(m->up_node, sizeof(m->up_node), "%s", m->node);
+	m->replicas = m->hs_replicas;
+	m->role_at_us = now_us();
 	if (opts.on_up)
 		opts.on_up(m, restarted, m->has_marker);
 	arm_timer(m);
@@ -749,7 +677,7 @@ static void go_up(struct master *m)
 static void hs_info_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (!r || r->type != REDIS_REPLY_STRING) {
-		hs_fail(m, r, "INFO");
+		master_hs_fail(m, r, "INFO");
 		return;
 	}
 	const char *p = strstr(r->str, "run_id:");
@@ -773,7 +701,7 @@ static void hs_info_cb(struct master *m, redisReply *r, void *arg)
 static void hs_marker_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (!r || r->type != REDIS_REPLY_INTEGER) {
-		hs_fail(m, r, "EXISTS marker");
+		master_hs_fail(m, r, "EXISTS marker");
 		return;
 	}
 	m->has_marker = r->integer > 0;
@@ -822,6 +750,7 @@ static void connect_cb(const redisAsyncContext *cac, int status)
 	static const char *info_argv[] = {"INFO", "server"};
 	static const size_t info_len[] = {4, 6};
 	call_any(m, -1, 2, info_argv, info_len, hs_info_cb, NULL);
+	mrepl_hs_role(m);
 	static const char *ex_argv[2];
 	static size_t ex_len[2];
 	ex_argv[0] = "EXISTS";
@@ -843,6 +772,8 @@ static void disconnect_cb(const redisAsyncContext *ac, int status)
 
 static void start_connect(struct master *m)
 {
+	snprintf(m->node, sizeof(m->node), strchr(m->addr.host, ':') ? "[%s]:%d" : "%s:%d",
+	         m->addr.host, m->addr.port);
 	redisAsyncContext *ac = redisAsyncConnect(m->addr.host, m->addr.port);
 
 	if (!ac || ac->err) {
@@ -867,9 +798,44 @@ static void start_connect(struct master *m)
 	arm_timer(m);
 }
 
+/* A sentinel entry: the Sentinels named its primary (or none did). */
+static void resolved_cb(struct master *m, const char *host, int port, const char *why)
+{
+	if (m->state != MS_RESOLVING)
+		return;
+	if (!host) {
+		master_drop(m, why, 0);
+		return;
+	}
+	if (!(strcmp(m->addr.host, host) == 0 && m->addr.port == port))
+		log_info("master %s: the Sentinels name %s:%d as the primary", m->name, host, port);
+	snprintf(m->addr.host, sizeof(m->addr.host), "%s", host);
+	m->addr.port = port;
+	start_connect(m);
+}
+
+/* The Sentinels announced a failover: a connection to another node is
+ * dropped at once (the old primary may accept writes for seconds), and
+ * the primary resolved again. */
+static void switch_cb(struct master *m, const char *host, int port)
+{
+	if (m->state == MS_DOWN || m->state == MS_RESOLVING)
+		return; /* resolves by itself when it reconnects */
+	if (strcmp(m->addr.host, host) == 0 && m->addr.port == port)
+		return;
+	m->backoff_ms = 10;
+	master_drop(m, "+switch-master: the Sentinels moved the primary", 1);
+}
+
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg)
 {
-	start_connect(arg);
+	struct master *m = arg;
+	if (!m->sn) {
+		start_connect(m);
+		return;
+	}
+	set_state(m, MS_RESOLVING);
+	sn_resolve(m->sn, resolved_cb);
 }
 
 int masters_init(struct event_base *b, char **names, int n, const struct master_opts *o)
@@ -878,6 +844,9 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	opts = *o;
 	opts.password = strdup(o->password);
 	opts.prefix = NULL; /* the config's copy goes away on reload; used only here */
+	opts.sentinel = NULL;
+	opts.sentinel_password = NULL; /* sn_new copies them */
+	mrepl_set_opts(&opts);
 	nmasters = n;
 	masters = calloc((size_t)n, sizeof(*masters));
 	ilist_init(&dirtyq);
@@ -897,15 +866,25 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		struct master *m = &masters[i];
 		m->idx = i;
 		m->name = strdup(names[i]);
-		if (addr_parse(names[i], 0, 0, &m->addr))
-			return -1;
 		ilist_init(&m->inflight);
 		ilist_init(&m->pend);
 		m->timer = evtimer_new(base, timer_cb, m);
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->sub_timer = evtimer_new(base, sub_timer_cb, m);
 		m->backoff_ms = 10;
-		start_connect(m);
+		snprintf(m->node, sizeof(m->node), "-");
+		const struct cfg_sentinel *c = o->sentinel ? &o->sentinel[i] : NULL;
+		if (c && c->nseeds > 0) {
+			struct sn_opts so = {o->sentinel_password ? o->sentinel_password : "",
+			                     o->timeout_ms, o->reconnect_max_ms, switch_cb};
+			if (!(m->sn = sn_new(base, m, c, &so)))
+				return -1;
+			reconnect_cb(-1, 0, m);
+		} else {
+			if (addr_parse(names[i], 0, 0, &m->addr))
+				return -1;
+			start_connect(m);
+		}
 		m->reconnects = 0;
 	}
 	return 0;
@@ -915,6 +894,8 @@ void masters_set_opts(const struct master_opts *o)
 {
 	opts.timeout_ms = o->timeout_ms;
 	opts.reconnect_max_ms = o->reconnect_max_ms;
+	opts.wait_replicas = o->wait_replicas;
+	mrepl_set_opts(&opts);
 	if (o->name && (!lockd_name || strcmp(o->name, lockd_name) != 0)) {
 		char *n = strdup(o->name);
 		if (!n)
@@ -942,6 +923,8 @@ void masters_shutdown(void)
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
 		event_del(m->retry);
+		sn_free(m->sn);
+		m->sn = NULL;
 		event_free(m->retry);
 		event_free(m->timer);
 		event_free(m->sub_timer);
@@ -954,9 +937,7 @@ void masters_shutdown(void)
 	if (flush_ev)
 		event_free(flush_ev);
 	flush_ev = NULL;
-	free(fbuf);
-	fbuf = NULL;
-	fcap = flen = 0;
+	mfmt_free();
 	masters = NULL;
 	nmasters = 0;
 	slab_destroy(&req_slab);

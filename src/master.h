@@ -16,13 +16,16 @@
 
 struct event_base;
 struct master;
+struct sn_entry;
+struct cfg_sentinel;
 
 #define MASTER_EPOCH_LEN 20 /* master_epoch()'s length, always (zero-padded) */
 
 enum master_state {
 	MS_DOWN,       /* no connection; a reconnect timer is armed */
+	MS_RESOLVING,  /* a sentinel entry: asking its Sentinels where the primary is */
 	MS_CONNECTING, /* TCP connect in flight */
-	MS_HANDSHAKE,  /* connected; AUTH, SCRIPT LOAD, INFO in flight: not used yet */
+	MS_HANDSHAKE,  /* connected; AUTH, SCRIPT LOAD, INFO, ROLE in flight: not used yet */
 	MS_UP,         /* answering; calls go to it */
 };
 
@@ -68,18 +71,30 @@ struct master_opts {
 	void (*on_subscribed)(struct master *m);
 	master_up_fn *on_up;
 	master_down_fn *on_down;
-	const char *gen_key;  /* "P gen INSTANCE": this process's connection epoch on a
-	                         master (scripts.c), copied at masters_init */
-	const char *name_key; /* "P name INSTANCE": where this lockd's name is, for WHO on
-	                         every lockd (1.4), copied at masters_init */
-	const char *name;     /* the name (config key name), copied at masters_init and
-	                         masters_set_opts; "" or NULL: none written */
+	const char *gen_key;           /* "P gen INSTANCE": this process's connection epoch on a
+	                                  master (scripts.c), copied at masters_init */
+	const char *name_key;          /* "P name INSTANCE": where this lockd's name is, for WHO on
+	                                  every lockd (1.4), copied at masters_init */
+	const char *name;              /* the name (config key name), copied at masters_init and
+	                                  masters_set_opts; "" or NULL: none written */
+	int64_t wait_replicas;         /* WAIT for this many replicas after each batch of writes */
+	const char *sentinel_password; /* AUTH on Sentinels; "" or NULL: none (masters_init) */
+	const struct cfg_sentinel *sentinel; /* of each master (nseeds 0: standalone), or
+	                                        NULL: all standalone (masters_init) */
 };
 
 struct master {
 	int idx;
-	char *name; /* "host:port" as configured */
-	struct addr addr;
+	char *name;            /* "host:port" or "sentinel:NAME" as configured */
+	struct addr addr;      /* connected or being connected (a sentinel entry: as resolved) */
+	char node[300];        /* addr as "host:port" ("-": not resolved yet) */
+	struct sn_entry *sn;   /* a sentinel entry's Sentinels, or NULL */
+	char up_node[300];     /* node of the last connection that went up */
+	int replicas;          /* replicas ROLE listed on the connection that is (was last) up */
+	int hs_replicas;       /* the same, at the handshake in progress */
+	int64_t role_at_us;    /* ROLE last asked (refreshed while up, sentinel entries) */
+	uint64_t wait_short;   /* batches of writes that WAIT found on too few replicas */
+	int wait_short_logged; /* a shortfall was logged and no WAIT succeeded since */
 	enum master_state state;
 	struct redisAsyncContext *ac;  /* commands */
 	struct redisAsyncContext *sub; /* pub/sub subscriber (sub_state) */

@@ -11,9 +11,40 @@
 #include <stdlib.h>
 
 #include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "ilist.h"
 
 #include "master.h"
 #include "util.h"
+
+/* One request on the wire. Freed only from its hiredis callback, which
+ * hiredis runs exactly once (with NULL when the context goes away). */
+struct mreq {
+	struct ilink link; /* on master.inflight until answered or failed */
+	struct master *m;
+	master_reply_fn *fn;
+	void *arg;
+	int64_t sent_us;   /* written out (stamp_written), or 0 */
+	int64_t queued_us; /* handed to hiredis */
+	int script;        /* -1 or the script, for the NOSCRIPT fallback */
+	int argc;
+	const char **argv;
+	const size_t *argvlen;
+	int done; /* fn has run (the request failed); only the free is left */
+	/* A batch: one script call carrying the calls of a loop turn. */
+	struct mreq *items; /* the carrier's calls, in order (their own fn, arg) */
+	int nitems;
+	struct mreq *item_next; /* a call's next in its carrier */
+	size_t nkeys;           /* a batchable call's number of keys (its argv[2]) */
+	/* redis.wait_replicas: a write's WAIT, and the write's reply held
+	 * until it answers (master.c, send_wait) */
+	struct mreq *waiter;  /* a write: its WAIT, out after it; NULL: none (or answered) */
+	struct mreq *wait_of; /* a WAIT: the write it is for; NULL: orphaned (nothing) */
+	redisReply *held;     /* a write answered, its WAIT not yet: a copy of its reply */
+	int held_set;         /* held is set (it may be NULL: the copy failed) */
+	int is_wait;          /* this is a WAIT */
+};
 
 /* How long a connect, a handshake or a subscriber's PING may take: more
  * than a request's timeout_ms, as a false alarm here costs a reconnect. */
@@ -57,5 +88,53 @@ void sub_start(struct master *m);
 void sub_close(struct master *m, int free_ctx);
 /* m->sub_timer's callback (masters_init makes the timer). */
 void sub_timer_cb(evutil_socket_t fd, short what, void *arg);
+
+/* master.c, for master_repl.c */
+
+struct mreq *mreq_get(void);
+void mreq_put(struct mreq *r);
+/* Queue r on m's connection (use_eval: a script by its body); 0 or -1. */
+int send_req(struct master *m, struct mreq *r, int use_eval);
+/* Give r its answer (NULL: failed); a batch hands each call its own. */
+void req_answer(struct master *m, struct mreq *r, redisReply *rep);
+/* Send a command or script now, in a handshake or while up; 0 or -1. */
+int call_any(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
+             master_reply_fn *fn, void *arg);
+/* Drop m's connection: fail what is in flight, reconnect later. */
+void master_drop(struct master *m, const char *why, int free_ctx);
+/* A handshake step failed: drop m (if still in its handshake). */
+void master_hs_fail(struct master *m, redisReply *r, const char *what);
+
+/* master_repl.c, for master.c */
+
+/* The options (kept, read when used) and WAIT's arguments from them;
+ * again after every change. */
+void mrepl_set_opts(const struct master_opts *o);
+/* How much longer than redis.timeout_ms a WAIT may take to answer. */
+int64_t mrepl_wait_allow_ms(void);
+/* r (a write just queued on m) is followed by its WAIT, if it needs one. */
+void mrepl_send_wait(struct master *m, struct mreq *r);
+/* A WAIT's answer (rep NULL: failed): its write's callers get theirs. */
+void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep);
+/* ROLE's reply: the replicas a master lists, or -1 when it is not a
+ * master (or the reply is not ROLE's). */
+int mrepl_role_replicas(const redisReply *r);
+/* The handshake's ROLE: fails the handshake unless m is a master. */
+void mrepl_hs_role(struct master *m);
+/* ROLE again on an up sentinel entry, at most once a second. */
+void mrepl_refresh(struct master *m);
+/* m goes up: whether a run_id change (restarted) is reported as a restart
+ * (1) or was a promoted replica that has every counted write (0). */
+int mrepl_restart(struct master *m, int restarted);
+
+/* master_fmt.c, for master.c */
+
+/* r as RESP (a command, a script call, or a batch of script calls: their
+ * keys one after another, then their arguments), EVAL with the body when
+ * use_eval; valid until the next call. */
+const char *mfmt_req(const struct mreq *r, int use_eval, size_t *len);
+void mfmt_free(void);
+/* A deep copy of a reply (freeReplyObject frees it), or NULL. */
+redisReply *mfmt_dup(const redisReply *r);
 
 #endif

@@ -771,3 +771,23 @@ void script_set_sha(enum script_id id, const char *sha, size_t len)
 		shas[id][40] = '\0';
 	}
 }
+
+int script_writes(enum script_id id)
+{
+	switch (id) {
+	case SCR_ACQUIRE:
+	case SCR_ACQUIRE_N:
+	case SCR_RENEW:
+	case SCR_RAISE:
+	case SCR_RAISE_MANY:
+	case SCR_SESS_PUT:
+	case SCR_SESS_TOUCH:
+	case SCR_SESS_ADOPT:
+	case SCR_SESS_ADOPT_MORE:
+	case SCR_EL_PUT:
+	case SCR_EL_EPOCH:
+		return 1;
+	default:
+		return 0;
+	}
+}

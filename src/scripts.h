@@ -224,6 +224,12 @@ enum batch_arg {
  * call's KEYS then follow one another, and then each call's ARGV; the
  * reply is the array of the calls' replies. */
 int script_batch_of(enum script_id id);
+/* 1 when a script writes what must be on a master's replicas before it
+ * counts (a grant, a renewal, a write-back, a session record, an election
+ * value or epoch): redis.wait_replicas WAITs for it. 0 for read-only
+ * scripts, releases (a release lost in a failover leaves a lease that
+ * runs out: safe) and SCR_GEN (raised again at every handshake). */
+int script_writes(enum script_id id);
 
 const char *script_body(enum script_id id);
 /* The SHA1 as the masters report it, or NULL until one has loaded it. */

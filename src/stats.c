@@ -92,7 +92,15 @@ static const struct field counters[] = {
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
 static const char *const master_fields[] = {"addr",       "state",      "counts",
-                                            "latency_us", "reconnects", "last_error"};
+                                            "latency_us", "reconnects", "last_error",
+                                            "node",       "role",       "wait_failures"};
+
+/* What the node is, as far as lockd knows: its handshake's ROLE said
+ * master, and it is still used as one while it is up. */
+static const char *master_role(const struct master *m)
+{
+	return m->state == MS_UP ? "master" : "-";
+}
 
 void stats_print_fields(void)
 {
@@ -127,6 +135,11 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 		    i, m->name, i, master_state_name(m->state), i, mb_counts(m), i,
 		    (long long)m->latency_us, i, (unsigned long long)m->reconnects, i,
 		    m->last_error[0] ? m->last_error : "-");
+		evbuffer_add_printf(out,
+		                    "STAT master.%d.node %s\r\nSTAT master.%d.role %s\r\n"
+		                    "STAT master.%d.wait_failures %llu\r\n",
+		                    i, m->node, i, master_role(m), i,
+		                    (unsigned long long)m->wait_short);
 	}
 }
 
@@ -188,6 +201,20 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_up{master=\"%s\"} %d\n", master_get(i)->name,
 		                    master_get(i)->state == MS_UP);
+	evbuffer_add_printf(out, "# HELP lockd_master_node The node a master entry uses now "
+	                         "(a sentinel entry: its primary), and its role\n"
+	                         "# TYPE lockd_master_node gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(
+		    out, "lockd_master_node{master=\"%s\",node=\"%s\",role=\"%s\"} 1\n",
+		    master_get(i)->name, master_get(i)->node, master_role(master_get(i)));
+	evbuffer_add_printf(out, "# HELP lockd_master_wait_failures_total Batches of writes "
+	                         "that WAIT found on fewer than redis.wait_replicas replicas\n"
+	                         "# TYPE lockd_master_wait_failures_total counter\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_wait_failures_total{master=\"%s\"} %llu\n",
+		                    master_get(i)->name,
+		                    (unsigned long long)master_get(i)->wait_short);
 	evbuffer_add_printf(out, "# HELP lockd_master_counts 1 if the master counts towards a "
 	                         "majority\n# TYPE lockd_master_counts gauge\n");
 	for (int i = 0; i < masters_count(); i++)

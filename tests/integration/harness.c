@@ -817,7 +817,9 @@ static void write_config(const struct h_opts *o, struct h_lockd *l)
 	if (o->top_extra)
 		fputs(o->top_extra, f);
 	fprintf(f, "redis:\n  masters: [");
-	int n = o->nmasters > 0 ? o->nmasters : H.nm;
+	int n = o->masters ? 0 : o->nmasters > 0 ? o->nmasters : H.nm;
+	if (o->masters)
+		fputs(o->masters, f);
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s\"127.0.0.1:%d\"", i ? ", " : "",
 		        o->via && o->via[i] ? o->via[i] : H.m[i].port);

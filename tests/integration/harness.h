@@ -191,6 +191,8 @@ struct h_opts {
 	                            (h_proxy_port), 0 for its own */
 	const char *bin;         /* NULL: the lockd built here; else this binary (another
 	                            build, for a rolling upgrade) */
+	const char *masters;     /* NULL, or the items of redis.masters as YAML flow
+	                            text (h_sentinel_entry), instead of the masters */
 };
 struct h_lockd {
 	int port;
@@ -226,6 +228,32 @@ long h_lockd_reload(int idx, const char *text);
 int h_lockd_reloaded(int idx, long off);
 /* Wait (bounded) until it has. */
 void h_lockd_wait_reloaded(int idx, long off, int timeout_ms);
+
+/* ---- a Sentinel-managed primary (harness_sentinel.c) ----
+ * A primary and one replica (masters of the harness, so they die with the
+ * test and h_master_kill works on them) and 3 Sentinels (h_spawn'd) that
+ * monitor it with quorum 2, down-after-milliseconds 1000 and a short
+ * failover-timeout. */
+struct h_sentinel {
+	const char *name; /* the monitored name */
+	int primary;      /* master index of the primary at the start */
+	int replica;      /* master index of its replica */
+	int port[3];      /* the Sentinels */
+	pid_t pid[3];
+};
+/* The Sentinel program ("redis-sentinel", else "redis-server" run with
+ * --sentinel); "" when there is none: the test skips. */
+const char *h_sentinel_bin(void);
+/* Start it all and wait until the Sentinels know each other and the
+ * replica (bounded); fails the test otherwise. */
+void h_sentinel_start(struct h_sentinel *s, const char *name);
+/* "{sentinel: [...], name: NAME}", for h_opts.masters. */
+void h_sentinel_entry(const struct h_sentinel *s, char *out, size_t len);
+/* The port of the primary the Sentinels name now (asking the first that
+ * answers), or 0. */
+int h_sentinel_primary_port(const struct h_sentinel *s);
+/* The master index listening on port, or -1. */
+int h_master_at(int port);
 
 /* ---- a proxy in front of a master (harness_proxy.c) ----
  * It can hold back what the connections open now send, and deliver it
@@ -400,6 +428,7 @@ TCase *tc_hostile_sessions(void); /* test_hostile_sessions.c */
 TCase *tc_hostile_output(void);   /* test_hostile_output.c */
 TCase *tc_late_writes(void);      /* test_late_writes.c */
 TCase *tc_lockctl_resume(void);   /* test_lockctl_resume.c */
+TCase *tc_sentinel(void);         /* test_sentinel.c */
 TCase *tc_lockctl_elect(void);    /* test_lockctl_elect.c */
 TCase *tc_hostile_elect(void);    /* test_hostile_elect.c */
 TCase *tc_who(void);              /* test_who.c */

@@ -39,6 +39,7 @@ int main(void)
 	suite_add_tcase(s, tc_adopt_fence());
 	suite_add_tcase(s, tc_resume_moves());
 	suite_add_tcase(s, tc_hostile_sessions());
+	suite_add_tcase(s, tc_sentinel());
 	suite_add_tcase(s, tc_hostile_output());
 	suite_add_tcase(s, tc_late_writes());
 	suite_add_tcase(s, tc_soak());

@@ -138,6 +138,28 @@ START_TEST(default_name)
 	cfg_default_name(&c, big, out, sizeof(out));
 	ck_assert_uint_eq(strlen(out), CFG_NAME_MAX);
 	cfg_free(&c);
+	/* sentinel entries and their options */
+	cfg_defaults(&c);
+	ck_assert_int_eq(c.wait_replicas, 0);
+	ck_assert_str_eq(c.sentinel_password, "");
+	ck_assert_msg(load(&c,
+	                   "redis:\n  masters:\n    - \"127.0.0.1:6379\"\n"
+	                   "    - sentinel: [\"10.0.0.5:26379\", \"[::1]:26380\"]\n"
+	                   "      name: locks\n"
+	                   "  wait_replicas: 1\n  sentinel_password: s3\n",
+	                   err) == 0,
+	              "%s", err);
+	ck_assert_int_eq(c.nmasters, 2);
+	ck_assert_str_eq(c.masters[0], "127.0.0.1:6379");
+	ck_assert_int_eq(c.sentinel[0].nseeds, 0);
+	ck_assert_str_eq(c.masters[1], "sentinel:locks");
+	ck_assert_int_eq(c.sentinel[1].nseeds, 2);
+	ck_assert_str_eq(c.sentinel[1].seeds[0], "10.0.0.5:26379");
+	ck_assert_str_eq(c.sentinel[1].seeds[1], "[::1]:26380");
+	ck_assert_str_eq(c.sentinel[1].name, "locks");
+	ck_assert_int_eq(c.wait_replicas, 1);
+	ck_assert_str_eq(c.sentinel_password, "s3");
+	cfg_free(&c);
 	/* a name given is kept as it is */
 	cfg_defaults(&c);
 	ck_assert_msg(load(&c, "name: lockd-a.eu/1\n", err) == 0, "%s", err);

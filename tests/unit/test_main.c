@@ -29,6 +29,7 @@ int main(void)
 	srunner_add_suite(sr, client_resume_suite());
 	srunner_add_suite(sr, client_tls_suite());
 	srunner_add_suite(sr, reply_suite());
+	srunner_add_suite(sr, master_repl_suite());
 	srunner_add_suite(sr, sha1_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

@@ -17,6 +17,7 @@ Suite *lockall_suite(void);       /* test_lockall.c, against fake_redlock.c */
 Suite *client_suite(void);        /* test_client.c: liblockd on a socketpair */
 Suite *client_api_suite(void);    /* test_client_api.c: options' size, typed requests */
 Suite *reply_suite(void);         /* test_reply.c: liblockd's pure parser (lib/reply.c) */
+Suite *master_repl_suite(void);   /* test_master_repl.c: WAIT, ROLE, Sentinel messages */
 Suite *client_resume_suite(void); /* test_client_resume.c: resume, addresses */
 Suite *client_tls_suite(void);    /* test_client_tls.c: liblockd over TLS */
 Suite *sha1_suite(void);          /* test_sha1.c */

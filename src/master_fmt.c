@@ -1,0 +1,150 @@
+/* master_fmt: the wire side of a master's requests (master.c): the RESP of
+ * a command, a script call or a batch of script calls, and a copy of a
+ * reply held past its callback (a batch's reply waits for its WAIT). */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "master_int.h"
+#include "scripts.h"
+
+/* The RESP of the command being sent: hiredis copies it into its own
+ * buffer (redisAsyncFormattedCommand), so one buffer serves every call,
+ * and a script call is never formatted by printf-like code. */
+static char *fbuf;
+static size_t fcap, flen;
+
+static void f_room(size_t n)
+{
+	if (flen + n <= fcap)
+		return;
+	size_t cap = fcap ? fcap : 4096;
+	while (cap < flen + n)
+		cap *= 2;
+	char *p = realloc(fbuf, cap);
+	if (!p)
+		abort();
+	fbuf = p;
+	fcap = cap;
+}
+
+/* Append c followed by the decimal n and CRLF ("*3\r\n", "$5\r\n"). */
+static void f_num(char c, size_t n)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+	tmp[--i] = '\n';
+	tmp[--i] = '\r';
+	do
+		tmp[--i] = (char)('0' + n % 10);
+	while ((n /= 10) && i > 1);
+	tmp[--i] = c;
+	memcpy(fbuf + flen, tmp + i, sizeof(tmp) - (size_t)i);
+	flen += sizeof(tmp) - (size_t)i;
+}
+
+/* One bulk string; room for its header (at most 24 bytes) is made here. */
+static void f_arg(const char *p, size_t n)
+{
+	f_room(n + 24 + 2);
+	if (n < 10) { /* most arguments are short: no division */
+		memcpy(fbuf + flen, "$0\r\n", 4);
+		fbuf[flen + 1] = (char)('0' + n);
+		flen += 4;
+	} else {
+		f_num('$', n);
+	}
+	memcpy(fbuf + flen, p, n);
+	memcpy(fbuf + flen + n, "\r\n", 2);
+	flen += n + 2;
+}
+
+/* Format r (a command, a script call, or a batch of script calls: their
+ * keys one after another, then their arguments) into fbuf. */
+static void format_req(const struct mreq *r, int use_eval)
+{
+	flen = 0;
+	f_room(24);
+	if (r->script < 0) {
+		f_num('*', (size_t)r->argc);
+		for (int i = 0; i < r->argc; i++)
+			f_arg(r->argv[i], r->argvlen[i]);
+		return;
+	}
+	const char *sha = script_sha((enum script_id)r->script);
+	const char *body = script_body((enum script_id)r->script);
+	if (!sha)
+		use_eval = 1;
+	const char *a0 = use_eval ? "EVAL" : "EVALSHA", *a1 = use_eval ? body : sha;
+	if (!r->items) {
+		f_num('*', (size_t)r->argc);
+		f_arg(a0, strlen(a0));
+		f_arg(a1, strlen(a1));
+		for (int i = 2; i < r->argc; i++)
+			f_arg(r->argv[i], r->argvlen[i]);
+		return;
+	}
+	size_t keys = 0, args = 0;
+	for (const struct mreq *it = r->items; it; it = it->item_next) {
+		keys += it->nkeys;
+		args += (size_t)it->argc - 3;
+	}
+	char nk[24];
+	int nkl = snprintf(nk, sizeof(nk), "%zu", keys);
+	f_num('*', 3 + args);
+	f_arg(a0, strlen(a0));
+	f_arg(a1, strlen(a1));
+	f_arg(nk, (size_t)nkl);
+	for (const struct mreq *it = r->items; it; it = it->item_next)
+		for (size_t i = 3; i < 3 + it->nkeys; i++)
+			f_arg(it->argv[i], it->argvlen[i]);
+	for (const struct mreq *it = r->items; it; it = it->item_next)
+		for (size_t i = 3 + it->nkeys; i < (size_t)it->argc; i++)
+			f_arg(it->argv[i], it->argvlen[i]);
+}
+
+const char *mfmt_req(const struct mreq *r, int use_eval, size_t *len)
+{
+	format_req(r, use_eval);
+	*len = flen;
+	return fbuf;
+}
+
+void mfmt_free(void)
+{
+	free(fbuf);
+	fbuf = NULL;
+	fcap = flen = 0;
+}
+
+redisReply *mfmt_dup(const redisReply *r)
+{
+	redisReply *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->type = r->type;
+	c->integer = r->integer;
+	if (r->str) {
+		c->len = r->len;
+		if (!(c->str = malloc(r->len + 1))) {
+			freeReplyObject(c);
+			return NULL;
+		}
+		memcpy(c->str, r->str, r->len);
+		c->str[r->len] = '\0';
+	}
+	if (r->element && r->elements) {
+		if (!(c->element = calloc(r->elements, sizeof(*c->element)))) {
+			freeReplyObject(c);
+			return NULL;
+		}
+		c->elements = r->elements;
+		for (size_t i = 0; i < r->elements; i++)
+			if (r->element[i] && !(c->element[i] = mfmt_dup(r->element[i]))) {
+				freeReplyObject(c);
+				return NULL;
+			}
+	}
+	return c;
+}

@@ -1,0 +1,409 @@
+/* Sentinel entries of redis.masters (issue 31, the Sentinel half): a
+ * primary with one replica under 3 Sentinels (harness_sentinel.c) as
+ * master 0 of two lockds, beside two standalone masters, with
+ * wait_replicas 1. Locks and exclusion; a SENTINEL FAILOVER under held
+ * locks (no LOST, new locks granted, the old primary no longer written);
+ * the primary SIGKILLed under held locks (every hold kept or its holder
+ * told LOST before another is granted it; the time to the first new grant
+ * that needs the entry is printed); and lockd -t on malformed entries.
+ * Without redis-sentinel (or redis-server, which runs as one with
+ * --sentinel) the tests print SKIP and pass. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define SNAME "locks"
+
+struct setup {
+	struct h_sentinel s;
+	int m2, m3;         /* the standalone masters */
+	struct cl *ca, *cb; /* a session on each lockd */
+};
+
+/* Close the sessions and stop both lockd: each must exit 0 (a sanitizer
+ * build exits otherwise on a leak or a fault in the Sentinel code). */
+static void finish(struct setup *u)
+{
+	cl_close(u->ca);
+	cl_close(u->cb);
+	for (int i = 0; i < 2; i++) {
+		h_lockd_signal(i, SIGTERM);
+		int st = h_lockd_wait(i, 5000);
+		ck_assert_msg(st == 0, "lockd %d: %s after SIGTERM", i, h_status_str(st));
+	}
+}
+
+static int skip(void)
+{
+	if (h_sentinel_bin()[0])
+		return 0;
+	fprintf(stderr, "SKIP: neither redis-sentinel nor redis-server to run Sentinels\n");
+	return 1;
+}
+
+/* The Sentinels' primary, two standalone masters, two lockds on them. */
+static void start(struct setup *u, int lease_ms)
+{
+	char entry[256], masters[512], extra[64];
+	h_sentinel_start(&u->s, SNAME);
+	h_masters_start(2);
+	u->m2 = h_nmasters() - 2;
+	u->m3 = h_nmasters() - 1;
+	h_sentinel_entry(&u->s, entry, sizeof(entry));
+	snprintf(masters, sizeof(masters), "%s, \"127.0.0.1:%d\", \"127.0.0.1:%d\"", entry,
+	         h_master(u->m2)->port, h_master(u->m3)->port);
+	snprintf(extra, sizeof(extra), "  wait_replicas: 1\n");
+	struct h_opts o = {.lease_ms = lease_ms, .masters = masters, .redis_extra = extra};
+	h_lockd_start(&o);
+	h_lockd_start(&o);
+	u->ca = cl_tcp(h_lockd(0)->port);
+	u->cb = cl_tcp(h_lockd(1)->port);
+}
+
+static long long pttl(int master, const char *key)
+{
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd:%s", key);
+	char *r = h_redis(master, "PTTL", rkey, NULL);
+	long long v = r ? atoll(r) : -3;
+	free(r);
+	return v;
+}
+
+static void expect_node(struct cl *c, int port)
+{
+	char want[64];
+	snprintf(want, sizeof(want), "127.0.0.1:%d", port);
+	char *node = cl_stat(c, "master.0.node");
+	ck_assert_str_eq(node, want);
+	free(node);
+	char *role = cl_stat(c, "master.0.role");
+	ck_assert_str_eq(role, "master");
+	free(role);
+	char *addr = cl_stat(c, "master.0.addr");
+	ck_assert_str_eq(addr, "sentinel:" SNAME);
+	free(addr);
+}
+
+/* Wait until master i has a replica online again (the old primary,
+ * reconfigured by the Sentinels after a failover, resynchronised). */
+static void wait_replica_of(int i, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		char *info = h_redis(i, "INFO", "replication", NULL);
+		int ok = info && strstr(info, "connected_slaves:1") && strstr(info, "state=online");
+		free(info);
+		if (ok)
+			return;
+		ck_assert_msg(h_now_ms() < end, "the new primary has no replica after %d ms",
+		              timeout_ms);
+		h_sleep_ms(50);
+	}
+}
+
+/* Wait until the Sentinels name port, and lockd l is up on it. */
+static void wait_moved(const struct setup *u, int l, long off, int port, int timeout_ms)
+{
+	double end = h_now_ms() + timeout_ms;
+	while (h_sentinel_primary_port(&u->s) != port) {
+		ck_assert_msg(h_now_ms() < end, "the Sentinels did not promote the replica");
+		h_sleep_ms(50);
+	}
+	char up[128];
+	snprintf(up, sizeof(up), "master sentinel:" SNAME " up (127.0.0.1:%d)", port);
+	char *line = h_log_wait(h_lockd(l)->log, off, up, NULL, (int)(end - h_now_ms()) + 1000);
+	ck_assert_msg(line != NULL, "lockd %d did not connect to the new primary", l);
+	free(line);
+}
+
+START_TEST(sentinel_locks)
+{
+	if (skip())
+		return;
+	struct setup u;
+	start(&u, 2000);
+	expect_node(u.ca, h_master(u.s.primary)->port);
+	expect_node(u.cb, h_master(u.s.primary)->port);
+	cl_lock(u.ca, "LOCK k1 WAIT 2000");
+	/* WAIT 1: by the grant the replica has it too */
+	ck_assert_int_gt(pttl(u.s.primary, "k1"), 0);
+	ck_assert_int_gt(pttl(u.s.replica, "k1"), 0);
+	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
+	/* without a standalone master, the entry is needed for a majority */
+	h_master_kill(u.m3);
+	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
+	cl_expect_prefix(u.ca, "UNLOCK k1", "OK");
+	cl_lock(u.cb, "LOCK k1 WAIT 2000");
+	cl_expect(u.ca, "TRYLOCK k1", "BUSY");
+	cl_lock(u.ca, "LOCK k2 WAIT 2000");
+	char *wf = cl_stat(u.ca, "master.0.wait_failures");
+	ck_assert_str_eq(wf, "0");
+	free(wf);
+	/* a reload cannot change an entry's Sentinels */
+	char *conf = h_slurp(h_lockd(0)->conf), first[64];
+	ck_assert_ptr_nonnull(conf);
+	snprintf(first, sizeof(first), "\"127.0.0.1:%d\", ", u.s.port[0]);
+	char *changed = h_replace1(conf, first, "");
+	long off = h_lockd_reload(0, changed);
+	h_lockd_wait_reloaded(0, off, 3000);
+	char *ln = h_log_find(h_lockd(0)->log, off, "redis.masters cannot change at runtime", NULL);
+	ck_assert_msg(ln != NULL, "no log line saying that redis.masters cannot change");
+	free(ln);
+	cl_lock(u.ca, "LOCK k3 WAIT 2000");
+	free(changed);
+	free(conf);
+	finish(&u);
+}
+END_TEST
+
+#define FO_LEASE 1500
+
+START_TEST(sentinel_failover)
+{
+	if (skip())
+		return;
+	struct setup u;
+	start(&u, FO_LEASE);
+	const char *keys[] = {"k1", "k2", "k3"};
+	char req[64];
+	for (int i = 0; i < 3; i++) {
+		snprintf(req, sizeof(req), "LOCK %s WAIT 2000", keys[i]);
+		cl_lock(u.ca, req);
+	}
+	long off0 = h_file_size(h_lockd(0)->log), off1 = h_file_size(h_lockd(1)->log);
+	char *r = h_redis(u.s.primary, "PING", NULL);
+	free(r);
+	struct rconn *sc = rc_open(u.s.port[0], 2000);
+	ck_assert(sc != NULL);
+	char *ok = rc_cmd(sc, "SENTINEL", "FAILOVER", SNAME, NULL);
+	rc_close(sc);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "SENTINEL FAILOVER: %s", ok ? ok : "no reply");
+	free(ok);
+	int newport = h_master(u.s.replica)->port;
+	wait_moved(&u, 0, off0, newport, 15000);
+	wait_moved(&u, 1, off1, newport, 5000);
+	/* a promoted replica that had every counted write (WAIT 1, 1 replica)
+	 * and the marker keeps counting: not excluded as a restart */
+	char *prom =
+	    h_log_wait(h_lockd(0)->log, off0, "a promoted replica with lockd's marker", NULL, 1000);
+	ck_assert_msg(prom != NULL, "lockd 0 did not take the new primary for a promoted replica");
+	free(prom);
+	/* two leases: every hold renewed on the new primary, no LOST */
+	cl_silence(u.ca, 2 * FO_LEASE);
+	ck_assert_msg(u.ca->nlost == 0, "LOST after the failover: %s", u.ca->lost[0]);
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(pttl(u.s.replica, keys[i]) > 0, "%s is not on the new primary",
+		              keys[i]);
+	expect_node(u.ca, newport);
+	expect_node(u.cb, newport);
+	/* the other lockd cannot take a held key, even when the entry is
+	 * needed for a majority */
+	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
+	/* until the old primary is its replica, WAIT 1 fails on the new one:
+	 * nothing written there counts (TRYLOCK would answer ERR QUORUM) */
+	wait_replica_of(u.s.replica, 15000);
+	h_master_kill(u.m3);
+	cl_expect(u.cb, "TRYLOCK k2", "BUSY");
+	/* new locks, which need the entry now */
+	cl_lock(u.cb, "LOCK n1 WAIT 3000");
+	ck_assert_int_gt(pttl(u.s.replica, "n1"), 0);
+	cl_silence(u.ca, 200);
+	ck_assert_int_eq(u.ca->nlost, 0);
+	finish(&u);
+}
+END_TEST
+
+/* A promoted replica without lockd's marker never received lockd's data
+ * (here: deleted on the replica by hand): the promotion is a restart that
+ * lost data, and the entry does not count for redis.restart_exclusion_ms
+ * (the lease); the holds live on the standalone masters meanwhile. */
+START_TEST(sentinel_promotion_without_marker)
+{
+	if (skip())
+		return;
+	struct setup u;
+	start(&u, FO_LEASE);
+	cl_lock(u.ca, "LOCK k1 WAIT 2000");
+	char *r = h_redis(u.s.replica, "CONFIG", "SET", "replica-read-only", "no", NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	ck_assert_int_eq(h_redis_int(u.s.replica, "DEL", "lockd: marker", NULL), 1);
+	long off0 = h_file_size(h_lockd(0)->log);
+	struct rconn *sc = rc_open(u.s.port[0], 2000);
+	ck_assert(sc != NULL);
+	char *ok = rc_cmd(sc, "SENTINEL", "FAILOVER", SNAME, NULL);
+	rc_close(sc);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "SENTINEL FAILOVER: %s", ok ? ok : "no reply");
+	free(ok);
+	wait_moved(&u, 0, off0, h_master(u.s.replica)->port, 15000);
+	char *ln =
+	    h_log_wait(h_lockd(0)->log, off0,
+	               "it lacks lockd's marker; handled as a restart that lost data", NULL, 1000);
+	ck_assert_msg(ln != NULL, "lockd 0 did not take the promotion for a restart");
+	free(ln);
+	ln = h_log_wait(h_lockd(0)->log, off0, "master sentinel:" SNAME " restarted", NULL, 1000);
+	ck_assert_msg(ln != NULL, "lockd 0 did not exclude the entry");
+	free(ln);
+	char *counts = cl_stat(u.ca, "master.0.counts");
+	ck_assert_str_eq(counts, "0");
+	free(counts);
+	/* It counts again after the exclusion (the lease), once caught up;
+	 * the catch-up's writes need WAIT 1 too, so a replica: the old
+	 * primary, made one here at once rather than when the Sentinels get
+	 * to it (their INFO to a master comes every 10 s). */
+	char port[16];
+	snprintf(port, sizeof(port), "%d", h_master(u.s.replica)->port);
+	r = h_redis(u.s.primary, "REPLICAOF", "127.0.0.1", port, NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	wait_replica_of(u.s.replica, 10000);
+	cl_wait_stat(u.ca, "master.0.counts", "1", FO_LEASE + 3000);
+	cl_silence(u.ca, 200);
+	ck_assert_msg(u.ca->nlost == 0, "LOST: %s", u.ca->lost[0]);
+	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
+	finish(&u);
+}
+END_TEST
+
+#define KILL_LEASE 6000
+
+START_TEST(sentinel_kill)
+{
+	if (skip())
+		return;
+	struct setup u;
+	start(&u, KILL_LEASE);
+	const char *keys[] = {"k1", "k2", "k3"};
+	char req[64];
+	for (int i = 0; i < 3; i++) {
+		snprintf(req, sizeof(req), "LOCK %s WAIT 2000", keys[i]);
+		cl_lock(u.ca, req);
+	}
+	/* every grant from now needs the entry */
+	h_master_kill(u.m3);
+	long off0 = h_file_size(h_lockd(0)->log);
+	h_master_kill(u.s.primary);
+	double t0 = h_now_ms();
+	int newport = h_master(u.s.replica)->port;
+	char want[64];
+	snprintf(want, sizeof(want), "127.0.0.1:%d", newport);
+	cl_wait_stat(u.cb, "master.0.node", want, 15000);
+	double tp = h_now_ms();
+	/* The promoted replica has no replica of its own now, so WAIT 1 fails
+	 * there and nothing written there counts, until the killed node is
+	 * back: its supervisor restarts it (empty) as the new primary's
+	 * replica (the Sentinels would make it one too, some seconds later). */
+	h_master_restart(u.s.primary);
+	char port[16];
+	snprintf(port, sizeof(port), "%d", newport);
+	char *ok = h_redis(u.s.primary, "REPLICAOF", "127.0.0.1", port, NULL);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "REPLICAOF: %s", ok ? ok : "no reply");
+	free(ok);
+	wait_replica_of(u.s.replica, 15000);
+	double tr = h_now_ms();
+	double tg = 0;
+	int tries = 0;
+	for (; tries < 400 && h_now_ms() < t0 + 20000; tries++) {
+		const char *rep = cl_cmd(u.cb, "TRYLOCK n1", 5000);
+		ck_assert_msg(rep != NULL, "TRYLOCK n1: no reply");
+		if (strncmp(rep, "OK ", 3) == 0) {
+			tg = h_now_ms();
+			break;
+		}
+		ck_assert_msg(strncmp(rep, "ERR QUORUM", 10) == 0, "TRYLOCK n1: '%s'", rep);
+		h_sleep_ms(50);
+	}
+	ck_assert_msg(tg > 0, "no new grant within 20 s of the primary's SIGKILL");
+	fprintf(stderr,
+	        "sentinel_kill: after the primary's SIGKILL: lockd on the promoted replica at "
+	        "%.0f ms, the killed node back as its replica at %.0f ms, first new grant "
+	        "needing the entry at %.0f ms (%d ERR QUORUM before it)\n",
+	        tp - t0, tr - t0, tg - t0, tries);
+	ck_assert_int_eq(h_sentinel_primary_port(&u.s), newport);
+	/* every hold is kept, or its holder was told LOST before another
+	 * session is granted it */
+	int kept = 0;
+	for (int i = 0; i < 3; i++) {
+		cl_silence(u.ca, 100); /* LOSTs sent so far are recorded */
+		snprintf(req, sizeof(req), "TRYLOCK %s", keys[i]);
+		const char *rep = cl_cmd(u.cb, req, 5000);
+		ck_assert_msg(rep != NULL, "%s: no reply", req);
+		if (strcmp(rep, "BUSY") == 0) {
+			kept++;
+			continue;
+		}
+		ck_assert_msg(strncmp(rep, "OK ", 3) == 0, "%s: '%s'", req, rep);
+		snprintf(want, sizeof(want), "LOST %s ", keys[i]);
+		int told = 0;
+		for (int j = 0; j < u.ca->nlost && j < 32; j++)
+			told |= strncmp(u.ca->lost[j], want, strlen(want)) == 0;
+		ck_assert_msg(told, "%s granted to another session; its holder was not told LOST",
+		              keys[i]);
+	}
+	fprintf(stderr, "sentinel_kill: %d of 3 holds kept across the SIGKILL, %d LOST\n", kept,
+	        u.ca->nlost);
+	char *prom =
+	    h_log_find(h_lockd(0)->log, off0, "a promoted replica with lockd's marker", NULL);
+	ck_assert_msg(prom != NULL, "lockd 0 did not take the new primary for a promoted replica");
+	free(prom);
+	ck_assert_int_eq(kept + u.ca->nlost, 3);
+	finish(&u);
+}
+END_TEST
+
+/* lockd -t names a malformed entry at its node. */
+START_TEST(sentinel_config_errors)
+{
+	static const struct {
+		const char *yaml, *err;
+	} cases[] = {
+	    {"redis:\n  masters:\n    - sentinel: []\n      name: locks\n",
+	     ":3:17: redis.masters: sentinel: needs at least one \"HOST:PORT\""},
+	    {"redis:\n  masters:\n    - sentinel: [\"127.0.0.1:26379\"]\n",
+	     ":3:7: redis.masters: a sentinel entry needs a name"},
+	    {"redis:\n  masters:\n    - {sentinel: [\"127.0.0.1\"], name: locks}\n",
+	     ":3:19: redis.masters: sentinel: \"127.0.0.1\": expected HOST:PORT"},
+	    {"redis:\n  masters:\n    - {sentinel: [\"a:1\"], name: locks, port: 1}\n",
+	     ":3:40: redis.masters: unknown key \"port\" in an entry (sentinel, name)"},
+	    {"redis:\n  masters:\n    - cluster: [\"a:1\"]\n",
+	     ":3:7: redis.masters: cluster entries are not supported yet (a standalone "
+	     "\"HOST:PORT\" or a sentinel entry)"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[512], want[1100];
+		snprintf(path, sizeof(path), "%s/bad%zu.yml", h_dir(), i);
+		h_put_file(path, cases[i].yaml);
+		char *argv[] = {(char *)h_built("lockd"), "-t", "-c", path, NULL};
+		char *out = NULL, *err = NULL;
+		int st = h_run(argv, NULL, 5000, &out, &err);
+		snprintf(want, sizeof(want), "%s%s\n", path, cases[i].err);
+		ck_assert_msg(st != 0, "lockd -t accepted %s", path);
+		ck_assert_msg(err && strstr(err, want), "lockd -t %s: '%s', not '%s'", path,
+		              err ? err : "", want);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+TCase *tc_sentinel(void)
+{
+	TCase *tc = tcase_create("sentinel");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 90);
+	H_ADD(tc, sentinel_locks);
+	H_ADD(tc, sentinel_failover);
+	H_ADD(tc, sentinel_promotion_without_marker);
+	H_ADD(tc, sentinel_kill);
+	H_ADD(tc, sentinel_config_errors);
+	return tc;
+}
