@@ -38,6 +38,7 @@
 #include "elect.h"
 #include "keytab.h"
 #include "log.h"
+#include "ltops.h"
 #include "proto.h"
 #include "redlock.h"
 #include "renew.h"
@@ -148,24 +149,6 @@ static struct ilist lead_list;
 static struct event *wb_ev; /* the write-back of leaders' values */
 static int stopping;
 
-static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reply(struct lt_client *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ops->reply(c, fmt, ap);
-	va_end(ap);
-}
-
-static void line(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void line(struct lt_client *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ops->line(c, fmt, ap);
-	va_end(ap);
-}
-
 static int64_t third(void)
 {
 	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
@@ -228,7 +211,7 @@ static void lead_free(struct lead *ld)
 static void lead_forget(struct lead *ld)
 {
 	if (ld->reply_to)
-		reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
 	lead_free(ld);
 }
 
@@ -291,7 +274,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	if (!key || !e->value || (e->has_deadline && campaign_deadline(c) - now_us() < 5000)) {
 		/* no WAIT left to try in (5 ms at least) */
 		free(key);
-		reply(c, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 		return;
 	}
 	struct request r = {.cmd = CMD_CAMPAIGN,
@@ -350,7 +333,7 @@ static void put_done(struct rl_call *call, void *owner)
 	ld->reply_to = NULL;
 	if (!ok && c && ld->state == LD_LEADING && rl_el_superseded(call)) {
 		if (!readopt(ld, c))
-			reply(c, "%s", MSG_NO_QUORUM);
+			lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 		return;
 	}
 	if (ld->state == LD_PUBLISHING && !ok) {
@@ -373,7 +356,7 @@ static void put_done(struct rl_call *call, void *owner)
 		int again = c && retry_later(c, ld->key, ld->node.klen);
 		lead_free(ld);
 		if (c && !again)
-			reply(c, "%s", MSG_NO_QUORUM);
+			lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 		return;
 	}
 	if (ld->state == LD_PUBLISHING) {
@@ -381,11 +364,11 @@ static void put_done(struct rl_call *call, void *owner)
 		stats.leaders++;
 	}
 	if (c && !ok)
-		reply(c, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 	else if (c && ld->reply_fence)
-		reply(c, "OK %llu", (unsigned long long)ld->fence);
+		lt_ops_reply(ops, c, "OK %llu", (unsigned long long)ld->fence);
 	else if (c)
-		reply(c, "OK");
+		lt_ops_reply(ops, c, "OK");
 	if (ok)
 		watch_poke(ld->key, ld->node.klen);
 }
@@ -397,7 +380,7 @@ static void put(struct lead *ld, struct lt_client *c, int reply_fence)
 		rl_detach(ld->call, ld);
 		ld->call = NULL;
 		if (ld->reply_to)
-			reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+			lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
 	}
 	ld->reply_to = c;
 	ld->reply_fence = reply_fence;
@@ -406,7 +389,7 @@ static void put(struct lead *ld, struct lt_client *c, int reply_fence)
 	if (!ld->call) {
 		ld->reply_to = NULL;
 		if (c)
-			reply(c, "%s", MSG_OOM);
+			lt_ops_reply(ops, c, "%s", MSG_OOM);
 	}
 }
 
@@ -428,7 +411,7 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 			rl_release(key, klen, RH_LOCK, 0, t, &rec, 0, NULL, NULL);
 			lt_drop(c, key, klen);
 		}
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	memcpy(ld->key, key, klen);
@@ -458,7 +441,7 @@ static int el_releasing(struct lt_client *c, const char *key, size_t klen, const
 	if (ld->reply_to) { /* a CAMPAIGN or PROCLAIM waits for its put */
 		struct lt_client *r = ld->reply_to;
 		ld->reply_to = NULL;
-		reply(r, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, r, "%s", MSG_NO_QUORUM);
 	}
 	if (lost)
 		log_info("leader of %s (fence %llu) lost its lock", ld->key,
@@ -476,8 +459,8 @@ static void valid_lead_value(struct lt_client *c, const struct request *r, int *
 {
 	*ok = r->wlen >= 1 && r->wlen <= (size_t)cfg->max_value_len;
 	if (!*ok)
-		reply(c, "ERR ARG value is longer than limits.max_value_len (%lld)",
-		      (long long)cfg->max_value_len);
+		lt_ops_reply(ops, c, "ERR ARG value is longer than limits.max_value_len (%lld)",
+		             (long long)cfg->max_value_len);
 }
 
 /* A new value for a leader (PROCLAIM, or CAMPAIGN by the leader). */
@@ -485,7 +468,7 @@ static void proclaim(struct lead *ld, struct lt_client *c, const struct request 
 {
 	char *v = dup_bytes(r->word, r->wlen);
 	if (!v) {
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	free(ld->value);
@@ -545,7 +528,7 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 	if (cmd == CMD_UNLOCK && ld)
 		resign(ld, c, 1);
 	else if (cmd == CMD_UNLOCK && why == PA_GONE)
-		reply(c, "%s", MSG_NOT_HELD);
+		lt_ops_reply(ops, c, "%s", MSG_NOT_HELD);
 	else if (cmd == CMD_UNLOCK)
 		lt_unlock(c, hold, n); /* a plain hold (or nobody could tell) */
 	else if (cmd == CMD_RESIGN && ld)
@@ -553,11 +536,13 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 	else if (ld && ld->state == LD_LEADING)
 		proclaim(ld, c, &r, cmd == CMD_CAMPAIGN);
 	else if (ld || why == PA_QUORUM || (why == PA_GONE && cmd == CMD_CAMPAIGN))
-		reply(c, "%s", MSG_NO_QUORUM); /* no epoch reserved, or no word from a majority */
+		lt_ops_reply(ops, c, "%s",
+		             MSG_NO_QUORUM); /* no epoch reserved, or no word from a majority */
 	else if (cmd == CMD_CAMPAIGN)
-		reply(c, "ERR ARG this session holds %.*s without leading it", (int)n, hold);
+		lt_ops_reply(ops, c, "ERR ARG this session holds %.*s without leading it", (int)n,
+		             hold);
 	else
-		reply(c, "%s", MSG_NOT_LEADER);
+		lt_ops_reply(ops, c, "%s", MSG_NOT_LEADER);
 	free(hold);
 }
 
@@ -726,14 +711,14 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	if ((!ld || ld->state == LD_RESERVING) && adopt_wait(c, r))
 		return;
 	if (lt_holds(c, r->key, r->klen)) {
-		reply(c, "ERR ARG this session holds %.*s without leading it", (int)r->klen,
-		      r->key);
+		lt_ops_reply(ops, c, "ERR ARG this session holds %.*s without leading it",
+		             (int)r->klen, r->key);
 		return;
 	}
 	struct el_client *e = el_of(c);
 	char *v = e ? dup_bytes(r->word, r->wlen) : NULL;
 	if (!v) {
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	free(e->value);
@@ -760,7 +745,7 @@ void el_proclaim(struct lt_client *c, const struct request *r)
 	}
 	if ((!ld || ld->state == LD_RESERVING) && adopt_wait(c, r))
 		return;
-	reply(c, "%s", ld && ld->state == LD_RESERVING ? MSG_OOM : MSG_NOT_LEADER);
+	lt_ops_reply(ops, c, "%s", ld && ld->state == LD_RESERVING ? MSG_OOM : MSG_NOT_LEADER);
 }
 
 static void resigned(struct rl_call *call, void *owner)
@@ -772,9 +757,9 @@ static void resigned(struct rl_call *call, void *owner)
 		c->el->unlocking = 0;
 	if (rl_result_of(call) != RL_OK) {
 		stats.quorum_failures++;
-		reply(c, "%s", MSG_RELEASE_UNCONFIRMED);
+		lt_ops_reply(ops, c, "%s", MSG_RELEASE_UNCONFIRMED);
 	} else {
-		reply(c, "%s", unlock ? "OK 0" : "OK");
+		lt_ops_reply(ops, c, "%s", unlock ? "OK 0" : "OK");
 	}
 }
 
@@ -788,7 +773,7 @@ static void resign(struct lead *ld, struct lt_client *c, int unlock)
 	lt_drop(c, ld->key, ld->node.klen); /* all its holds of the name */
 	lead_free(ld);
 	if (!call) {
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	if (e)
@@ -806,7 +791,7 @@ void el_resign(struct lt_client *c, const char *key, size_t klen)
 	}
 	if (!ld && adopt_wait(c, &r))
 		return;
-	reply(c, "%s", MSG_NOT_LEADER);
+	lt_ops_reply(ops, c, "%s", MSG_NOT_LEADER);
 }
 
 int el_unlock(struct lt_client *c, const char *key, size_t klen)
@@ -838,7 +823,7 @@ static void wb_cb(evutil_socket_t fd, short what, void *arg)
 		if (!lt_lock_holder(ld->key, ld->node.klen, &fence, token) ||
 		    strcmp(token, ld->token) != 0) {
 			if (ld->reply_to) /* its CAMPAIGN or PROCLAIM gets its one reply */
-				reply(ld->reply_to, "%s", MSG_NO_QUORUM);
+				lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
 			lead_free(ld);
 			continue;
 		}
@@ -861,13 +846,14 @@ static void leader_done(struct rl_call *call, void *owner)
 	c->call = NULL;
 	if (!v->ok) {
 		stats.quorum_failures++;
-		reply(c, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 	} else if (v->kind == RLE_LEADER) {
-		reply(c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen, v->value);
+		lt_ops_reply(ops, c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen,
+		             v->value);
 	} else if (v->kind == RLE_PLAIN) {
-		reply(c, "LEADER %llu", (unsigned long long)v->fence);
+		lt_ops_reply(ops, c, "LEADER %llu", (unsigned long long)v->fence);
 	} else {
-		reply(c, "NONE");
+		lt_ops_reply(ops, c, "NONE");
 	}
 }
 
@@ -875,7 +861,7 @@ void el_leader(struct lt_client *c, const char *key, size_t klen)
 {
 	c->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, leader_done, c);
 	if (!c->call)
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 }
 
 /* --- observers --- */
@@ -902,10 +888,10 @@ static void tell(struct watch *w, struct obs *o)
 {
 	stats.elected_events++;
 	if (w->leader)
-		line(o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
-		     (int)w->vlen, w->value);
+		lt_ops_line(ops, o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
+		            (int)w->vlen, w->value);
 	else
-		line(o->c, "NOLEADER %s", w->key);
+		lt_ops_line(ops, o->c, "NOLEADER %s", w->key);
 }
 
 static void watch_read(struct watch *w);
@@ -1015,23 +1001,24 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 	struct watch *w = watch_find(key, klen);
 	int fresh_watch = 0;
 	if (!e) {
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	if (!o && (int64_t)e->obs.len >= cfg->max_observations) {
 		stats.rejected_observations++;
-		reply(c, "ERR LIMIT this session observes limits.max_observations names");
+		lt_ops_reply(ops, c,
+		             "ERR LIMIT this session observes limits.max_observations names");
 		return;
 	}
 	if (!o && !e->by_name.slots && keytab_init(&e->by_name, 16)) {
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	if (!w) {
 		w = calloc(1, sizeof(*w) + klen + 1);
 		if (!w || !(w->timer = evtimer_new(base, watch_timer_cb, w))) {
 			free(w);
-			reply(c, "%s", MSG_OOM);
+			lt_ops_reply(ops, c, "%s", MSG_OOM);
 			return;
 		}
 		memcpy(w->key, key, klen);
@@ -1045,7 +1032,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		if (!(o = calloc(1, sizeof(*o)))) {
 			if (fresh_watch)
 				watch_free(w);
-			reply(c, "%s", MSG_OOM);
+			lt_ops_reply(ops, c, "%s", MSG_OOM);
 			return;
 		}
 		o->w = w;
@@ -1057,7 +1044,7 @@ void el_observe(struct lt_client *c, const char *key, size_t klen)
 		ilist_push(&e->obs, &o->clink);
 		stats.observers++;
 	}
-	reply(c, "OK");
+	lt_ops_reply(ops, c, "OK");
 	if (w->known && !w->call) {
 		tell(w, o); /* the state it knows: every change since was read */
 		return;
@@ -1083,11 +1070,11 @@ void el_unobserve(struct lt_client *c, const char *key, size_t klen)
 {
 	struct obs *o = c->el ? obs_of(c->el, key, klen) : NULL;
 	if (!o) {
-		reply(c, "ERR ARG this session does not observe %.*s", (int)klen, key);
+		lt_ops_reply(ops, c, "ERR ARG this session does not observe %.*s", (int)klen, key);
 		return;
 	}
 	obs_end(c->el, o);
-	reply(c, "OK");
+	lt_ops_reply(ops, c, "OK");
 }
 
 void el_conn_end(struct lt_client *c)

@@ -34,6 +34,7 @@
 #include "cfg.h"
 #include "lockall.h"
 #include "locktab_types.h"
+#include "ltops.h"
 #include "quorum.h"
 #include "redlock.h"
 #include "stats.h"
@@ -88,15 +89,6 @@ struct la_req {
 	uint32_t *by_given;    /* n: the part of each key as given */
 	char *reply;           /* room for "OK" and n fences */
 };
-
-static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reply(struct lt_client *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ops->reply(c, fmt, ap);
-	va_end(ap);
-}
 
 static struct la_part *part_of(struct waiter *w)
 {
@@ -182,7 +174,7 @@ static void fail(struct la_req *r, const char *msg)
 	give_back(r, 1);
 	req_free(r);
 	stats.lockall_timeouts += strcmp(msg, "TIMEOUT") == 0;
-	reply(c, "%s", msg);
+	lt_ops_reply(ops, c, "%s", msg);
 }
 
 /* The reentrant keys' counts go back (a count write failed, or the
@@ -204,7 +196,7 @@ static void answer_ok(struct la_req *r)
 		o += sprintf(o, " %llu", (unsigned long long)r->p[r->by_given[g]].fence);
 	stats.lockall_granted++;
 	/* The reply is copied out before the request is freed. */
-	reply(c, "%s", r->reply);
+	lt_ops_reply(ops, c, "%s", r->reply);
 	req_free(r);
 }
 
@@ -471,11 +463,11 @@ static int64_t check_holds(struct la_req *r)
 			p->st = LP_PRIOR;
 			p->fence = fence;
 		} else if (kind == HK_SHARED) {
-			reply(r->c, "ERR ARG cannot upgrade a shared hold");
+			lt_ops_reply(ops, r->c, "ERR ARG cannot upgrade a shared hold");
 			return -1;
 		} else if (kind == HK_PERMIT) {
-			reply(r->c, "ERR ARG holds permit %u of %.*s", permit, (int)p->klen,
-			      p->key);
+			lt_ops_reply(ops, r->c, "ERR ARG holds permit %u of %.*s", permit,
+			             (int)p->klen, p->key);
 			return -1;
 		} else {
 			fresh++;
@@ -492,14 +484,15 @@ static int waiters_limit(struct la_req *r)
 	if (r->once)
 		return 0;
 	if (cfg->max_waiters && stats.sessions_waiting >= (uint64_t)cfg->max_waiters) {
-		reply(r->c, "ERR LIMIT too many sessions wait (limits.max_waiters)");
+		lt_ops_reply(ops, r->c, "ERR LIMIT too many sessions wait (limits.max_waiters)");
 		return 1;
 	}
 	for (uint32_t i = 0; cfg->max_waiters_per_key && i < r->n; i++)
 		if (r->p[i].st != LP_PRIOR && lt_part_waiters(r->p[i].key, r->p[i].klen) >=
 		                                  (size_t)cfg->max_waiters_per_key) {
-			reply(r->c, "ERR LIMIT too many sessions wait for this key "
-			            "(limits.max_waiters_per_key)");
+			lt_ops_reply(ops, r->c,
+			             "ERR LIMIT too many sessions wait for this key "
+			             "(limits.max_waiters_per_key)");
 			return 1;
 		}
 	return 0;
@@ -510,7 +503,7 @@ void la_lockall(struct lt_client *c, const struct request *q)
 	struct la_req *r;
 
 	if (c->la || !(r = req_new(c, q))) {
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
 	c->la = r;
@@ -521,13 +514,15 @@ void la_lockall(struct lt_client *c, const struct request *q)
 	}
 	if (fresh && q->has_ttl && quorum_validity_us(q->ttl_ms, 0, cfg->drift_factor) <= 0) {
 		req_free(r);
-		reply(c, "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
-		         "locks.drift_factor)");
+		lt_ops_reply(ops, c,
+		             "ERR ARG TTL is shorter than the clock drift margin (2 ms + "
+		             "locks.drift_factor)");
 		return;
 	}
 	if (c->nlocks + (uint64_t)fresh > (uint64_t)cfg->max_locks_per_session) {
 		req_free(r);
-		reply(c, "ERR LIMIT this session holds limits.max_locks_per_session locks");
+		lt_ops_reply(ops, c,
+		             "ERR LIMIT this session holds limits.max_locks_per_session locks");
 		return;
 	}
 	if (waiters_limit(r)) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "cfg.h"
+#include "ltops.h"
 #include "proto.h"
 #include "redlock.h"
 #include "stats.h"
@@ -17,24 +18,6 @@
 
 static const struct config *cfg;
 static const struct lt_ops *ops;
-
-static void reply(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reply(struct lt_client *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ops->reply(c, fmt, ap);
-	va_end(ap);
-}
-
-static void line(struct lt_client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void line(struct lt_client *c, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ops->line(c, fmt, ap);
-	va_end(ap);
-}
 
 void who_init(const struct config *c, const struct lt_ops *o)
 {
@@ -72,7 +55,7 @@ static void who_done(struct rl_call *call, void *owner)
 	c->call = NULL;
 	if (!v->ok) {
 		stats.quorum_failures++;
-		reply(c, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 		return;
 	}
 	for (int k = 0; k < v->n; k++) {
@@ -84,25 +67,25 @@ static void who_done(struct rl_call *call, void *owner)
 		const char *name = own ? cfg->name : h->name ? h->name : "-";
 		if (!own || !lt_hold_by_token(key, klen, h->token, &hv) || !hv.holder) {
 			/* elsewhere, or no session here holds it (any more) */
-			line(c, "HOLDER %llu %s lockd=%s", (unsigned long long)v->fence, kind,
-			     name);
+			lt_ops_line(ops, c, "HOLDER %llu %s lockd=%s", (unsigned long long)v->fence,
+			            kind, name);
 			continue;
 		}
 		long long held = (now - hv.since_us) / 1000;
-		line(c, "HOLDER %llu %s lockd=%s client=%s session=%s held_ms=%lld",
-		     (unsigned long long)hv.fence, kind, name,
-		     hv.holder->ctx && hv.holder->peer ? hv.holder->peer : "-",
-		     hv.holder->sid ? hv.holder->sid : "-", held > 0 ? held : 0);
+		lt_ops_line(ops, c, "HOLDER %llu %s lockd=%s client=%s session=%s held_ms=%lld",
+		            (unsigned long long)hv.fence, kind, name,
+		            hv.holder->ctx && hv.holder->peer ? hv.holder->peer : "-",
+		            hv.holder->sid ? hv.holder->sid : "-", held > 0 ? held : 0);
 	}
 	if (v->delayed_ms > 0)
-		line(c, "DELAYED %lld %llu", (long long)v->delayed_ms,
-		     (unsigned long long)v->fence);
-	reply(c, "END");
+		lt_ops_line(ops, c, "DELAYED %lld %llu", (long long)v->delayed_ms,
+		            (unsigned long long)v->fence);
+	lt_ops_reply(ops, c, "END");
 }
 
 void who_ask(struct lt_client *c, const char *key, size_t klen)
 {
 	c->call = rl_who(key, klen, (uint32_t)cfg->max_permits, who_done, c);
 	if (!c->call)
-		reply(c, "%s", MSG_OOM);
+		lt_ops_reply(ops, c, "%s", MSG_OOM);
 }
