@@ -199,14 +199,11 @@ static void retry_disarm(struct lkey *lk)
  * waiter try (kick) and frees the entry if unused (lk_maybe_free). */
 static void waiter_fail(struct waiter *w, const char *msg)
 {
-	struct lkey *lk = w->lk;
-	waiter_leave(w);
+	ltc_waiter_leave(w);
 	if (w->part)
 		ltc_part_ops.failed(w, msg); /* a LOCKALL's: it answers */
 	else
 		ltc_reply(w->c, "%s", msg);
-	if (lk && lk->waiters.len == 0)
-		retry_disarm(lk);
 }
 
 static void wait_timeout_cb(evutil_socket_t fd, short what, void *arg)
