@@ -109,14 +109,20 @@
  * raises the exclusive-waiting flag too and is told to come back within
  * 500 ms to keep it up. A busy answer drops the old token (a handoff's
  * release side).
- * Redis commands of a plain grant, 5: MGET (reservation, lock, waiting
+ * Redis commands of a plain grant, 4: MGET (reservation, lock, waiting
  * flag: one read), EXISTS (live shared holders keep an exclusive lock
  * out: a sorted set, which MGET cannot see), SET of the lock (without
- * NX: its value may be a stale token of ours), INCR of the fence (a
- * counter that did not exist starts from the clock, TIME), PEXPIRE (the
- * fence's idle expiry). INCR and PEXPIRE cost the masters less than one
- * SET of a formatted value (measured with redis-benchmark: 5.0 against
- * 5.4 us a script). */
+ * NX: its value may be a stale token of ours), INCR of the fence. A
+ * counter that did not exist starts from the clock (TIME) and gets its
+ * expiry, fence idle ms, there and then: a grant does not push it back
+ * (a PEXPIRE per grant was 1 in 7 of the Redis commands of a plain
+ * cycle). So a busy key's counter lapses fence idle ms after it started
+ * and starts again at the clock: above every fence it issued, since it
+ * grew by one a grant, far less than a microsecond of clock each, and it
+ * started at least fence idle ms (>= 1000) less 100 ms of rounding ago.
+ * That is the argument the idle lapse already rested on; the restarted
+ * counters of one key's masters differ for a moment (a write-back round)
+ * once per fence idle ms. */
 #define ACQUIRE_LUA                                                                                \
 	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                          \
 	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
@@ -194,9 +200,8 @@
 	"  local t = redis.call('TIME')\n"                                                         \
 	"  f = tonumber(t[1]) * 1000000 + math.floor(tonumber(t[2]) / " FENCE_START_US             \
 	") * " FENCE_START_US " + 1\n"                                                             \
-	"  redis.call('SET', KEYS[kb + 2], string.format('%.0f', f))\n"                            \
+	"  redis.call('SET', KEYS[kb + 2], string.format('%.0f', f), 'PX', ARGV[ab + 6])\n"        \
 	"end\n"                                                                                    \
-	"redis.call('PEXPIRE', KEYS[kb + 2], ARGV[ab + 6])\n"                                      \
 	"if rf ~= '' then\n"                                                                       \
 	"  redis.call('HSET', rk, string.sub(rf, 2), ARGV[ab + 1] .. ' ' .. "                      \
 	"string.format('%.0f', f) .. ' 1 ' .. string.sub(rf, 1, 1))\n"                             \
@@ -211,21 +216,32 @@
  * announced and reserved for that lockd for reserve ms (else the
  * releasing lockd, closer to its clients, would win it back every time);
  * flag ms > 0 raises the flag for our own waiters. Redis commands of a
- * plain release nobody waits for: MGET (lock, waiting flag), DEL. */
+ * plain release nobody waits for: MGET (lock, waiting flag), DEL.
+ * A resumable session's hold leaves its record (HDEL of its field) with
+ * the release that let it go: a compare-and-delete that found our token
+ * found a hold no adoption re-tokened on this master (an adoption writes
+ * the lock and the field in one script), so the field is this hold's,
+ * whoever owns the record now; no read of the owner is needed. A release
+ * that found nothing leaves the field only where the record is ours (a
+ * lapsed hold), as before. (doc/design.md, "Resume and adoption".) */
 #define RELEASE_LUA                                                                                \
-	"local w\n"                                                                                \
-	"if ARGV[ab + 8] ~= '' and redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5] then\n"   \
-	"  redis.call('HDEL', KEYS[kb + 5], ARGV[ab + 8])\n"                                       \
+	"local w, rf = nil, ARGV[ab + 8]\n"                                                        \
+	"local function unrecord(ok)\n"                                                            \
+	"  if rf ~= '' and (ok or redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5]) then\n"   \
+	"    redis.call('HDEL', KEYS[kb + 5], rf)\n"                                               \
+	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
 	"if ARGV[ab + 7] == 's' then\n"                                                            \
-	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then return 0 end\n"             \
+	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then unrecord(); return 0 end\n" \
+	"  unrecord(true)\n"                                                                       \
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                        \
 	"  if redis.call('EXISTS', KEYS[kb + 4]) == 1 then return 1 end\n"                         \
 	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                  \
 	"else\n"                                                                                   \
 	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                             \
-	"  if tk(g[1]) ~= ARGV[ab + 1] then return 0 end\n"                                        \
+	"  if tk(g[1]) ~= ARGV[ab + 1] then unrecord(); return 0 end\n"                            \
 	"  redis.call('DEL', KEYS[kb + 1])\n"                                                      \
+	"  unrecord(true)\n"                                                                       \
 	"  w = g[2]\n"                                                                             \
 	"end\n"                                                                                    \
 	"if w then\n"                                                                              \
