@@ -685,6 +685,54 @@ START_TEST(fence_idle_expires)
 }
 END_TEST
 
+/* A grant does not push its fence counter's expiry back (one write less
+ * per grant): a busy key's counter lapses fence_idle_ms after it started
+ * and starts again at the master's clock, and the fences its grants hand
+ * out still grow across that restart. */
+START_TEST(fence_busy_key_restarts)
+{
+	struct h_opts o = {.locks_extra = "  fence_idle_ms: 1000\n"};
+	h_std(&o);
+	struct cl *a = cl_open();
+	double t0 = h_now_ms();
+	unsigned long long prev = cl_lock(a, "TRYLOCK f"), first = prev;
+	double t1 = h_now_ms(); /* the counter started before this */
+	cl_expect(a, "UNLOCK f", "OK 0");
+	int grants = 1, jumps = 0, checked = 0;
+	while (h_now_ms() - t0 < 2500 && grants < 100000) {
+		unsigned long long f = cl_lock(a, "TRYLOCK f");
+		cl_expect(a, "UNLOCK f", "OK 0");
+		ck_assert_msg(f > prev, "grant %d: fence %llu after %llu", grants, f, prev);
+		/* A restarted counter starts at the clock in microseconds, at
+		 * least fence_idle_ms less 100 ms of rounding above the last
+		 * start; grants alone add one each. */
+		if (f - prev > 500000)
+			jumps++;
+		prev = f;
+		grants++;
+		double since = h_now_ms() - t1;
+		if (!checked && !jumps && since > 400 && since < 800) {
+			/* the counter of the first grant, not pushed back by the
+			 * grants since (20 ms: the masters' and our clock reading) */
+			for (int i = 0; i < 3; i++) {
+				long long p = pttl(i, "lockd:f fence");
+				ck_assert_msg(p <= 1000 - since + 20,
+				              "master %d: PTTL of 'lockd:f fence' %lld ms, %.0f ms "
+				              "after its first grant (fence_idle_ms 1000)",
+				              i, p, since);
+			}
+			checked = 1;
+		}
+	}
+	ck_assert_msg(jumps >= 1,
+	              "no restart of the counter in %d grants over %.0f ms (fences %llu .. %llu)",
+	              grants, h_now_ms() - t0, first, prev);
+	fprintf(stderr, "fence_busy_key_restarts: %d grants, %d restarts, PTTL checked: %d\n",
+	        grants, jumps, checked);
+	cl_close(a);
+}
+END_TEST
+
 /* limits.max_waiters_per_key and limits.max_waiters cap the queues. */
 START_TEST(waiter_caps)
 {
@@ -726,6 +774,7 @@ TCase *tc_safety(void)
 	H_ADD(tc, reload_during_acquire);
 	H_ADD(tc, reset_during_extend);
 	H_ADD(tc, fence_idle_expires);
+	H_ADD(tc, fence_busy_key_restarts);
 	H_ADD(tc, waiter_caps);
 	return tc;
 }
