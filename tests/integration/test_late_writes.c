@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "scripts.h" /* the adoption's script, run by hand in adopt_compares_count */
+#include "scripts.h" /* scripts run by hand: adopt_compares_count, release_record_field */
 #include "sha1.h"    /* what lockd sends for a secret */
 
 #define LEASE 3000
@@ -267,6 +267,75 @@ START_TEST(adopt_compares_count)
 }
 END_TEST
 
+/* SCR_RELEASE of a resumable session's hold, run by hand on a real
+ * master: it deletes the hold's record field without reading the
+ * record's owner when it let the hold go (the token on the lock is the
+ * field's), keeps it when the token is not there (an adoption re-tokened
+ * the hold) unless the record names the releasing instance (a lapsed hold
+ * of its own). "A" and "B": two lockd instances, B the record's owner. */
+static char *release_by_hand(struct rconn *r, const char *tok, const char *inst)
+{
+	const char *rel[] = {"EVAL",
+	                     script_body(SCR_RELEASE),
+	                     "5",
+	                     "lockd:k",
+	                     "lockd:k waiting",
+	                     "lockd:k reserved",
+	                     "lockd:k shared",
+	                     "lockd: session s1",
+	                     tok,
+	                     "lockd: released",
+	                     "k",
+	                     "0",
+	                     inst,
+	                     "2000",
+	                     "x",
+	                     "x0 k"};
+	return rc_cmdv(r, 16, rel);
+}
+
+START_TEST(release_record_field)
+{
+	h_masters_start(1);
+	const char *A = "aaaaaaaaaaaaaaaa", *B = "bbbbbbbbbbbbbbbb";
+	const char *ta = "aaaaaaaaaaaaaaaa0123456789a00000",
+	           *tb = "bbbbbbbbbbbbbbbb0123456789a00000";
+	struct rconn *r = rc_open(h_master(0)->port, H_TMO);
+	ck_assert(r != NULL);
+	struct {
+		const char *lock, *inst, *reply, *field; /* lock's token, who releases, after */
+	} cases[] = {
+	    {ta, A, "1", "(nil)"},     /* A lets go; the record is B's: field gone, no owner read */
+	    {tb, A, "0", "present"},   /* B re-tokened it: A's release keeps B's field */
+	    {NULL, B, "0", "(nil)"},   /* lapsed, the record is B's: B's release drops it */
+	    {NULL, A, "0", "present"}, /* lapsed, the record is B's: A's keeps it */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		h_redis_int(0, "HSET", "lockd: session s1", "o", B, "x0 k",
+		            cases[i].lock == tb ? "bbbbbbbbbbbbbbbb0123456789a00000 7 1 0"
+		                                : "aaaaaaaaaaaaaaaa0123456789a00000 7 1 0",
+		            NULL);
+		if (cases[i].lock)
+			free(h_redis(0, "SET", "lockd:k", cases[i].lock, "PX", "5000", NULL));
+		else
+			h_redis_int(0, "DEL", "lockd:k", NULL);
+		const char *tok = cases[i].inst == A ? ta : tb;
+		char *rep = release_by_hand(r, tok, cases[i].inst);
+		char *f = h_redis(0, "HGET", "lockd: session s1", "x0 k", NULL);
+		ck_assert_msg(rep && strncmp(rep, cases[i].reply, 1) == 0,
+		              "case %zu: RELEASE answered '%s', want %s", i, rep ? rep : "(none)",
+		              cases[i].reply);
+		int gone = f && strcmp(f, "(nil)") == 0;
+		ck_assert_msg(gone == (strcmp(cases[i].field, "(nil)") == 0),
+		              "case %zu: the record field is '%s' after the release, want %s", i,
+		              f ? f : "(none)", cases[i].field);
+		free(rep);
+		free(f);
+	}
+	rc_close(r);
+}
+END_TEST
+
 TCase *tc_late_writes(void)
 {
 	TCase *tc = tcase_create("late_writes");
@@ -276,5 +345,6 @@ TCase *tc_late_writes(void)
 		tcase_add_loop_test(tc, late_write_keeps_live_hold, 0, 2);
 	H_ADD(tc, late_adopt_changes_nothing);
 	H_ADD(tc, adopt_compares_count);
+	H_ADD(tc, release_record_field);
 	return tc;
 }
