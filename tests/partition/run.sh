@@ -5,12 +5,15 @@
 # is skipped with the reason printed. Exit status non-zero on any failure.
 # Scenarios 9 and 10 (issue 31) make m2 a primary that three Sentinels
 # manage, with a replica r1 (redis-sentinel, else redis-server --sentinel),
-# under redis.wait_replicas 1 (asserted) and 0 (a measurement: only the
-# checker's verdict fails it; the figures are printed).
+# under redis.wait_replicas 1 (asserted) and 0 (a measurement: it fails
+# only on the checker's verdict, a hold neither kept nor told LOST, or an
+# uncontended LOCK refused after the heal; it prints the figures that
+# doc/design.md compares).
 #
 # Environment: LOCKD_BIN (default ./lockd of this tree), PT_OUT (keep the
-# histories and logs there), PT_SEED and PT_SECS (scenario 7), PYTHON
-# (default /usr/bin/python3). Arguments: scenario numbers (default all).
+# histories and logs there), PT_SEED and PT_SECS (scenario 7), PT_DEBUG
+# (lockd at log_level debug), PYTHON (default /usr/bin/python3).
+# Arguments: scenario numbers (default all).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 py="${PYTHON:-/usr/bin/python3}"

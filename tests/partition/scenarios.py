@@ -3,13 +3,16 @@
   python3 scenarios.py [N ...]
 
 Each scenario starts three redis masters and two lockd (A on l1, B on l2)
-in network namespaces of their own, runs clients from the namespace cl,
-injects its faults, checks the history and prints its size and the
-checker's verdict. Exit status 1 when any scenario failed.
+in network namespaces of their own (9 and 10: m2 is a primary with a
+replica r1 under three Sentinels in sn, and lockd's second entry is a
+sentinel entry), runs clients from the namespace cl, injects its faults,
+checks the history and prints its size and the checker's verdict. Exit
+status 1 when any scenario failed.
 
 Environment: LOCKD_BIN (default ../../lockd), PT_PREFIX (namespace prefix),
 PT_OUT (where histories and logs go; kept when a scenario fails),
-PT_SEED (scenario 7's schedule), PT_SECS (scenario 7's length, 60).
+PT_SEED (scenario 7's schedule), PT_SECS (scenario 7's length, 60),
+PT_DEBUG (lockd at log_level debug).
 """
 
 import json
