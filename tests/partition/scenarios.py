@@ -670,7 +670,9 @@ def s9_sentinel(c):
     lockd); the Sentinels promote r1; then everything heals. Three long
     holds and four clients handing off two keys meanwhile. Run with
     redis.wait_replicas 1 (scenario 9, asserted) and 0 (scenario 10, a
-    measurement: the checker's verdict is asserted, the figures reported).
+    measurement: only the checker's verdict, each long hold kept or told
+    LOST, and an uncontended LOCK after the heal are asserted; the figures
+    are reported, doc/design.md compares them).
 
     Phases: all up; m3 out (every grant needs m1 and the entry, whose
     WAIT works); m2 cut from r1 too (WAIT answers 0: with wait_replicas 1
