@@ -1,6 +1,7 @@
 """Parts of the partition harness: network namespaces and the cuts between
-them (Net), redis masters and lockd inside them (Cluster), the fenced store
-(Store), and clients speaking the lockd line protocol (Conn, StoreConn).
+them (Net), redis masters, a replica, Sentinels and lockd inside them
+(Cluster), the fenced store (Store), and clients speaking the lockd line
+protocol (Conn, StoreConn).
 
 Everything lives in namespaces named <prefix>-<role>; addresses are in
 10.213.0.0/24, which exists only inside them. The harness process itself
@@ -12,6 +13,7 @@ import ctypes
 import os
 import queue
 import selectors
+import shutil
 import signal
 import socket
 import socketserver
@@ -23,6 +25,10 @@ NET = "10.213.0"
 MASTER_IP = ["%s.%d" % (NET, i) for i in (1, 2, 3)]
 LOCKD_IP = ["%s.%d" % (NET, i) for i in (11, 12)]
 CLIENT_IP = "%s.100" % NET
+REPLICA_IP = "%s.21" % NET  # r1: m2's replica when m2 is a Sentinel-managed primary
+SENTINEL_IP = "%s.30" % NET  # sn: the three Sentinels, one port each
+SENTINEL_PORTS = (26379, 26380, 26381)
+SENTINEL_NAME = "pt"  # the name the Sentinels monitor
 STORE_PORT = 7400
 REDIS_PORT = 6379
 LOCKD_PORT = 7390
@@ -39,14 +45,15 @@ def sh(*argv, check=True):
 
 class Net:
     """The namespaces: br (a bridge), m1..m3 (masters), l1, l2 (lockd), cl
-    (clients, the store and this harness); each but br has eth0, a veth to
-    the bridge, and an nftables table inet pt with an input and an output
-    chain where the cuts go."""
+    (clients, the store and this harness), r1 (a replica of m2) and sn (the
+    Sentinels) when m2 is a Sentinel-managed primary; each but br has eth0,
+    a veth to the bridge, and an nftables table inet pt with an input and
+    an output chain where the cuts go."""
 
     def __init__(self, prefix):
         self.prefix = prefix
-        self.roles = ["m1", "m2", "m3", "l1", "l2", "cl"]
-        self.ip = dict(zip(self.roles, MASTER_IP + LOCKD_IP + [CLIENT_IP]))
+        self.roles = ["m1", "m2", "m3", "l1", "l2", "cl", "r1", "sn"]
+        self.ip = dict(zip(self.roles, MASTER_IP + LOCKD_IP + [CLIENT_IP, REPLICA_IP, SENTINEL_IP]))
         self.made = []
 
     def ns(self, role):
@@ -127,9 +134,39 @@ class Net:
 
 # ------------------------------------------------------------------ redis
 
+class _Short(Exception):
+    """A reply not read whole yet."""
+
+
+def _parse(buf, i):
+    """One RESP value at buf[i:]: (value, where the next begins). Simple
+    strings, errors (their text) and integers as str, nil as None, bulk
+    strings as str, arrays as lists."""
+    nl = buf.find(b"\r\n", i)
+    if nl < 0:
+        raise _Short()
+    kind, line = buf[i:i + 1], buf[i + 1:nl]
+    if kind in (b"+", b"-", b":"):
+        return line.decode(), nl + 2
+    n = int(line)
+    if n < 0:
+        return None, nl + 2
+    if kind == b"$":
+        if len(buf) < nl + 4 + n:
+            raise _Short()
+        return buf[nl + 2:nl + 2 + n].decode(), nl + 4 + n
+    if kind == b"*":
+        items, j = [], nl + 2
+        for _ in range(n):
+            v, j = _parse(buf, j)
+            items.append(v)
+        return items, j
+    raise ValueError("unexpected RESP %r" % buf[i:nl])
+
+
 def resp(sock, *args, timeout=2.0):
     """One Redis command over a fresh or given socket; the reply decoded
-    roughly (enough for PING, CLIENT LIST, CLIENT KILL)."""
+    roughly (_parse)."""
     msg = "*%d\r\n" % len(args) + "".join("$%d\r\n%s\r\n" % (len(a.encode()), a) for a in args)
     sock.settimeout(timeout)
     sock.sendall(msg.encode())
@@ -139,20 +176,49 @@ def resp(sock, *args, timeout=2.0):
         if not chunk:
             raise ConnectionError("redis closed")
         buf += chunk
-        if buf[:1] in (b"+", b"-", b":") and buf.endswith(b"\r\n"):
-            return buf[1:-2].decode()
-        if buf[:1] == b"$":
-            head, _, rest = buf.partition(b"\r\n")
-            n = int(head[1:])
-            if n < 0:
-                return None
-            if len(rest) >= n + 2:
-                return rest[:n].decode()
+        try:
+            return _parse(buf, 0)[0]
+        except _Short:
+            continue
 
 
-def redis_cmd(ip, *args, timeout=2.0):
-    with socket.create_connection((ip, REDIS_PORT), timeout=timeout) as s:
+def redis_cmd(ip, *args, timeout=2.0, port=REDIS_PORT):
+    with socket.create_connection((ip, port), timeout=timeout) as s:
         return resp(s, *args, timeout=timeout)
+
+
+def sentinel_primary(timeout=0.5):
+    """The primary the Sentinels name ("IP:PORT", the first that answers),
+    or None."""
+    for port in SENTINEL_PORTS:
+        try:
+            r = redis_cmd(SENTINEL_IP, "SENTINEL", "get-master-addr-by-name", SENTINEL_NAME,
+                          timeout=timeout, port=port)
+        except (OSError, ConnectionError):
+            continue
+        if isinstance(r, list) and len(r) == 2:
+            return "%s:%s" % tuple(r)
+    return None
+
+
+def lockd_stats(addr, timeout=2.0):
+    """lockd's STATS as a dict (a connection of its own, outside the
+    history)."""
+    with socket.create_connection(addr, timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(b"STATS\r\n")
+        buf = b""
+        while not buf.endswith(b"END\r\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                raise ConnectionError("lockd closed")
+            buf += chunk
+    out = {}
+    for line in buf.decode().splitlines():
+        w = line.split(" ", 2)
+        if len(w) == 3 and w[0] == "STAT":
+            out[w[1]] = w[2]
+    return out
 
 
 class Cluster:
@@ -174,18 +240,70 @@ class Cluster:
         self.procs[name] = p
         return p
 
-    def start_masters(self):
-        for i, ip in enumerate(MASTER_IP):
-            d = os.path.join(self.tmp, "m%d" % (i + 1))
-            os.makedirs(d, exist_ok=True)
-            self._spawn("m%d" % (i + 1), "m%d" % (i + 1),
-                        ["redis-server", "--port", str(REDIS_PORT), "--bind", ip, "--save", "",
-                         "--appendonly", "no", "--dir", d, "--protected-mode", "no",
-                         "--daemonize", "no"], os.path.join(d, "redis.log"))
-        for ip in MASTER_IP:
-            self._until(lambda ip=ip: redis_cmd(ip, "PING", timeout=0.5) == "PONG", 10, "redis " + ip)
+    def _redis(self, name, ip, extra=()):
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d, exist_ok=True)
+        self._spawn(name, name,
+                    ["redis-server", "--port", str(REDIS_PORT), "--bind", ip, "--save", "",
+                     "--appendonly", "no", "--dir", d, "--protected-mode", "no",
+                     "--daemonize", "no"] + list(extra), os.path.join(d, "redis.log"))
 
-    def start_lockd(self, j, lease_ms=1500, timeout_ms=100, extra=""):
+    def start_masters(self, replica=False):
+        """m1..m3; with replica, r1 too, a replica of m2 (in sync when this
+        returns). Redis 7 waits 5 s before a diskless full sync by default,
+        for more replicas to join: none will here, before or after a
+        failover."""
+        fast = ["--repl-diskless-sync-delay", "0"] if replica else []
+        for i, ip in enumerate(MASTER_IP):
+            self._redis("m%d" % (i + 1), ip, fast)
+        if replica:
+            self._redis("r1", REPLICA_IP, fast + ["--replicaof", MASTER_IP[1], str(REDIS_PORT)])
+        for ip in MASTER_IP + ([REPLICA_IP] if replica else []):
+            self._until(lambda ip=ip: redis_cmd(ip, "PING", timeout=0.5) == "PONG", 10, "redis " + ip)
+        if replica:
+            self._until(lambda: "master_link_status:up" in redis_cmd(REPLICA_IP, "INFO", "replication"),
+                        10, "r1 in sync with m2")
+
+    def start_sentinels(self):
+        """Three Sentinels in sn, monitoring m2 as SENTINEL_NAME (quorum 2,
+        down after 1 s); ready when each knows the two others and r1.
+        redis-sentinel, else redis-server --sentinel (the same binary)."""
+        sbin = shutil.which("redis-sentinel")
+        argv_tail = [] if sbin else ["--sentinel"]
+        sbin = sbin or "redis-server"
+        for k, port in enumerate(SENTINEL_PORTS):
+            name = "sn%d" % k
+            d = os.path.join(self.tmp, name)
+            os.makedirs(d, exist_ok=True)
+            conf = os.path.join(d, "sentinel.conf")
+            with open(conf, "w") as f:
+                f.write("port %d\nbind %s\nprotected-mode no\ndaemonize no\ndir %s\n"
+                        "sentinel monitor %s %s %d 2\n"
+                        "sentinel down-after-milliseconds %s 1000\n"
+                        "sentinel failover-timeout %s 2000\n"
+                        "sentinel parallel-syncs %s 1\n" %
+                        (port, SENTINEL_IP, d, SENTINEL_NAME, MASTER_IP[1], REDIS_PORT, SENTINEL_NAME,
+                         SENTINEL_NAME, SENTINEL_NAME))
+            self._spawn(name, "sn", [sbin, conf] + argv_tail, os.path.join(d, "redis.log"))
+
+        def ready():
+            for port in SENTINEL_PORTS:
+                r = redis_cmd(SENTINEL_IP, "SENTINEL", "master", SENTINEL_NAME, timeout=0.5, port=port)
+                f = dict(zip(r[::2], r[1::2])) if isinstance(r, list) else {}
+                if f.get("num-other-sentinels") != "2" or f.get("num-slaves") != "1":
+                    return False
+            return True
+        # hello messages go out every 2 s
+        self._until(ready, 15, "the Sentinels knowing each other and r1")
+
+    def sentinel_entry(self):
+        return '{sentinel: [%s], name: %s}' % (
+            ", ".join('"%s:%d"' % (SENTINEL_IP, p) for p in SENTINEL_PORTS), SENTINEL_NAME)
+
+    def start_lockd(self, j, lease_ms=1500, timeout_ms=100, extra="", masters=None, redis_extra=""):
+        """lockd j on l1 or l2; masters: the entries of redis.masters as
+        YAML (default the three masters), redis_extra: more lines under
+        redis:."""
         name = "l%d" % (j + 1)
         d = os.path.join(self.tmp, name)
         os.makedirs(d, exist_ok=True)
@@ -193,9 +311,12 @@ class Cluster:
         with open(conf, "w") as f:
             f.write("# written by tests/partition\n")
             f.write('listen: ["%s:%d", "unix:%s/lockd.sock"]\n' % (LOCKD_IP[j], LOCKD_PORT, d))
-            f.write("allow_unauthenticated: true\nlog_level: info\n")
-            f.write("redis:\n  masters: [%s]\n  timeout_ms: %d\n" %
-                    (", ".join('"%s:%d"' % (ip, REDIS_PORT) for ip in MASTER_IP), timeout_ms))
+            f.write("allow_unauthenticated: true\nlog_level: %s\n" %
+                    ("debug" if os.environ.get("PT_DEBUG") else "info"))
+            if masters is None:
+                masters = ['"%s:%d"' % (ip, REDIS_PORT) for ip in MASTER_IP]
+            f.write("redis:\n  masters: [%s]\n  timeout_ms: %d\n%s" % (", ".join(masters), timeout_ms,
+                                                                         redis_extra))
             f.write("locks:\n  lease_ms: %d\n" % lease_ms)
             f.write(extra)
         self._spawn(name, name, [self.bin, "-c", conf], os.path.join(d, "lockd.log"))

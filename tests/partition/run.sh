@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Partition tests (issue 25): the checker's unit tests, then the eight
+# Partition tests (issue 25): the checker's unit tests, then the ten
 # scenarios in network namespaces (tests/partition/scenarios.py). They need
 # root with CAP_NET_ADMIN, ip (iproute2) and nft; without them each scenario
 # is skipped with the reason printed. Exit status non-zero on any failure.
+# Scenarios 9 and 10 (issue 31) make m2 a primary that three Sentinels
+# manage, with a replica r1 (redis-sentinel, else redis-server --sentinel),
+# under redis.wait_replicas 1 (asserted) and 0 (a measurement: it fails
+# only on the checker's verdict, a hold neither kept nor told LOST, or an
+# uncontended LOCK refused after the heal; it prints the figures that
+# doc/design.md compares).
 #
 # Environment: LOCKD_BIN (default ./lockd of this tree), PT_OUT (keep the
-# histories and logs there), PT_SEED and PT_SECS (scenario 7), PYTHON
-# (default /usr/bin/python3). Arguments: scenario numbers (default all).
+# histories and logs there), PT_SEED and PT_SECS (scenario 7), PT_DEBUG
+# (lockd at log_level debug), PYTHON (default /usr/bin/python3).
+# Arguments: scenario numbers (default all).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 py="${PYTHON:-/usr/bin/python3}"
@@ -25,6 +32,8 @@ titles=(
 	"6 sessions resume on the other lockd while A is cut from clients"
 	"7 a random schedule of faults, 8 clients, 2 lockd"
 	"8 3 with a lock-delay: the paused client's late write, a resource without fences"
+	"9 a Sentinel primary cut from its replica, lockd and Sentinels while its vote is needed; wait_replicas 1"
+	"10 9 with wait_replicas 0: a measurement of what WAIT buys"
 )
 skip_all() {
 	for t in "${titles[@]}"; do

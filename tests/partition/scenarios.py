@@ -3,13 +3,16 @@
   python3 scenarios.py [N ...]
 
 Each scenario starts three redis masters and two lockd (A on l1, B on l2)
-in network namespaces of their own, runs clients from the namespace cl,
-injects its faults, checks the history and prints its size and the
-checker's verdict. Exit status 1 when any scenario failed.
+in network namespaces of their own (9 and 10: m2 is a primary with a
+replica r1 under three Sentinels in sn, and lockd's second entry is a
+sentinel entry), runs clients from the namespace cl, injects its faults,
+checks the history and prints its size and the checker's verdict. Exit
+status 1 when any scenario failed.
 
 Environment: LOCKD_BIN (default ../../lockd), PT_PREFIX (namespace prefix),
 PT_OUT (where histories and logs go; kept when a scenario fails),
-PT_SEED (scenario 7's schedule), PT_SECS (scenario 7's length, 60).
+PT_SEED (scenario 7's schedule), PT_SECS (scenario 7's length, 60),
+PT_DEBUG (lockd at log_level debug).
 """
 
 import json
@@ -29,8 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from history import History, check, excerpt, fmt, holds  # noqa: E402
-from pt import (LOCKD_IP, MASTER_IP, NOFENCE, REDIS_PORT, Cluster, Conn, Net, Reactor,  # noqa: E402
-                Store, StoreConn, redis_cmd)
+from pt import (LOCKD_IP, MASTER_IP, NOFENCE, REDIS_PORT, REPLICA_IP, Cluster, Conn, Net,  # noqa: E402
+                Reactor, Store, StoreConn, lockd_stats, redis_cmd, sentinel_primary)
 import client as clientmod  # noqa: E402
 
 HEADROOM_MS = 1500  # on top of every contract bound: a loaded 2-core machine
@@ -41,9 +44,14 @@ class Skip(Exception):
 
 
 class Ctx:
-    def __init__(self, net, tmp, lockd_bin, lease_ms=1500, timeout_ms=100):
+    """One scenario's cluster and history. wait_replicas: m2 is a primary
+    that Sentinels manage, with a replica r1 (the master entries m1,
+    sentinel, m3), and lockd runs with redis.wait_replicas set to it."""
+
+    def __init__(self, net, tmp, lockd_bin, lease_ms=1500, timeout_ms=100, wait_replicas=None):
         self.net, self.tmp = net, tmp
         self.lease_ms, self.tmo = lease_ms, timeout_ms
+        self.wait_replicas = wait_replicas
         self.hist = History()
         self.reactor = Reactor(self.hist)
         self.store = Store(self.hist)
@@ -53,9 +61,15 @@ class Ctx:
         self.conns = []
         self.subs = []
         try:
-            self.cl.start_masters()
-            self.A = self.cl.start_lockd(0, lease_ms, timeout_ms)
-            self.B = self.cl.start_lockd(1, lease_ms, timeout_ms)
+            masters, extra = None, ""
+            self.cl.start_masters(replica=wait_replicas is not None)
+            if wait_replicas is not None:
+                self.cl.start_sentinels()
+                masters = ['"%s:%d"' % (MASTER_IP[0], REDIS_PORT), self.cl.sentinel_entry(),
+                           '"%s:%d"' % (MASTER_IP[2], REDIS_PORT)]
+                extra = "  wait_replicas: %d\n" % wait_replicas
+            self.A = self.cl.start_lockd(0, lease_ms, timeout_ms, masters=masters, redis_extra=extra)
+            self.B = self.cl.start_lockd(1, lease_ms, timeout_ms, masters=masters, redis_extra=extra)
         except BaseException:
             self.reactor.stop()
             self.store.close()
@@ -192,11 +206,11 @@ def s1_minority(c):
 
 # ------------------------------------------------------------------ 2
 
-def handoff_worker(c, name, addr, keys, deadline, oks):
+def handoff_worker(c, name, addr, keys, deadline, oks, stop=None):
     conn = c.conn(name, addr)
     st = StoreConn(name, c.hist)
     i = 0
-    while time.monotonic() < deadline and not conn.dead:
+    while time.monotonic() < deadline and not conn.dead and not (stop and stop.is_set()):
         key = keys[i % len(keys)]
         i += 1
         fence, text = conn.lock(key, wait=3000)
@@ -639,6 +653,164 @@ def s7_random(c):
     c.fails += ["slow reply: " + s for s in stats["slow"]] + stats["errors"]
 
 
+# ------------------------------------------------------------------ 9, 10
+
+SN_LONG = (("L1", 0, "la1"), ("L2", 0, "la2"), ("L3", 1, "lb3"))  # key, lockd (A 0, B 1), holder
+SN_HANDOFF = ("h1", "h2")
+
+
+def lock_values(ip, keys):
+    """The value of each key's lock on one node (None: no live lock)."""
+    return {k: redis_cmd(ip, "GET", "lockd:" + k, timeout=1.0) for k in keys}
+
+
+def s9_sentinel(c):
+    """The Sentinel entry's primary (m2) cut from its replica, then from
+    lockd and the Sentinels, while its vote is needed (m3 is cut from both
+    lockd); the Sentinels promote r1; then everything heals. Three long
+    holds and four clients handing off two keys meanwhile. Run with
+    redis.wait_replicas 1 (scenario 9, asserted) and 0 (scenario 10, a
+    measurement: only the checker's verdict, each long hold kept or told
+    LOST, and an uncontended LOCK after the heal are asserted; the figures
+    are reported, doc/design.md compares them).
+
+    Phases: all up; m3 out (every grant needs m1 and the entry, whose
+    WAIT works); m2 cut from r1 too (WAIT answers 0: with wait_replicas 1
+    the entry does not count, no majority; with 0 it counts writes r1
+    lacks); m2 isolated as m3 comes back (the nodes are read then); r1
+    promoted; heal."""
+    w = c.wait_replicas
+    P, R = MASTER_IP[1], REPLICA_IP
+    keys = [k for k, _, _ in SN_LONG] + list(SN_HANDOFF)
+    holders = {}
+    for key, j, name in SN_LONG:
+        h = c.conn(name, (c.A, c.B)[j])
+        f, text = h.lock(key, wait=3000)
+        if not c.expect(f, "%s LOCK %s: %s" % (name, key, text)):
+            return
+        holders[key] = (h, f, j)
+    oks = []
+    stop = threading.Event()
+    ws = [bg(handoff_worker, c, n, addr, list(SN_HANDOFF), time.monotonic() + 120, oks, stop)
+          for n, addr in (("a1", c.A), ("a2", c.A), ("b1", c.B), ("b2", c.B))]
+    t0 = time.monotonic()
+    time.sleep(1.5)
+    p1 = time.monotonic()
+    for lk in ("l1", "l2"):
+        c.net.cut_peer("m3", lk)
+    c.nemesis("cut", "m3", "m3 x l1, l2 (silent): every grant needs m1 and the Sentinel entry")
+    time.sleep(1.5)
+    p2 = time.monotonic()
+    c.net.cut_peer("m2", "r1")
+    c.nemesis("cut", "m2", "m2 x r1 (silent): the replica falls behind")
+    # longer than a lease: with wait_replicas 1 the holds lose their majority
+    time.sleep(c.lease_ms / 1000.0 + 1.0)
+    p3 = time.monotonic()
+    for x in ("l1", "l2", "sn"):
+        c.net.cut_peer("m2", x)
+    c.nemesis("cut", "m2", "m2 x l1, l2, sn (silent): the primary isolated")
+    t_snap = time.monotonic()
+    snap = {ip: lock_values(ip, keys) for ip in (MASTER_IP[0], P, R, MASTER_IP[2])}
+    c.net.nft("m3", "flush chain inet pt in; flush chain inet pt out")
+    c.nemesis("heal", "m3", "m3 reachable again")
+    want = "%s:%d" % (R, REDIS_PORT)
+    t_prom = t_follow = None
+    end = time.monotonic() + 15
+    while time.monotonic() < end and t_prom is None:
+        if sentinel_primary() == want:
+            t_prom = time.monotonic()
+        else:
+            time.sleep(0.05)
+    if not c.expect(t_prom, "the Sentinels did not promote r1 within 15 s of the cut"):
+        stop.set()
+        return
+    c.nemesis("info", "sn", "the Sentinels name r1")
+    end = time.monotonic() + 10
+    while time.monotonic() < end and t_follow is None:
+        try:
+            st = [lockd_stats(a) for a in (c.A, c.B)]
+        except (OSError, ConnectionError):
+            st = []
+        if st and all(s.get("master.1.node") == want and s.get("master.1.state") == "up" for s in st):
+            t_follow = time.monotonic()
+        else:
+            time.sleep(0.05)
+    c.expect(t_follow, "lockd not up on the promoted r1 within 10 s of its promotion")
+    c.heal()
+    p4 = time.monotonic()
+    time.sleep(3.0)
+    stop.set()
+    for wt in ws:
+        c.expect(result(wt, 15) is None, "handoff worker: %r" % (wt.box.get("v"),))
+    p5 = time.monotonic()
+    # each long hold: kept (another session is refused it) or its holder
+    # told LOST (the checker: before anyone else had it)
+    kept = lost = 0
+    for key, (h, f, j) in holders.items():
+        probe = c.conn("p" + key, (c.B, c.A)[j])
+        pf, text = probe.lock(key, try_=True)
+        if (key, f) in h.lost:
+            lost += 1
+        elif c.expect(pf is None and text == "BUSY", "%s: TRYLOCK from the other lockd: %s, and its holder "
+                      "was told no LOST" % (key, text)):
+            kept += 1
+        if pf:
+            probe.unlock(key)
+        if not h.dead and (key, f) not in h.lost:
+            h.unlock(key)
+    # an uncontended lock on each lockd, now that m1 and m3 are back (the
+    # entry counts for no write until r1 has a replica, or, with 0, until
+    # its restart exclusion ends)
+    fresh = []
+    for j, addr in enumerate((c.A, c.B)):
+        conn = c.conn("f%d" % j, addr)
+        t = time.monotonic()
+        f, text = conn.lock("fresh%d" % j, wait=c.lease_ms + 1000 + HEADROOM_MS)
+        if c.expect(f, "LOCK fresh%d on %s after the heal: %s" % (j, "AB"[j], text)):
+            fresh.append((time.monotonic() - t) * 1000)
+            conn.unlock("fresh%d" % j)
+    stats = [lockd_stats(a) for a in (c.A, c.B)]
+    # the figures
+    recs = c.hist.sorted()
+    hs = holds(recs)
+    doubled = sum(1 for v in check(recs) if v["rule"] in ("overlap", "fence"))
+    open_at = [h for h in hs if h["start"] <= t_snap < h["end"]]
+    m1, m3 = snap[MASTER_IP[0]], snap[MASTER_IP[2]]
+    counted = [h for h in open_at if snap[P][h["key"]] is not None and snap[P][h["key"]] == m1[h["key"]]]
+    missing = [h for h in counted if snap[R][h["key"]] != snap[P][h["key"]]]
+    at_risk = [h for h in missing if m3[h["key"]] != m1[h["key"]]]
+    judged = []
+    for name in ("l1", "l2"):
+        with open(c.cl.log_path(name), errors="replace") as f:
+            text = f.read()
+        judged.append("kept counting" if "a promoted replica with lockd's marker" in text else
+                      "excluded as a restart" if "handled as a restart that lost data" in text else "not judged")
+    phases = (("all up", t0, p1), ("m3 out", p1, p2), ("m3 out, m2 cut from r1", p2, p3),
+              ("m2 isolated, m3 back", p3, p4), ("healed", p4, p5))
+    c.note("wait_replicas %d: r1 promoted %.1f s after m2's isolation, both lockd on it %.1f s after; "
+           "lockd judged it: %s" % (w, t_prom - p3, (t_follow or p5) - p3, ", ".join(judged)))
+    c.note("grants: " + ", ".join("%d %s" % (count_in(oks, a, b), what) for what, a, b in phases))
+    c.note("long holds: %d kept, %d told LOST, %d overlaps or fence regressions in the history" %
+           (kept, lost, doubled))
+    c.note("holds confirmed at m2's isolation: %d; on m1 and m2 (counted there): %d; of these, missing on "
+           "the promoted r1: %d; on m1 alone of m1, r1, m3 (a lockd counting r1 at once could grant them "
+           "again): %d" % (len(open_at), len(counted), len(missing), len(at_risk)))
+    c.note("WAIT batches short of replicas (master.1.wait_failures): A %s, B %s" %
+           (stats[0].get("master.1.wait_failures"), stats[1].get("master.1.wait_failures")))
+    c.note("an uncontended LOCK on each lockd after the handoffs: granted in %s ms" %
+           ", ".join("%.0f" % x for x in fresh))
+    c.expect(kept + lost == len(SN_LONG), "long holds: %d kept + %d lost of %d" % (kept, lost, len(SN_LONG)))
+    if w == 0:
+        return  # a measurement: the checker's verdict is its only assertion
+    c.expect(judged == ["kept counting"] * 2, "lockd's judgement of the promotion: %s" % judged)
+    c.expect(not missing, "holds that counted on m2 are missing on the promoted r1: %s" %
+             ["%s %s" % (h["key"], h["fence"]) for h in missing])
+    c.expect(count_in(oks, p1 + 0.5, p2) >= 3, "fewer than 3 grants while m3 was out (the entry with its "
+             "replica counts)")
+    late = count_in(oks, p2 + 0.5, p3)
+    c.expect(late == 0, "%d grants while m3 was out and m2 cut from its replica (WAIT 1 answers 0 there)" % late)
+
+
 SCENARIOS = [
     (1, "lockd A loses two of three masters, B keeps all", s1_minority, {}),
     (2, "a master cut from every lockd, then healed, during handoffs", s2_master_cut, {}),
@@ -649,6 +821,10 @@ SCENARIOS = [
     (7, "a random schedule of faults, 8 clients, 2 lockd", s7_random, {}),
     (8, "3 with a lock-delay: the paused client's late write, a resource without fences", s8_pause_delay,
      {}),
+    (9, "a Sentinel primary cut from its replica, lockd and Sentinels while its vote is needed; "
+     "wait_replicas 1", s9_sentinel, dict(lease_ms=2000, wait_replicas=1)),
+    (10, "9 with wait_replicas 0: a measurement of what WAIT buys", s9_sentinel,
+     dict(lease_ms=2000, wait_replicas=0)),
 ]
 
 

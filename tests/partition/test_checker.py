@@ -1,4 +1,5 @@
-"""The checker's rules, each shown to catch a history that breaks it.
+"""The checker's rules, each shown to catch a history that breaks it; and
+the harness's reply parser (pt._parse) on replies Redis and Sentinel give.
 
 Run: /usr/bin/python3 -m unittest discover -s tests/partition -p 'test_*.py'
 """
@@ -10,6 +11,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from history import check  # noqa: E402
+from pt import _parse, _Short  # noqa: E402
 
 
 class H:
@@ -147,6 +149,26 @@ class TestChecker(unittest.TestCase):
         self.assertEqual(h.rules(), ["store"])
         h.recs[-1]["accepted"] = False
         self.assertEqual(h.rules(), [])
+
+
+class RespTest(unittest.TestCase):
+    def test_scalars(self):
+        self.assertEqual(_parse(b"+PONG\r\n", 0), ("PONG", 7))
+        self.assertEqual(_parse(b"-ERR no\r\n", 0)[0], "ERR no")
+        self.assertEqual(_parse(b":12\r\n", 0)[0], "12")
+        self.assertEqual(_parse(b"$5\r\nab\r\nc\r\n", 0), ("ab\r\nc", 11))
+        self.assertEqual(_parse(b"$-1\r\n", 0), (None, 5))
+
+    def test_arrays(self):
+        # SENTINEL get-master-addr-by-name, then an unknown name
+        self.assertEqual(_parse(b"*2\r\n$10\r\n10.213.0.2\r\n$4\r\n6379\r\n", 0)[0], ["10.213.0.2", "6379"])
+        self.assertEqual(_parse(b"*-1\r\n", 0)[0], None)
+        self.assertEqual(_parse(b"*2\r\n*1\r\n:1\r\n$-1\r\n", 0)[0], [["1"], None])
+
+    def test_short(self):
+        for part in (b"", b"+PON", b"$5\r\nab", b"*2\r\n$1\r\na\r\n"):
+            with self.assertRaises(_Short):
+                _parse(part, 0)
 
 
 if __name__ == "__main__":
