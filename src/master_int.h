@@ -122,7 +122,8 @@ int mrepl_role_replicas(const redisReply *r);
 /* The replicas of a ROLE reply that mrepl_role_replicas counts, as
  * "HOST:PORT,HOST:PORT" in ROLE's order, "-" when none: an entry that
  * does not fit in len is left out and the list ends in ",..." (or is
- * "..."). */
+ * "..."); one whose address is not plain printable ASCII (a space, a
+ * comma, a quote, a backslash) is left out. */
 void mrepl_role_nodes(const redisReply *r, char *buf, size_t len);
 /* The handshake's ROLE: fails the handshake unless m is a master. */
 void mrepl_hs_role(struct master *m);

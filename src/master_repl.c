@@ -128,6 +128,17 @@ int mrepl_role_replicas(const redisReply *r)
 	           : 0;
 }
 
+/* A replica's address as ROLE gives it (its replica-announce-ip may be any
+ * text) is shown only when it is printable ASCII without a space, comma,
+ * quote or backslash: a STATS value and a /metrics label as they are. */
+static int plain_addr(const char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e || *s == ',' || *s == '"' || *s == '\\')
+			return 0;
+	return 1;
+}
+
 void mrepl_role_nodes(const redisReply *r, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -142,7 +153,8 @@ void mrepl_role_nodes(const redisReply *r, char *buf, size_t len)
 		/* [ip, port, offset], all strings */
 		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
 		    e->element[0]->type != REDIS_REPLY_STRING ||
-		    e->element[1]->type != REDIS_REPLY_STRING)
+		    e->element[1]->type != REDIS_REPLY_STRING || !plain_addr(e->element[0]->str) ||
+		    !plain_addr(e->element[1]->str))
 			continue;
 		int w = snprintf(one, sizeof(one), "%s%s:%s", used ? "," : "", e->element[0]->str,
 		                 e->element[1]->str);

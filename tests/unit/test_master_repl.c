@@ -186,6 +186,13 @@ START_TEST(role_nodes)
 	freeReplyObject(r);
 	mrepl_role_nodes(NULL, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "-");
+	/* an announced address that would break a STATS value or a label */
+	r = role_of(2);
+	free(r->element[2]->element[0]->element[0]->str);
+	r->element[2]->element[0]->element[0]->str = strdup("a \"b\"");
+	mrepl_role_nodes(r, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "10.0.0.1:6381");
+	freeReplyObject(r);
 }
 END_TEST
 
