@@ -668,6 +668,7 @@ static void go_up(struct master *m)
 	restarted = mrepl_restart(m, restarted);
 	snprintf(m->up_node, sizeof(m->up_node), "%s", m->node);
 	m->replicas = m->hs_replicas;
+	memcpy(m->replica_nodes, m->hs_replica_nodes, sizeof(m->replica_nodes));
 	m->role_at_us = now_us();
 	if (opts.on_up)
 		opts.on_up(m, restarted, m->has_marker);

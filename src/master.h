@@ -92,9 +92,14 @@ struct master {
 	char up_node[300];     /* node of the last connection that went up */
 	int replicas;          /* replicas ROLE listed on the connection that is (was last) up */
 	int hs_replicas;       /* the same, at the handshake in progress */
-	int64_t role_at_us;    /* ROLE last asked (refreshed while up, sentinel entries) */
+	int64_t role_at_us;    /* ROLE last asked (refreshed while up) */
 	uint64_t wait_short;   /* batches of writes that WAIT found on too few replicas */
 	int wait_short_logged; /* a shortfall was logged and no WAIT succeeded since */
+
+	/* The replicas' "HOST:PORT,..." (mrepl_role_nodes; "": none yet), as
+	 * replicas counts them, and at the handshake in progress. */
+	char replica_nodes[256], hs_replica_nodes[256];
+
 	enum master_state state;
 	struct redisAsyncContext *ac;  /* commands */
 	struct redisAsyncContext *sub; /* pub/sub subscriber (sub_state) */

@@ -119,9 +119,16 @@ void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep);
 /* ROLE's reply: the replicas a master lists, or -1 when it is not a
  * master (or the reply is not ROLE's). */
 int mrepl_role_replicas(const redisReply *r);
+/* The replicas of a ROLE reply that mrepl_role_replicas counts, as
+ * "HOST:PORT,HOST:PORT" in ROLE's order, "-" when none: an entry that
+ * does not fit in len is left out and the list ends in ",..." (or is
+ * "..."); one whose address is not plain printable ASCII (a space, a
+ * comma, a quote, a backslash) is left out. */
+void mrepl_role_nodes(const redisReply *r, char *buf, size_t len);
 /* The handshake's ROLE: fails the handshake unless m is a master. */
 void mrepl_hs_role(struct master *m);
-/* ROLE again on an up sentinel entry, at most once a second. */
+/* ROLE again on an up master, at most once a second (every entry: STATS
+ * shows its replicas). */
 void mrepl_refresh(struct master *m);
 /* m goes up: whether a run_id change (restarted) is reported as a restart
  * (1) or was a promoted replica that has every counted write (0). */

@@ -4,9 +4,10 @@
  * - WAIT: a write is followed by WAIT n on its connection, and its reply
  *   reaches its callers only once WAIT answered, as it came if n replicas
  *   acknowledged, else as no reply (a failed write on that master).
- * - ROLE: at every handshake (a replica is never used as a master) and,
- *   for a sentinel entry, again every second while it has traffic: how
- *   many replicas the primary has, which the next failover is judged by.
+ * - ROLE: at every handshake (a replica is never used as a master) and
+ *   again every second while the master has traffic: how many replicas
+ *   it has (and where), which a sentinel entry's next failover is judged
+ *   by and STATS shows for every entry.
  * - A sentinel entry's new primary with a new run_id: a promoted replica
  *   that has every counted write keeps counting; any other is a restart
  *   that lost data (doc/design.md, "Sentinel failover"). */
@@ -23,7 +24,7 @@
 
 static const struct master_opts *opts; /* master.c's, read when used */
 
-#define ROLE_REFRESH_US 1000000LL /* a sentinel entry's ROLE, while it has traffic */
+#define ROLE_REFRESH_US 1000000LL /* a master's ROLE, while it has traffic */
 
 static char wait_n[24], wait_ms[24]; /* WAIT's arguments (mrepl_set_opts) */
 
@@ -127,6 +128,46 @@ int mrepl_role_replicas(const redisReply *r)
 	           : 0;
 }
 
+/* A replica's address as ROLE gives it (its replica-announce-ip may be any
+ * text) is shown only when it is printable ASCII without a space, comma,
+ * quote or backslash: a STATS value and a /metrics label as they are. */
+static int plain_addr(const char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e || *s == ',' || *s == '"' || *s == '\\')
+			return 0;
+	return 1;
+}
+
+void mrepl_role_nodes(const redisReply *r, char *buf, size_t len)
+{
+	size_t used = 0;
+	int n = mrepl_role_replicas(r);
+
+	if (len == 0)
+		return;
+	snprintf(buf, len, "-");
+	for (int i = 0; i < n; i++) {
+		const redisReply *e = r->element[2]->element[i];
+		char one[300];
+		/* [ip, port, offset], all strings */
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 ||
+		    e->element[0]->type != REDIS_REPLY_STRING ||
+		    e->element[1]->type != REDIS_REPLY_STRING || !plain_addr(e->element[0]->str) ||
+		    !plain_addr(e->element[1]->str))
+			continue;
+		int w = snprintf(one, sizeof(one), "%s%s:%s", used ? "," : "", e->element[0]->str,
+		                 e->element[1]->str);
+		/* room for it and for a ",..." after it */
+		if (w < 0 || (size_t)w >= sizeof(one) || used + (size_t)w + 4 >= len) {
+			snprintf(buf + used, len - used, "%s...", used ? "," : "");
+			return;
+		}
+		memcpy(buf + used, one, (size_t)w + 1);
+		used += (size_t)w;
+	}
+}
+
 /* A replica is never used as a master: its writes would be refused, or
  * (replica-read-only no) kept on it alone. */
 static void hs_role_cb(struct master *m, redisReply *r, void *arg)
@@ -139,6 +180,7 @@ static void hs_role_cb(struct master *m, redisReply *r, void *arg)
 		return;
 	}
 	m->hs_replicas = n;
+	mrepl_role_nodes(r, m->hs_replica_nodes, sizeof(m->hs_replica_nodes));
 }
 
 /* ROLE again while up: the replica count the next failover is judged by,
@@ -146,9 +188,10 @@ static void hs_role_cb(struct master *m, redisReply *r, void *arg)
 static void role_cb(struct master *m, redisReply *r, void *arg)
 {
 	int n = mrepl_role_replicas(r);
-	if (n >= 0)
+	if (n >= 0) {
 		m->replicas = n;
-	else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)
+		mrepl_role_nodes(r, m->replica_nodes, sizeof(m->replica_nodes));
+	} else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)
 		master_drop(m, "ROLE: no longer a master", 1);
 }
 
@@ -157,6 +200,7 @@ void mrepl_hs_role(struct master *m)
 	static const char *argv[] = {"ROLE"};
 	static const size_t len[] = {4};
 	m->hs_replicas = 0;
+	snprintf(m->hs_replica_nodes, sizeof(m->hs_replica_nodes), "-");
 	call_any(m, -1, 1, argv, len, hs_role_cb, NULL);
 }
 
@@ -164,7 +208,7 @@ void mrepl_refresh(struct master *m)
 {
 	static const char *argv[] = {"ROLE"};
 	static const size_t len[] = {4};
-	if (m->state != MS_UP || !m->sn || now_us() - m->role_at_us <= ROLE_REFRESH_US)
+	if (m->state != MS_UP || now_us() - m->role_at_us <= ROLE_REFRESH_US)
 		return;
 	m->role_at_us = now_us();
 	call_any(m, -1, 1, argv, len, role_cb, NULL);

@@ -91,15 +91,22 @@ static const struct field counters[] = {
 };
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
-static const char *const master_fields[] = {"addr",       "state",      "counts",
-                                            "latency_us", "reconnects", "last_error",
-                                            "node",       "role",       "wait_failures"};
+static const char *const master_fields[] = {
+    "addr", "state", "counts",        "latency_us", "reconnects",   "last_error",
+    "node", "role",  "wait_failures", "replicas",   "replica_nodes"};
 
 /* What the node is, as far as lockd knows: its handshake's ROLE said
  * master, and it is still used as one while it is up. */
 static const char *master_role(const struct master *m)
 {
 	return m->state == MS_UP ? "master" : "-";
+}
+
+/* The replicas ROLE listed on the connection that is (was last) up, "-"
+ * for none or before any connection was up. */
+static const char *replica_nodes(const struct master *m)
+{
+	return m->replica_nodes[0] ? m->replica_nodes : "-";
 }
 
 void stats_print_fields(void)
@@ -140,6 +147,9 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 		                    "STAT master.%d.wait_failures %llu\r\n",
 		                    i, m->node, i, master_role(m), i,
 		                    (unsigned long long)m->wait_short);
+		evbuffer_add_printf(
+		    out, "STAT master.%d.replicas %d\r\nSTAT master.%d.replica_nodes %s\r\n", i,
+		    m->replicas, i, replica_nodes(m));
 	}
 }
 
@@ -156,6 +166,24 @@ static void le_seconds(char *buf, size_t len, int64_t us)
 	    snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
 	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
 		buf[--n] = '\0';
+}
+
+/* lockd_master_replica{master,node} 1 for each node of m's replica list
+ * (a list cut short at "..." gives the ones it has). */
+static void write_replicas(struct evbuffer *out, const struct master *m)
+{
+	const char *p = m->replica_nodes;
+
+	while (*p && strcmp(p, "-") != 0) {
+		size_t n = strcspn(p, ",");
+		if (n > 0 && strncmp(p, "...", n) != 0)
+			evbuffer_add_printf(out,
+			                    "lockd_master_replica{master=\"%s\",node=\"%.*s\"} 1\n",
+			                    m->name, (int)n, p);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
 }
 
 void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
@@ -208,6 +236,17 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 		evbuffer_add_printf(
 		    out, "lockd_master_node{master=\"%s\",node=\"%s\",role=\"%s\"} 1\n",
 		    master_get(i)->name, master_get(i)->node, master_role(master_get(i)));
+	evbuffer_add_printf(out, "# HELP lockd_master_replicas The replicas ROLE listed on the "
+	                         "master's connection that is (was last) up\n"
+	                         "# TYPE lockd_master_replicas gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_replicas{master=\"%s\"} %d\n",
+		                    master_get(i)->name, master_get(i)->replicas);
+	evbuffer_add_printf(out, "# HELP lockd_master_replica Each of those replicas (node: "
+	                         "HOST:PORT as ROLE gives it)\n"
+	                         "# TYPE lockd_master_replica gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		write_replicas(out, master_get(i));
 	evbuffer_add_printf(out, "# HELP lockd_master_wait_failures_total Batches of writes "
 	                         "that WAIT found on fewer than redis.wait_replicas replicas\n"
 	                         "# TYPE lockd_master_wait_failures_total counter\n");

@@ -162,6 +162,7 @@ static void masters_cpu(struct bm_cmdcount *cc)
 				freeReplyObject(r);
 			return;
 		}
+		cc->node_cpu_s[i] = sys + user;
 		cc->cpu_s += sys + user;
 		freeReplyObject(r);
 	}
@@ -198,11 +199,13 @@ void bm_masters_snapshot(struct bm_cmdcount *cc)
 			name[n] = '\0';
 			if (is_admin(name))
 				continue;
-			cc->all += strtod(calls + 7, NULL);
+			cc->node_all[i] += strtod(calls + 7, NULL);
 			if (is_script(name))
-				cc->scripts += strtod(calls + 7, NULL);
+				cc->node_scripts[i] += strtod(calls + 7, NULL);
 		}
 		freeReplyObject(r);
+		cc->all += cc->node_all[i];
+		cc->scripts += cc->node_scripts[i];
 	}
 	cc->ok = 1;
 }

@@ -34,14 +34,18 @@ struct bm_hostport {
 	int port;
 };
 
-/* Redis commands summed over the masters, from INFO commandstats, and
- * their CPU time, from INFO cpu. */
+/* Redis commands of each master, from INFO commandstats, and their CPU
+ * time, from INFO cpu; the sums are the sums of the nodes' figures. */
 struct bm_cmdcount {
 	int ok;         /* 0: no masters, or one did not answer */
 	double all;     /* every lock command, also those run inside scripts */
 	double scripts; /* EVALSHA, EVAL and the like */
 	int cpu_ok;     /* 0: no masters, or one did not answer */
 	double cpu_s;   /* used_cpu_sys + used_cpu_user (the server process) */
+	/* the same of each master, in the order of --masters (valid when ok,
+	 * cpu_ok) */
+	double node_all[BM_MAX_MASTERS], node_scripts[BM_MAX_MASTERS];
+	double node_cpu_s[BM_MAX_MASTERS];
 };
 
 /* Blocking hiredis connections, used only between measured phases. */

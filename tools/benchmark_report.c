@@ -76,9 +76,18 @@ void bm_compute_result(struct bm_result *r, const struct bm_tally *m)
 	r->timeouts = (double)m->timeouts;
 	r->lost = (double)m->lost;
 	r->cmds_per_grant = r->scripts_per_grant = NAN;
+	r->nodes = options.nmasters;
+	for (int i = 0; i < r->nodes; i++)
+		r->node_cmds[i] = r->node_scripts[i] = r->node_us[i] = NAN;
 	if (m->c0.ok && c3.ok) {
 		r->cmds_per_grant = ratio(c3.all - m->c0.all, (double)m->grants);
 		r->scripts_per_grant = ratio(c3.scripts - m->c0.scripts, (double)m->grants);
+		for (int i = 0; i < r->nodes; i++) {
+			r->node_cmds[i] =
+			    ratio(c3.node_all[i] - m->c0.node_all[i], (double)m->grants);
+			r->node_scripts[i] =
+			    ratio(c3.node_scripts[i] - m->c0.node_scripts[i], (double)m->grants);
+		}
 	}
 	r->pid = m->pid;
 	r->rss_kb = r->rss_idle_kb = r->hwm_kb = r->cpu_pct = NAN;
@@ -101,8 +110,12 @@ void bm_compute_result(struct bm_result *r, const struct bm_tally *m)
 	r->lockd_us = r->masters_us = NAN;
 	if (m->pa.ok && m->pw.ok)
 		r->lockd_us = ratio(1e6 * (m->pw.cpu_s - m->pa.cpu_s), r->cycles);
-	if (m->c0.cpu_ok && m->cw.cpu_ok)
+	if (m->c0.cpu_ok && m->cw.cpu_ok) {
 		r->masters_us = ratio(1e6 * (m->cw.cpu_s - m->c0.cpu_s), r->cycles);
+		for (int i = 0; i < r->nodes; i++)
+			r->node_us[i] =
+			    ratio(1e6 * (m->cw.node_cpu_s[i] - m->c0.node_cpu_s[i]), r->cycles);
+	}
 	r->client_us = ratio(1e6 * (tv_s(m->ru_w.ru_utime) + tv_s(m->ru_w.ru_stime) -
 	                            tv_s(m->ru0.ru_utime) - tv_s(m->ru0.ru_stime)),
 	                     r->cycles);
@@ -190,6 +203,15 @@ void bm_print_human(const struct bm_result *r, const char *target)
 	if (options.nmasters)
 		printf(" (sum of %d)", options.nmasters);
 	printf(", client %s\n", c);
+	for (int i = 0; i < r->nodes; i++) {
+		fmt_num(a, sizeof(a), r->node_cmds[i], 2, "-");
+		fmt_num(b, sizeof(b), r->node_scripts[i], 2, "-");
+		fmt_num(c, sizeof(c), r->node_us[i], 1, "-");
+		printf("    node%d %s:%d: Redis commands per grant %s (EVALSHA/EVAL %s), CPU per "
+		       "%s %s us\n",
+		       i, options.masters[i].host, options.masters[i].port, a, b,
+		       r->sc == SC_HELD ? "grant" : "cycle", c);
+	}
 	if (r->sc == SC_HELD) {
 		if (isnan(r->rss_kb)) {
 			printf("  lockd process: unavailable (give --pid for a local lockd)\n");
@@ -214,6 +236,38 @@ void bm_print_human(const struct bm_result *r, const char *target)
 	       r->timeouts, r->lost, r->regressions, r->overlaps, c);
 }
 
+/* A text field after a comma: quoted (RFC 4180) only when it must be, so
+ * that an address stays plain. */
+static void print_csv_text(const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		printf(",%s", s);
+		return;
+	}
+	printf(",\"");
+	for (; *s; s++)
+		printf(*s == '"' ? "\"\"" : "%c", *s);
+	printf("\"");
+}
+
+/* A JSON string: the command line's bytes, with what JSON must escape
+ * escaped. */
+static void print_json_text(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
 /* One list of columns serves the CSV header, the CSV rows and the JSON. */
 void bm_print_machine(const struct bm_result *r, int header)
 {
@@ -221,7 +275,8 @@ void bm_print_machine(const struct bm_result *r, int header)
 		char name[32];
 		double v;
 		int decimals;
-	} col[64];
+		char str[300]; /* a text column (an address) when decimals is -1 */
+	} col[64 + 4 * BM_MAX_MASTERS];
 	int n = 0;
 	char b[48], name[32];
 
@@ -277,6 +332,20 @@ void bm_print_machine(const struct bm_result *r, int header)
 	COL("lockd_cpu_us_per_cycle", r->lockd_us, 2);
 	COL("masters_cpu_us_per_cycle", r->masters_us, 2);
 	COL("client_cpu_us_per_cycle", r->client_us, 2);
+	/* each master of --masters: as many as were given, so a CSV header
+	 * holds for every run with the same --masters */
+	for (int i = 0; i < r->nodes; i++) {
+		snprintf(col[n].str, sizeof(col[n].str), "%s:%d", options.masters[i].host,
+		         options.masters[i].port);
+		snprintf(name, sizeof(name), "node%d_addr", i);
+		COL(name, NAN, -1);
+		snprintf(name, sizeof(name), "node%d_cmds_per_grant", i);
+		COL(name, r->node_cmds[i], 3);
+		snprintf(name, sizeof(name), "node%d_scripts_per_grant", i);
+		COL(name, r->node_scripts[i], 3);
+		snprintf(name, sizeof(name), "node%d_cpu_us_per_cycle", i);
+		COL(name, r->node_us[i], 2);
+	}
 #undef COL
 
 	if (options.out == OUT_CSV) {
@@ -288,6 +357,10 @@ void bm_print_machine(const struct bm_result *r, int header)
 		}
 		printf("%s", scenario_names[r->sc]);
 		for (int i = 0; i < n; i++) {
+			if (col[i].decimals < 0) {
+				print_csv_text(col[i].str);
+				continue;
+			}
 			fmt_num(b, sizeof(b), col[i].v, col[i].decimals, "");
 			printf(",%s", b);
 		}
@@ -295,8 +368,13 @@ void bm_print_machine(const struct bm_result *r, int header)
 	} else {
 		printf("{\"scenario\":\"%s\"", scenario_names[r->sc]);
 		for (int i = 0; i < n; i++) {
+			printf(",\"%s\":", col[i].name);
+			if (col[i].decimals < 0) {
+				print_json_text(col[i].str);
+				continue;
+			}
 			fmt_num(b, sizeof(b), col[i].v, col[i].decimals, "null");
-			printf(",\"%s\":%s", col[i].name, b);
+			printf("%s", b);
 		}
 		printf("}\n");
 	}

@@ -62,6 +62,11 @@ struct bm_result {
 	/* CPU in microseconds per grant of the window: lockd (/proc), the
 	 * masters summed (INFO cpu), this process (getrusage) */
 	double lockd_us, masters_us, client_us;
+	/* each master of --masters (nodes of them), in its order: Redis
+	 * commands and EVALSHA/EVAL per grant, CPU per grant of the window;
+	 * they add up to cmds_per_grant, scripts_per_grant and masters_us */
+	int nodes;
+	double node_cmds[BM_MAX_MASTERS], node_scripts[BM_MAX_MASTERS], node_us[BM_MAX_MASTERS];
 };
 
 /* The figures of the run that m describes; the masters' counters and this

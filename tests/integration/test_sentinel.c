@@ -93,6 +93,26 @@ static void expect_node(struct cl *c, int port)
 	free(addr);
 }
 
+/* STATS shows the entry's replica (ROLE, at the handshake or since), and
+ * none on a standalone master. */
+static void expect_replicas(struct cl *c, int replica)
+{
+	char want[64];
+	snprintf(want, sizeof(want), "127.0.0.1:%d", h_master(replica)->port);
+	char *n = cl_stat(c, "master.0.replicas");
+	ck_assert_str_eq(n, "1");
+	free(n);
+	char *nodes = cl_stat(c, "master.0.replica_nodes");
+	ck_assert_str_eq(nodes, want);
+	free(nodes);
+	n = cl_stat(c, "master.1.replicas");
+	ck_assert_str_eq(n, "0");
+	free(n);
+	nodes = cl_stat(c, "master.1.replica_nodes");
+	ck_assert_str_eq(nodes, "-");
+	free(nodes);
+}
+
 /* Wait until master i has a replica online again (the old primary,
  * reconfigured by the Sentinels after a failover, resynchronised). */
 static void wait_replica_of(int i, int timeout_ms)
@@ -137,6 +157,9 @@ START_TEST(sentinel_locks)
 	/* WAIT 1: by the grant the replica has it too */
 	ck_assert_int_gt(pttl(u.s.primary, "k1"), 0);
 	ck_assert_int_gt(pttl(u.s.replica, "k1"), 0);
+	/* so it is online there: ROLE shows it within its refresh (1 s) */
+	cl_wait_stat(u.ca, "master.0.replicas", "1", 1000 + H_LOADED);
+	expect_replicas(u.ca, u.s.replica);
 	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
 	/* without a standalone master, the entry is needed for a majority */
 	h_master_kill(u.m3);
@@ -216,6 +239,9 @@ START_TEST(sentinel_failover)
 	/* new locks, which need the entry now */
 	cl_lock(u.cb, "LOCK n1 WAIT 3000");
 	ck_assert_int_gt(pttl(u.s.replica, "n1"), 0);
+	/* the old primary is the new one's replica now, in STATS too */
+	cl_wait_stat(u.cb, "master.0.replicas", "1", 1000 + H_LOADED);
+	expect_replicas(u.cb, u.s.primary);
 	cl_silence(u.ca, 200);
 	ck_assert_int_eq(u.ca->nlost, 0);
 	finish(&u);

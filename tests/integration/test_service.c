@@ -778,5 +778,6 @@ TCase *tc_service(void)
 	H_ADD(tc, no_majority_at_start);
 	tc_service_add_systemd(tc);
 	tc_service_add_metrics(tc);
+	tc_service_add_bench(tc);
 	return tc;
 }

@@ -1,6 +1,7 @@
 /* test_service: what the files of the "service" group share (test_service.c
- * builds the group; test_service_systemd.c and test_service_metrics.c add
- * their tests to it), and the helpers more than one of them uses. */
+ * builds the group; test_service_systemd.c, test_service_metrics.c and
+ * test_service_bench.c add their tests to it), and the helpers more than
+ * one of them uses. */
 #ifndef LOCKD_TEST_SERVICE_H
 #define LOCKD_TEST_SERVICE_H
 
@@ -25,5 +26,6 @@ static inline int ends_with(const char *s, const char *suf)
 
 void tc_service_add_systemd(TCase *tc); /* test_service_systemd.c */
 void tc_service_add_metrics(TCase *tc); /* test_service_metrics.c */
+void tc_service_add_bench(TCase *tc);   /* test_service_bench.c: lockd-benchmark */
 
 #endif

@@ -317,6 +317,24 @@ START_TEST(metrics_endpoint)
 	o.top_extra = top;
 	h_std(&o);
 
+	/* a replica of master 0 (not a master of lockd's), online there */
+	h_masters_start(1);
+	int rep = h_nmasters() - 1;
+	char p0[16];
+	snprintf(p0, sizeof(p0), "%d", h_master(0)->port);
+	char *ok = h_redis(rep, "REPLICAOF", "127.0.0.1", p0, NULL);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "REPLICAOF: %s", ok ? ok : "no reply");
+	free(ok);
+	for (int t = 0;; t++) {
+		char *info = h_redis(0, "INFO", "replication", NULL);
+		int online = info && strstr(info, "state=online");
+		free(info);
+		if (online)
+			break;
+		ck_assert_msg(t < 200, "the replica is not online on master 0 after 5 s");
+		h_sleep_ms(25);
+	}
+
 	/* some grants, a handoff, and one lock left held */
 	struct cl *a = cl_open(), *b = cl_open(), *s = cl_open();
 	int mine = 0;
@@ -335,6 +353,30 @@ START_TEST(metrics_endpoint)
 	cl_expect(a, "UNLOCK h", "OK 0");
 	cl_want_ok(b, 1000);
 	mine++;
+
+	/* lockd reads ROLE again every second while a master has traffic:
+	 * master 0's replica shows within that (and the load's headroom) */
+	double end = h_now_ms() + 1000 + H_LOADED;
+	for (;;) {
+		cl_lock(s, "TRYLOCK r");
+		cl_expect(s, "UNLOCK r", "OK 0");
+		char *n = cl_stat(s, "master.0.replicas");
+		int seen = strcmp(n, "1") == 0;
+		free(n);
+		if (seen)
+			break;
+		ck_assert_msg(h_now_ms() < end, "STATS master.0.replicas is not 1 after %d ms",
+		              1000 + H_LOADED);
+		h_sleep_ms(20);
+	}
+	char want_node[64];
+	snprintf(want_node, sizeof(want_node), "127.0.0.1:%d", h_master(rep)->port);
+	char *rn = cl_stat(s, "master.0.replica_nodes");
+	ck_assert_str_eq(rn, want_node);
+	free(rn);
+	rn = cl_stat(s, "master.1.replica_nodes");
+	ck_assert_str_eq(rn, "-");
+	free(rn);
 
 	char *g0 = cl_stat(s, "grants");
 	char *hdrs, *body;
@@ -367,7 +409,19 @@ START_TEST(metrics_endpoint)
 		              lab);
 		ck_assert_msg(sample_val(&x, "lockd_master_counts", lab) == 1,
 		              "lockd_master_counts%s != 1", lab);
+		ck_assert_msg(sample_val(&x, "lockd_master_replicas", lab) == (i == 0),
+		              "lockd_master_replicas%s != %d", lab, i == 0);
 	}
+	/* master 0's replica, by its address; no other */
+	char rlab[128];
+	snprintf(rlab, sizeof(rlab), "{master=\"127.0.0.1:%d\",node=\"%s\"}", h_master(0)->port,
+	         want_node);
+	ck_assert_msg(sample_val(&x, "lockd_master_replica", rlab) == 1,
+	              "lockd_master_replica%s != 1", rlab);
+	int nrep = 0;
+	for (int i = 0; i < x.ns; i++)
+		nrep += strcmp(x.s[i].name, "lockd_master_replica") == 0;
+	ck_assert_int_eq(nrep, 1);
 	check_histogram(&x, "lockd_acquire_seconds");
 	check_histogram(&x, "lockd_handoff_seconds");
 	ck_assert_msg(sample_val(&x, "lockd_acquire_seconds_count", "") >= mine,

@@ -1,9 +1,11 @@
 /* Unit tests of the pure parts of the Sentinel and replica code: a copy of
  * a reply held for its WAIT (master_fmt.c), the RESP of a batch of script
- * calls, ROLE's replica count (master_repl.c), a +switch-master message
+ * calls, ROLE's replica count and addresses (master_repl.c), a
+ * +switch-master message
  * (sentinel.c), and which scripts wait for replicas (scripts.c). */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +137,65 @@ START_TEST(role_replicas)
 }
 END_TEST
 
+/* A ROLE master reply listing replicas on ports 6380, 6381, ... */
+static redisReply *role_of(int n)
+{
+	redisReply *reps[8];
+	for (int i = 0; i < n; i++) {
+		char port[16];
+		snprintf(port, sizeof(port), "%d", 6380 + i);
+		redisReply *e[] = {mk_str(REDIS_REPLY_STRING, "10.0.0.1"),
+		                   mk_str(REDIS_REPLY_STRING, port),
+		                   mk_str(REDIS_REPLY_STRING, "99")};
+		reps[i] = mk_arr(3, e);
+	}
+	redisReply *m[] = {mk_str(REDIS_REPLY_STRING, "master"), mk_int(99),
+	                   mk_arr((size_t)n, reps)};
+	return mk_arr(3, m);
+}
+
+START_TEST(role_nodes)
+{
+	char buf[64];
+	redisReply *r = role_of(2);
+	mrepl_role_nodes(r, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "10.0.0.1:6380,10.0.0.1:6381");
+	/* exactly enough room for the list and a ",..." after it: not cut */
+	mrepl_role_nodes(r, buf, strlen("10.0.0.1:6380,10.0.0.1:6381") + 5);
+	ck_assert_str_eq(buf, "10.0.0.1:6380,10.0.0.1:6381");
+	/* one byte less: the second entry does not fit, nor does the first alone */
+	mrepl_role_nodes(r, buf, strlen("10.0.0.1:6380,10.0.0.1:6381") + 4);
+	ck_assert_str_eq(buf, "10.0.0.1:6380,...");
+	mrepl_role_nodes(r, buf, 10);
+	ck_assert_str_eq(buf, "...");
+	freeReplyObject(r);
+	r = role_of(5);
+	mrepl_role_nodes(r, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "10.0.0.1:6380,10.0.0.1:6381,10.0.0.1:6382,10.0.0.1:6383,...");
+	freeReplyObject(r);
+	r = role_of(0);
+	mrepl_role_nodes(r, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "-");
+	freeReplyObject(r);
+	/* a replica's ROLE, or none: no list */
+	redisReply *s[] = {mk_str(REDIS_REPLY_STRING, "slave"), mk_str(REDIS_REPLY_STRING, "h"),
+	                   mk_int(6379), mk_str(REDIS_REPLY_STRING, "connected"), mk_int(5)};
+	r = mk_arr(5, s);
+	mrepl_role_nodes(r, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "-");
+	freeReplyObject(r);
+	mrepl_role_nodes(NULL, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "-");
+	/* an announced address that would break a STATS value or a label */
+	r = role_of(2);
+	free(r->element[2]->element[0]->element[0]->str);
+	r->element[2]->element[0]->element[0]->str = strdup("a \"b\"");
+	mrepl_role_nodes(r, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "10.0.0.1:6381");
+	freeReplyObject(r);
+}
+END_TEST
+
 START_TEST(switch_message)
 {
 	char host[64];
@@ -195,6 +256,7 @@ Suite *master_repl_suite(void)
 	tcase_add_test(tc, reply_copy);
 	tcase_add_test(tc, batch_format);
 	tcase_add_test(tc, role_replicas);
+	tcase_add_test(tc, role_nodes);
 	tcase_add_test(tc, switch_message);
 	tcase_add_test(tc, writes_wait);
 	suite_add_tcase(s, tc);
