@@ -95,6 +95,8 @@ struct master {
 	int64_t role_at_us;    /* ROLE last asked (refreshed while up) */
 	uint64_t wait_short;   /* batches of writes that WAIT found on too few replicas */
 	int wait_short_logged; /* a shortfall was logged and no WAIT succeeded since */
+	int64_t short_until_us; /* a WAIT answered short: writes fail at once until then
+	                           (mrepl_short), unless a WAIT or ROLE says enough first */
 
 	/* The replicas' "HOST:PORT,..." (mrepl_role_nodes; "": none yet), as
 	 * replicas counts them, and at the handshake in progress. */

@@ -94,7 +94,9 @@ void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep)
 	w->wait_of = NULL;
 	r->waiter = NULL;
 	int ok = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= opts->wait_replicas;
+	m->short_until_us = ok ? 0 : m->short_until_us;
 	if (rep && !ok) {
+		m->short_until_us = now_us() + ROLE_REFRESH_US;
 		m->wait_short++;
 		if (!m->wait_short_logged)
 			log_warn(
@@ -190,6 +192,8 @@ static void role_cb(struct master *m, redisReply *r, void *arg)
 	int n = mrepl_role_replicas(r);
 	if (n >= 0) {
 		m->replicas = n;
+		if (n >= opts->wait_replicas)
+			m->short_until_us = 0;
 		mrepl_role_nodes(r, m->replica_nodes, sizeof(m->replica_nodes));
 	} else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)
 		master_drop(m, "ROLE: no longer a master", 1);
@@ -212,6 +216,32 @@ void mrepl_refresh(struct master *m)
 		return;
 	m->role_at_us = now_us();
 	call_any(m, -1, 1, argv, len, role_cb, NULL);
+}
+
+/* Without enough replicas every WAIT answers short after blocking the
+ * connection for its timeout, and the requests behind it too (ROLE
+ * among them): an acquire would wait for a master whose yes cannot count
+ * (a promoted replica before the old primary rejoins it as its replica,
+ * a primary whose replica died). Its writes fail at once instead for a
+ * second after a WAIT answered short, and while the latest ROLE, asked
+ * within its refresh period, lists too few; a WAIT that succeeds or a
+ * ROLE that lists enough ends it. A write after that goes out with its
+ * WAIT as before: a probe, at most one a second. */
+int mrepl_short(struct master *m)
+{
+	if (opts->wait_replicas <= 0 || !m->sn)
+		return 0;
+	int64_t now = now_us();
+	int fresh = now - m->role_at_us <= ROLE_REFRESH_US;
+	mrepl_refresh(m);
+	if (now >= m->short_until_us && (m->replicas >= opts->wait_replicas || !fresh))
+		return 0;
+	if (!m->wait_short_logged)
+		log_warn("master %s (%s): ROLE lists %d replica(s), fewer than redis.wait_replicas "
+		         "%lld: writes there do not count until enough replicas are online",
+		         m->name, m->node, m->replicas, (long long)opts->wait_replicas);
+	m->wait_short_logged = 1;
+	return 1;
 }
 
 /* A sentinel entry's new primary with a new run_id: a promoted replica,
