@@ -1,7 +1,10 @@
 /* cfg: the YAML configuration, loaded through a table of key, type, offset.
  *
  * libyaml's event parser gives the mark (line, column) of every node, so
- * every message can name FILE:LINE:COLUMN, 1-based as editors count. */
+ * every message can name FILE:LINE:COLUMN, 1-based as editors count. The
+ * events and the failure's wording are cfg_yaml's; the mapping forms of a
+ * list's entries are cfg_listen's and cfg_sentinel's, which fill their
+ * parts of struct config and know nothing of its table of keys. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -9,7 +12,6 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,19 @@
 #include "log.h"
 #include "util.h"
 #include "cfg.h"
-#include "cfg_int.h"
+#include "cfg_listen.h"
+#include "cfg_sentinel.h"
+#include "cfg_yaml.h"
+
+#define CFG_NKEYS_MAX 64 /* the table of keys has at most this many */
+
+struct loader {
+	struct cfgy y; /* the text, the parser and the first failure */
+	struct config *c;
+	unsigned char seen[CFG_NKEYS_MAX];
+	yaml_mark_t marks[CFG_NKEYS_MAX]; /* where each key was set, for cross-key checks */
+	const char *dir;                  /* of the file, for relative paths; NULL: read no files */
+};
 
 enum ctype {
 	CT_SECTION, /* a mapping of further keys */
@@ -318,11 +332,8 @@ void cfg_free(struct config *c)
 	}
 	for (int j = 0; j < CONFIG_MAX_MASTERS; j++)
 		cfg_sentinel_free(&c->sentinel[j]);
-	for (int j = 0; j < CONFIG_MAX_LISTEN; j++) {
-		free(c->listen_tls[j].cert);
-		free(c->listen_tls[j].key);
-		free(c->listen_tls[j].ca);
-	}
+	for (int j = 0; j < CONFIG_MAX_LISTEN; j++)
+		cfg_tls_free(&c->listen_tls[j]);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -341,63 +352,6 @@ int64_t cfg_exclusion_ms(const struct config *c)
 
 /* --- the loader --- */
 
-int cfg_fail(struct loader *l, yaml_mark_t m, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (l->failed)
-		return -1;
-	l->failed = 1;
-	n = snprintf(l->err, l->errlen, "%s:%zu:%zu: ", l->name, m.line + 1, m.column + 1);
-	if (n < 0 || (size_t)n >= l->errlen)
-		return -1;
-	va_start(ap, fmt);
-	vsnprintf(l->err + n, l->errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-int cfg_next(struct loader *l, yaml_event_t *ev)
-{
-	if (!yaml_parser_parse(&l->parser, ev)) {
-		yaml_mark_t m = l->parser.problem_mark;
-		if (l->parser.error == YAML_READER_ERROR) {
-			/* The reader reports a byte offset, not a mark. */
-			memset(&m, 0, sizeof(m));
-			for (size_t i = 0; i < l->parser.problem_offset && i < l->len; i++) {
-				if (l->text[i] == '\n') {
-					m.line++;
-					m.column = 0;
-				} else if (((unsigned char)l->text[i] & 0xc0) != 0x80) {
-					m.column++;
-				}
-			}
-		}
-		return cfg_fail(l, m, "YAML syntax error: %s%s%s",
-		                l->parser.problem ? l->parser.problem : "invalid document",
-		                l->parser.context ? " " : "",
-		                l->parser.context ? l->parser.context : "");
-	}
-	return 0;
-}
-
-const char *cfg_type_name(yaml_event_type_t t)
-{
-	switch (t) {
-	case YAML_MAPPING_START_EVENT:
-		return "a mapping";
-	case YAML_SEQUENCE_START_EVENT:
-		return "a list";
-	case YAML_SCALAR_EVENT:
-		return "a scalar";
-	case YAML_ALIAS_EVENT:
-		return "an alias";
-	default:
-		return "nothing";
-	}
-}
-
 static int lookup(const char *name)
 {
 	for (size_t i = 0; i < NKEYS; i++)
@@ -410,16 +364,17 @@ static int check_str(struct loader *l, const struct ckey *k, const char *v, size
                      yaml_mark_t m)
 {
 	if (memchr(v, '\0', len))
-		return cfg_fail(l, m, "%s: NUL byte in string", k->name);
+		return cfgy_fail(&l->y, m, "%s: NUL byte in string", k->name);
 	if (k->type == CT_STR && ((double)len < k->min || (double)len > k->max))
-		return cfg_fail(l, m, "%s: length must be %g to %g bytes", k->name, k->min, k->max);
+		return cfgy_fail(&l->y, m, "%s: length must be %g to %g bytes", k->name, k->min,
+		                 k->max);
 	if (k->check) {
 		const char *why = k->check(v);
 		/* a password never goes into a message, which may be logged */
 		if (why && strstr(k->name, "password"))
-			return cfg_fail(l, m, "%s: %s", k->name, why);
+			return cfgy_fail(&l->y, m, "%s: %s", k->name, why);
 		if (why)
-			return cfg_fail(l, m, "%s: \"%s\": %s", k->name, v, why);
+			return cfgy_fail(&l->y, m, "%s: \"%s\": %s", k->name, v, why);
 	}
 	return 0;
 }
@@ -448,39 +403,41 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 	switch (k->type) {
 	case CT_INT: {
 		if (quoted || !is_plain_int(v))
-			return cfg_fail(l, m, "%s: expected an integer, got \"%s\"", k->name, v);
+			return cfgy_fail(&l->y, m, "%s: expected an integer, got \"%s\"", k->name,
+			                 v);
 		errno = 0;
 		long long x = strtoll(v, NULL, 10);
 		if (errno || x < (long long)k->min || x > (long long)k->max)
-			return cfg_fail(l, m, "%s: %s is out of range (%.0f to %.0f)", k->name, v,
-			                k->min, k->max);
+			return cfgy_fail(&l->y, m, "%s: %s is out of range (%.0f to %.0f)", k->name,
+			                 v, k->min, k->max);
 		*(int64_t *)((char *)l->c + k->off) = x;
 		return 0;
 	}
 	case CT_DOUBLE: {
 		char *end;
 		if (quoted || len == 0 || strspn(v, "0123456789.eE+-") != len)
-			return cfg_fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
+			return cfgy_fail(&l->y, m, "%s: expected a number, got \"%s\"", k->name, v);
 		errno = 0;
 		double x = strtod(v, &end);
 		if (*end || errno || !isfinite(x))
-			return cfg_fail(l, m, "%s: expected a number, got \"%s\"", k->name, v);
+			return cfgy_fail(&l->y, m, "%s: expected a number, got \"%s\"", k->name, v);
 		if (x < k->min || x > k->max)
-			return cfg_fail(l, m, "%s: %s is out of range (%g to %g)", k->name, v,
-			                k->min, k->max);
+			return cfgy_fail(&l->y, m, "%s: %s is out of range (%g to %g)", k->name, v,
+			                 k->min, k->max);
 		*(double *)((char *)l->c + k->off) = x;
 		return 0;
 	}
 	case CT_BOOL: {
 		int t = !quoted && strcmp(v, "true") == 0, f = !quoted && strcmp(v, "false") == 0;
 		if (!t && !f)
-			return cfg_fail(l, m, "%s: expected true or false, got \"%s\"", k->name, v);
+			return cfgy_fail(&l->y, m, "%s: expected true or false, got \"%s\"",
+			                 k->name, v);
 		*(int *)((char *)l->c + k->off) = t;
 		return 0;
 	}
 	case CT_STR: {
-		if (!quoted && (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0))
-			return cfg_fail(l, m, "%s: expected a string, got null", k->name);
+		if (cfgy_is_null(ev))
+			return cfgy_fail(&l->y, m, "%s: expected a string, got null", k->name);
 		if (check_str(l, k, v, len, m))
 			return -1;
 		char **slot = str_at(l->c, k->off);
@@ -489,155 +446,8 @@ static int set_scalar(struct loader *l, const struct ckey *k, yaml_event_t *ev)
 		return 0;
 	}
 	default:
-		return cfg_fail(l, m, "%s: expected a list, got a scalar", k->name);
+		return cfgy_fail(&l->y, m, "%s: expected a list, got a scalar", k->name);
 	}
-}
-
-static void free_tls(struct cfg_tls *t)
-{
-	free(t->cert);
-	free(t->key);
-	free(t->ca);
-}
-
-/* The value of a scalar key of a listen entry, or NULL (failed). */
-static char *entry_str(struct loader *l, const char *what, yaml_event_t *ev)
-{
-	const char *v = (const char *)ev->data.scalar.value;
-	size_t len = ev->data.scalar.length;
-
-	if (ev->type != YAML_SCALAR_EVENT) {
-		cfg_fail(l, ev->start_mark, "listen: %s: expected a string, got %s", what,
-		         cfg_type_name(ev->type));
-		return NULL;
-	}
-	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	    (len == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0)) {
-		cfg_fail(l, ev->start_mark, "listen: %s: expected a string, got null", what);
-		return NULL;
-	}
-	if (len == 0 || len > 4096 || memchr(v, '\0', len)) {
-		cfg_fail(l, ev->start_mark, "listen: %s: must be 1 to 4096 bytes, without NUL",
-		         what);
-		return NULL;
-	}
-	return strdup(v);
-}
-
-/* The tls mapping of a listen entry (its start consumed). */
-static int listen_tls(struct loader *l, struct cfg_tls *t, yaml_mark_t start)
-{
-	static const char *const names[] = {"cert", "key", "ca"};
-	char **slots[] = {&t->cert, &t->key, &t->ca};
-	yaml_event_t ev;
-
-	for (;;) {
-		if (cfg_next(l, &ev))
-			return -1;
-		if (ev.type == YAML_MAPPING_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
-		int i = -1;
-		for (int j = 0; ev.type == YAML_SCALAR_EVENT && j < 3; j++)
-			if (strcmp((const char *)ev.data.scalar.value, names[j]) == 0)
-				i = j;
-		if (i < 0 || *slots[i]) {
-			if (ev.type != YAML_SCALAR_EVENT)
-				cfg_fail(l, ev.start_mark, "listen: tls: expected a key, got %s",
-				         cfg_type_name(ev.type));
-			else
-				cfg_fail(l, ev.start_mark,
-				         i < 0 ? "listen: tls: unknown key \"%s\" "
-				                 "(cert, key, ca)"
-				               : "listen: tls: duplicate key \"%s\"",
-				         (const char *)ev.data.scalar.value);
-			yaml_event_delete(&ev);
-			return -1;
-		}
-		yaml_event_delete(&ev);
-		if (cfg_next(l, &ev))
-			return -1;
-		char what[16];
-		snprintf(what, sizeof(what), "tls.%s", names[i]);
-		*slots[i] = entry_str(l, what, &ev);
-		yaml_event_delete(&ev);
-		if (!*slots[i])
-			return -1;
-	}
-	if (!t->cert || !t->key)
-		return cfg_fail(l, start, "listen: tls: needs both cert and key");
-	return 0;
-}
-
-/* A listen entry written as a mapping, {address: "HOST:PORT", tls: {cert:
- * FILE, key: FILE, ca: FILE}} (its start consumed, its mark in *m). Fills
- * t; returns the address (malloc'd, its mark in *m), or NULL (failed). */
-static char *listen_entry(struct loader *l, struct cfg_tls *t, yaml_mark_t *m)
-{
-	yaml_mark_t start = *m;
-	yaml_event_t ev;
-	char *address = NULL;
-	int has_tls = 0;
-
-	for (;;) {
-		if (cfg_next(l, &ev))
-			goto bad;
-		if (ev.type == YAML_MAPPING_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
-		const char *name =
-		    ev.type == YAML_SCALAR_EVENT ? (const char *)ev.data.scalar.value : NULL;
-		int is_addr = name && strcmp(name, "address") == 0;
-		int is_tls = name && strcmp(name, "tls") == 0;
-		if (!is_addr && !is_tls) {
-			if (name)
-				cfg_fail(l, ev.start_mark,
-				         "listen: unknown key \"%s\" in an entry (address, tls)",
-				         name);
-			else
-				cfg_fail(l, ev.start_mark, "listen: expected a key, got %s",
-				         cfg_type_name(ev.type));
-			yaml_event_delete(&ev);
-			goto bad;
-		}
-		if ((is_addr && address) || (is_tls && has_tls)) {
-			cfg_fail(l, ev.start_mark, "listen: duplicate key \"%s\" in an entry",
-			         name);
-			yaml_event_delete(&ev);
-			goto bad;
-		}
-		yaml_event_delete(&ev);
-		if (cfg_next(l, &ev))
-			goto bad;
-		if (is_addr) {
-			*m = ev.start_mark;
-			address = entry_str(l, "address", &ev);
-			yaml_event_delete(&ev);
-			if (!address)
-				goto bad;
-		} else if (ev.type != YAML_MAPPING_START_EVENT) {
-			cfg_fail(l, ev.start_mark, "listen: tls: expected a mapping, got %s",
-			         cfg_type_name(ev.type));
-			yaml_event_delete(&ev);
-			goto bad;
-		} else {
-			yaml_mark_t tm = ev.start_mark;
-			yaml_event_delete(&ev);
-			has_tls = 1;
-			if (listen_tls(l, t, tm))
-				goto bad;
-		}
-	}
-	if (!address) {
-		cfg_fail(l, start, "listen: an entry needs an address");
-		goto bad;
-	}
-	return address;
-bad:
-	free(address);
-	return NULL;
 }
 
 static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
@@ -657,61 +467,58 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 		for (int j = 0; j < CONFIG_MAX_MASTERS; j++)
 			cfg_sentinel_free(&l->c->sentinel[j]);
 	if (k->type == CT_LISTEN)
-		for (int j = 0; j < CONFIG_MAX_LISTEN; j++) {
-			free_tls(&l->c->listen_tls[j]);
-			memset(&l->c->listen_tls[j], 0, sizeof(l->c->listen_tls[j]));
-		}
-	for (;;) {
-		if (cfg_next(l, &ev))
-			return -1;
-		if (ev.type == YAML_SEQUENCE_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
+		for (int j = 0; j < CONFIG_MAX_LISTEN; j++)
+			cfg_tls_free(&l->c->listen_tls[j]);
+	int more;
+	while ((more = cfgy_next_in(&l->y, &ev, YAML_SEQUENCE_END_EVENT)) > 0) {
 		int entry =
 		    (k->type == CT_LISTEN || masters) && ev.type == YAML_MAPPING_START_EVENT;
 		if (ev.type != YAML_SCALAR_EVENT && !entry) {
-			cfg_fail(l, ev.start_mark, "%s: list items must be %s, got %s", k->name,
-			         k->type == CT_LISTEN || masters ? "strings or mappings"
-			                                         : "strings",
-			         cfg_type_name(ev.type));
+			cfgy_fail(
+			    &l->y, ev.start_mark, "%s: list items must be %s, got %s", k->name,
+			    k->type == CT_LISTEN || masters ? "strings or mappings" : "strings",
+			    cfgy_type_name(ev.type));
 			yaml_event_delete(&ev);
 			return -1;
 		}
 		if (n >= (int)k->max) {
-			cfg_fail(l, ev.start_mark, "%s: at most %.0f entries", k->name, k->max);
+			cfgy_fail(&l->y, ev.start_mark, "%s: at most %.0f entries", k->name,
+			          k->max);
 			yaml_event_delete(&ev);
 			return -1;
 		}
 		yaml_mark_t vm = ev.start_mark;
-		char *v = entry && masters ? cfg_master_entry(l, &l->c->sentinel[n], &vm)
-		          : entry          ? listen_entry(l, &l->c->listen_tls[n], &vm)
+		char *v = entry && masters ? cfg_master_entry(&l->y, &l->c->sentinel[n], &vm)
+		          : entry          ? cfg_listen_entry(&l->y, &l->c->listen_tls[n], &vm)
 		                           : strdup((const char *)ev.data.scalar.value);
 		size_t vlen = entry ? (v ? strlen(v) : 0) : ev.data.scalar.length;
 		yaml_event_delete(&ev);
 		/* a sentinel entry's name was checked by cfg_master_entry */
 		if (!v || (!(entry && masters) && check_str(l, k, v, vlen, vm)) ||
-		    (v[0] == '\0' && cfg_fail(l, vm, "%s: empty entry", k->name))) {
+		    (v[0] == '\0' && cfgy_fail(&l->y, vm, "%s: empty entry", k->name))) {
 			free(v);
 			return -1;
 		}
 		for (int j = 0; j < n; j++)
 			if (strcmp(arr[j], v) == 0) {
-				cfg_fail(l, vm, "%s: \"%s\" is listed twice", k->name, v);
+				cfgy_fail(&l->y, vm, "%s: \"%s\" is listed twice", k->name, v);
 				free(v);
 				return -1;
 			}
 		if (k->type == CT_LISTEN && l->c->listen_tls[n].cert &&
 		    strncmp(v, "unix:", 5) == 0) {
-			cfg_fail(l, vm, "%s: \"%s\": tls is for TCP listeners only", k->name, v);
+			cfgy_fail(&l->y, vm, "%s: \"%s\": tls is for TCP listeners only", k->name,
+			          v);
 			free(v);
 			return -1;
 		}
 		arr[n++] = v;
 		*count = n;
 	}
+	if (more < 0)
+		return -1;
 	if (n < (int)k->min)
-		return cfg_fail(l, start, "%s: needs at least %.0f entry", k->name, k->min);
+		return cfgy_fail(&l->y, start, "%s: needs at least %.0f entry", k->name, k->min);
 	return 0;
 }
 
@@ -719,17 +526,12 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 static int parse_mapping(struct loader *l, const char *prefix)
 {
 	yaml_event_t ev;
+	int more;
 
-	for (;;) {
-		if (cfg_next(l, &ev))
-			return -1;
-		if (ev.type == YAML_MAPPING_END_EVENT) {
-			yaml_event_delete(&ev);
-			return 0;
-		}
+	while ((more = cfgy_next_in(&l->y, &ev, YAML_MAPPING_END_EVENT)) > 0) {
 		if (ev.type != YAML_SCALAR_EVENT) {
-			cfg_fail(l, ev.start_mark, "expected a key, got %s",
-			         cfg_type_name(ev.type));
+			cfgy_fail(&l->y, ev.start_mark, "expected a key, got %s",
+			          cfgy_type_name(ev.type));
 			yaml_event_delete(&ev);
 			return -1;
 		}
@@ -742,35 +544,36 @@ static int parse_mapping(struct loader *l, const char *prefix)
 		yaml_event_delete(&ev);
 		int i = dotted ? -1 : lookup(name);
 		if (i < 0)
-			return cfg_fail(l, km, "unknown key \"%s\"", name);
+			return cfgy_fail(&l->y, km, "unknown key \"%s\"", name);
 		if (l->seen[i])
-			return cfg_fail(l, km, "duplicate key \"%s\" (first set at line %zu)", name,
-			                l->marks[i].line + 1);
+			return cfgy_fail(&l->y, km, "duplicate key \"%s\" (first set at line %zu)",
+			                 name, l->marks[i].line + 1);
 		l->seen[i] = 1;
 		l->marks[i] = km;
 
 		const struct ckey *k = &keys[i];
-		if (cfg_next(l, &ev))
+		if (cfgy_next(&l->y, &ev))
 			return -1;
 		int rc;
 		if (k->type == CT_SECTION) {
 			if (ev.type != YAML_MAPPING_START_EVENT)
-				rc = cfg_fail(l, ev.start_mark, "%s: expected a mapping, got %s",
-				              name, cfg_type_name(ev.type));
+				rc = cfgy_fail(&l->y, ev.start_mark,
+				               "%s: expected a mapping, got %s", name,
+				               cfgy_type_name(ev.type));
 			else
 				rc = parse_mapping(l, name);
 		} else if (k->type == CT_LIST || k->type == CT_LISTEN) {
 			if (ev.type != YAML_SEQUENCE_START_EVENT)
-				rc = cfg_fail(l, ev.start_mark, "%s: expected a list, got %s", name,
-				              cfg_type_name(ev.type));
+				rc = cfgy_fail(&l->y, ev.start_mark, "%s: expected a list, got %s",
+				               name, cfgy_type_name(ev.type));
 			else
 				rc = set_list(l, k, ev.start_mark);
 		} else if (ev.type != YAML_SCALAR_EVENT) {
-			rc = cfg_fail(l, ev.start_mark, "%s: expected a %s, got %s", name,
-			              k->type == CT_STR    ? "string"
-			              : k->type == CT_BOOL ? "boolean"
-			                                   : "number",
-			              cfg_type_name(ev.type));
+			rc = cfgy_fail(&l->y, ev.start_mark, "%s: expected a %s, got %s", name,
+			               k->type == CT_STR    ? "string"
+			               : k->type == CT_BOOL ? "boolean"
+			                                    : "number",
+			               cfgy_type_name(ev.type));
 		} else {
 			rc = set_scalar(l, k, &ev);
 		}
@@ -778,6 +581,7 @@ static int parse_mapping(struct loader *l, const char *prefix)
 		if (rc)
 			return -1;
 	}
+	return more; /* 0: the mapping ended */
 }
 
 static int parse_document(struct loader *l)
@@ -786,15 +590,11 @@ static int parse_document(struct loader *l)
 	int rc = 0;
 
 	for (;;) {
-		if (cfg_next(l, &ev))
+		if (cfgy_next(&l->y, &ev))
 			return -1;
 		yaml_event_type_t t = ev.type;
 		yaml_mark_t m = ev.start_mark;
-		int empty_scalar = t == YAML_SCALAR_EVENT &&
-		                   ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-		                   (ev.data.scalar.length == 0 ||
-		                    strcmp((const char *)ev.data.scalar.value, "~") == 0 ||
-		                    strcmp((const char *)ev.data.scalar.value, "null") == 0);
+		int empty_scalar = cfgy_is_null(&ev);
 		yaml_event_delete(&ev);
 		switch (t) {
 		case YAML_STREAM_START_EVENT:
@@ -805,7 +605,7 @@ static int parse_document(struct loader *l)
 			return rc;
 		case YAML_MAPPING_START_EVENT:
 			if (rc == 1)
-				return cfg_fail(l, m, "only one YAML document is allowed");
+				return cfgy_fail(&l->y, m, "only one YAML document is allowed");
 			if (parse_mapping(l, ""))
 				return -1;
 			rc = 1;
@@ -816,7 +616,7 @@ static int parse_document(struct loader *l)
 				continue;
 			/* fallthrough */
 		default:
-			return cfg_fail(l, m, "the top level must be a mapping of keys");
+			return cfgy_fail(&l->y, m, "the top level must be a mapping of keys");
 		}
 	}
 }
@@ -857,15 +657,15 @@ static int listen_checks(struct loader *l)
 			continue;
 		for (int j = 0; j < i; j++)
 			if (listen_ip(c->listen[j], &ips[j]) == 0 && ip_clash(&ips[j], &ips[i]))
-				return cfg_fail(
-				    l, lm,
+				return cfgy_fail(
+				    &l->y, lm,
 				    "listen: \"%s\" and \"%s\" cannot both be bound (the "
 				    "same port on overlapping addresses)",
 				    c->listen[j], c->listen[i]);
 		if (c->metrics_listen[0] && !addr_parse(c->metrics_listen, 0, 1, &a) &&
 		    !ip_of(&a, &mip) && ip_clash(&mip, &ips[i]))
-			return cfg_fail(
-			    l, l->marks[lookup("metrics.listen")],
+			return cfgy_fail(
+			    &l->y, l->marks[lookup("metrics.listen")],
 			    "metrics.listen: \"%s\" and listen \"%s\" cannot both be bound",
 			    c->metrics_listen, c->listen[i]);
 	}
@@ -875,13 +675,13 @@ static int listen_checks(struct loader *l)
 		int p = lookup(pw[i][0]), f = lookup(pw[i][1]);
 		const char *pv = *str_at(l->c, keys[p].off), *fv = *str_at(l->c, keys[f].off);
 		if (l->seen[p] && pv[0] && fv[0])
-			return cfg_fail(l, l->marks[f], "%s and %s are both set; keep one",
-			                pw[i][0], pw[i][1]);
+			return cfgy_fail(&l->y, l->marks[f], "%s and %s are both set; keep one",
+			                 pw[i][0], pw[i][1]);
 	}
 	const char *open = cfg_open_listener(c);
 	if (open && !c->allow_unauthenticated)
-		return cfg_fail(
-		    l, lm,
+		return cfgy_fail(
+		    &l->y, lm,
 		    "listen: \"%s\" is not a loopback address and clients need no "
 		    "password: set password or password_file, or allow_unauthenticated: "
 		    "true",
@@ -901,13 +701,13 @@ static int cross_checks(struct loader *l)
 	struct config *c = l->c;
 	int i = lookup("limits.max_key_len");
 	if (c->max_key_len > c->max_line)
-		return cfg_fail(l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
-		                "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
-		                (long long)c->max_key_len, (long long)c->max_line);
+		return cfgy_fail(&l->y, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
+		                 "limits.max_key_len (%lld) must not exceed limits.max_line (%lld)",
+		                 (long long)c->max_key_len, (long long)c->max_line);
 	i = lookup("redis.timeout_ms");
 	if (c->timeout_ms * 3 >= c->lease_ms)
-		return cfg_fail(
-		    l, l->marks[l->seen[i] ? i : lookup("locks.lease_ms")],
+		return cfgy_fail(
+		    &l->y, l->marks[l->seen[i] ? i : lookup("locks.lease_ms")],
 		    "redis.timeout_ms (%lld) must be less than a third of locks.lease_ms "
 		    "(%lld)",
 		    (long long)c->timeout_ms, (long long)c->lease_ms);
@@ -915,15 +715,15 @@ static int cross_checks(struct loader *l)
 	int64_t least = c->max_line * CFG_MIN_OUTPUT_LINES;
 	least = least > CFG_MIN_OUTPUT ? least : CFG_MIN_OUTPUT;
 	if (c->max_output_bytes > 0 && c->max_output_bytes < least)
-		return cfg_fail(
-		    l, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
+		return cfgy_fail(
+		    &l->y, l->marks[l->seen[i] ? i : lookup("limits.max_line")],
 		    "limits.max_output_bytes (%lld) must be 0 (no limit) or at least %lld "
 		    "(65536, and %d times limits.max_line)",
 		    (long long)c->max_output_bytes, (long long)least, CFG_MIN_OUTPUT_LINES);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)
-		return cfg_fail(
-		    l, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],
+		return cfgy_fail(
+		    &l->y, l->marks[l->seen[i] ? i : lookup("sessions.max_grace_ms")],
 		    "sessions.grace_ms (%lld) must not exceed sessions.max_grace_ms (%lld)",
 		    (long long)c->grace_ms, (long long)c->max_grace_ms);
 	return listen_checks(l);
@@ -954,10 +754,10 @@ static int read_secret(struct loader *l, const char *fkey, const char *pkey, int
 		snprintf(path, sizeof(path), "%s/%s", creds && creds[0] ? creds : l->dir, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return cfg_fail(l, m, "%s: %s: cannot open: %s", fkey, path, strerror(errno));
+		return cfgy_fail(&l->y, m, "%s: %s: cannot open: %s", fkey, path, strerror(errno));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return cfg_fail(l, m, "%s: %s: not a regular file", fkey, path);
+		return cfgy_fail(&l->y, m, "%s: %s: not a regular file", fkey, path);
 	}
 	while (n < sizeof(buf) && (r = read(fd, buf + n, sizeof(buf) - n)) != 0) {
 		if (r < 0 && errno == EINTR)
@@ -992,7 +792,7 @@ static int read_secret(struct loader *l, const char *fkey, const char *pkey, int
 		*slot = strdup(buf);
 	}
 	explicit_bzero(buf, sizeof(buf));
-	return why ? cfg_fail(l, m, "%s: %s: %s", fkey, path, why) : 0;
+	return why ? cfgy_fail(&l->y, m, "%s: %s: %s", fkey, path, why) : 0;
 }
 
 static int load(struct config *c, struct loader *l)
@@ -1005,7 +805,7 @@ static int load(struct config *c, struct loader *l)
 		             read_secret(l, "redis.password_file", "redis.password", 0)
 		         ? -1
 		         : 0;
-	yaml_parser_delete(&l->parser);
+	cfgy_close(&l->y);
 	if (rc < 0) {
 		cfg_free(c);
 		cfg_defaults(c);
@@ -1021,14 +821,8 @@ static int load_text(struct config *c, const char *name, const char *dir, const 
 
 	memset(&l, 0, sizeof(l));
 	l.dir = dir;
-	l.name = name;
 	l.c = c;
-	l.err = err;
-	l.errlen = errlen;
-	l.text = text;
-	l.len = len;
-	yaml_parser_initialize(&l.parser);
-	yaml_parser_set_input_string(&l.parser, (const unsigned char *)text, len);
+	cfgy_open(&l.y, name, text, len, err, errlen);
 	return load(c, &l);
 }
 

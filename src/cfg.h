@@ -5,24 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cfg_listen.h"
+#include "cfg_sentinel.h"
+
 #define CONFIG_MAX_MASTERS 15
 #define CONFIG_MAX_LISTEN  16
-#define CONFIG_MAX_SEEDS   8 /* Sentinels of one redis.masters entry */
-
-/* The TLS files of a listen entry; all NULL for plain TCP. */
-struct cfg_tls {
-	char *cert; /* PEM certificate chain */
-	char *key;  /* PEM private key */
-	char *ca;   /* PEM CA certificates; set: clients need a certificate */
-};
-
-/* A redis.masters entry that is a Sentinel-managed primary; nseeds 0: the
- * entry is a standalone master (its "HOST:PORT" in masters[i]). */
-struct cfg_sentinel {
-	char *seeds[CONFIG_MAX_SEEDS]; /* "HOST:PORT" of its Sentinels, asked in order */
-	int nseeds;
-	char *name; /* the primary's name the Sentinels monitor */
-};
 
 struct config {
 	char *listen[CONFIG_MAX_LISTEN]; /* "HOST:PORT" or "unix:PATH" */

@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfg_int.h"
+#include "cfg_sentinel.h"
+#include "cfg_yaml.h"
 #include "util.h"
 
 #define WHAT "redis.masters"
@@ -21,137 +22,123 @@ void cfg_sentinel_free(struct cfg_sentinel *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* A plain null ("", "~", "null" unquoted). */
-static int is_null(const yaml_event_t *ev)
-{
-	const char *v = (const char *)ev->data.scalar.value;
-	return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	       (ev->data.scalar.length == 0 || strcmp(v, "~") == 0 || strcmp(v, "null") == 0);
-}
-
 /* The Sentinels' list (its start consumed at lm). */
-static int seeds(struct loader *l, struct cfg_sentinel *s, yaml_mark_t lm)
+static int seeds(struct cfgy *y, struct cfg_sentinel *s, yaml_mark_t lm)
 {
 	yaml_event_t ev;
-	for (;;) {
-		if (cfg_next(l, &ev))
-			return -1;
-		if (ev.type == YAML_SEQUENCE_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
+	int more;
+	while ((more = cfgy_next_in(y, &ev, YAML_SEQUENCE_END_EVENT)) > 0) {
 		int rc = 0;
 		const char *v = (const char *)ev.data.scalar.value;
 		struct addr a;
 		const char *why;
 		if (ev.type != YAML_SCALAR_EVENT)
-			rc = cfg_fail(l, ev.start_mark,
-			              WHAT ": sentinel: list items must be strings, got %s",
-			              cfg_type_name(ev.type));
+			rc = cfgy_fail(y, ev.start_mark,
+			               WHAT ": sentinel: list items must be strings, got %s",
+			               cfgy_type_name(ev.type));
 		else if (s->nseeds >= CONFIG_MAX_SEEDS)
-			rc = cfg_fail(l, ev.start_mark, WHAT ": sentinel: at most %d entries",
-			              CONFIG_MAX_SEEDS);
-		else if (is_null(&ev) || memchr(v, '\0', ev.data.scalar.length))
-			rc = cfg_fail(l, ev.start_mark,
-			              WHAT ": sentinel: expected \"HOST:PORT\", got %s",
-			              is_null(&ev) ? "null" : "a NUL byte");
+			rc = cfgy_fail(y, ev.start_mark, WHAT ": sentinel: at most %d entries",
+			               CONFIG_MAX_SEEDS);
+		else if (cfgy_is_null(&ev) || memchr(v, '\0', ev.data.scalar.length))
+			rc = cfgy_fail(y, ev.start_mark,
+			               WHAT ": sentinel: expected \"HOST:PORT\", got %s",
+			               cfgy_is_null(&ev) ? "null" : "a NUL byte");
 		else if ((why = addr_parse(v, 0, 0, &a)))
-			rc = cfg_fail(l, ev.start_mark, WHAT ": sentinel: \"%s\": %s", v, why);
+			rc = cfgy_fail(y, ev.start_mark, WHAT ": sentinel: \"%s\": %s", v, why);
 		else if (!(s->seeds[s->nseeds] = strdup(v)))
-			rc = cfg_fail(l, ev.start_mark, "out of memory");
+			rc = cfgy_fail(y, ev.start_mark, "out of memory");
 		else
 			s->nseeds++;
 		yaml_event_delete(&ev);
 		if (rc)
 			return -1;
 	}
+	if (more < 0)
+		return -1;
 	if (s->nseeds == 0)
-		return cfg_fail(l, lm, WHAT ": sentinel: needs at least one \"HOST:PORT\"");
+		return cfgy_fail(y, lm, WHAT ": sentinel: needs at least one \"HOST:PORT\"");
 	return 0;
 }
 
 /* The monitored name: one token of SENTINEL get-master-addr-by-name. */
-static int name_of(struct loader *l, struct cfg_sentinel *s, yaml_event_t *ev)
+static int name_of(struct cfgy *y, struct cfg_sentinel *s, yaml_event_t *ev)
 {
 	const char *v = (const char *)ev->data.scalar.value;
 	size_t n = ev->data.scalar.length;
 	if (ev->type != YAML_SCALAR_EVENT)
-		return cfg_fail(l, ev->start_mark, WHAT ": name: expected a string, got %s",
-		                cfg_type_name(ev->type));
-	if (is_null(ev))
-		return cfg_fail(l, ev->start_mark, WHAT ": name: expected a string, got null");
+		return cfgy_fail(y, ev->start_mark, WHAT ": name: expected a string, got %s",
+		                 cfgy_type_name(ev->type));
+	if (cfgy_is_null(ev))
+		return cfgy_fail(y, ev->start_mark, WHAT ": name: expected a string, got null");
 	if (n > 256)
-		return cfg_fail(l, ev->start_mark, WHAT ": name: length must be 1 to 256 bytes");
+		return cfgy_fail(y, ev->start_mark, WHAT ": name: length must be 1 to 256 bytes");
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)v[i] < 0x21 || (unsigned char)v[i] > 0x7e)
-			return cfg_fail(
-			    l, ev->start_mark,
+			return cfgy_fail(
+			    y, ev->start_mark,
 			    WHAT ": name: \"%s\": must be printable ASCII without blanks", v);
 	if (!(s->name = strdup(v)))
-		return cfg_fail(l, ev->start_mark, "out of memory");
+		return cfgy_fail(y, ev->start_mark, "out of memory");
 	return 0;
 }
 
-char *cfg_master_entry(struct loader *l, struct cfg_sentinel *s, yaml_mark_t *m)
+char *cfg_master_entry(struct cfgy *y, struct cfg_sentinel *s, const yaml_mark_t *m)
 {
 	yaml_mark_t start = *m;
 	yaml_event_t ev;
 	int has_seeds = 0;
 
 	cfg_sentinel_free(s);
-	for (;;) {
-		if (cfg_next(l, &ev))
-			goto bad;
-		if (ev.type == YAML_MAPPING_END_EVENT) {
-			yaml_event_delete(&ev);
-			break;
-		}
+	int more;
+	while ((more = cfgy_next_in(y, &ev, YAML_MAPPING_END_EVENT)) > 0) {
 		const char *key =
 		    ev.type == YAML_SCALAR_EVENT ? (const char *)ev.data.scalar.value : NULL;
 		int is_seeds = key && strcmp(key, "sentinel") == 0;
 		int is_name = key && strcmp(key, "name") == 0;
 		int rc = 0;
 		if (key && strcmp(key, "cluster") == 0)
-			rc = cfg_fail(l, ev.start_mark,
-			              WHAT ": cluster entries are not supported yet (a standalone "
-			                   "\"HOST:PORT\" or a sentinel entry)");
+			rc = cfgy_fail(y, ev.start_mark,
+			               WHAT ": cluster entries are not supported yet (a standalone "
+			                    "\"HOST:PORT\" or a sentinel entry)");
 		else if (!key)
-			rc = cfg_fail(l, ev.start_mark, WHAT ": expected a key, got %s",
-			              cfg_type_name(ev.type));
+			rc = cfgy_fail(y, ev.start_mark, WHAT ": expected a key, got %s",
+			               cfgy_type_name(ev.type));
 		else if (!is_seeds && !is_name)
-			rc =
-			    cfg_fail(l, ev.start_mark,
-			             WHAT ": unknown key \"%s\" in an entry (sentinel, name)", key);
+			rc = cfgy_fail(y, ev.start_mark,
+			               WHAT ": unknown key \"%s\" in an entry (sentinel, name)",
+			               key);
 		else if ((is_seeds && has_seeds) || (is_name && s->name))
-			rc = cfg_fail(l, ev.start_mark, WHAT ": duplicate key \"%s\" in an entry",
-			              key);
+			rc = cfgy_fail(y, ev.start_mark, WHAT ": duplicate key \"%s\" in an entry",
+			               key);
 		yaml_event_delete(&ev);
-		if (rc || cfg_next(l, &ev))
+		if (rc || cfgy_next(y, &ev))
 			goto bad;
 		if (is_name) {
-			rc = name_of(l, s, &ev);
+			rc = name_of(y, s, &ev);
 		} else if (ev.type != YAML_SEQUENCE_START_EVENT) {
-			rc = cfg_fail(l, ev.start_mark, WHAT ": sentinel: expected a list, got %s",
-			              cfg_type_name(ev.type));
+			rc = cfgy_fail(y, ev.start_mark, WHAT ": sentinel: expected a list, got %s",
+			               cfgy_type_name(ev.type));
 		} else {
 			has_seeds = 1;
-			rc = seeds(l, s, ev.start_mark);
+			rc = seeds(y, s, ev.start_mark);
 		}
 		yaml_event_delete(&ev);
 		if (rc)
 			goto bad;
 	}
+	if (more < 0)
+		goto bad;
 	if (!has_seeds) {
-		cfg_fail(l, start, WHAT ": an entry needs sentinel, a list of \"HOST:PORT\"");
+		cfgy_fail(y, start, WHAT ": an entry needs sentinel, a list of \"HOST:PORT\"");
 		goto bad;
 	}
 	if (!s->name) {
-		cfg_fail(l, start, WHAT ": a sentinel entry needs a name");
+		cfgy_fail(y, start, WHAT ": a sentinel entry needs a name");
 		goto bad;
 	}
 	char *v = malloc(strlen(s->name) + 10);
 	if (!v) {
-		cfg_fail(l, start, "out of memory");
+		cfgy_fail(y, start, "out of memory");
 		goto bad;
 	}
 	strcpy(v, "sentinel:");

@@ -14,6 +14,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cfg.h"
+#include "dispatch.h"
 #include "elect.h"
 #include "locktab.h"
 #include "log.h"
@@ -442,6 +443,7 @@ int main(int argc, char **argv)
 	mo.gen_key = rl_epoch_key();
 	mo.name_key = rl_lockd_name_key();
 	sessions_set_cfg(&cfg);
+	dispatch_init(&cfg);
 	who_init(&cfg, &session_lt_ops);
 	la_init(base, &cfg, &session_lt_ops);
 	if (memtrim_init(base) != 0 || locktab_init(base, &cfg, &session_lt_ops) != 0 ||

@@ -78,11 +78,19 @@ void session_reply(struct session *s, const char *fmt, ...) __attribute__((forma
 /* Write one line ("\r\n" is added) that does not end the request: an
  * event such as "LOST key fence", or a line of a multi-line reply. */
 void session_line(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* End the session: cancel its wait, release its locks (a resumable one is
+ * detached, its locks kept for its grace), then close once the output has
+ * been written (or CLOSE_FLUSH_SECS passed). */
+void session_close(struct session *s);
 /* Let the session look at its state again from the loop. */
 void session_poke(struct session *s);
 /* Close every session (at exit). */
 void sessions_close_all(void);
 void sessions_set_cfg(const struct config *cfg);
+/* What answers each request line (dispatch.c, above this module): it
+ * leaves s SS_READING when it answered at once, SS_BLOCKED when the
+ * answer comes later (session_reply). */
+void sessions_set_handler(void (*handle)(struct session *s, const char *line, size_t len));
 /* The timeouts may have changed (reload): look at every deadline again. */
 void sessions_rearm(void);
 

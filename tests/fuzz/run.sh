@@ -9,7 +9,7 @@ secs=${1:-60}
 out=$(mktemp -d /tmp/lockd-fuzz.XXXXXX)
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -I. -Isrc -D_GNU_SOURCE -DHAVE_CONFIG_H"
 clang $flags tests/fuzz/fuzz_proto.c src/proto.c src/util.c -o "$out/fuzz_proto"
-clang $flags tests/fuzz/fuzz_cfg.c src/cfg.c src/cfg_sentinel.c src/util.c src/log.c -lyaml -o "$out/fuzz_cfg"
+clang $flags tests/fuzz/fuzz_cfg.c src/cfg.c src/cfg_yaml.c src/cfg_listen.c src/cfg_sentinel.c src/util.c src/log.c -lyaml -o "$out/fuzz_cfg"
 clang $flags -Ilib tests/fuzz/fuzz_reply.c lib/reply.c src/proto.c src/util.c -o "$out/fuzz_reply"
 mkdir -p "$out/c_proto" "$out/c_cfg" "$out/c_reply"
 printf 'LOCK k WAIT 10 TTL 5\r' >"$out/c_proto/1"
