@@ -14,17 +14,9 @@
  * ends: RESIGN, UNLOCK, its session's end, LOST (locktab's releasing
  * hook), so observers everywhere hear of it.
  *
- * Observers: one struct watch per observed name on this lockd, shared by
- * its connections' observations (struct obs). A watch learns of changes
- * from the masters' "P elected" channel (el_notice), from a master's
- * subscriber connection coming back (el_resync), and every lease/3 while
- * a leader stands (a leader whose lockd died sends no notice), and then
- * reads a majority (rl_el_read), one read at a time (a notice during a
- * read asks for one more after it), so the last read always starts after
- * the last change it heard of. A notice is never believed, only read.
- * A watch keeps the last leader it reported (fence, version) and never
- * reports one that is not newer: leaders in fence order, and after
- * NOLEADER never the old one again. */
+ * Who leads a name as others ask it (LEADER, OBSERVE) is elwatch.c's,
+ * below this file: elect tells it of each value it writes (ew_poke) and
+ * keeps each connection's observations for it (struct ew_client). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -36,6 +28,7 @@
 
 #include "cfg.h"
 #include "elect.h"
+#include "elwatch.h"
 #include "keytab.h"
 #include "log.h"
 #include "ltops.h"
@@ -78,37 +71,10 @@ struct lead {
 	char key[];
 };
 
-/* One observed name on this lockd. */
-struct watch {
-	struct kt_node node;
-	struct ilist obs;               /* struct obs.wlink */
-	struct rl_call *call;           /* the read in flight */
-	int again;                      /* a change was heard during the read: read once more */
-	int known;                      /* a read has told the state */
-	int leader;                     /* the last state reported is a leader (else NOLEADER) */
-	uint64_t fence, epoch, version; /* the last leader reported (kept after NOLEADER) */
-	char *value;
-	size_t vlen;
-	struct event *timer; /* the next read while a leader stands */
-	char key[];
-};
-
-/* One connection's observation of a name. */
-struct obs {
-	struct kt_node node; /* in el_client.by_name (its key: the watch's) */
-	struct ilink wlink;  /* on watch->obs */
-	struct ilink clink;  /* on el_client.obs */
-	struct watch *w;
-	struct lt_client *c;
-	int fresh; /* OBSERVEs that want the state now, each sent it at the next verdict */
-};
-
 /* What elect keeps of a client (lt_client.el). */
 struct el_client {
-	struct ilist obs;      /* struct obs.clink */
-	struct keytab by_name; /* the same, by name: OBSERVE costs no time per name
-	                          observed (slots allocated at the first) */
-	char *value;           /* the value of its CAMPAIGN waiting in locktab */
+	struct ew_client ew; /* its observations (elwatch.c's) */
+	char *value;         /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
 	/* A request of a resumable session for a name whose leadership is
@@ -144,7 +110,7 @@ struct el_adopt {
 #define RETRY_MAX_MS  500 /* longest pause (doubling in between) */
 #define RESERVE_TRIES 4   /* reservations in a row, each above the epoch the last one met */
 
-static struct keytab leads, watches;
+static struct keytab leads;
 static struct ilist lead_list;
 static struct event *wb_ev; /* the write-back of leaders' values */
 static int stopping;
@@ -168,20 +134,10 @@ static int64_t record_expiry(void)
  * restarted empty (its lock comes back with the next renewal). */
 static int64_t wb_until_us;
 
-static char *dup_bytes(const char *p, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, p, n);
-		d[n] = '\0';
-	}
-	return d;
-}
-
 static struct el_client *el_of(struct lt_client *c)
 {
 	if (!c->el && (c->el = calloc(1, sizeof(*c->el)))) {
-		ilist_init(&c->el->obs);
+		ilist_init(&c->el->ew.obs);
 		ilist_init(&c->el->adopts);
 	}
 	return c->el;
@@ -226,8 +182,6 @@ static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
 	return ld;
 }
 
-static void watch_poke(const char *key, size_t klen);
-
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
 
 /* When c's CAMPAIGN's WAIT ends, as locktab counts it (c->req_us stays the
@@ -247,7 +201,7 @@ static int retry_later(struct lt_client *c, const char *key, size_t klen)
 		return 0;
 	if (!e->retry && !(e->retry = evtimer_new(base, retry_cb, c)))
 		return 0;
-	char *k = dup_bytes(key, klen);
+	char *k = bytes_dup(key, klen);
 	if (!k)
 		return 0;
 	free(e->retry_key);
@@ -370,7 +324,7 @@ static void put_done(struct rl_call *call, void *owner)
 	else if (c)
 		lt_ops_reply(ops, c, "OK");
 	if (ok)
-		watch_poke(ld->key, ld->node.klen);
+		ew_poke(ld->key, ld->node.klen);
 }
 
 /* Write ld's value (its version) on the masters; c waits for the verdict. */
@@ -466,7 +420,7 @@ static void valid_lead_value(struct lt_client *c, const struct request *r, int *
 /* A new value for a leader (PROCLAIM, or CAMPAIGN by the leader). */
 static void proclaim(struct lead *ld, struct lt_client *c, const struct request *r, int fence)
 {
-	char *v = dup_bytes(r->word, r->wlen);
+	char *v = bytes_dup(r->word, r->wlen);
 	if (!v) {
 		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
@@ -601,7 +555,7 @@ static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen
 	if (!v->ok || v->kind != RLE_LEADER || lt_lock_holder(key, klen, &fence, token) != c ||
 	    lead_find(key, klen) || !(ld = calloc(1, sizeof(*ld) + klen + 1)))
 		return NULL;
-	if (!(ld->value = dup_bytes(v->value, v->vlen))) {
+	if (!(ld->value = bytes_dup(v->value, v->vlen))) {
 		free(ld);
 		return NULL;
 	}
@@ -716,7 +670,7 @@ void el_campaign(struct lt_client *c, const struct request *r)
 		return;
 	}
 	struct el_client *e = el_of(c);
-	char *v = e ? dup_bytes(r->word, r->wlen) : NULL;
+	char *v = e ? bytes_dup(r->word, r->wlen) : NULL;
 	if (!v) {
 		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
@@ -837,145 +791,17 @@ static void wb_cb(evutil_socket_t fd, short what, void *arg)
 		rn_timer_at(wb_ev, now_us() + third() * 1000);
 }
 
-/* --- LEADER --- */
+/* --- the reads, elwatch.c's --- */
 
-static void leader_done(struct rl_call *call, void *owner)
+void el_observe(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lt_client *c = owner;
-	const struct rl_leader *v = rl_leader_of(call);
-	c->call = NULL;
-	if (!v->ok) {
-		stats.quorum_failures++;
-		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
-	} else if (v->kind == RLE_LEADER) {
-		lt_ops_reply(ops, c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen,
-		             v->value);
-	} else if (v->kind == RLE_PLAIN) {
-		lt_ops_reply(ops, c, "LEADER %llu", (unsigned long long)v->fence);
-	} else {
-		lt_ops_reply(ops, c, "NONE");
-	}
+	struct el_client *e = el_of(c);
+	ew_observe(e ? &e->ew : NULL, c, key, klen);
 }
 
-void el_leader(struct lt_client *c, const char *key, size_t klen)
+void el_unobserve(struct lt_client *c, const char *key, size_t klen)
 {
-	c->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, leader_done, c);
-	if (!c->call)
-		lt_ops_reply(ops, c, "%s", MSG_OOM);
-}
-
-/* --- observers --- */
-
-static struct watch *watch_find(const char *key, size_t klen)
-{
-	struct kt_node *n = keytab_find(&watches, key, klen);
-	return n ? ilist_entry(n, struct watch, node) : NULL;
-}
-
-static void watch_free(struct watch *w)
-{
-	if (w->call)
-		rl_detach(w->call, w);
-	keytab_remove(&watches, &w->node);
-	if (w->timer)
-		event_free(w->timer);
-	free(w->value);
-	free(w);
-}
-
-/* The state w reports now, to one observer. */
-static void tell(struct watch *w, struct obs *o)
-{
-	stats.elected_events++;
-	if (w->leader)
-		lt_ops_line(ops, o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
-		            (int)w->vlen, w->value);
-	else
-		lt_ops_line(ops, o->c, "NOLEADER %s", w->key);
-}
-
-static void watch_read(struct watch *w);
-
-static void read_done(struct rl_call *call, void *owner)
-{
-	struct watch *w = owner;
-	const struct rl_leader *v = rl_leader_of(call);
-	int changed = 0;
-	w->call = NULL;
-	if (v->ok && v->kind == RLE_LEADER &&
-	    (!w->known || v->fence > w->fence ||
-	     (v->fence == w->fence &&
-	      (v->epoch > w->epoch || (v->epoch == w->epoch && v->version > w->version))))) {
-		char *val = dup_bytes(v->value, v->vlen);
-		if (val) {
-			free(w->value);
-			w->value = val;
-			w->vlen = v->vlen;
-			w->fence = v->fence;
-			w->epoch = v->epoch;
-			w->version = v->version;
-			changed = 1;
-			w->leader = 1;
-			w->known = 1;
-		}
-	} else if (v->ok && v->kind != RLE_LEADER && (w->leader || !w->known)) {
-		/* No leader now (a plain lock counts as none). */
-		changed = w->known;
-		w->leader = 0;
-		w->known = 1;
-	}
-	for (struct ilink *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
-		struct obs *o = ilist_entry(l, struct obs, wlink);
-		if (!w->known)
-			continue;
-		/* a change once, and the state once per OBSERVE waiting for it */
-		for (int n = o->fresh > changed ? o->fresh : changed; n > 0; n--)
-			tell(w, o);
-		o->fresh = 0;
-	}
-	if (!w->obs.len) {
-		watch_free(w);
-		return;
-	}
-	if (w->again) {
-		w->again = 0;
-		watch_read(w);
-		return;
-	}
-	/* A leader whose lockd dies sends no notice: look again in lease/3.
-	 * A read that found no majority is tried again then too. */
-	if (w->leader || !v->ok)
-		rn_timer_at(w->timer, now_us() + third() * 1000);
-}
-
-static void watch_read(struct watch *w)
-{
-	if (w->call) {
-		w->again = 1;
-		return;
-	}
-	evtimer_del(w->timer);
-	w->call = rl_el_read(w->key, w->node.klen, (size_t)cfg->max_value_len, read_done, w);
-	if (!w->call)
-		rn_timer_at(w->timer, now_us() + third() * 1000);
-}
-
-static void watch_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	watch_read(arg);
-}
-
-/* Something may have changed about key: read it, if it is observed. */
-static void watch_poke(const char *key, size_t klen)
-{
-	struct watch *w = watch_find(key, klen);
-	if (w && !stopping)
-		watch_read(w);
-}
-
-void el_notice(const char *key, size_t klen)
-{
-	watch_poke(key, klen);
+	ew_unobserve(c->el ? &c->el->ew : NULL, c, key, klen);
 }
 
 void el_resync(void)
@@ -983,98 +809,7 @@ void el_resync(void)
 	int64_t until = now_us() + (cfg->lease_ms + third()) * 1000;
 	if (until > wb_until_us)
 		wb_until_us = until;
-	for (size_t i = 0; i < watches.nslots; i++)
-		for (struct kt_node *k = watches.slots[i]; k; k = k->next)
-			watch_read(ilist_entry(k, struct watch, node));
-}
-
-static struct obs *obs_of(struct el_client *e, const char *key, size_t klen)
-{
-	struct kt_node *n = e->by_name.slots ? keytab_find(&e->by_name, key, klen) : NULL;
-	return n ? ilist_entry(n, struct obs, node) : NULL;
-}
-
-void el_observe(struct lt_client *c, const char *key, size_t klen)
-{
-	struct el_client *e = el_of(c);
-	struct obs *o = e ? obs_of(e, key, klen) : NULL;
-	struct watch *w = watch_find(key, klen);
-	int fresh_watch = 0;
-	if (!e) {
-		lt_ops_reply(ops, c, "%s", MSG_OOM);
-		return;
-	}
-	if (!o && (int64_t)e->obs.len >= cfg->max_observations) {
-		stats.rejected_observations++;
-		lt_ops_reply(ops, c,
-		             "ERR LIMIT this session observes limits.max_observations names");
-		return;
-	}
-	if (!o && !e->by_name.slots && keytab_init(&e->by_name, 16)) {
-		lt_ops_reply(ops, c, "%s", MSG_OOM);
-		return;
-	}
-	if (!w) {
-		w = calloc(1, sizeof(*w) + klen + 1);
-		if (!w || !(w->timer = evtimer_new(base, watch_timer_cb, w))) {
-			free(w);
-			lt_ops_reply(ops, c, "%s", MSG_OOM);
-			return;
-		}
-		memcpy(w->key, key, klen);
-		w->node.key = w->key;
-		w->node.klen = klen;
-		ilist_init(&w->obs);
-		keytab_insert(&watches, &w->node);
-		fresh_watch = 1;
-	}
-	if (!o) {
-		if (!(o = calloc(1, sizeof(*o)))) {
-			if (fresh_watch)
-				watch_free(w);
-			lt_ops_reply(ops, c, "%s", MSG_OOM);
-			return;
-		}
-		o->w = w;
-		o->c = c;
-		o->node.key = w->key;
-		o->node.klen = klen;
-		keytab_insert(&e->by_name, &o->node);
-		ilist_push(&w->obs, &o->wlink);
-		ilist_push(&e->obs, &o->clink);
-		stats.observers++;
-	}
-	lt_ops_reply(ops, c, "OK");
-	if (w->known && !w->call) {
-		tell(w, o); /* the state it knows: every change since was read */
-		return;
-	}
-	o->fresh++; /* told at the verdict of the read under way, once per OBSERVE */
-	if (!w->call)
-		watch_read(w);
-}
-
-static void obs_end(struct el_client *e, struct obs *o)
-{
-	struct watch *w = o->w;
-	keytab_remove(&e->by_name, &o->node);
-	ilist_remove(&w->obs, &o->wlink);
-	ilist_remove(&e->obs, &o->clink);
-	stats.observers--;
-	free(o);
-	if (!w->obs.len && !w->call)
-		watch_free(w); /* else freed at its read's verdict */
-}
-
-void el_unobserve(struct lt_client *c, const char *key, size_t klen)
-{
-	struct obs *o = c->el ? obs_of(c->el, key, klen) : NULL;
-	if (!o) {
-		lt_ops_reply(ops, c, "ERR ARG this session does not observe %.*s", (int)klen, key);
-		return;
-	}
-	obs_end(c->el, o);
-	lt_ops_reply(ops, c, "OK");
+	ew_resync();
 }
 
 void el_conn_end(struct lt_client *c)
@@ -1083,8 +818,7 @@ void el_conn_end(struct lt_client *c)
 	struct ilink *l;
 	if (!e)
 		return;
-	while ((l = ilist_first(&e->obs)))
-		obs_end(e, ilist_entry(l, struct obs, clink));
+	ew_client_end(&e->ew);
 	while ((l = ilist_first(&e->adopts))) {
 		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
 		ilist_remove(&e->adopts, l);
@@ -1096,7 +830,6 @@ void el_conn_end(struct lt_client *c)
 	free(e->retry_key);
 	free(e->value);
 	free(e->pend_value);
-	keytab_destroy(&e->by_name);
 	free(e);
 	c->el = NULL;
 }
@@ -1112,7 +845,7 @@ int el_init(struct event_base *b, const struct config *c, const struct lt_ops *o
 	ops = o;
 	stopping = 0;
 	ilist_init(&lead_list);
-	if (keytab_init(&leads, 64) || keytab_init(&watches, 64) ||
+	if (keytab_init(&leads, 64) || ew_init(base, c, o) ||
 	    !(wb_ev = evtimer_new(base, wb_cb, NULL)))
 		return -1;
 	lt_set_elect_hooks(&hooks);
@@ -1123,6 +856,7 @@ int el_init(struct event_base *b, const struct config *c, const struct lt_ops *o
 void el_set_cfg(const struct config *c)
 {
 	cfg = c;
+	ew_set_cfg(c);
 }
 
 void el_shutdown(void)
@@ -1131,24 +865,10 @@ void el_shutdown(void)
 	stopping = 1;
 	while ((l = ilist_first(&lead_list)))
 		lead_free(ilist_entry(l, struct lead, link));
-	for (size_t i = 0; i < watches.nslots; i++) {
-		struct kt_node *k = watches.slots[i], *nx;
-		for (; k; k = nx) {
-			struct watch *w = ilist_entry(k, struct watch, node);
-			nx = k->next;
-			while ((l = ilist_pop(&w->obs))) {
-				struct obs *ob = ilist_entry(l, struct obs, wlink);
-				keytab_remove(&ob->c->el->by_name, &ob->node);
-				ilist_remove(&ob->c->el->obs, &ob->clink);
-				free(ob);
-			}
-			watch_free(w);
-		}
-	}
+	ew_shutdown();
 	if (wb_ev) {
 		event_free(wb_ev);
 		wb_ev = NULL;
 	}
 	keytab_destroy(&leads);
-	keytab_destroy(&watches);
 }

@@ -32,6 +32,7 @@
 #include <event2/event.h>
 
 #include "elect.h"
+#include "elwatch.h"
 #include "log.h"
 #include "memtrim.h"
 #include "proto.h"
@@ -696,7 +697,7 @@ static void handle(struct session *s, const char *line, size_t len)
 		el_resign(s->lt, r.key, r.klen);
 		break;
 	case CMD_LEADER:
-		el_leader(s->lt, r.key, r.klen);
+		ew_leader(s->lt, r.key, r.klen);
 		break;
 	case CMD_OBSERVE:
 		el_observe(s->lt, r.key, r.klen);
