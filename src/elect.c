@@ -6,17 +6,21 @@
  * of answering; elect then writes the value beside the lock on every
  * master (rl_el_put: only where the lock holds the leader's token, a
  * compare-and-set the masters enforce) and answers "OK fence" once a
- * majority holds it. The leaders of this lockd (struct lead, one per name
- * at most: the lock is exclusive) keep their value and its version; every
- * lease/3 their value is written back where a master lost it (the same
- * compare-and-set, a no-op but for the record's expiry where it is there).
- * A leader's lock is released with its value (rl_el_resign) whenever it
- * ends: RESIGN, UNLOCK, its session's end, LOST (locktab's releasing
- * hook), so observers everywhere hear of it.
+ * majority holds it. A leader's lock is released with its value
+ * (rl_el_resign) whenever it ends: RESIGN, UNLOCK, its session's end, LOST
+ * (locktab's releasing hook), so observers everywhere hear of it. A
+ * request for a name whose leader was adopted with its session (1.2)
+ * waits here until the masters have told whether it leads (pend_answer).
  *
- * Who leads a name as others ask it (LEADER, OBSERVE) is elwatch.c's,
- * below this file: elect tells it of each value it writes (ew_poke) and
- * keeps each connection's observations for it (struct ew_client). */
+ * Two modules below this file, which call nothing of it: lead.c keeps
+ * the leaders of this lockd (struct lead, one per name at most: the lock
+ * is exclusive; their value and its version, written back every lease/3
+ * where a master lost it, the same compare-and-set, a no-op but for the
+ * record's expiry where it is there; an adopted leader's epoch), and
+ * tells of a settled reservation through the function el_init hands it.
+ * Who leads a name as others ask it (LEADER, OBSERVE) is elwatch.c's:
+ * elect tells it of each value it writes (ew_poke) and keeps each
+ * connection's observations for it (struct ew_client). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -30,6 +34,7 @@
 #include "elect.h"
 #include "elwatch.h"
 #include "keytab.h"
+#include "lead.h"
 #include "log.h"
 #include "ltops.h"
 #include "proto.h"
@@ -42,34 +47,6 @@
 static struct event_base *base;
 static const struct config *cfg;
 static const struct lt_ops *ops;
-
-/* Where a leader of this lockd is. */
-enum lead_state {
-	LD_PUBLISHING, /* granted; its first value is being written (CAMPAIGN waits) */
-	LD_RESERVING,  /* adopted with its session (1.2): the epoch of its values here is
-	                  being reserved on the masters, or is to be (a try found no
-	                  majority); PROCLAIM waits, nothing is written */
-	LD_LEADING,    /* its value (adopted: its epoch) is on a majority: it leads */
-};
-
-struct lead {
-	struct kt_node node; /* in leads, by name */
-	struct ilink link;   /* on lead_list, for the write-back */
-	enum lead_state state;
-	char token[TOKEN_LEN + 1];
-	uint64_t fence;
-	uint64_t epoch;   /* of this lockd's values: 0 for a CAMPAIGN here; above every
-	                     epoch reserved before for an adopted leader (scripts.c) */
-	uint64_t version; /* of value: 1 at the grant, +1 per PROCLAIM */
-	char *value;
-	size_t vlen;
-	int tries;                  /* reservations refused in a row (a higher epoch seen) */
-	struct rl_call *call;       /* a put of value in flight, answering reply_to; or
-	                               (LD_RESERVING) the reservation of epoch */
-	struct lt_client *reply_to; /* CAMPAIGN or PROCLAIM waiting for the put */
-	int reply_fence;            /* answer "OK fence" (CAMPAIGN), else "OK" */
-	char key[];
-};
 
 /* What elect keeps of a client (lt_client.el). */
 struct el_client {
@@ -106,33 +83,8 @@ struct el_adopt {
 	char key[];
 };
 
-#define RETRY_MIN_MS  50  /* first pause before a CAMPAIGN is tried again */
-#define RETRY_MAX_MS  500 /* longest pause (doubling in between) */
-#define RESERVE_TRIES 4   /* reservations in a row, each above the epoch the last one met */
-
-static struct keytab leads;
-static struct ilist lead_list;
-static struct event *wb_ev; /* the write-back of leaders' values */
-static int stopping;
-
-static int64_t third(void)
-{
-	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
-}
-
-/* The record expires with its lock: written with the lease (or the
- * lock's own expiry, the later), refreshed by the leader's renewals (its
- * hold is marked lt_set_lead: SCR_RENEW's kind 'l'), so a record that a
- * lockd leaves behind (a shutdown that keeps resumable sessions, a crash)
- * lapses with the lock, at no cost beyond the renewals that run anyway. */
-static int64_t record_expiry(void)
-{
-	return cfg->lease_ms;
-}
-
-/* Until when the write-back runs: a master connected again may have
- * restarted empty (its lock comes back with the next renewal). */
-static int64_t wb_until_us;
+#define RETRY_MIN_MS 50  /* first pause before a CAMPAIGN is tried again */
+#define RETRY_MAX_MS 500 /* longest pause (doubling in between) */
 
 static struct el_client *el_of(struct lt_client *c)
 {
@@ -141,45 +93,6 @@ static struct el_client *el_of(struct lt_client *c)
 		ilist_init(&c->el->adopts);
 	}
 	return c->el;
-}
-
-/* --- leaders --- */
-
-static struct lead *lead_find(const char *key, size_t klen)
-{
-	struct kt_node *n = keytab_find(&leads, key, klen);
-	return n ? ilist_entry(n, struct lead, node) : NULL;
-}
-
-static void lead_free(struct lead *ld)
-{
-	if (ld->call)
-		rl_detach(ld->call, ld);
-	keytab_remove(&leads, &ld->node);
-	ilist_remove(&lead_list, &ld->link);
-	stats.leaders -= ld->state == LD_LEADING;
-	free(ld->value);
-	free(ld);
-}
-
-/* A leader of an earlier life here (its lock left unseen, or its session
- * moved away and came back): forgotten, its CAMPAIGN or PROCLAIM answered. */
-static void lead_forget(struct lead *ld)
-{
-	if (ld->reply_to)
-		lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
-	lead_free(ld);
-}
-
-/* c leads key here: it holds the key's lock with the token of a leader. */
-static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
-{
-	struct lead *ld = lead_find(key, klen);
-	uint64_t fence;
-	char token[TOKEN_LEN + 1];
-	if (!ld || lt_lock_holder(key, klen, &fence, token) != c || strcmp(token, ld->token) != 0)
-		return NULL;
-	return ld;
 }
 
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
@@ -339,7 +252,7 @@ static void put(struct lead *ld, struct lt_client *c, int reply_fence)
 	ld->reply_to = c;
 	ld->reply_fence = reply_fence;
 	ld->call = rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->epoch, ld->version,
-	                     ld->value, ld->vlen, record_expiry(), put_done, ld);
+	                     ld->value, ld->vlen, lead_record_expiry(), put_done, ld);
 	if (!ld->call) {
 		ld->reply_to = NULL;
 		if (c)
@@ -355,9 +268,8 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 	struct lead *ld = lead_find(key, klen);
 	if (ld) /* a leader here that locktab forgot (its session moved away) */
 		lead_free(ld);
-	ld = calloc(1, sizeof(*ld) + klen + 1);
-	if (!ld || !e || !e->value) {
-		free(ld);
+	ld = e && e->value ? lead_new(key, klen, token, LD_PUBLISHING) : NULL;
+	if (!ld) {
 		uint64_t f;
 		char t[TOKEN_LEN + 1];
 		if (lt_lock_holder(key, klen, &f, t) == c) {
@@ -368,13 +280,6 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
-	memcpy(ld->key, key, klen);
-	ld->node.key = ld->key;
-	ld->node.klen = klen;
-	keytab_insert(&leads, &ld->node);
-	ilist_push(&lead_list, &ld->link);
-	ld->state = LD_PUBLISHING;
-	memcpy(ld->token, token, sizeof(ld->token));
 	ld->fence = fence;
 	ld->version = 1;
 	ld->value = e->value;
@@ -471,7 +376,7 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 	size_t n = strcspn(e->pend_value, " ");
 	if (n != klen || memcmp(e->pend_value, key, klen) != 0)
 		return;
-	struct lead *ld = why == PA_GONE ? NULL : led_by(c, key, klen);
+	struct lead *ld = why == PA_GONE ? NULL : lead_by(c, key, klen);
 	enum cmd cmd = e->pend_cmd;
 	if (ld && ld->state == LD_RESERVING && ld->call && cmd != CMD_RESIGN && cmd != CMD_UNLOCK)
 		return; /* its epoch is on its way */
@@ -498,81 +403,6 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 	else
 		lt_ops_reply(ops, c, "%s", MSG_NOT_LEADER);
 	free(hold);
-}
-
-static void reserve_done(struct rl_call *call, void *owner);
-
-/* Reserve ld's epoch on the masters (LD_RESERVING): 1 on its way. */
-static int reserve(struct lead *ld)
-{
-	ld->call = rl_el_epoch(ld->key, ld->node.klen, ld->token, ld->epoch, reserve_done, ld);
-	return ld->call != NULL;
-}
-
-/* A majority reserved ld's epoch: it leads, and writes from now on. Else
- * a master had it reserved as high already (another lockd's adoption, or
- * an earlier try of ours whose answer came too late): once more, above
- * that; or no majority answered: a PROCLAIM gets ERR QUORUM, and the next
- * one (or the write-back tick) tries again. */
-static void reserve_done(struct rl_call *call, void *owner)
-{
-	struct lead *ld = owner;
-	uint64_t fence, top = rl_el_reserved(call);
-	char token[TOKEN_LEN + 1];
-	ld->call = NULL;
-	if (rl_result_of(call) == RL_OK) {
-		ld->state = LD_LEADING;
-		ld->tries = 0;
-		stats.leaders++;
-	} else if (top >= ld->epoch && ++ld->tries < RESERVE_TRIES) {
-		ld->epoch = top + 1;
-		if (reserve(ld))
-			return;
-	} else {
-		if (top >= ld->epoch)
-			ld->epoch = top + 1;
-		ld->tries = 0;
-		stats.quorum_failures++;
-	}
-	struct lt_client *c = lt_lock_holder(ld->key, ld->node.klen, &fence, token);
-	if (c && strcmp(token, ld->token) == 0)
-		pend_answer(c, ld->key, ld->node.klen, PA_SETTLED);
-}
-
-/* A majority read v of key, whose lock c holds with no leader known here
- * (its session was resumed from another lockd): when a majority holds
- * the lock with the leader's record and c holds the lock (on a majority,
- * for its validity), c leads, with the record's fence, value and version.
- * Its values here take an epoch above every one reserved before (the
- * first lockd's, and any adoption's since), reserved first: until then
- * it writes nothing. */
-static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen,
-                               const struct rl_leader *v)
-{
-	uint64_t fence;
-	char token[TOKEN_LEN + 1];
-	struct lead *ld;
-	if (!v->ok || v->kind != RLE_LEADER || lt_lock_holder(key, klen, &fence, token) != c ||
-	    lead_find(key, klen) || !(ld = calloc(1, sizeof(*ld) + klen + 1)))
-		return NULL;
-	if (!(ld->value = bytes_dup(v->value, v->vlen))) {
-		free(ld);
-		return NULL;
-	}
-	memcpy(ld->key, key, klen);
-	ld->node.key = ld->key;
-	ld->node.klen = klen;
-	keytab_insert(&leads, &ld->node);
-	ilist_push(&lead_list, &ld->link);
-	ld->state = LD_RESERVING;
-	memcpy(ld->token, token, sizeof(ld->token));
-	ld->fence = v->fence; /* the leader's, as published */
-	ld->epoch = (v->reserved > v->epoch ? v->reserved : v->epoch) + 1;
-	ld->version = v->version;
-	ld->vlen = v->vlen;
-	lt_set_lead(c, key, klen);
-	reserve(ld); /* else the write-back tick tries */
-	return ld;
 }
 
 static void adopted_done(struct rl_call *call, void *owner)
@@ -643,7 +473,7 @@ static int adopt_wait(struct lt_client *c, const struct request *r)
 	}
 	if ((ld && ld->state != LD_RESERVING) || !pend(e, r))
 		return 0;
-	if (ld ? ld->call || reserve(ld)
+	if (ld ? ld->call || lead_reserve(ld)
 	       : adopt_of(e, r->key, r->klen) || adopt_start(c, r->key, r->klen))
 		return 1;
 	pend_clear(e);
@@ -657,7 +487,7 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	valid_lead_value(c, r, &ok);
 	if (!ok)
 		return;
-	struct lead *ld = led_by(c, r->key, r->klen);
+	struct lead *ld = lead_by(c, r->key, r->klen);
 	if (ld && ld->state == LD_LEADING) {
 		proclaim(ld, c, r, 1); /* the leader campaigns again: one hold */
 		return;
@@ -692,7 +522,7 @@ void el_proclaim(struct lt_client *c, const struct request *r)
 	valid_lead_value(c, r, &ok);
 	if (!ok)
 		return;
-	struct lead *ld = led_by(c, r->key, r->klen);
+	struct lead *ld = lead_by(c, r->key, r->klen);
 	if (ld && ld->state == LD_LEADING) {
 		proclaim(ld, c, r, 0);
 		return;
@@ -737,7 +567,7 @@ static void resign(struct lead *ld, struct lt_client *c, int unlock)
 
 void el_resign(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lead *ld = led_by(c, key, klen);
+	struct lead *ld = lead_by(c, key, klen);
 	struct request r = {.cmd = CMD_RESIGN, .key = key, .klen = klen};
 	if (ld && ld->state != LD_PUBLISHING) {
 		resign(ld, c, 0);
@@ -750,7 +580,7 @@ void el_resign(struct lt_client *c, const char *key, size_t klen)
 
 int el_unlock(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lead *ld = led_by(c, key, klen);
+	struct lead *ld = lead_by(c, key, klen);
 	struct request r = {.cmd = CMD_UNLOCK, .key = key, .klen = klen};
 	if (ld && ld->state != LD_PUBLISHING) {
 		resign(ld, c, 1);
@@ -759,36 +589,6 @@ int el_unlock(struct lt_client *c, const char *key, size_t klen)
 	/* right behind a RESUME: whether it leads is being read (a plain
 	 * hold's UNLOCK costs no read otherwise) */
 	return !ld && c->el && adopt_of(c->el, key, klen) && pend(c->el, &r);
-}
-
-/* Every lease/3: forget leaders whose lock left this lockd unseen (their
- * session was resumed elsewhere). For a lease (three ticks) after a
- * master connected again, also write each leader's value back where it
- * is missing: a master that restarted empty gets its lock back from the
- * renewals, and its value from here once the lock is there. Nothing is
- * sent otherwise: a value is lost only with a master's data. */
-static void wb_cb(evutil_socket_t fd, short what, void *arg)
-{
-	for (struct ilink *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
-		struct lead *ld = ilist_entry(l, struct lead, link);
-		uint64_t fence;
-		char token[TOKEN_LEN + 1];
-		nx = l->next;
-		if (!lt_lock_holder(ld->key, ld->node.klen, &fence, token) ||
-		    strcmp(token, ld->token) != 0) {
-			if (ld->reply_to) /* its CAMPAIGN or PROCLAIM gets its one reply */
-				lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
-			lead_free(ld);
-			continue;
-		}
-		if (ld->state == LD_RESERVING && !ld->call)
-			reserve(ld); /* its last try found no majority */
-		else if (ld->state == LD_LEADING && !ld->call && now_us() < wb_until_us)
-			rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->epoch,
-			          ld->version, ld->value, ld->vlen, record_expiry(), NULL, NULL);
-	}
-	if (!stopping)
-		rn_timer_at(wb_ev, now_us() + third() * 1000);
 }
 
 /* --- the reads, elwatch.c's --- */
@@ -806,9 +606,7 @@ void el_unobserve(struct lt_client *c, const char *key, size_t klen)
 
 void el_resync(void)
 {
-	int64_t until = now_us() + (cfg->lease_ms + third()) * 1000;
-	if (until > wb_until_us)
-		wb_until_us = until;
+	lead_resync();
 	ew_resync();
 }
 
@@ -838,37 +636,32 @@ void el_conn_end(struct lt_client *c)
 
 static const struct lt_elect_hooks hooks = {el_granted, el_releasing};
 
+/* A reservation of key's epoch answered: c's request waiting for it. */
+static void settled(struct lt_client *c, const char *key, size_t klen)
+{
+	pend_answer(c, key, klen, PA_SETTLED);
+}
+
 int el_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
 	base = b;
 	cfg = c;
 	ops = o;
-	stopping = 0;
-	ilist_init(&lead_list);
-	if (keytab_init(&leads, 64) || ew_init(base, c, o) ||
-	    !(wb_ev = evtimer_new(base, wb_cb, NULL)))
+	if (lead_init(base, c, o, settled) || ew_init(base, c, o))
 		return -1;
 	lt_set_elect_hooks(&hooks);
-	rn_timer_at(wb_ev, now_us() + third() * 1000);
 	return 0;
 }
 
 void el_set_cfg(const struct config *c)
 {
 	cfg = c;
+	lead_set_cfg(c);
 	ew_set_cfg(c);
 }
 
 void el_shutdown(void)
 {
-	struct ilink *l;
-	stopping = 1;
-	while ((l = ilist_first(&lead_list)))
-		lead_free(ilist_entry(l, struct lead, link));
+	lead_shutdown();
 	ew_shutdown();
-	if (wb_ev) {
-		event_free(wb_ev);
-		wb_ev = NULL;
-	}
-	keytab_destroy(&leads);
 }

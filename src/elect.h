@@ -3,10 +3,11 @@
  * A campaign is the exclusive lock of the election's name (locktab's
  * LOCK path: its FIFO, renewal, LOST, fences); on the grant elect writes
  * the leader's value beside the lock on the masters and only then answers
- * OK. It keeps the leaders of this lockd (their value and its version,
- * written back every lease/3 where a master lost it) and, for elwatch.c
- * (LEADER, the observations), each connection's observations. Answers
- * through the struct lt_ops given to el_init. */
+ * OK. The leaders of this lockd (their value and its version, written
+ * back every lease/3 where a master lost it) are lead.c's, below it; it
+ * keeps each connection's observations for elwatch.c (LEADER, the
+ * observations), below it too. Answers through the struct lt_ops given
+ * to el_init. */
 #ifndef LOCKD_ELECT_H
 #define LOCKD_ELECT_H
 
