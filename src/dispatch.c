@@ -18,6 +18,7 @@
 
 #include "dispatch.h"
 #include "elect.h"
+#include "elwatch.h"
 #include "lockall.h"
 #include "log.h"
 #include "proto.h"
@@ -195,7 +196,7 @@ static void handle(struct session *s, const char *line, size_t len)
 		el_resign(s->lt, r.key, r.klen);
 		break;
 	case CMD_LEADER:
-		el_leader(s->lt, r.key, r.klen);
+		ew_leader(s->lt, r.key, r.klen);
 		break;
 	case CMD_OBSERVE:
 		el_observe(s->lt, r.key, r.klen);

@@ -6,25 +6,21 @@
  * of answering; elect then writes the value beside the lock on every
  * master (rl_el_put: only where the lock holds the leader's token, a
  * compare-and-set the masters enforce) and answers "OK fence" once a
- * majority holds it. The leaders of this lockd (struct lead, one per name
- * at most: the lock is exclusive) keep their value and its version; every
- * lease/3 their value is written back where a master lost it (the same
- * compare-and-set, a no-op but for the record's expiry where it is there).
- * A leader's lock is released with its value (rl_el_resign) whenever it
- * ends: RESIGN, UNLOCK, its session's end, LOST (locktab's releasing
- * hook), so observers everywhere hear of it.
+ * majority holds it. A leader's lock is released with its value
+ * (rl_el_resign) whenever it ends: RESIGN, UNLOCK, its session's end, LOST
+ * (locktab's releasing hook), so observers everywhere hear of it. A
+ * request for a name whose leader was adopted with its session (1.2)
+ * waits here until the masters have told whether it leads (pend_answer).
  *
- * Observers: one struct watch per observed name on this lockd, shared by
- * its connections' observations (struct obs). A watch learns of changes
- * from the masters' "P elected" channel (el_notice), from a master's
- * subscriber connection coming back (el_resync), and every lease/3 while
- * a leader stands (a leader whose lockd died sends no notice), and then
- * reads a majority (rl_el_read), one read at a time (a notice during a
- * read asks for one more after it), so the last read always starts after
- * the last change it heard of. A notice is never believed, only read.
- * A watch keeps the last leader it reported (fence, version) and never
- * reports one that is not newer: leaders in fence order, and after
- * NOLEADER never the old one again. */
+ * Two modules below this file, which call nothing of it: lead.c keeps
+ * the leaders of this lockd (struct lead, one per name at most: the lock
+ * is exclusive; their value and its version, written back every lease/3
+ * where a master lost it, the same compare-and-set, a no-op but for the
+ * record's expiry where it is there; an adopted leader's epoch), and
+ * tells of a settled reservation through the function el_init hands it.
+ * Who leads a name as others ask it (LEADER, OBSERVE) is elwatch.c's:
+ * elect tells it of each value it writes (ew_poke) and keeps each
+ * connection's observations for it (struct ew_client). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -36,7 +32,9 @@
 
 #include "cfg.h"
 #include "elect.h"
+#include "elwatch.h"
 #include "keytab.h"
+#include "lead.h"
 #include "log.h"
 #include "ltops.h"
 #include "proto.h"
@@ -50,65 +48,10 @@ static struct event_base *base;
 static const struct config *cfg;
 static const struct lt_ops *ops;
 
-/* Where a leader of this lockd is. */
-enum lead_state {
-	LD_PUBLISHING, /* granted; its first value is being written (CAMPAIGN waits) */
-	LD_RESERVING,  /* adopted with its session (1.2): the epoch of its values here is
-	                  being reserved on the masters, or is to be (a try found no
-	                  majority); PROCLAIM waits, nothing is written */
-	LD_LEADING,    /* its value (adopted: its epoch) is on a majority: it leads */
-};
-
-struct lead {
-	struct kt_node node; /* in leads, by name */
-	struct ilink link;   /* on lead_list, for the write-back */
-	enum lead_state state;
-	char token[TOKEN_LEN + 1];
-	uint64_t fence;
-	uint64_t epoch;   /* of this lockd's values: 0 for a CAMPAIGN here; above every
-	                     epoch reserved before for an adopted leader (scripts.c) */
-	uint64_t version; /* of value: 1 at the grant, +1 per PROCLAIM */
-	char *value;
-	size_t vlen;
-	int tries;                  /* reservations refused in a row (a higher epoch seen) */
-	struct rl_call *call;       /* a put of value in flight, answering reply_to; or
-	                               (LD_RESERVING) the reservation of epoch */
-	struct lt_client *reply_to; /* CAMPAIGN or PROCLAIM waiting for the put */
-	int reply_fence;            /* answer "OK fence" (CAMPAIGN), else "OK" */
-	char key[];
-};
-
-/* One observed name on this lockd. */
-struct watch {
-	struct kt_node node;
-	struct ilist obs;               /* struct obs.wlink */
-	struct rl_call *call;           /* the read in flight */
-	int again;                      /* a change was heard during the read: read once more */
-	int known;                      /* a read has told the state */
-	int leader;                     /* the last state reported is a leader (else NOLEADER) */
-	uint64_t fence, epoch, version; /* the last leader reported (kept after NOLEADER) */
-	char *value;
-	size_t vlen;
-	struct event *timer; /* the next read while a leader stands */
-	char key[];
-};
-
-/* One connection's observation of a name. */
-struct obs {
-	struct kt_node node; /* in el_client.by_name (its key: the watch's) */
-	struct ilink wlink;  /* on watch->obs */
-	struct ilink clink;  /* on el_client.obs */
-	struct watch *w;
-	struct lt_client *c;
-	int fresh; /* OBSERVEs that want the state now, each sent it at the next verdict */
-};
-
 /* What elect keeps of a client (lt_client.el). */
 struct el_client {
-	struct ilist obs;      /* struct obs.clink */
-	struct keytab by_name; /* the same, by name: OBSERVE costs no time per name
-	                          observed (slots allocated at the first) */
-	char *value;           /* the value of its CAMPAIGN waiting in locktab */
+	struct ew_client ew; /* its observations (elwatch.c's) */
+	char *value;         /* the value of its CAMPAIGN waiting in locktab */
 	size_t vlen;
 	int unlocking; /* its resign is an UNLOCK: answered "OK 0" */
 	/* A request of a resumable session for a name whose leadership is
@@ -140,93 +83,17 @@ struct el_adopt {
 	char key[];
 };
 
-#define RETRY_MIN_MS  50  /* first pause before a CAMPAIGN is tried again */
-#define RETRY_MAX_MS  500 /* longest pause (doubling in between) */
-#define RESERVE_TRIES 4   /* reservations in a row, each above the epoch the last one met */
-
-static struct keytab leads, watches;
-static struct ilist lead_list;
-static struct event *wb_ev; /* the write-back of leaders' values */
-static int stopping;
-
-static int64_t third(void)
-{
-	return cfg->lease_ms / 3 > 0 ? cfg->lease_ms / 3 : 1;
-}
-
-/* The record expires with its lock: written with the lease (or the
- * lock's own expiry, the later), refreshed by the leader's renewals (its
- * hold is marked lt_set_lead: SCR_RENEW's kind 'l'), so a record that a
- * lockd leaves behind (a shutdown that keeps resumable sessions, a crash)
- * lapses with the lock, at no cost beyond the renewals that run anyway. */
-static int64_t record_expiry(void)
-{
-	return cfg->lease_ms;
-}
-
-/* Until when the write-back runs: a master connected again may have
- * restarted empty (its lock comes back with the next renewal). */
-static int64_t wb_until_us;
-
-static char *dup_bytes(const char *p, size_t n)
-{
-	char *d = malloc(n + 1);
-	if (d) {
-		memcpy(d, p, n);
-		d[n] = '\0';
-	}
-	return d;
-}
+#define RETRY_MIN_MS 50  /* first pause before a CAMPAIGN is tried again */
+#define RETRY_MAX_MS 500 /* longest pause (doubling in between) */
 
 static struct el_client *el_of(struct lt_client *c)
 {
 	if (!c->el && (c->el = calloc(1, sizeof(*c->el)))) {
-		ilist_init(&c->el->obs);
+		ilist_init(&c->el->ew.obs);
 		ilist_init(&c->el->adopts);
 	}
 	return c->el;
 }
-
-/* --- leaders --- */
-
-static struct lead *lead_find(const char *key, size_t klen)
-{
-	struct kt_node *n = keytab_find(&leads, key, klen);
-	return n ? ilist_entry(n, struct lead, node) : NULL;
-}
-
-static void lead_free(struct lead *ld)
-{
-	if (ld->call)
-		rl_detach(ld->call, ld);
-	keytab_remove(&leads, &ld->node);
-	ilist_remove(&lead_list, &ld->link);
-	stats.leaders -= ld->state == LD_LEADING;
-	free(ld->value);
-	free(ld);
-}
-
-/* A leader of an earlier life here (its lock left unseen, or its session
- * moved away and came back): forgotten, its CAMPAIGN or PROCLAIM answered. */
-static void lead_forget(struct lead *ld)
-{
-	if (ld->reply_to)
-		lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
-	lead_free(ld);
-}
-
-/* c leads key here: it holds the key's lock with the token of a leader. */
-static struct lead *led_by(struct lt_client *c, const char *key, size_t klen)
-{
-	struct lead *ld = lead_find(key, klen);
-	uint64_t fence;
-	char token[TOKEN_LEN + 1];
-	if (!ld || lt_lock_holder(key, klen, &fence, token) != c || strcmp(token, ld->token) != 0)
-		return NULL;
-	return ld;
-}
-
-static void watch_poke(const char *key, size_t klen);
 
 static void retry_cb(evutil_socket_t fd, short what, void *arg);
 
@@ -247,7 +114,7 @@ static int retry_later(struct lt_client *c, const char *key, size_t klen)
 		return 0;
 	if (!e->retry && !(e->retry = evtimer_new(base, retry_cb, c)))
 		return 0;
-	char *k = dup_bytes(key, klen);
+	char *k = bytes_dup(key, klen);
 	if (!k)
 		return 0;
 	free(e->retry_key);
@@ -370,7 +237,7 @@ static void put_done(struct rl_call *call, void *owner)
 	else if (c)
 		lt_ops_reply(ops, c, "OK");
 	if (ok)
-		watch_poke(ld->key, ld->node.klen);
+		ew_poke(ld->key, ld->node.klen);
 }
 
 /* Write ld's value (its version) on the masters; c waits for the verdict. */
@@ -385,7 +252,7 @@ static void put(struct lead *ld, struct lt_client *c, int reply_fence)
 	ld->reply_to = c;
 	ld->reply_fence = reply_fence;
 	ld->call = rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->epoch, ld->version,
-	                     ld->value, ld->vlen, record_expiry(), put_done, ld);
+	                     ld->value, ld->vlen, lead_record_expiry(), put_done, ld);
 	if (!ld->call) {
 		ld->reply_to = NULL;
 		if (c)
@@ -401,9 +268,8 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 	struct lead *ld = lead_find(key, klen);
 	if (ld) /* a leader here that locktab forgot (its session moved away) */
 		lead_free(ld);
-	ld = calloc(1, sizeof(*ld) + klen + 1);
-	if (!ld || !e || !e->value) {
-		free(ld);
+	ld = e && e->value ? lead_new(key, klen, token, LD_PUBLISHING) : NULL;
+	if (!ld) {
 		uint64_t f;
 		char t[TOKEN_LEN + 1];
 		if (lt_lock_holder(key, klen, &f, t) == c) {
@@ -414,13 +280,6 @@ static void el_granted(struct lt_client *c, const char *key, size_t klen, uint64
 		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
 	}
-	memcpy(ld->key, key, klen);
-	ld->node.key = ld->key;
-	ld->node.klen = klen;
-	keytab_insert(&leads, &ld->node);
-	ilist_push(&lead_list, &ld->link);
-	ld->state = LD_PUBLISHING;
-	memcpy(ld->token, token, sizeof(ld->token));
 	ld->fence = fence;
 	ld->version = 1;
 	ld->value = e->value;
@@ -466,7 +325,7 @@ static void valid_lead_value(struct lt_client *c, const struct request *r, int *
 /* A new value for a leader (PROCLAIM, or CAMPAIGN by the leader). */
 static void proclaim(struct lead *ld, struct lt_client *c, const struct request *r, int fence)
 {
-	char *v = dup_bytes(r->word, r->wlen);
+	char *v = bytes_dup(r->word, r->wlen);
 	if (!v) {
 		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
@@ -517,7 +376,7 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 	size_t n = strcspn(e->pend_value, " ");
 	if (n != klen || memcmp(e->pend_value, key, klen) != 0)
 		return;
-	struct lead *ld = why == PA_GONE ? NULL : led_by(c, key, klen);
+	struct lead *ld = why == PA_GONE ? NULL : lead_by(c, key, klen);
 	enum cmd cmd = e->pend_cmd;
 	if (ld && ld->state == LD_RESERVING && ld->call && cmd != CMD_RESIGN && cmd != CMD_UNLOCK)
 		return; /* its epoch is on its way */
@@ -544,81 +403,6 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 	else
 		lt_ops_reply(ops, c, "%s", MSG_NOT_LEADER);
 	free(hold);
-}
-
-static void reserve_done(struct rl_call *call, void *owner);
-
-/* Reserve ld's epoch on the masters (LD_RESERVING): 1 on its way. */
-static int reserve(struct lead *ld)
-{
-	ld->call = rl_el_epoch(ld->key, ld->node.klen, ld->token, ld->epoch, reserve_done, ld);
-	return ld->call != NULL;
-}
-
-/* A majority reserved ld's epoch: it leads, and writes from now on. Else
- * a master had it reserved as high already (another lockd's adoption, or
- * an earlier try of ours whose answer came too late): once more, above
- * that; or no majority answered: a PROCLAIM gets ERR QUORUM, and the next
- * one (or the write-back tick) tries again. */
-static void reserve_done(struct rl_call *call, void *owner)
-{
-	struct lead *ld = owner;
-	uint64_t fence, top = rl_el_reserved(call);
-	char token[TOKEN_LEN + 1];
-	ld->call = NULL;
-	if (rl_result_of(call) == RL_OK) {
-		ld->state = LD_LEADING;
-		ld->tries = 0;
-		stats.leaders++;
-	} else if (top >= ld->epoch && ++ld->tries < RESERVE_TRIES) {
-		ld->epoch = top + 1;
-		if (reserve(ld))
-			return;
-	} else {
-		if (top >= ld->epoch)
-			ld->epoch = top + 1;
-		ld->tries = 0;
-		stats.quorum_failures++;
-	}
-	struct lt_client *c = lt_lock_holder(ld->key, ld->node.klen, &fence, token);
-	if (c && strcmp(token, ld->token) == 0)
-		pend_answer(c, ld->key, ld->node.klen, PA_SETTLED);
-}
-
-/* A majority read v of key, whose lock c holds with no leader known here
- * (its session was resumed from another lockd): when a majority holds
- * the lock with the leader's record and c holds the lock (on a majority,
- * for its validity), c leads, with the record's fence, value and version.
- * Its values here take an epoch above every one reserved before (the
- * first lockd's, and any adoption's since), reserved first: until then
- * it writes nothing. */
-static struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen,
-                               const struct rl_leader *v)
-{
-	uint64_t fence;
-	char token[TOKEN_LEN + 1];
-	struct lead *ld;
-	if (!v->ok || v->kind != RLE_LEADER || lt_lock_holder(key, klen, &fence, token) != c ||
-	    lead_find(key, klen) || !(ld = calloc(1, sizeof(*ld) + klen + 1)))
-		return NULL;
-	if (!(ld->value = dup_bytes(v->value, v->vlen))) {
-		free(ld);
-		return NULL;
-	}
-	memcpy(ld->key, key, klen);
-	ld->node.key = ld->key;
-	ld->node.klen = klen;
-	keytab_insert(&leads, &ld->node);
-	ilist_push(&lead_list, &ld->link);
-	ld->state = LD_RESERVING;
-	memcpy(ld->token, token, sizeof(ld->token));
-	ld->fence = v->fence; /* the leader's, as published */
-	ld->epoch = (v->reserved > v->epoch ? v->reserved : v->epoch) + 1;
-	ld->version = v->version;
-	ld->vlen = v->vlen;
-	lt_set_lead(c, key, klen);
-	reserve(ld); /* else the write-back tick tries */
-	return ld;
 }
 
 static void adopted_done(struct rl_call *call, void *owner)
@@ -689,7 +473,7 @@ static int adopt_wait(struct lt_client *c, const struct request *r)
 	}
 	if ((ld && ld->state != LD_RESERVING) || !pend(e, r))
 		return 0;
-	if (ld ? ld->call || reserve(ld)
+	if (ld ? ld->call || lead_reserve(ld)
 	       : adopt_of(e, r->key, r->klen) || adopt_start(c, r->key, r->klen))
 		return 1;
 	pend_clear(e);
@@ -703,7 +487,7 @@ void el_campaign(struct lt_client *c, const struct request *r)
 	valid_lead_value(c, r, &ok);
 	if (!ok)
 		return;
-	struct lead *ld = led_by(c, r->key, r->klen);
+	struct lead *ld = lead_by(c, r->key, r->klen);
 	if (ld && ld->state == LD_LEADING) {
 		proclaim(ld, c, r, 1); /* the leader campaigns again: one hold */
 		return;
@@ -716,7 +500,7 @@ void el_campaign(struct lt_client *c, const struct request *r)
 		return;
 	}
 	struct el_client *e = el_of(c);
-	char *v = e ? dup_bytes(r->word, r->wlen) : NULL;
+	char *v = e ? bytes_dup(r->word, r->wlen) : NULL;
 	if (!v) {
 		lt_ops_reply(ops, c, "%s", MSG_OOM);
 		return;
@@ -738,7 +522,7 @@ void el_proclaim(struct lt_client *c, const struct request *r)
 	valid_lead_value(c, r, &ok);
 	if (!ok)
 		return;
-	struct lead *ld = led_by(c, r->key, r->klen);
+	struct lead *ld = lead_by(c, r->key, r->klen);
 	if (ld && ld->state == LD_LEADING) {
 		proclaim(ld, c, r, 0);
 		return;
@@ -783,7 +567,7 @@ static void resign(struct lead *ld, struct lt_client *c, int unlock)
 
 void el_resign(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lead *ld = led_by(c, key, klen);
+	struct lead *ld = lead_by(c, key, klen);
 	struct request r = {.cmd = CMD_RESIGN, .key = key, .klen = klen};
 	if (ld && ld->state != LD_PUBLISHING) {
 		resign(ld, c, 0);
@@ -796,7 +580,7 @@ void el_resign(struct lt_client *c, const char *key, size_t klen)
 
 int el_unlock(struct lt_client *c, const char *key, size_t klen)
 {
-	struct lead *ld = led_by(c, key, klen);
+	struct lead *ld = lead_by(c, key, klen);
 	struct request r = {.cmd = CMD_UNLOCK, .key = key, .klen = klen};
 	if (ld && ld->state != LD_PUBLISHING) {
 		resign(ld, c, 1);
@@ -807,274 +591,23 @@ int el_unlock(struct lt_client *c, const char *key, size_t klen)
 	return !ld && c->el && adopt_of(c->el, key, klen) && pend(c->el, &r);
 }
 
-/* Every lease/3: forget leaders whose lock left this lockd unseen (their
- * session was resumed elsewhere). For a lease (three ticks) after a
- * master connected again, also write each leader's value back where it
- * is missing: a master that restarted empty gets its lock back from the
- * renewals, and its value from here once the lock is there. Nothing is
- * sent otherwise: a value is lost only with a master's data. */
-static void wb_cb(evutil_socket_t fd, short what, void *arg)
-{
-	for (struct ilink *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
-		struct lead *ld = ilist_entry(l, struct lead, link);
-		uint64_t fence;
-		char token[TOKEN_LEN + 1];
-		nx = l->next;
-		if (!lt_lock_holder(ld->key, ld->node.klen, &fence, token) ||
-		    strcmp(token, ld->token) != 0) {
-			if (ld->reply_to) /* its CAMPAIGN or PROCLAIM gets its one reply */
-				lt_ops_reply(ops, ld->reply_to, "%s", MSG_NO_QUORUM);
-			lead_free(ld);
-			continue;
-		}
-		if (ld->state == LD_RESERVING && !ld->call)
-			reserve(ld); /* its last try found no majority */
-		else if (ld->state == LD_LEADING && !ld->call && now_us() < wb_until_us)
-			rl_el_put(ld->key, ld->node.klen, ld->token, ld->fence, ld->epoch,
-			          ld->version, ld->value, ld->vlen, record_expiry(), NULL, NULL);
-	}
-	if (!stopping)
-		rn_timer_at(wb_ev, now_us() + third() * 1000);
-}
-
-/* --- LEADER --- */
-
-static void leader_done(struct rl_call *call, void *owner)
-{
-	struct lt_client *c = owner;
-	const struct rl_leader *v = rl_leader_of(call);
-	c->call = NULL;
-	if (!v->ok) {
-		stats.quorum_failures++;
-		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
-	} else if (v->kind == RLE_LEADER) {
-		lt_ops_reply(ops, c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen,
-		             v->value);
-	} else if (v->kind == RLE_PLAIN) {
-		lt_ops_reply(ops, c, "LEADER %llu", (unsigned long long)v->fence);
-	} else {
-		lt_ops_reply(ops, c, "NONE");
-	}
-}
-
-void el_leader(struct lt_client *c, const char *key, size_t klen)
-{
-	c->call = rl_el_read(key, klen, (size_t)cfg->max_value_len, leader_done, c);
-	if (!c->call)
-		lt_ops_reply(ops, c, "%s", MSG_OOM);
-}
-
-/* --- observers --- */
-
-static struct watch *watch_find(const char *key, size_t klen)
-{
-	struct kt_node *n = keytab_find(&watches, key, klen);
-	return n ? ilist_entry(n, struct watch, node) : NULL;
-}
-
-static void watch_free(struct watch *w)
-{
-	if (w->call)
-		rl_detach(w->call, w);
-	keytab_remove(&watches, &w->node);
-	if (w->timer)
-		event_free(w->timer);
-	free(w->value);
-	free(w);
-}
-
-/* The state w reports now, to one observer. */
-static void tell(struct watch *w, struct obs *o)
-{
-	stats.elected_events++;
-	if (w->leader)
-		lt_ops_line(ops, o->c, "ELECTED %s %llu %.*s", w->key, (unsigned long long)w->fence,
-		            (int)w->vlen, w->value);
-	else
-		lt_ops_line(ops, o->c, "NOLEADER %s", w->key);
-}
-
-static void watch_read(struct watch *w);
-
-static void read_done(struct rl_call *call, void *owner)
-{
-	struct watch *w = owner;
-	const struct rl_leader *v = rl_leader_of(call);
-	int changed = 0;
-	w->call = NULL;
-	if (v->ok && v->kind == RLE_LEADER &&
-	    (!w->known || v->fence > w->fence ||
-	     (v->fence == w->fence &&
-	      (v->epoch > w->epoch || (v->epoch == w->epoch && v->version > w->version))))) {
-		char *val = dup_bytes(v->value, v->vlen);
-		if (val) {
-			free(w->value);
-			w->value = val;
-			w->vlen = v->vlen;
-			w->fence = v->fence;
-			w->epoch = v->epoch;
-			w->version = v->version;
-			changed = 1;
-			w->leader = 1;
-			w->known = 1;
-		}
-	} else if (v->ok && v->kind != RLE_LEADER && (w->leader || !w->known)) {
-		/* No leader now (a plain lock counts as none). */
-		changed = w->known;
-		w->leader = 0;
-		w->known = 1;
-	}
-	for (struct ilink *l = w->obs.head.next; l != &w->obs.head; l = l->next) {
-		struct obs *o = ilist_entry(l, struct obs, wlink);
-		if (!w->known)
-			continue;
-		/* a change once, and the state once per OBSERVE waiting for it */
-		for (int n = o->fresh > changed ? o->fresh : changed; n > 0; n--)
-			tell(w, o);
-		o->fresh = 0;
-	}
-	if (!w->obs.len) {
-		watch_free(w);
-		return;
-	}
-	if (w->again) {
-		w->again = 0;
-		watch_read(w);
-		return;
-	}
-	/* A leader whose lockd dies sends no notice: look again in lease/3.
-	 * A read that found no majority is tried again then too. */
-	if (w->leader || !v->ok)
-		rn_timer_at(w->timer, now_us() + third() * 1000);
-}
-
-static void watch_read(struct watch *w)
-{
-	if (w->call) {
-		w->again = 1;
-		return;
-	}
-	evtimer_del(w->timer);
-	w->call = rl_el_read(w->key, w->node.klen, (size_t)cfg->max_value_len, read_done, w);
-	if (!w->call)
-		rn_timer_at(w->timer, now_us() + third() * 1000);
-}
-
-static void watch_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	watch_read(arg);
-}
-
-/* Something may have changed about key: read it, if it is observed. */
-static void watch_poke(const char *key, size_t klen)
-{
-	struct watch *w = watch_find(key, klen);
-	if (w && !stopping)
-		watch_read(w);
-}
-
-void el_notice(const char *key, size_t klen)
-{
-	watch_poke(key, klen);
-}
-
-void el_resync(void)
-{
-	int64_t until = now_us() + (cfg->lease_ms + third()) * 1000;
-	if (until > wb_until_us)
-		wb_until_us = until;
-	for (size_t i = 0; i < watches.nslots; i++)
-		for (struct kt_node *k = watches.slots[i]; k; k = k->next)
-			watch_read(ilist_entry(k, struct watch, node));
-}
-
-static struct obs *obs_of(struct el_client *e, const char *key, size_t klen)
-{
-	struct kt_node *n = e->by_name.slots ? keytab_find(&e->by_name, key, klen) : NULL;
-	return n ? ilist_entry(n, struct obs, node) : NULL;
-}
+/* --- the reads, elwatch.c's --- */
 
 void el_observe(struct lt_client *c, const char *key, size_t klen)
 {
 	struct el_client *e = el_of(c);
-	struct obs *o = e ? obs_of(e, key, klen) : NULL;
-	struct watch *w = watch_find(key, klen);
-	int fresh_watch = 0;
-	if (!e) {
-		lt_ops_reply(ops, c, "%s", MSG_OOM);
-		return;
-	}
-	if (!o && (int64_t)e->obs.len >= cfg->max_observations) {
-		stats.rejected_observations++;
-		lt_ops_reply(ops, c,
-		             "ERR LIMIT this session observes limits.max_observations names");
-		return;
-	}
-	if (!o && !e->by_name.slots && keytab_init(&e->by_name, 16)) {
-		lt_ops_reply(ops, c, "%s", MSG_OOM);
-		return;
-	}
-	if (!w) {
-		w = calloc(1, sizeof(*w) + klen + 1);
-		if (!w || !(w->timer = evtimer_new(base, watch_timer_cb, w))) {
-			free(w);
-			lt_ops_reply(ops, c, "%s", MSG_OOM);
-			return;
-		}
-		memcpy(w->key, key, klen);
-		w->node.key = w->key;
-		w->node.klen = klen;
-		ilist_init(&w->obs);
-		keytab_insert(&watches, &w->node);
-		fresh_watch = 1;
-	}
-	if (!o) {
-		if (!(o = calloc(1, sizeof(*o)))) {
-			if (fresh_watch)
-				watch_free(w);
-			lt_ops_reply(ops, c, "%s", MSG_OOM);
-			return;
-		}
-		o->w = w;
-		o->c = c;
-		o->node.key = w->key;
-		o->node.klen = klen;
-		keytab_insert(&e->by_name, &o->node);
-		ilist_push(&w->obs, &o->wlink);
-		ilist_push(&e->obs, &o->clink);
-		stats.observers++;
-	}
-	lt_ops_reply(ops, c, "OK");
-	if (w->known && !w->call) {
-		tell(w, o); /* the state it knows: every change since was read */
-		return;
-	}
-	o->fresh++; /* told at the verdict of the read under way, once per OBSERVE */
-	if (!w->call)
-		watch_read(w);
-}
-
-static void obs_end(struct el_client *e, struct obs *o)
-{
-	struct watch *w = o->w;
-	keytab_remove(&e->by_name, &o->node);
-	ilist_remove(&w->obs, &o->wlink);
-	ilist_remove(&e->obs, &o->clink);
-	stats.observers--;
-	free(o);
-	if (!w->obs.len && !w->call)
-		watch_free(w); /* else freed at its read's verdict */
+	ew_observe(e ? &e->ew : NULL, c, key, klen);
 }
 
 void el_unobserve(struct lt_client *c, const char *key, size_t klen)
 {
-	struct obs *o = c->el ? obs_of(c->el, key, klen) : NULL;
-	if (!o) {
-		lt_ops_reply(ops, c, "ERR ARG this session does not observe %.*s", (int)klen, key);
-		return;
-	}
-	obs_end(c->el, o);
-	lt_ops_reply(ops, c, "OK");
+	ew_unobserve(c->el ? &c->el->ew : NULL, c, key, klen);
+}
+
+void el_resync(void)
+{
+	lead_resync();
+	ew_resync();
 }
 
 void el_conn_end(struct lt_client *c)
@@ -1083,8 +616,7 @@ void el_conn_end(struct lt_client *c)
 	struct ilink *l;
 	if (!e)
 		return;
-	while ((l = ilist_first(&e->obs)))
-		obs_end(e, ilist_entry(l, struct obs, clink));
+	ew_client_end(&e->ew);
 	while ((l = ilist_first(&e->adopts))) {
 		struct el_adopt *a = ilist_entry(l, struct el_adopt, link);
 		ilist_remove(&e->adopts, l);
@@ -1096,7 +628,6 @@ void el_conn_end(struct lt_client *c)
 	free(e->retry_key);
 	free(e->value);
 	free(e->pend_value);
-	keytab_destroy(&e->by_name);
 	free(e);
 	c->el = NULL;
 }
@@ -1105,50 +636,32 @@ void el_conn_end(struct lt_client *c)
 
 static const struct lt_elect_hooks hooks = {el_granted, el_releasing};
 
+/* A reservation of key's epoch answered: c's request waiting for it. */
+static void settled(struct lt_client *c, const char *key, size_t klen)
+{
+	pend_answer(c, key, klen, PA_SETTLED);
+}
+
 int el_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
 	base = b;
 	cfg = c;
 	ops = o;
-	stopping = 0;
-	ilist_init(&lead_list);
-	if (keytab_init(&leads, 64) || keytab_init(&watches, 64) ||
-	    !(wb_ev = evtimer_new(base, wb_cb, NULL)))
+	if (lead_init(base, c, o, settled) || ew_init(base, c, o))
 		return -1;
 	lt_set_elect_hooks(&hooks);
-	rn_timer_at(wb_ev, now_us() + third() * 1000);
 	return 0;
 }
 
 void el_set_cfg(const struct config *c)
 {
 	cfg = c;
+	lead_set_cfg(c);
+	ew_set_cfg(c);
 }
 
 void el_shutdown(void)
 {
-	struct ilink *l;
-	stopping = 1;
-	while ((l = ilist_first(&lead_list)))
-		lead_free(ilist_entry(l, struct lead, link));
-	for (size_t i = 0; i < watches.nslots; i++) {
-		struct kt_node *k = watches.slots[i], *nx;
-		for (; k; k = nx) {
-			struct watch *w = ilist_entry(k, struct watch, node);
-			nx = k->next;
-			while ((l = ilist_pop(&w->obs))) {
-				struct obs *ob = ilist_entry(l, struct obs, wlink);
-				keytab_remove(&ob->c->el->by_name, &ob->node);
-				ilist_remove(&ob->c->el->obs, &ob->clink);
-				free(ob);
-			}
-			watch_free(w);
-		}
-	}
-	if (wb_ev) {
-		event_free(wb_ev);
-		wb_ev = NULL;
-	}
-	keytab_destroy(&leads);
-	keytab_destroy(&watches);
+	lead_shutdown();
+	ew_shutdown();
 }

@@ -3,11 +3,11 @@
  * A campaign is the exclusive lock of the election's name (locktab's
  * LOCK path: its FIFO, renewal, LOST, fences); on the grant elect writes
  * the leader's value beside the lock on the masters and only then answers
- * OK. It keeps the leaders of this lockd (their value and its version,
- * written back every lease/3 where a master lost it) and the observations
- * of this lockd's connections, which it keeps current by majority reads
- * on every notice of a change. Answers through the struct lt_ops given to
- * el_init. */
+ * OK. The leaders of this lockd (their value and its version, written
+ * back every lease/3 where a master lost it) are lead.c's, below it; it
+ * keeps each connection's observations for elwatch.c (LEADER, the
+ * observations), below it too. Answers through the struct lt_ops given
+ * to el_init. */
 #ifndef LOCKD_ELECT_H
 #define LOCKD_ELECT_H
 
@@ -28,7 +28,7 @@ void el_shutdown(void);
 void el_campaign(struct lt_client *c, const struct request *r);
 void el_proclaim(struct lt_client *c, const struct request *r);
 void el_resign(struct lt_client *c, const char *key, size_t klen);
-void el_leader(struct lt_client *c, const char *key, size_t klen);
+/* OBSERVE and UNOBSERVE: elwatch.c's, with c's observations kept here. */
 void el_observe(struct lt_client *c, const char *key, size_t klen);
 void el_unobserve(struct lt_client *c, const char *key, size_t klen);
 /* UNLOCK of a name c leads: answered here (all its holds dropped, OK 0),
@@ -42,10 +42,10 @@ void el_adopted(struct lt_client *c, const char *key, size_t klen);
 /* c's connection ends: its observations end with it (never resumed). */
 void el_conn_end(struct lt_client *c);
 
-/* A change notice from a master's "P elected" channel. */
-void el_notice(const char *key, size_t klen);
 /* A master's subscriber connection is (again) subscribed: notices may
- * have been missed, so every observed name is read again. */
+ * have been missed, so every observed name is read again (ew_resync), and
+ * for a lease leaders' values are written back where they are missing (a
+ * master may have restarted empty). */
 void el_resync(void);
 
 #endif

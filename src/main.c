@@ -16,6 +16,7 @@
 #include "cfg.h"
 #include "dispatch.h"
 #include "elect.h"
+#include "elwatch.h"
 #include "locktab.h"
 #include "log.h"
 #include "master.h"
@@ -74,7 +75,7 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->password = c->redis_password;
 	o->prefix = c->key_prefix;
 	o->on_notice = lt_notice;
-	o->on_elected = el_notice;
+	o->on_elected = ew_poke;
 	o->on_subscribed = on_subscribed;
 	o->on_up = mb_up;
 	o->on_down = mb_down;

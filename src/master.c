@@ -15,7 +15,9 @@
  *
  * While a master is up, a second connection subscribes to its notices:
  * that is mastersub.c's (sub_start when the master goes up, sub_close
- * when it goes down). What the two files share is in master_int.h. */
+ * when it goes down). What the two files share is in master_int.h.
+ * A master's replicas (WAIT, ROLE) are master_repl.c's, which gets what
+ * it needs of this file as struct mrepl_ops (masters_init). */
 #include "config.h"
 
 #include <poll.h>
@@ -31,7 +33,6 @@
 #include "master.h"
 #include "master_int.h"
 #include "sentinel.h"
-#include "slab.h"
 
 #define BATCH_MAX 128 /* calls per batch: a script blocks its master while it runs */
 
@@ -58,13 +59,11 @@ static char gen_key[160];
 #define NAME_EXPIRE_MS "2151083647" /* 2^31-1 + an hour */
 static char name_key[160];
 static char *lockd_name;
-/* Requests come from a slab: no malloc per request, and a burst's leave
- * no holes in the heap (slab.h). */
-static struct slab req_slab;
 static int shutting_down; /* our own close: no "down" warnings, no on_down */
 
 static void reconnect_cb(evutil_socket_t fd, short what, void *arg);
 static void start_connect(struct master *m);
+static int send_req(struct master *m, struct mreq *r, int use_eval);
 
 /* Masters to write at the end of the loop turn, and the event that does
  * it (activated by the first call of a turn, so it runs after every
@@ -81,16 +80,6 @@ const char *master_state_name(enum master_state s)
 	return names[s];
 }
 
-struct mreq *mreq_get(void)
-{
-	if (!req_slab.size)
-		slab_init(&req_slab, sizeof(struct mreq));
-	struct mreq *r = slab_alloc(&req_slab);
-	if (r)
-		memset(r, 0, sizeof(*r));
-	return r;
-}
-
 static void mark_dirty(struct master *m)
 {
 	if (ilink_linked(&m->dirty))
@@ -98,11 +87,6 @@ static void mark_dirty(struct master *m)
 	ilist_push(&dirtyq, &m->dirty);
 	if (dirtyq.len == 1)
 		event_active(flush_ev, EV_TIMEOUT, 0);
-}
-
-void mreq_put(struct mreq *r)
-{
-	slab_free(&req_slab, r);
 }
 
 static void set_state(struct master *m, enum master_state s)
@@ -220,7 +204,7 @@ static void arm_timer(struct master *m)
 
 /* Give r its answer (NULL: it failed): a batch hands each of its calls
  * its own element of the reply (the whole reply if it is an error). */
-void req_answer(struct master *m, struct mreq *r, redisReply *rep)
+static void req_answer(struct master *m, struct mreq *r, redisReply *rep)
 {
 	if (r->is_wait) {
 		mrepl_wait_answer(m, r, rep);
@@ -252,7 +236,7 @@ void req_answer(struct master *m, struct mreq *r, redisReply *rep)
 
 /* Drop the connection: fail what is in flight, reconnect later.
  * free_ctx is 0 when hiredis is already tearing the context down. */
-void master_drop(struct master *m, const char *why, int free_ctx)
+static void master_drop(struct master *m, const char *why, int free_ctx)
 {
 	struct redisAsyncContext *ac = m->ac;
 	struct ilink *l;
@@ -392,7 +376,8 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	arm_timer(m);
 }
 
-int send_req(struct master *m, struct mreq *r, int use_eval)
+/* Queue r on m's connection (use_eval: a script by its body); 0 or -1. */
+static int send_req(struct master *m, struct mreq *r, int use_eval)
 {
 	size_t flen;
 	const char *fbuf = mfmt_req(r, use_eval, &flen);
@@ -499,8 +484,9 @@ static struct mreq *req_new(struct master *m, int script, int argc, const char *
 	return r;
 }
 
-int call_any(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
-             master_reply_fn *fn, void *arg)
+/* Send a command or script now, in a handshake or while up; 0 or -1. */
+static int call_any(struct master *m, int script, int argc, const char **argv,
+                    const size_t *argvlen, master_reply_fn *fn, void *arg)
 {
 	struct mreq *r;
 
@@ -545,7 +531,8 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 
 static const char *const load_argv[] = {"SCRIPT", "LOAD", NULL};
 
-void master_hs_fail(struct master *m, redisReply *r, const char *what)
+/* A handshake step failed: drop m (if still in its handshake). */
+static void master_hs_fail(struct master *m, redisReply *r, const char *what)
 {
 	char why[160];
 	snprintf(why, sizeof(why), "%s: %s", what,
@@ -841,6 +828,11 @@ static void reconnect_cb(evutil_socket_t fd, short what, void *arg)
 	sn_resolve(m->sn, resolved_cb);
 }
 
+/* What master_repl.c does with the requests it makes (WAIT, ROLE) and
+ * the answers it judges: master.c's own, handed down. */
+static const struct mrepl_ops repl_ops = {send_req, req_answer, call_any, master_drop,
+                                          master_hs_fail};
+
 int masters_init(struct event_base *b, char **names, int n, const struct master_opts *o)
 {
 	base = b;
@@ -849,6 +841,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	opts.prefix = NULL; /* the config's copy goes away on reload; used only here */
 	opts.sentinel = NULL;
 	opts.sentinel_password = NULL; /* sn_new copies them */
+	mrepl_init(&repl_ops);
 	mrepl_set_opts(&opts);
 	nmasters = n;
 	masters = calloc((size_t)n, sizeof(*masters));
@@ -943,7 +936,7 @@ void masters_shutdown(void)
 	mfmt_free();
 	masters = NULL;
 	nmasters = 0;
-	slab_destroy(&req_slab);
+	mreq_destroy();
 }
 
 int masters_count(void)

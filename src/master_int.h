@@ -3,7 +3,9 @@
  * pub/sub subscriber). Private to them: the rest of lockd sees master.h.
  * master.c calls the subscriber (sub_*), never the other way round: the
  * subscriber reads what masters_init hands it (sub_init) and shares only
- * the timing helpers below, which need nothing of master.c's. */
+ * the timing helpers below, which need nothing of master.c's. The same
+ * holds for master_repl.c (mrepl_*): what it needs of master.c comes in
+ * struct mrepl_ops, its requests from master_req.c (mreq_*). */
 #ifndef LOCKD_MASTER_INT_H
 #define LOCKD_MASTER_INT_H
 
@@ -89,23 +91,34 @@ void sub_close(struct master *m, int free_ctx);
 /* m->sub_timer's callback (masters_init makes the timer). */
 void sub_timer_cb(evutil_socket_t fd, short what, void *arg);
 
-/* master.c, for master_repl.c */
+/* master_req.c, for master.c and master_repl.c: requests from a slab. */
 
+/* A zeroed request, or NULL. */
 struct mreq *mreq_get(void);
 void mreq_put(struct mreq *r);
-/* Queue r on m's connection (use_eval: a script by its body); 0 or -1. */
-int send_req(struct master *m, struct mreq *r, int use_eval);
-/* Give r its answer (NULL: failed); a batch hands each call its own. */
-void req_answer(struct master *m, struct mreq *r, redisReply *rep);
-/* Send a command or script now, in a handshake or while up; 0 or -1. */
-int call_any(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
-             master_reply_fn *fn, void *arg);
-/* Drop m's connection: fail what is in flight, reconnect later. */
-void master_drop(struct master *m, const char *why, int free_ctx);
-/* A handshake step failed: drop m (if still in its handshake). */
-void master_hs_fail(struct master *m, redisReply *r, const char *what);
+/* Free them all (masters_shutdown). */
+void mreq_destroy(void);
 
 /* master_repl.c, for master.c */
+
+/* What master_repl.c asks of master.c, handed down by masters_init (so
+ * master_repl calls nothing of master.c's by name). */
+struct mrepl_ops {
+	/* Queue r on m's connection (use_eval: a script by its body); 0 or -1. */
+	int (*send)(struct master *m, struct mreq *r, int use_eval);
+	/* Give r its answer (NULL: failed); a batch hands each call its own. */
+	void (*answer)(struct master *m, struct mreq *r, redisReply *rep);
+	/* Send a command or script now, in a handshake or while up; 0 or -1. */
+	int (*call)(struct master *m, int script, int argc, const char **argv,
+	            const size_t *argvlen, master_reply_fn *fn, void *arg);
+	/* Drop m's connection: fail what is in flight, reconnect later. */
+	void (*drop)(struct master *m, const char *why, int free_ctx);
+	/* A handshake step failed: drop m (if still in its handshake). */
+	void (*hs_fail)(struct master *m, redisReply *r, const char *what);
+};
+
+/* Once, before anything else of master_repl.c's (ops is kept). */
+void mrepl_init(const struct mrepl_ops *ops);
 
 /* The options (kept, read when used) and WAIT's arguments from them;
  * again after every change. */

@@ -1,5 +1,8 @@
 /* master_repl: a master's replicas (master.c's requests, for
- * redis.wait_replicas and sentinel entries).
+ * redis.wait_replicas and sentinel entries). Below master.c, which calls
+ * it: it calls nothing of master.c's by name, but takes its requests
+ * from master_req.c and sends, answers and drops through the struct
+ * mrepl_ops given to mrepl_init.
  *
  * - WAIT: a write is followed by WAIT n on its connection, and its reply
  *   reaches its callers only once WAIT answered, as it came if n replicas
@@ -23,10 +26,16 @@
 #include "scripts.h"
 
 static const struct master_opts *opts; /* master.c's, read when used */
+static const struct mrepl_ops *mo;     /* master.c's requests (mrepl_init) */
 
 #define ROLE_REFRESH_US 1000000LL /* a master's ROLE, while it has traffic */
 
 static char wait_n[24], wait_ms[24]; /* WAIT's arguments (mrepl_set_opts) */
+
+void mrepl_init(const struct mrepl_ops *ops)
+{
+	mo = ops;
+}
 
 void mrepl_set_opts(const struct master_opts *o)
 {
@@ -74,7 +83,7 @@ void mrepl_send_wait(struct master *m, struct mreq *r)
 	w->is_wait = 1;
 	w->wait_of = r;
 	r->waiter = w;
-	if (send_req(m, w, 0) == 0)
+	if (mo->send(m, w, 0) == 0)
 		return;
 	mreq_put(w);
 fail:
@@ -113,7 +122,7 @@ void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep)
 	redisReply *held = r->held;
 	r->held = NULL;
 	r->held_set = 0;
-	req_answer(m, r, ok ? held : NULL);
+	mo->answer(m, r, ok ? held : NULL);
 	if (held)
 		freeReplyObject(held);
 	mreq_put(r);
@@ -176,9 +185,9 @@ static void hs_role_cb(struct master *m, redisReply *r, void *arg)
 {
 	int n = mrepl_role_replicas(r);
 	if (n < 0) {
-		master_hs_fail(m, r && r->type == REDIS_REPLY_ERROR ? r : NULL,
-		               r && r->type == REDIS_REPLY_ARRAY ? "ROLE: not a master (a replica)"
-		                                                 : "ROLE");
+		mo->hs_fail(m, r && r->type == REDIS_REPLY_ERROR ? r : NULL,
+		            r && r->type == REDIS_REPLY_ARRAY ? "ROLE: not a master (a replica)"
+		                                              : "ROLE");
 		return;
 	}
 	m->hs_replicas = n;
@@ -196,7 +205,7 @@ static void role_cb(struct master *m, redisReply *r, void *arg)
 			m->short_until_us = 0;
 		mrepl_role_nodes(r, m->replica_nodes, sizeof(m->replica_nodes));
 	} else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)
-		master_drop(m, "ROLE: no longer a master", 1);
+		mo->drop(m, "ROLE: no longer a master", 1);
 }
 
 void mrepl_hs_role(struct master *m)
@@ -205,7 +214,7 @@ void mrepl_hs_role(struct master *m)
 	static const size_t len[] = {4};
 	m->hs_replicas = 0;
 	snprintf(m->hs_replica_nodes, sizeof(m->hs_replica_nodes), "-");
-	call_any(m, -1, 1, argv, len, hs_role_cb, NULL);
+	mo->call(m, -1, 1, argv, len, hs_role_cb, NULL);
 }
 
 void mrepl_refresh(struct master *m)
@@ -215,7 +224,7 @@ void mrepl_refresh(struct master *m)
 	if (m->state != MS_UP || now_us() - m->role_at_us <= ROLE_REFRESH_US)
 		return;
 	m->role_at_us = now_us();
-	call_any(m, -1, 1, argv, len, role_cb, NULL);
+	mo->call(m, -1, 1, argv, len, role_cb, NULL);
 }
 
 /* Without enough replicas every WAIT answers short after blocking the

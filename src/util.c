@@ -1,4 +1,5 @@
-/* util: monotonic time, random tokens, strict number and address parsing. */
+/* util: monotonic time, random tokens, strict number and address parsing,
+ * a copy of bytes. */
 #include "config.h"
 
 #include <errno.h>
@@ -45,6 +46,16 @@ void token_new(char *out)
 	}
 	used += 16;
 	out[TOKEN_LEN] = '\0';
+}
+
+char *bytes_dup(const char *p, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
 }
 
 int parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)

@@ -1,4 +1,5 @@
-/* util: monotonic time, random tokens, strict number and address parsing. */
+/* util: monotonic time, random tokens, strict number and address parsing,
+ * a copy of bytes. */
 #ifndef LOCKD_UTIL_H
 #define LOCKD_UTIL_H
 
@@ -12,6 +13,9 @@ int64_t now_us(void);
 
 /* Fill out[TOKEN_LEN] with random hex and NUL-terminate (out has TOKEN_LEN+1). */
 void token_new(char *out);
+
+/* A malloc'd copy of p's n bytes, NUL-terminated (p may hold NULs), or NULL. */
+char *bytes_dup(const char *p, size_t n);
 
 /* Decimal digits only, no sign, value <= max. 0 on success, -1 otherwise. */
 int parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
