@@ -512,8 +512,6 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 
 	if (m->state != MS_UP)
 		return -1;
-	if (script >= 0 && script_writes((enum script_id)script) && mrepl_short(m))
-		return -1; /* a write there cannot count (wait_replicas) */
 	if (script_batch_of((enum script_id)script) < 0) {
 		flush_pend(m, 0); /* keep the order of everything else */
 		return call_any(m, script, argc, argv, argvlen, fn, arg);

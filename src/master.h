@@ -85,18 +85,18 @@ struct master_opts {
 
 struct master {
 	int idx;
-	char *name;             /* "host:port" or "sentinel:NAME" as configured */
-	struct addr addr;       /* connected or being connected (a sentinel entry: as resolved) */
-	char node[300];         /* addr as "host:port" ("-": not resolved yet) */
-	struct sn_entry *sn;    /* a sentinel entry's Sentinels, or NULL */
-	char up_node[300];      /* node of the last connection that went up */
-	int replicas;           /* replicas ROLE listed on the connection that is (was last) up */
-	int hs_replicas;        /* the same, at the handshake in progress */
-	int64_t role_at_us;     /* ROLE last asked (refreshed while up) */
-	uint64_t wait_short;    /* batches of writes that WAIT found on too few replicas */
-	int wait_short_logged;  /* a shortfall was logged and no WAIT succeeded since */
-	int64_t short_until_us; /* a WAIT answered short: writes fail at once until then
-	                           (mrepl_short), unless a WAIT or ROLE says enough first */
+	char *name;            /* "host:port" or "sentinel:NAME" as configured */
+	struct addr addr;      /* connected or being connected (a sentinel entry: as resolved) */
+	char node[300];        /* addr as "host:port" ("-": not resolved yet) */
+	struct sn_entry *sn;   /* a sentinel entry's Sentinels, or NULL */
+	char up_node[300];     /* node of the last connection that went up */
+	int replicas;          /* replicas ROLE listed on the connection that is (was last) up */
+	int hs_replicas;       /* the same, at the handshake in progress */
+	int64_t role_at_us;    /* ROLE last asked (refreshed while up) */
+	uint64_t wait_short;   /* batches of writes that WAIT found on too few replicas */
+	int wait_short_logged; /* a shortfall was logged and no WAIT succeeded since */
+	int wait_short_now;    /* the latest WAIT answered short: one WAIT at a time */
+	int waits_out;         /* WAITs in flight on this connection */
 
 	/* The replicas' "HOST:PORT,..." (mrepl_role_nodes; "": none yet), as
 	 * replicas counts them, and at the handshake in progress. */

@@ -143,10 +143,6 @@ void mrepl_hs_role(struct master *m);
 /* ROLE again on an up master, at most once a second (every entry: STATS
  * shows its replicas). */
 void mrepl_refresh(struct master *m);
-/* m's writes cannot count now: it is a sentinel entry's primary whose
- * latest ROLE lists fewer replicas than redis.wait_replicas (and ROLE is
- * asked again when due). */
-int mrepl_short(struct master *m);
 /* m goes up: whether a run_id change (restarted) is reported as a restart
  * (1) or was a promoted replica that has every counted write (0). */
 int mrepl_restart(struct master *m, int restarted);

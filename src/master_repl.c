@@ -6,7 +6,9 @@
  *
  * - WAIT: a write is followed by WAIT n on its connection, and its reply
  *   reaches its callers only once WAIT answered, as it came if n replicas
- *   acknowledged, else as no reply (a failed write on that master).
+ *   acknowledged, else as no reply (a failed write on that master). While
+ *   a sentinel entry is short of replicas, one WAIT at a time (each blocks
+ *   the connection for its timeout); the writes meanwhile count nowhere.
  * - ROLE: at every handshake (a replica is never used as a master) and
  *   again every second while the master has traffic: how many replicas
  *   it has (and where), which a sentinel entry's next failover is judged
@@ -67,6 +69,16 @@ void mrepl_send_wait(struct master *m, struct mreq *r)
 	if (opts->wait_replicas <= 0 || !m->sn || r->script < 0 ||
 	    !script_writes((enum script_id)r->script))
 		return;
+	/* Short of replicas (the latest WAIT answered short, or ROLE lists too
+	 * few: a promoted replica before the old primary rejoins it, a primary
+	 * whose replica died), every WAIT blocks the connection for its
+	 * timeout, and the requests behind it: an acquire would wait for a
+	 * master whose yes cannot count, and ROLE would not get through. Then
+	 * one WAIT at a time: a write while one is out goes without, and
+	 * counts nowhere (it still lands, as a write whose WAIT failed does).
+	 * The WAIT that answers enough ends it. */
+	if ((m->wait_short_now || m->replicas < opts->wait_replicas) && m->waits_out > 0)
+		goto fail;
 	argv[0] = "WAIT";
 	argv[1] = wait_n;
 	argv[2] = wait_ms;
@@ -83,8 +95,10 @@ void mrepl_send_wait(struct master *m, struct mreq *r)
 	w->is_wait = 1;
 	w->wait_of = r;
 	r->waiter = w;
-	if (mo->send(m, w, 0) == 0)
+	if (mo->send(m, w, 0) == 0) {
+		m->waits_out++;
 		return;
+	}
 	mreq_put(w);
 fail:
 	/* no WAIT can follow: the write counts on no replica, so not at all */
@@ -98,14 +112,20 @@ fail:
 void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep)
 {
 	struct mreq *r = w->wait_of;
+	if (m->waits_out > 0)
+		m->waits_out--;
 	if (!r)
 		return; /* orphaned: its write was answered (failed) or sent again */
 	w->wait_of = NULL;
 	r->waiter = NULL;
 	int ok = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= opts->wait_replicas;
-	m->short_until_us = ok ? 0 : m->short_until_us;
+	if (ok) {
+		m->wait_short_now = 0;
+		if (rep->integer > m->replicas)
+			m->replicas = (int)rep->integer;
+	}
 	if (rep && !ok) {
-		m->short_until_us = now_us() + ROLE_REFRESH_US;
+		m->wait_short_now = 1;
 		m->wait_short++;
 		if (!m->wait_short_logged)
 			log_warn(
@@ -201,8 +221,6 @@ static void role_cb(struct master *m, redisReply *r, void *arg)
 	int n = mrepl_role_replicas(r);
 	if (n >= 0) {
 		m->replicas = n;
-		if (n >= opts->wait_replicas)
-			m->short_until_us = 0;
 		mrepl_role_nodes(r, m->replica_nodes, sizeof(m->replica_nodes));
 	} else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)
 		mo->drop(m, "ROLE: no longer a master", 1);
@@ -213,6 +231,8 @@ void mrepl_hs_role(struct master *m)
 	static const char *argv[] = {"ROLE"};
 	static const size_t len[] = {4};
 	m->hs_replicas = 0;
+	m->waits_out = 0; /* a new connection: the old one's were answered as failed */
+	m->wait_short_now = 0;
 	snprintf(m->hs_replica_nodes, sizeof(m->hs_replica_nodes), "-");
 	mo->call(m, -1, 1, argv, len, hs_role_cb, NULL);
 }
@@ -225,32 +245,6 @@ void mrepl_refresh(struct master *m)
 		return;
 	m->role_at_us = now_us();
 	mo->call(m, -1, 1, argv, len, role_cb, NULL);
-}
-
-/* Without enough replicas every WAIT answers short after blocking the
- * connection for its timeout, and the requests behind it too (ROLE
- * among them): an acquire would wait for a master whose yes cannot count
- * (a promoted replica before the old primary rejoins it as its replica,
- * a primary whose replica died). Its writes fail at once instead for a
- * second after a WAIT answered short, and while the latest ROLE, asked
- * within its refresh period, lists too few; a WAIT that succeeds or a
- * ROLE that lists enough ends it. A write after that goes out with its
- * WAIT as before: a probe, at most one a second. */
-int mrepl_short(struct master *m)
-{
-	if (opts->wait_replicas <= 0 || !m->sn)
-		return 0;
-	int64_t now = now_us();
-	int fresh = now - m->role_at_us <= ROLE_REFRESH_US;
-	mrepl_refresh(m);
-	if (now >= m->short_until_us && (m->replicas >= opts->wait_replicas || !fresh))
-		return 0;
-	if (!m->wait_short_logged)
-		log_warn("master %s (%s): ROLE lists %d replica(s), fewer than redis.wait_replicas "
-		         "%lld: writes there do not count until enough replicas are online",
-		         m->name, m->node, m->replicas, (long long)opts->wait_replicas);
-	m->wait_short_logged = 1;
-	return 1;
 }
 
 /* A sentinel entry's new primary with a new run_id: a promoted replica,

@@ -682,6 +682,33 @@ int h_master_add(void)
 	return H.nm - 1;
 }
 
+void h_replicaof(int replica, int primary)
+{
+	/* Redis 7 waits 5 s before a diskless full sync by default, for more
+	 * replicas to join it */
+	char *ok = h_redis(primary, "CONFIG", "SET", "repl-diskless-sync-delay", "0", NULL);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "CONFIG SET: %s", ok ? ok : "no reply");
+	free(ok);
+	char port[16];
+	snprintf(port, sizeof(port), "%d", h_master(primary)->port);
+	ok = h_redis(replica, "REPLICAOF", "127.0.0.1", port, NULL);
+	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "REPLICAOF: %s", ok ? ok : "no reply");
+	free(ok);
+	for (int t = 0;; t++) {
+		char *ri = h_redis(replica, "INFO", "replication", NULL);
+		char *pi = h_redis(primary, "INFO", "replication", NULL);
+		int up =
+		    ri && strstr(ri, "master_link_status:up") && pi && strstr(pi, "state=online");
+		free(ri);
+		free(pi);
+		if (up)
+			return;
+		ck_assert_msg(t < 200, "master %d is not an online replica of master %d after 5 s",
+		              replica, primary);
+		h_sleep_ms(25);
+	}
+}
+
 void h_master_kill(int i)
 {
 	struct h_master *m = h_master(i);

@@ -150,7 +150,10 @@ struct h_master *h_master(int i);
 void h_masters_start(int n);
 /* Start one more master (index returned); not yet listed in any config. */
 int h_master_add(void);
-void h_master_kill(int i);    /* kill -9 and reap */
+void h_master_kill(int i); /* kill -9 and reap */
+/* REPLICAOF: master `replica` follows master `primary`; returns once its
+ * link is up and the primary lists it online (fails after 5 s). */
+void h_replicaof(int replica, int primary);
 void h_master_stop(int i);    /* SIGSTOP */
 void h_master_cont(int i);    /* SIGCONT */
 void h_master_restart(int i); /* kill -9 if running, start again on the same port */
@@ -373,6 +376,10 @@ void cl_wait_waiters_at(const char *file, int line, struct cl *c, const char *ke
  * whole reply is checked (STAT lines then END). */
 char *cl_stat_at(const char *file, int line, struct cl *c, const char *name);
 #define cl_stat(c, n) cl_stat_at(__FILE__, __LINE__, (c), (n))
+/* STATS now: name must have value. */
+void cl_expect_stat_at(const char *file, int line, struct cl *c, const char *name,
+                       const char *value);
+#define cl_expect_stat(c, n, v) cl_expect_stat_at(__FILE__, __LINE__, (c), (n), (v))
 
 /* Poll STATS (bounded) until name has value. */
 void cl_wait_stat_at(const char *file, int line, struct cl *c, const char *name, const char *value,

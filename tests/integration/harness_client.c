@@ -537,6 +537,16 @@ char *cl_stat_at(const char *file, int line, struct cl *c, const char *name)
 	return val;
 }
 
+void cl_expect_stat_at(const char *file, int line, struct cl *c, const char *name,
+                       const char *value)
+{
+	char *v = cl_stat_at(file, line, c, name);
+	if (!v || strcmp(v, value) != 0)
+		h_fail_at(file, line, "STATS %s is '%s', expected '%s'", name,
+		          v ? ESC(v) : "(none)", ESC(value));
+	free(v);
+}
+
 void cl_wait_stat_at(const char *file, int line, struct cl *c, const char *name, const char *value,
                      int timeout_ms)
 {

@@ -111,21 +111,10 @@ void h_sentinel_start(struct h_sentinel *s, const char *name)
 		ck_assert_msg(ok && strcmp(ok, "OK") == 0, "CONFIG SET: %s", ok ? ok : "no reply");
 		free(ok);
 	}
+	/* the replica in sync before the Sentinels look */
+	h_replicaof(s->replica, s->primary);
 	char port[16];
 	snprintf(port, sizeof(port), "%d", h_master(s->primary)->port);
-	char *ok = h_redis(s->replica, "REPLICAOF", "127.0.0.1", port, NULL);
-	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "REPLICAOF: %s", ok ? ok : "no reply");
-	free(ok);
-	/* the replica in sync before the Sentinels look */
-	for (int t = 0; t < 200; t++) {
-		char *info = h_redis(s->replica, "INFO", "replication", NULL);
-		int up = info && strstr(info, "master_link_status:up");
-		free(info);
-		if (up)
-			break;
-		ck_assert_msg(t < 199, "the replica did not sync with its primary");
-		h_sleep_ms(25);
-	}
 	for (int i = 0; i < 3; i++) {
 		char conf[PATH_MAX], log[PATH_MAX];
 		s->port[i] = h_free_port();

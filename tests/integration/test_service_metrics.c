@@ -320,20 +320,7 @@ START_TEST(metrics_endpoint)
 	/* a replica of master 0 (not a master of lockd's), online there */
 	h_masters_start(1);
 	int rep = h_nmasters() - 1;
-	char p0[16];
-	snprintf(p0, sizeof(p0), "%d", h_master(0)->port);
-	char *ok = h_redis(rep, "REPLICAOF", "127.0.0.1", p0, NULL);
-	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "REPLICAOF: %s", ok ? ok : "no reply");
-	free(ok);
-	for (int t = 0;; t++) {
-		char *info = h_redis(0, "INFO", "replication", NULL);
-		int online = info && strstr(info, "state=online");
-		free(info);
-		if (online)
-			break;
-		ck_assert_msg(t < 200, "the replica is not online on master 0 after 5 s");
-		h_sleep_ms(25);
-	}
+	h_replicaof(rep, 0);
 
 	/* some grants, a handoff, and one lock left held */
 	struct cl *a = cl_open(), *b = cl_open(), *s = cl_open();
@@ -371,12 +358,8 @@ START_TEST(metrics_endpoint)
 	}
 	char want_node[64];
 	snprintf(want_node, sizeof(want_node), "127.0.0.1:%d", h_master(rep)->port);
-	char *rn = cl_stat(s, "master.0.replica_nodes");
-	ck_assert_str_eq(rn, want_node);
-	free(rn);
-	rn = cl_stat(s, "master.1.replica_nodes");
-	ck_assert_str_eq(rn, "-");
-	free(rn);
+	cl_expect_stat(s, "master.0.replica_nodes", want_node);
+	cl_expect_stat(s, "master.1.replica_nodes", "-");
 
 	char *g0 = cl_stat(s, "grants");
 	char *hdrs, *body;
