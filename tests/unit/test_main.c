@@ -1,6 +1,6 @@
 /* The unit tests: pure modules (parser, config, quorum arithmetic, queues,
- * hash table, utilities) and locktab against a fake redlock: no network,
- * no Redis.
+ * hash table, utilities, the Redis Cluster router's core on recorded
+ * replies) and locktab against a fake redlock: no network, no Redis.
  *
  * CK_VERBOSITY, CK_FORK, CK_RUN_SUITE, CK_RUN_CASE, CK_TAP_LOG_FILE_NAME
  * work as check documents them. */
@@ -31,6 +31,8 @@ int main(void)
 	srunner_add_suite(sr, reply_suite());
 	srunner_add_suite(sr, master_repl_suite());
 	srunner_add_suite(sr, sha1_suite());
+	srunner_add_suite(sr, cluster_suite());
+	srunner_add_suite(sr, cluster_errors_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
