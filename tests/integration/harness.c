@@ -322,8 +322,13 @@ static pid_t spawn(char *const argv[], const struct h_spawn *o)
 		sigset_t all;
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		signal(SIGALRM, SIG_DFL);
+		/* What the tests signal arrives as it would for a user, not as
+		 * the suite was started (nohup ignores SIGHUP, and an ignored
+		 * signal never reaches lockctl's signalfd) */
+		static const int sigs[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
+		                           SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM};
+		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			signal(sigs[i], SIG_DFL);
 		if (o->nofile > 0) {
 			struct rlimit rl = {(rlim_t)o->nofile, (rlim_t)o->nofile};
 			setrlimit(RLIMIT_NOFILE, &rl);
