@@ -272,13 +272,13 @@ static void print_json_text(const char *s)
 void bm_print_machine(const struct bm_result *r, int header)
 {
 	struct {
-		char name[32];
+		char name[48];
 		double v;
 		int decimals;
 		char str[300]; /* a text column (an address) when decimals is -1 */
 	} col[64 + 4 * BM_MAX_MASTERS];
 	int n = 0;
-	char b[48], name[32];
+	char b[48], name[48];
 
 #define COL(nm, val, dec)                                                                          \
 	(snprintf(col[n].name, sizeof(col[n].name), "%s", nm), col[n].v = (val),                   \
