@@ -424,8 +424,11 @@ START_TEST(sentinel_kill)
 	}
 	fprintf(stderr, "sentinel_kill: %d of 3 holds kept across the SIGKILL, %d LOST\n", kept,
 	        u.ca->nlost);
+	/* lockd 0 follows the switch on its own time (the grants above went
+	 * through lockd 1): its judgement, once it is on the new primary */
+	cl_wait_stat(u.ca, "master.0.node", want, 15000);
 	char *prom =
-	    h_log_find(h_lockd(0)->log, off0, "a promoted replica with lockd's marker", NULL);
+	    h_log_wait(h_lockd(0)->log, off0, "a promoted replica with lockd's marker", NULL, 1000);
 	ck_assert_msg(prom != NULL, "lockd 0 did not take the new primary for a promoted replica");
 	free(prom);
 	ck_assert_int_eq(kept + u.ca->nlost, 3);
