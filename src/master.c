@@ -656,7 +656,7 @@ static void go_up(struct master *m)
 	snprintf(m->up_node, sizeof(m->up_node), "%s", m->node);
 	m->replicas = m->hs_replicas;
 	memcpy(m->replica_nodes, m->hs_replica_nodes, sizeof(m->replica_nodes));
-	m->role_at_us = now_us();
+	m->role_at_us = m->role_seen_us = now_us(); /* the handshake's ROLE, just answered */
 	if (opts.on_up)
 		opts.on_up(m, restarted, m->has_marker);
 	arm_timer(m);

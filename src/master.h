@@ -93,6 +93,8 @@ struct master {
 	int replicas;          /* replicas ROLE listed on the connection that is (was last) up */
 	int hs_replicas;       /* the same, at the handshake in progress */
 	int64_t role_at_us;    /* ROLE last asked (refreshed while up) */
+	int64_t role_seen_us;  /* when the ROLE that replicas comes from was asked */
+	int roles_out;         /* ROLEs in flight (one at a time while up) */
 	uint64_t wait_short;   /* batches of writes that WAIT found on too few replicas */
 	int wait_short_logged; /* a shortfall was logged and no WAIT succeeded since */
 	int wait_short_now;    /* the latest WAIT answered short: one WAIT at a time */

@@ -7,10 +7,12 @@
  * - WAIT: a write is followed by WAIT n on its connection, and its reply
  *   reaches its callers only once WAIT answered, as it came if n replicas
  *   acknowledged, else as no reply (a failed write on that master). While
- *   a sentinel entry is short of replicas, one WAIT at a time (each blocks
- *   the connection for its timeout); the writes meanwhile count nowhere.
+ *   a recent ROLE of a sentinel entry lists too few replicas, no WAIT (it
+ *   would block the connection for its timeout): the writes count
+ *   nowhere; after an idle spell, or a short WAIT, one WAIT at a time.
  * - ROLE: at every handshake (a replica is never used as a master) and
- *   again every second while the master has traffic: how many replicas
+ *   again every second while the master has traffic (every 100 ms while
+ *   a sentinel entry is short of replicas): how many replicas
  *   it has (and where), which a sentinel entry's next failover is judged
  *   by and STATS shows for every entry.
  * - A sentinel entry's new primary with a new run_id: a promoted replica
@@ -31,6 +33,11 @@ static const struct master_opts *opts; /* master.c's, read when used */
 static const struct mrepl_ops *mo;     /* master.c's requests (mrepl_init) */
 
 #define ROLE_REFRESH_US 1000000LL /* a master's ROLE, while it has traffic */
+/* While a sentinel entry is short of replicas, ROLE is asked this often
+ * (while it has traffic), and a ROLE asked within ROLE_FRESH_US is taken
+ * at its word: no WAIT is sent while it lists too few. */
+#define ROLE_SHORT_REFRESH_US 100000LL
+#define ROLE_FRESH_US         300000LL
 
 static char wait_n[24], wait_ms[24]; /* WAIT's arguments (mrepl_set_opts) */
 
@@ -69,15 +76,21 @@ void mrepl_send_wait(struct master *m, struct mreq *r)
 	if (opts->wait_replicas <= 0 || !m->sn || r->script < 0 ||
 	    !script_writes((enum script_id)r->script))
 		return;
-	/* Short of replicas (the latest WAIT answered short, or ROLE lists too
-	 * few: a promoted replica before the old primary rejoins it, a primary
-	 * whose replica died), every WAIT blocks the connection for its
-	 * timeout, and the requests behind it: an acquire would wait for a
-	 * master whose yes cannot count, and ROLE would not get through. Then
-	 * one WAIT at a time: a write while one is out goes without, and
-	 * counts nowhere (it still lands, as a write whose WAIT failed does).
-	 * The WAIT that answers enough ends it. */
-	if ((m->wait_short_now || m->replicas < opts->wait_replicas) && m->waits_out > 0)
+	/* Short of replicas (a promoted replica before the old primary rejoins
+	 * it, a primary whose replica died), every WAIT blocks the connection
+	 * for its timeout, and the requests behind it: an acquire would wait
+	 * for a master whose yes cannot count, and ROLE would not get through.
+	 * So while a ROLE asked in the last ROLE_FRESH_US lists too few, no
+	 * WAIT: the write goes without one and counts nowhere (it still lands,
+	 * as a write whose WAIT failed does, so the holds stay on the entry and
+	 * count again once a ROLE lists enough). When that ROLE is older (an
+	 * idle lockd's first write), or the latest WAIT answered short though
+	 * ROLE listed enough, one WAIT at a time: the WAIT that answers enough
+	 * ends it. */
+	int few = m->replicas < opts->wait_replicas;
+	if (few && now_us() - m->role_seen_us <= ROLE_FRESH_US)
+		goto fail;
+	if ((m->wait_short_now || few) && m->waits_out > 0)
 		goto fail;
 	argv[0] = "WAIT";
 	argv[1] = wait_n;
@@ -219,8 +232,11 @@ static void hs_role_cb(struct master *m, redisReply *r, void *arg)
 static void role_cb(struct master *m, redisReply *r, void *arg)
 {
 	int n = mrepl_role_replicas(r);
+	if (m->roles_out > 0)
+		m->roles_out--;
 	if (n >= 0) {
 		m->replicas = n;
+		m->role_seen_us = m->role_at_us; /* one ROLE out at a time: this one's */
 		mrepl_role_nodes(r, m->replica_nodes, sizeof(m->replica_nodes));
 	} else if (r && r->type == REDIS_REPLY_ARRAY && m->state == MS_UP)
 		mo->drop(m, "ROLE: no longer a master", 1);
@@ -231,6 +247,7 @@ void mrepl_hs_role(struct master *m)
 	static const char *argv[] = {"ROLE"};
 	static const size_t len[] = {4};
 	m->hs_replicas = 0;
+	m->roles_out = 0;
 	m->waits_out = 0; /* a new connection: the old one's were answered as failed */
 	m->wait_short_now = 0;
 	snprintf(m->hs_replica_nodes, sizeof(m->hs_replica_nodes), "-");
@@ -241,9 +258,13 @@ void mrepl_refresh(struct master *m)
 {
 	static const char *argv[] = {"ROLE"};
 	static const size_t len[] = {4};
-	if (m->state != MS_UP || now_us() - m->role_at_us <= ROLE_REFRESH_US)
+	int short_of = opts->wait_replicas > 0 && m->sn &&
+	               (m->wait_short_now || m->replicas < opts->wait_replicas);
+	if (m->state != MS_UP || m->roles_out > 0 ||
+	    now_us() - m->role_at_us <= (short_of ? ROLE_SHORT_REFRESH_US : ROLE_REFRESH_US))
 		return;
 	m->role_at_us = now_us();
+	m->roles_out++;
 	mo->call(m, -1, 1, argv, len, role_cb, NULL);
 }
 
