@@ -64,6 +64,23 @@ int64_t mrepl_wait_allow_ms(void)
 	return atoll(wait_ms) + WAIT_GRANULARITY_MS;
 }
 
+/* A write that goes without a WAIT for want of replicas counts nowhere:
+ * counted with the short WAITs (STATS master.<i>.wait_failures), and said
+ * once in the log until a WAIT answers enough, so that a primary without
+ * its replicas is never a silent "no" (the first write may be one: ROLE
+ * at the handshake already listed too few). */
+static void counts_nowhere(struct master *m, int few)
+{
+	m->wait_short++;
+	if (!m->wait_short_logged)
+		log_warn("master %s (%s): %s: writes there do not count until enough replicas "
+		         "acknowledge them (redis.wait_replicas %s)",
+		         m->name, m->node,
+		         few ? "ROLE lists fewer replicas" : "a WAIT answered fewer replicas",
+		         wait_n);
+	m->wait_short_logged = 1;
+}
+
 /* r, a write just queued, is followed by WAIT wait_replicas on the same
  * connection: r's reply is held (reply_cb) until the WAIT answers, and
  * counts only if enough replicas have it (wait_answer). One WAIT per
@@ -88,10 +105,11 @@ void mrepl_send_wait(struct master *m, struct mreq *r)
 	 * ROLE listed enough, one WAIT at a time: the WAIT that answers enough
 	 * ends it. */
 	int few = m->replicas < opts->wait_replicas;
-	if (few && now_us() - m->role_seen_us <= ROLE_FRESH_US)
+	if ((few && now_us() - m->role_seen_us <= ROLE_FRESH_US) ||
+	    ((m->wait_short_now || few) && m->waits_out > 0)) {
+		counts_nowhere(m, few);
 		goto fail;
-	if ((m->wait_short_now || few) && m->waits_out > 0)
-		goto fail;
+	}
 	argv[0] = "WAIT";
 	argv[1] = wait_n;
 	argv[2] = wait_ms;

@@ -248,7 +248,7 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 	for (int i = 0; i < masters_count(); i++)
 		write_replicas(out, master_get(i));
 	evbuffer_add_printf(out, "# HELP lockd_master_wait_failures_total Batches of writes "
-	                         "that WAIT found on fewer than redis.wait_replicas replicas\n"
+	                         "that did not count for want of replicas (redis.wait_replicas)\n"
 	                         "# TYPE lockd_master_wait_failures_total counter\n");
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_wait_failures_total{master=\"%s\"} %llu\n",

@@ -795,7 +795,7 @@ def s9_sentinel(c):
     c.note("holds confirmed at m2's isolation: %d; on m1 and m2 (counted there): %d; of these, missing on "
            "the promoted r1: %d; on m1 alone of m1, r1, m3 (a lockd counting r1 at once could grant them "
            "again): %d" % (len(open_at), len(counted), len(missing), len(at_risk)))
-    c.note("WAIT batches short of replicas (master.1.wait_failures): A %s, B %s" %
+    c.note("write batches that counted nowhere for want of replicas (master.1.wait_failures): A %s, B %s" %
            (stats[0].get("master.1.wait_failures"), stats[1].get("master.1.wait_failures")))
     c.note("an uncontended LOCK on each lockd after the handoffs: granted in %s ms" %
            ", ".join("%.0f" % x for x in fresh))
