@@ -123,20 +123,18 @@
  * That is the argument the idle lapse already rested on; the restarted
  * counters of one key's masters differ for a moment (a write-back round)
  * once per fence idle ms. */
-#define ACQUIRE_LUA                                                                                \
-	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                          \
-	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
-	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"            \
-	"local cur\n"                                                                              \
-	"local function ours(v)\n"                                                                 \
+#define ACQUIRE_FNS                                                                                \
+	"local eg_key, eg_epoch, eg_cur\n"                                                         \
+	"local function ours(v, inst, kb, ab)\n"                                                   \
 	"  if string.sub(v, 1, 16) ~= inst then return false end\n"                                \
-	"  if cur == nil then\n"                                                                   \
+	"  if KEYS[kb + 8] ~= eg_key or ARGV[ab + 9] ~= eg_epoch then\n"                           \
 	"    local g = redis.call('GET', KEYS[kb + 8])\n"                                          \
-	"    cur = g ~= false and tonumber(ARGV[ab + 9]) >= tonumber(g)\n"                         \
+	"    eg_key, eg_epoch = KEYS[kb + 8], ARGV[ab + 9]\n"                                      \
+	"    eg_cur = g ~= false and tonumber(eg_epoch) >= tonumber(g)\n"                          \
 	"  end\n"                                                                                  \
-	"  return cur\n"                                                                           \
+	"  return eg_cur\n"                                                                        \
 	"end\n"                                                                                    \
-	"local function busy(ttl, d)\n"                                                            \
+	"local function busy(kb, ab, inst, ttl, d)\n"                                              \
 	"  if ARGV[ab + 3] ~= '' and tk(redis.call('GET', KEYS[kb + 1])) == ARGV[ab + 3] then\n"   \
 	"    redis.call('DEL', KEYS[kb + 1])\n"                                                    \
 	"  end\n"                                                                                  \
@@ -145,17 +143,23 @@
 	"  end\n"                                                                                  \
 	"  if d then return {0, ttl, 0, 0, 1} end\n"                                               \
 	"  return {0, ttl}\n"                                                                      \
-	"end\n"                                                                                    \
+	"end\n"
+#define ACQUIRE_LUA                                                                                \
+	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                          \
+	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
+	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"            \
 	"local g = redis.call('MGET', KEYS[kb + 4], KEYS[kb + 1], KEYS[kb + 3])\n"                 \
 	"local res, v, w = g[1], g[2], g[3]\n"                                                     \
-	"if res and res ~= inst then return busy(redis.call('PTTL', KEYS[kb + 4])) end\n"          \
-	"if v and tk(v) ~= ARGV[ab + 3] and (dl(v) > 0 or not ours(v)) then\n"                     \
+	"if res and res ~= inst then return busy(kb, ab, inst, redis.call('PTTL', KEYS[kb + 4])) " \
+	"end\n"                                                                                    \
+	"if v and tk(v) ~= ARGV[ab + 3] and (dl(v) > 0 or not ours(v, inst, kb, ab)) then\n"       \
 	"  local t = redis.call('PTTL', KEYS[kb + 1])\n"                                           \
-	"  return busy(t, delayed(v, t))\n"                                                        \
+	"  return busy(kb, ab, inst, t, delayed(v, t))\n"                                          \
 	"end\n"                                                                                    \
 	"if kind == 's' then\n"                                                                    \
 	"  local x = redis.call('GET', KEYS[kb + 6])\n"                                            \
-	"  if x and x ~= inst then return busy(redis.call('PTTL', KEYS[kb + 6])) end\n"            \
+	"  if x and x ~= inst then return busy(kb, ab, inst, redis.call('PTTL', KEYS[kb + 6])) "   \
+	"end\n"                                                                                    \
 	"  if v then redis.call('DEL', KEYS[kb + 1]) end\n"                                        \
 	"  local now = clock()\n"                                                                  \
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                            \
@@ -171,7 +175,7 @@
 	"    local m = redis.call('ZRANGE', KEYS[kb + 5], 0, -1, 'WITHSCORES')\n"                  \
 	"    local far = -1\n"                                                                     \
 	"    for i = 1, #m, 2 do\n"                                                                \
-	"      if ours(m[i]) then\n"                                                               \
+	"      if ours(m[i], inst, kb, ab) then\n"                                                 \
 	"        redis.call('ZREM', KEYS[kb + 5], m[i])\n"                                         \
 	"      elseif tonumber(m[i + 1]) > far then\n"                                             \
 	"        far = tonumber(m[i + 1])\n"                                                       \
@@ -181,10 +185,10 @@
 	"      local ttl = far - now\n"                                                            \
 	"      if ARGV[ab + 4] ~= '0' then\n"                                                      \
 	"        redis.call('SET', KEYS[kb + 6], inst, 'PX', 1500)\n"                              \
-	"        busy(ttl)\n"                                                                      \
+	"        busy(kb, ab, inst, ttl)\n"                                                        \
 	"        return {0, math.min(ttl, 500), 0, 1}\n"                                           \
 	"      end\n"                                                                              \
-	"      return busy(ttl)\n"                                                                 \
+	"      return busy(kb, ab, inst, ttl)\n"                                                   \
 	"    end\n"                                                                                \
 	"  end\n"                                                                                  \
 	"  local d = tonumber(ARGV[ab + 10])\n"                                                    \
@@ -224,24 +228,27 @@
  * whoever owns the record now; no read of the owner is needed. A release
  * that found nothing leaves the field only where the record is ours (a
  * lapsed hold), as before. (doc/design.md, "Resume and adoption".) */
-#define RELEASE_LUA                                                                                \
-	"local w, rf = nil, ARGV[ab + 8]\n"                                                        \
-	"local function unrecord(ok)\n"                                                            \
+#define RELEASE_FNS                                                                                \
+	"local function unrecord(kb, ab, ok)\n"                                                    \
+	"  local rf = ARGV[ab + 8]\n"                                                              \
 	"  if rf ~= '' and (ok or redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5]) then\n"   \
 	"    redis.call('HDEL', KEYS[kb + 5], rf)\n"                                               \
 	"  end\n"                                                                                  \
-	"end\n"                                                                                    \
+	"end\n"
+#define RELEASE_LUA                                                                                \
+	"local w\n"                                                                                \
 	"if ARGV[ab + 7] == 's' then\n"                                                            \
-	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then unrecord(); return 0 end\n" \
-	"  unrecord(true)\n"                                                                       \
+	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then unrecord(kb, ab); return "  \
+	"0 end\n"                                                                                  \
+	"  unrecord(kb, ab, true)\n"                                                               \
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                        \
 	"  if redis.call('EXISTS', KEYS[kb + 4]) == 1 then return 1 end\n"                         \
 	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                  \
 	"else\n"                                                                                   \
 	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                             \
-	"  if tk(g[1]) ~= ARGV[ab + 1] then unrecord(); return 0 end\n"                            \
+	"  if tk(g[1]) ~= ARGV[ab + 1] then unrecord(kb, ab); return 0 end\n"                      \
 	"  redis.call('DEL', KEYS[kb + 1])\n"                                                      \
-	"  unrecord(true)\n"                                                                       \
+	"  unrecord(kb, ab, true)\n"                                                               \
 	"  w = g[2]\n"                                                                             \
 	"end\n"                                                                                    \
 	"if w then\n"                                                                              \
@@ -273,18 +280,20 @@
  * the batch form (master.c joins the calls of a loop turn into one) at
  * each run of nk keys and na arguments in turn and returns the replies,
  * in order. No table is built per call. */
-#define ONE_OF(body) LUA_NOW "local function one(kb, ab)\n" body "end\nreturn one(0, 0)\n"
-#define BATCH_OF(body, nk, na)                                                                     \
-	LUA_NOW "local function one(kb, ab)\n" body "end\n"                                        \
-	        "local nk, na = " #nk ", " #na "\n"                                                \
-	        "local r = {}\n"                                                                   \
-	        "for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"                \
-	        "return r\n"
+#define ONE_OF(fns, body) LUA_NOW fns "local function one(kb, ab)\n" body "end\nreturn one(0, 0)\n"
+#define BATCH_OF(fns, body, nk, na)                                                                \
+	LUA_NOW fns "local function one(kb, ab)\n" body "end\n"                                    \
+	            "local nk, na = " #nk ", " #na "\n"                                            \
+	            "local r = {}\n"                                                               \
+	            "for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"            \
+	            "return r\n"
 
 /* The strides of the batch forms are the one-item scripts' argument
  * counts (enum acq_arg, enum rel_arg). */
-_Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 10, "BATCH_OF(ACQUIRE_LUA, 8, 10)");
-_Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(RELEASE_LUA, 5, 8)");
+_Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 10,
+               "BATCH_OF(ACQUIRE_FNS, ACQUIRE_LUA, 8, 10)");
+_Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8,
+               "BATCH_OF(RELEASE_FNS, RELEASE_LUA, 5, 8)");
 
 /* One hold of a session's record taken over by this instance (SESS_ADOPT
  * and SESS_ADOPT_MORE; ARGV[2] instance, ARGV[3] lease ms, ARGV[4] the key
@@ -340,10 +349,10 @@ _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8, "BATCH_OF(REL
 	        "end\n"
 
 static const char *const bodies[SCR_COUNT] = {
-    [SCR_ACQUIRE] = ONE_OF(ACQUIRE_LUA),
-    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_LUA, 8, 10),
-    [SCR_RELEASE] = ONE_OF(RELEASE_LUA),
-    [SCR_RELEASE_N] = BATCH_OF(RELEASE_LUA, 5, 8),
+    [SCR_ACQUIRE] = ONE_OF(ACQUIRE_FNS, ACQUIRE_LUA),
+    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_FNS, ACQUIRE_LUA, 8, 10),
+    [SCR_RELEASE] = ONE_OF(RELEASE_FNS, RELEASE_LUA),
+    [SCR_RELEASE_N] = BATCH_OF(RELEASE_FNS, RELEASE_LUA, 5, 8),
     /* Counts: RNA_* (scripts.h).
      * KEYS: n locks (the key's or a permit's), then their n shared sets,
      * then their n session records ("" for a version-1 session's hold),

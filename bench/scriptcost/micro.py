@@ -16,7 +16,7 @@ Variants, run in turn ROUNDS times (the medians are printed):
              them (one request per acquire and per release)
 For each: us of the master's CPU per cycle (INFO cpu, user + sys), us in
 scripts per cycle (commandstats of EVALSHA) and Redis commands per cycle
-run inside them."""
+run inside them. ONLY=lockd,lockd-r (say) runs just those."""
 import os, re, socket, statistics, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -147,6 +147,8 @@ def run(script, batch, n, res):
     return ((c1 - c0) / cycles, st.get('evalsha', (0, 0))[1] / cycles, inner / cycles)
 
 
+if os.environ.get('ONLY'):  # e.g. ONLY=lockd,lockd-r
+    VARIANTS = [v for v in VARIANTS if v[0] in os.environ['ONLY'].split(',')]
 res = {v[0]: [] for v in VARIANTS}
 for _ in range(ROUNDS):
     for name, script, batch, n, r in VARIANTS:
