@@ -6,7 +6,10 @@
  * SHARDS (Redis 7) or CLUSTER SLOTS reply, the parse of MOVED, ASK,
  * TRYAGAIN, CLUSTERDOWN and CROSSSLOT errors, and what to do with a
  * reply. It neither allocates nor does I/O; it is unit-tested on replies
- * recorded from a real Redis 7.0 cluster (tests/unit/fixtures/).
+ * recorded from a real Redis 7.0 cluster (tests/unit/fixtures/), and
+ * checked against a live one of 3 primaries and 3 replicas (maps of every
+ * node, CLUSTER KEYSLOT, the redirections of a slot migration:
+ * tests/integration/test_cluster_live.c).
  *
  * Nothing in the daemon uses it yet: cfg still refuses `cluster:` master
  * entries, and the router that will connect to the nodes, keep the map

@@ -521,6 +521,10 @@ static void cleanup(int remove_dir)
 	for (int i = 0; i < H.nm; i++) {
 		kill_reap(H.m[i].pid);
 		H.m[i].pid = 0;
+		for (int k = 0; k < H_MASTER_EXTRA; k++) {
+			free(H.m[i].extra[k]);
+			H.m[i].extra[k] = NULL;
+		}
 	}
 	if (remove_dir && H.dir[0]) {
 		rm_rf(H.dir);
@@ -619,9 +623,12 @@ static int master_launch(int i, int port)
 	char portbuf[16], logp[PATH_MAX + 32];
 	snprintf(portbuf, sizeof(portbuf), "%d", port);
 	snprintf(logp, sizeof(logp), "%s/redis%d.log", h_dir(), i);
-	char *argv[] = {redis_bin, "--port",       portbuf, "--bind", "127.0.0.1",   "--save",
-	                "",        "--appendonly", "no",    "--dir",  (char *)H.dir, "--daemonize",
-	                "no",      "--logfile",    "",      NULL};
+	char *argv[15 + H_MASTER_EXTRA + 1] = {
+	    redis_bin, "--port",       portbuf, "--bind", "127.0.0.1",   "--save",
+	    "",        "--appendonly", "no",    "--dir",  (char *)H.dir, "--daemonize",
+	    "no",      "--logfile",    ""};
+	for (int k = 0; k < H_MASTER_EXTRA && H.m[i].extra[k]; k++)
+		argv[15 + k] = H.m[i].extra[k];
 	pid_t pid = spawn(argv, &(struct h_spawn){.out = logp});
 	H.m[i].port = port;
 	H.m[i].pid = pid;
@@ -685,6 +692,19 @@ int h_master_add(void)
 {
 	h_masters_start(1);
 	return H.nm - 1;
+}
+
+int h_master_add_args(const char *const *extra)
+{
+	ck_assert_msg(redis_bin[0], "no redis-server");
+	ck_assert(H.nm < H_MAX_MASTERS);
+	int i = H.nm++;
+	for (int k = 0; extra[k]; k++) {
+		ck_assert(k < H_MASTER_EXTRA);
+		H.m[i].extra[k] = strdup(extra[k]);
+	}
+	master_start_new(i);
+	return i;
 }
 
 void h_replicaof(int replica, int primary)

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define H_MAX_MASTERS 7
+#define H_MAX_MASTERS 12
 #define H_MAX_LOCKDS  3
 #define H_TMO         2000 /* default reply timeout, ms */
 /* Time bounds in tests. A test asserts the client contract, not a speed:
@@ -139,10 +139,14 @@ char *h_log_find(const char *path, long from, const char *a, const char *b);
 char *h_log_wait(const char *path, long from, const char *a, const char *b, int timeout_ms);
 
 /* ---- redis masters ---- */
+#define H_MASTER_EXTRA 8 /* redis-server arguments of a master beyond the harness's own */
 struct h_master {
 	int port;
 	pid_t pid; /* 0 when not running */
 	int stopped;
+	/* more redis-server arguments (a cluster node's), given again at each
+	 * restart; NULL-terminated, malloc'd */
+	char *extra[H_MASTER_EXTRA + 1];
 };
 int h_nmasters(void);
 struct h_master *h_master(int i);
@@ -150,6 +154,9 @@ struct h_master *h_master(int i);
 void h_masters_start(int n);
 /* Start one more master (index returned); not yet listed in any config. */
 int h_master_add(void);
+/* The same with more redis-server arguments (NULL-terminated, at most
+ * H_MASTER_EXTRA; copied), which a restart gives again. */
+int h_master_add_args(const char *const *extra);
 void h_master_kill(int i); /* kill -9 and reap */
 /* REPLICAOF: master `replica` follows master `primary`; returns once its
  * link is up and the primary lists it online (fails after 5 s). */
@@ -257,6 +264,23 @@ void h_sentinel_entry(const struct h_sentinel *s, char *out, size_t len);
 int h_sentinel_primary_port(const struct h_sentinel *s);
 /* The master index listening on port, or -1. */
 int h_master_at(int port);
+/* name found as an executable in PATH: 1 with its path in out, else 0. */
+int h_in_path(const char *name, char *out, size_t len);
+
+/* ---- a Redis Cluster (harness_cluster.c) ----
+ * Nodes are masters of the harness started with cluster mode on
+ * (cluster-node-timeout 1000, the bus on a free port of its own, their
+ * nodes.conf in the test's directory, kept across h_master_restart),
+ * joined by `redis-cli --cluster create` with the replicas it assigns. */
+struct h_cluster {
+	int first; /* master index of the first node */
+	int n;     /* nodes: masters first .. first + n - 1 */
+};
+/* Start primaries * (1 + replicas) nodes and wait (bounded) until every
+ * node says cluster_state:ok and knows all the others; fails the test
+ * otherwise. 0, or -1 (nothing started) when redis-cli is missing: the
+ * test skips. */
+int h_cluster_start(struct h_cluster *c, int primaries, int replicas);
 
 /* ---- a proxy in front of a master (harness_proxy.c) ----
  * It can hold back what the connections open now send, and deliver it
@@ -441,5 +465,6 @@ TCase *tc_hostile_elect(void);    /* test_hostile_elect.c */
 TCase *tc_who(void);              /* test_who.c */
 TCase *tc_lockall(void);          /* test_lockall.c */
 TCase *tc_delay(void);            /* test_delay.c */
+TCase *tc_cluster_live(void);     /* test_cluster_live.c */
 
 #endif

@@ -24,7 +24,7 @@ static char bin[PATH_MAX];
 static int bin_found = -1;
 static int bin_is_server; /* bin is redis-server: run with --sentinel */
 
-static int in_path(const char *name, char *out, size_t len)
+int h_in_path(const char *name, char *out, size_t len)
 {
 	const char *path = getenv("PATH");
 	char *copy = strdup(path && *path ? path : "/usr/bin:/bin");
@@ -41,7 +41,7 @@ static int in_path(const char *name, char *out, size_t len)
 const char *h_sentinel_bin(void)
 {
 	if (bin_found < 0) {
-		bin_found = in_path("redis-sentinel", bin, sizeof(bin));
+		bin_found = h_in_path("redis-sentinel", bin, sizeof(bin));
 		if (!bin_found && h_redis_server()[0]) {
 			snprintf(bin, sizeof(bin), "%s", h_redis_server());
 			bin_found = bin_is_server = 1;
