@@ -138,13 +138,12 @@ static void hs_layout_cb(struct master *m, redisReply *r, void *arg)
 		return;
 	}
 	if (strcmp(m->layout_refused, shown) != 0)
-		log_warn(
-		    "master %s: its key \"%s\" says layout %s, and this lockd runs layout %s: "
-		    "the master does not count for it. A lockd of another layout switched "
-		    "it: upgrade this lockd to a build of that layout (README, \"Upgrading\"); "
-		    "or, if no lockd of that layout runs any more and the leases it granted "
-		    "have run out, DEL the key",
-		    m->name, layout_key, shown, MASTER_LAYOUT);
+		log_warn("master %s: its key \"%s\" says layout %s, and this lockd runs layout %s: "
+		         "the master does not count for it. If a lockd of that layout took it "
+		         "over, upgrade this lockd to a build of that layout (README, "
+		         "\"Upgrading\"); if none runs any more and the leases they granted have "
+		         "run out, or the key was set by mistake, DEL it",
+		         m->name, layout_key, shown, MASTER_LAYOUT);
 	memcpy(m->layout_refused, shown, sizeof(m->layout_refused));
 	char why[128];
 	snprintf(why, sizeof(why), "layout %s found, this lockd runs layout %s: not counted", shown,
