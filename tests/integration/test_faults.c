@@ -738,6 +738,40 @@ START_TEST(layout_names)
 }
 END_TEST
 
+/* Masters whose ACL refuses CLIENT SETNAME (as a proxy may): lockd works
+ * on, unnamed, and warns once per master (not again when it reconnects)
+ * that a change of layout cannot be rolling there. */
+START_TEST(layout_name_refused)
+{
+	h_masters_start(3);
+	for (int i = 0; i < 3; i++) {
+		char *r = h_redis(i, "ACL", "SETUSER", "default", "-client|setname", NULL);
+		ck_assert_str_eq(r, "OK");
+		free(r);
+	}
+	h_lockd_start(NULL);
+	struct cl *a = cl_open();
+	cl_lock(a, "TRYLOCK k");
+	cl_expect(a, "UNLOCK k", "OK 0");
+	cl_expect_stat(a, "masters_counting", "3");
+	cl_expect_stat(a, "master.0.layout", "1");
+	/* the unnamed command connection (not the caller, not the subscriber) */
+	ck_assert_int_eq(h_redis_int(0, "CLIENT", "KILL", "TYPE", "normal", NULL), 1);
+	cl_wait_stat(a, "master.0.reconnects", "1", 1000 + H_LOADED);
+	cl_wait_stat(a, "masters_counting", "3", 1000 + H_LOADED);
+	for (int i = 0; i < 3; i++) {
+		int n;
+		free(names_on(i, "lockd-", &n, NULL));
+		ck_assert_int_eq(n, 0);
+		char node[32];
+		snprintf(node, sizeof(node), "master 127.0.0.1:%d:", h_master(i)->port);
+		ck_assert_int_eq(h_file_count(h_lockd(0)->log, 0, node, "CLIENT SETNAME lockd-l1-"),
+		                 1);
+	}
+	cl_close(a);
+}
+END_TEST
+
 /* SET the layout key to val on masters 0 and 1, and to 1 on master 2, and
  * kill lockd's command connections there (CLIENT KILL ID: 7.0 has no name
  * filter): lockd reconnects, counts master 2 (layout 1 said so) but not
@@ -839,5 +873,6 @@ TCase *tc_faults(void)
 	H_ADD(tc, layout_names);
 	H_ADD(tc, layout_refused);
 	H_ADD(tc, layout_garbage);
+	H_ADD(tc, layout_name_refused);
 	return tc;
 }
