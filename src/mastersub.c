@@ -39,9 +39,11 @@ static char elected[128]; /* election notices (1.3) */
  * tells whose it is. Not "lockd-l<LAYOUT>-...", the command connection's
  * (master_hs.c): a build of another layout waits until no connection of
  * that name is left on a master before it grants there, and must not
- * wait for a subscriber, which never grants, reads no layout and goes
- * away only with its master's command connection (sub_close). A refused
- * name costs nothing here: its answer is not even read. */
+ * wait for a subscriber, which never grants and reads no layout: it only
+ * wakes waiters, who then ask the masters that count. It exists only
+ * while its master's command connection is up (sub_start from go_up,
+ * sub_close from master_drop), so a master refused for its layout has
+ * none. A refused name costs nothing here: its answer is not even read. */
 static char sub_name[64];
 
 void sub_init(struct event_base *b, const struct master_opts *o, const int *shutting_down,
