@@ -443,6 +443,7 @@ int main(int argc, char **argv)
 	redlock_init(base, cfg.key_prefix, cfg.drift_factor, cfg.timeout_ms, cfg.fence_idle_ms);
 	mo.gen_key = rl_epoch_key();
 	mo.name_key = rl_lockd_name_key();
+	mo.instance = rl_instance_id();
 	sessions_set_cfg(&cfg);
 	dispatch_init(&cfg);
 	who_init(&cfg, &session_lt_ops);

@@ -8,8 +8,9 @@
  * capped, jittered backoff. A hung master thus costs a call at most
  * timeout_ms, and a master that is down is skipped at once.
  *
- * The handshake (AUTH, SCRIPT LOAD, the connection epoch, INFO for the
- * run_id, EXISTS of the marker) ends in opts.on_up; every drop ends in
+ * The handshake (master_hs.c: AUTH, the connection's name, the layout
+ * key, SCRIPT LOAD, the connection epoch, INFO for the run_id, ROLE,
+ * EXISTS of the marker) ends in opts.on_up; every drop ends in
  * opts.on_down. What a restart or a missing marker means for the majority
  * is for the user of these callbacks (membership.c) to decide.
  *
@@ -525,36 +526,7 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 	return 0;
 }
 
-/* --- handshake: AUTH, SCRIPT LOAD, INFO server, marker --- */
-
-static const char *const load_argv[] = {"SCRIPT", "LOAD", NULL};
-
-/* A handshake step failed: drop m (if still in its handshake). */
-static void master_hs_fail(struct master *m, redisReply *r, const char *what)
-{
-	char why[160];
-	snprintf(why, sizeof(why), "%s: %s", what,
-	         !r                             ? "no reply"
-	         : r->type == REDIS_REPLY_ERROR ? r->str
-	                                        : "unexpected reply");
-	if (m->state == MS_HANDSHAKE)
-		master_drop(m, why, 1);
-}
-
-static void hs_auth_cb(struct master *m, redisReply *r, void *arg)
-{
-	if (!r || r->type == REDIS_REPLY_ERROR)
-		master_hs_fail(m, r, "AUTH");
-}
-
-static void hs_load_cb(struct master *m, redisReply *r, void *arg)
-{
-	if (!r || r->type != REDIS_REPLY_STRING) {
-		master_hs_fail(m, r, "SCRIPT LOAD");
-		return;
-	}
-	script_set_sha((enum script_id)(intptr_t)arg, r->str, r->len);
-}
+/* --- the name, the connection epoch, the marker, going up --- */
 
 /* A name that did not reach the master: WHO elsewhere says "-" for this
  * lockd's holds there until the next handshake or epoch refresh. */
@@ -595,12 +567,6 @@ static void send_gen(struct master *m, master_reply_fn *fn)
 	send_name(m);
 }
 
-static void hs_gen_cb(struct master *m, redisReply *r, void *arg)
-{
-	if (!r || r->type != REDIS_REPLY_INTEGER)
-		master_hs_fail(m, r, "the connection epoch");
-}
-
 /* A refresh that failed is tried again with the next request; until the
  * key is back, the master takes no token of ours for stale (safe). */
 static void gen_cb(struct master *m, redisReply *r, void *arg)
@@ -610,6 +576,16 @@ static void gen_cb(struct master *m, redisReply *r, void *arg)
 		         r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 		m->gen_at_us = 0;
 	}
+}
+
+/* The handshake's epoch: the next one, taken before any request on this
+ * connection (see master_epoch). */
+static void hs_gen(struct master *m, master_reply_fn *fn)
+{
+	snprintf(epoch_str, sizeof(epoch_str), "%0*llu", MASTER_EPOCH_LEN,
+	         (unsigned long long)++epoch);
+	memcpy(m->gen, epoch_str, sizeof(epoch_str));
+	send_gen(m, fn);
 }
 
 const char *master_epoch(void)
@@ -662,41 +638,6 @@ static void go_up(struct master *m)
 	arm_timer(m);
 }
 
-static void hs_info_cb(struct master *m, redisReply *r, void *arg)
-{
-	if (!r || r->type != REDIS_REPLY_STRING) {
-		master_hs_fail(m, r, "INFO");
-		return;
-	}
-	const char *p = strstr(r->str, "run_id:");
-	char id[48] = "";
-	if (p) {
-		size_t n = strcspn(p + 7, "\r\n");
-		if (n >= sizeof(id))
-			n = sizeof(id) - 1;
-		memcpy(id, p + 7, n);
-		id[n] = '\0';
-	}
-	/* A new run_id means the master restarted and may have lost keys.
-	 * Reported with the next on_up, even if this handshake fails. */
-	if (m->run_id[0] && strcmp(m->run_id, id) != 0 && !m->restarted) {
-		memcpy(m->prev_run_id, m->run_id, sizeof(m->prev_run_id));
-		m->restarted = 1;
-	}
-	snprintf(m->run_id, sizeof(m->run_id), "%s", id);
-}
-
-static void hs_marker_cb(struct master *m, redisReply *r, void *arg)
-{
-	if (!r || r->type != REDIS_REPLY_INTEGER) {
-		master_hs_fail(m, r, "EXISTS marker");
-		return;
-	}
-	m->has_marker = r->integer > 0;
-	if (m->state == MS_HANDSHAKE)
-		go_up(m);
-}
-
 static void connect_cb(const redisAsyncContext *cac, int status)
 {
 	struct master *m = cac->data;
@@ -711,41 +652,7 @@ static void connect_cb(const redisAsyncContext *cac, int status)
 		return;
 	}
 	set_state(m, MS_HANDSHAKE);
-	static size_t load_len[SCR_COUNT][3];
-	static const char *load_args[SCR_COUNT][3];
-	if (opts.password[0]) {
-		static const char *auth_argv[2];
-		static size_t auth_len[2];
-		auth_argv[0] = "AUTH";
-		auth_len[0] = 4;
-		auth_argv[1] = opts.password;
-		auth_len[1] = strlen(opts.password);
-		call_any(m, -1, 2, auth_argv, auth_len, hs_auth_cb, NULL);
-	}
-	for (int i = 0; i < SCR_COUNT; i++) {
-		load_args[i][0] = load_argv[0];
-		load_args[i][1] = load_argv[1];
-		load_args[i][2] = script_body((enum script_id)i);
-		for (int j = 0; j < 3; j++)
-			load_len[i][j] = strlen(load_args[i][j]);
-		call_any(m, -1, 3, load_args[i], load_len[i], hs_load_cb, (void *)(intptr_t)i);
-	}
-	/* Before any request on this connection: see master_epoch. */
-	snprintf(epoch_str, sizeof(epoch_str), "%0*llu", MASTER_EPOCH_LEN,
-	         (unsigned long long)++epoch);
-	memcpy(m->gen, epoch_str, sizeof(epoch_str));
-	send_gen(m, hs_gen_cb);
-	static const char *info_argv[] = {"INFO", "server"};
-	static const size_t info_len[] = {4, 6};
-	call_any(m, -1, 2, info_argv, info_len, hs_info_cb, NULL);
-	mrepl_hs_role(m);
-	static const char *ex_argv[2];
-	static size_t ex_len[2];
-	ex_argv[0] = "EXISTS";
-	ex_len[0] = 6;
-	ex_argv[1] = marker_key;
-	ex_len[1] = strlen(marker_key);
-	call_any(m, -1, 2, ex_argv, ex_len, hs_marker_cb, NULL);
+	mhs_start(m);
 	arm_timer(m);
 }
 
@@ -828,8 +735,9 @@ static void reconnect_cb(evutil_socket_t fd, short what, void *arg)
 
 /* What master_repl.c does with the requests it makes (WAIT, ROLE) and
  * the answers it judges: master.c's own, handed down. */
-static const struct mrepl_ops repl_ops = {send_req, req_answer, call_any, master_drop,
-                                          master_hs_fail};
+static const struct mrepl_ops repl_ops = {send_req, req_answer, call_any, master_drop, mhs_fail};
+/* And what the handshake does with them. */
+static const struct mhs_ops hs_ops = {call_any, master_drop, hs_gen, go_up};
 
 int masters_init(struct event_base *b, char **names, int n, const struct master_opts *o)
 {
@@ -855,7 +763,9 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	free(lockd_name);
 	lockd_name = strdup(o->name ? o->name : "");
 	opts.name = NULL;
-	sub_init(base, &opts, &shutting_down, o->prefix);
+	mhs_init(&hs_ops, &opts, marker_key, o->prefix, o->instance);
+	sub_init(base, &opts, &shutting_down, o->prefix, o->instance);
+	opts.instance = NULL;
 	for (int i = 0; i < n; i++) {
 		struct master *m = &masters[i];
 		m->idx = i;
@@ -867,6 +777,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->sub_timer = evtimer_new(base, sub_timer_cb, m);
 		m->backoff_ms = 10;
 		snprintf(m->node, sizeof(m->node), "-");
+		snprintf(m->layout, sizeof(m->layout), "-");
 		const struct cfg_sentinel *c = o->sentinel ? &o->sentinel[i] : NULL;
 		if (c && c->nseeds > 0) {
 			struct sn_opts so = {o->sentinel_password ? o->sentinel_password : "",

@@ -21,11 +21,19 @@ struct cfg_sentinel;
 
 #define MASTER_EPOCH_LEN 20 /* master_epoch()'s length, always (zero-padded) */
 
+/* The layout of what this build stores on the masters (the keys, their
+ * types and what the scripts make of them). Each command connection is
+ * named "lockd-l<LAYOUT>-<instance>" and reads "<prefix> layout" at its
+ * handshake (master_hs.c): a master whose key says another layout does
+ * not count (doc/design.md, "Layout version and rolling upgrades"). */
+#define MASTER_LAYOUT "1"
+
 enum master_state {
 	MS_DOWN,       /* no connection; a reconnect timer is armed */
 	MS_RESOLVING,  /* a sentinel entry: asking its Sentinels where the primary is */
 	MS_CONNECTING, /* TCP connect in flight */
-	MS_HANDSHAKE,  /* connected; AUTH, SCRIPT LOAD, INFO, ROLE in flight: not used yet */
+	MS_HANDSHAKE,  /* connected; AUTH, the name, the layout, SCRIPT LOAD, INFO, ROLE in
+	                  flight (master_hs.c): not used yet */
 	MS_UP,         /* answering; calls go to it */
 };
 
@@ -81,6 +89,8 @@ struct master_opts {
 	const char *sentinel_password; /* AUTH on Sentinels; "" or NULL: none (masters_init) */
 	const struct cfg_sentinel *sentinel; /* of each master (nseeds 0: standalone), or
 	                                        NULL: all standalone (masters_init) */
+	const char *instance; /* this lockd's instance (as in its tokens), which names its
+	                         connections on the masters; copied at masters_init */
 };
 
 struct master {
@@ -126,6 +136,11 @@ struct master {
 	int64_t wrote_us;      /* when its socket last took our bytes */
 	uint64_t reconnects;
 	char last_error[128];
+	/* The layout key's value at the last handshake that read it, as one
+	 * printable word (mhs_layout_judge; MASTER_LAYOUT when it is missing),
+	 * "-" before any; and the value refused last, "" once one was not. */
+	char layout[36], layout_refused[36];
+	int name_refused_logged; /* CLIENT SETNAME was refused, and that was logged */
 	/* the connection epoch (master_epoch) of this connection, as SCR_GEN
 	 * takes it, and when it was last raised on the master */
 	char gen[MASTER_EPOCH_LEN + 1];

@@ -1,11 +1,12 @@
 /* master_int: what the files of a master share (master.c: the command
- * connection, its requests, handshake and reconnection; mastersub.c: the
- * pub/sub subscriber). Private to them: the rest of lockd sees master.h.
+ * connection, its requests and reconnection; master_hs.c: its handshake;
+ * mastersub.c: the pub/sub subscriber). Private to them: the rest of lockd sees master.h.
  * master.c calls the subscriber (sub_*), never the other way round: the
  * subscriber reads what masters_init hands it (sub_init) and shares only
  * the timing helpers below, which need nothing of master.c's. The same
  * holds for master_repl.c (mrepl_*): what it needs of master.c comes in
- * struct mrepl_ops, its requests from master_req.c (mreq_*). */
+ * struct mrepl_ops, its requests from master_req.c (mreq_*); and for
+ * master_hs.c (mhs_*, the handshake), through struct mhs_ops. */
 #ifndef LOCKD_MASTER_INT_H
 #define LOCKD_MASTER_INT_H
 
@@ -79,10 +80,11 @@ static inline void master_backoff_arm(const struct master_opts *o, struct event 
 
 /* Called once by masters_init with its loop, its own options (read when
  * used, so masters_set_opts reaches the subscriber), its shutdown flag
- * (set: a lost subscriber is not made again) and the key prefix the
- * channels are named by (copied). */
+ * (set: a lost subscriber is not made again), the key prefix the
+ * channels are named by and this lockd's instance (its connections'
+ * name), both copied. */
 void sub_init(struct event_base *b, const struct master_opts *o, const int *shutting_down,
-              const char *prefix);
+              const char *prefix, const char *instance);
 /* m went up: subscribe (SUB_CONNECTING). */
 void sub_start(struct master *m);
 /* Let go of m's subscriber, if any, and make none: SUB_OFF. free_ctx is 0
@@ -146,6 +148,39 @@ void mrepl_refresh(struct master *m);
 /* m goes up: whether a run_id change (restarted) is reported as a restart
  * (1) or was a promoted replica that has every counted write (0). */
 int mrepl_restart(struct master *m, int restarted);
+
+/* master_hs.c, for master.c: the handshake of a command connection. */
+
+/* What master_hs.c asks of master.c, handed down by masters_init. */
+struct mhs_ops {
+	/* Send a command or script now, in a handshake or while up; 0 or -1. */
+	int (*call)(struct master *m, int script, int argc, const char **argv,
+	            const size_t *argvlen, master_reply_fn *fn, void *arg);
+	/* Drop m's connection: fail what is in flight, reconnect later. */
+	void (*drop)(struct master *m, const char *why, int free_ctx);
+	/* Give m's connection the next connection epoch and raise the
+	 * master's epoch key to it (master_epoch); fn gets the answer. */
+	void (*gen)(struct master *m, master_reply_fn *fn);
+	/* The handshake succeeded: m goes up. */
+	void (*up)(struct master *m);
+};
+
+/* Once, before any connection: ops and o are kept (o read when used),
+ * marker is the marker key (kept); the prefix names the layout key and
+ * the instance (INSTANCE_LEN hex, as in tokens) the connection. */
+void mhs_init(const struct mhs_ops *ops, const struct master_opts *o, const char *marker,
+              const char *prefix, const char *instance);
+/* m (MS_HANDSHAKE) is connected: send its handshake. */
+void mhs_start(struct master *m);
+/* A handshake step failed: drop m (if still in its handshake). */
+void mhs_fail(struct master *m, redisReply *r, const char *what);
+/* GET of the layout key: 1 when it is this build's layout (nil: the key
+ * is missing, or MASTER_LAYOUT), 0 for any other value, -1 for no reply,
+ * an error or another type. Unless -1, shown (len > 4) gets the layout in
+ * one printable word: MASTER_LAYOUT for a missing key, else the value with
+ * '?' for each space or control byte, cut at len - 4 bytes and then ended
+ * by "...", or two double quotes when it is empty. Pure. */
+int mhs_layout_judge(const redisReply *r, char *shown, size_t len);
 
 /* master_fmt.c, for master.c */
 

@@ -35,10 +35,21 @@ static const struct master_opts *opts; /* master.c's: masters_set_opts reaches i
 static const int *closing;             /* master.c's: masters_shutdown is under way */
 static char channel[128];
 static char elected[128]; /* election notices (1.3) */
+/* The subscriber's name, "lockd-sub-<instance>": an operator's CLIENT LIST
+ * tells whose it is. Not "lockd-l<LAYOUT>-...", the command connection's
+ * (master_hs.c): a build of another layout waits until no connection of
+ * that name is left on a master before it grants there, and must not
+ * wait for a subscriber, which never grants and reads no layout: it only
+ * wakes waiters, who then ask the masters that count. It exists only
+ * while its master's command connection is up (sub_start from go_up,
+ * sub_close from master_drop), so a master refused for its layout has
+ * none. A refused name costs nothing here: its answer is not even read. */
+static char sub_name[64];
 
 void sub_init(struct event_base *b, const struct master_opts *o, const int *shutting_down,
-              const char *prefix)
+              const char *prefix, const char *instance)
 {
+	snprintf(sub_name, sizeof(sub_name), "lockd-sub-%s", instance ? instance : "");
 	base = b;
 	opts = o;
 	closing = shutting_down;
@@ -251,6 +262,7 @@ void sub_start(struct master *m)
 	m->sub_heard_us = now_us();
 	if (opts->password[0])
 		redisAsyncCommand(s, NULL, NULL, "AUTH %s", opts->password);
+	redisAsyncCommand(s, NULL, NULL, "CLIENT SETNAME %s", sub_name);
 	redisAsyncCommand(s, sub_msg_cb, NULL, "SUBSCRIBE %s %s", channel, elected);
 	sub_arm(m);
 }

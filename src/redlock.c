@@ -111,6 +111,11 @@ const char *rl_lockd_name_key(void)
 	return rl_name_key;
 }
 
+const char *rl_instance_id(void)
+{
+	return rl_instance;
+}
+
 size_t rl_name_key_at(char *p, size_t len, const char *inst)
 {
 	int n = snprintf(p, len, "%s name %.*s", rl_prefix, INSTANCE_LEN, inst);

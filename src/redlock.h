@@ -116,6 +116,9 @@ const char *rl_epoch_key(void);
 /* "P name INSTANCE", where this lockd's name is kept on each master for
  * WHO on every lockd (1.4), for master_opts.name_key; after redlock_init. */
 const char *rl_lockd_name_key(void);
+/* This lockd process's instance (INSTANCE_LEN hex, the start of each of
+ * its tokens), for master_opts.instance; valid after redlock_init. */
+const char *rl_instance_id(void);
 
 /* Acquire a hold of key (a lock: permit `permit`, 0 for the key's lock;
  * or a shared hold) with token for lease_ms. With old_token, swap our own

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -92,14 +93,27 @@ static const struct field counters[] = {
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
 static const char *const master_fields[] = {
-    "addr", "state", "counts",        "latency_us", "reconnects",   "last_error",
-    "node", "role",  "wait_failures", "replicas",   "replica_nodes"};
+    "addr", "state", "counts",        "latency_us", "reconnects",    "last_error",
+    "node", "role",  "wait_failures", "replicas",   "replica_nodes", "layout"};
 
 /* What the node is, as far as lockd knows: its handshake's ROLE said
  * master, and it is still used as one while it is up. */
 static const char *master_role(const struct master *m)
 {
 	return m->state == MS_UP ? "master" : "-";
+}
+
+/* lockd_master_layout: the layout the master's key says as a number, 0
+ * before any handshake read it, -1 for a value that is no layout number
+ * (STATS shows it as it is). */
+static long layout_num(const struct master *m)
+{
+	const char *p = m->layout;
+	if (strcmp(p, "-") == 0)
+		return 0;
+	if (!*p || strlen(p) > 9 || strspn(p, "0123456789") != strlen(p))
+		return -1;
+	return strtol(p, NULL, 10);
 }
 
 /* The replicas ROLE listed on the connection that is (was last) up, "-"
@@ -150,6 +164,7 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 		evbuffer_add_printf(
 		    out, "STAT master.%d.replicas %d\r\nSTAT master.%d.replica_nodes %s\r\n", i,
 		    m->replicas, i, replica_nodes(m));
+		evbuffer_add_printf(out, "STAT master.%d.layout %s\r\n", i, m->layout);
 	}
 }
 
@@ -259,6 +274,13 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_counts{master=\"%s\"} %d\n",
 		                    master_get(i)->name, mb_counts(master_get(i)));
+	evbuffer_add_printf(out, "# HELP lockd_master_layout The layout the master's layout key "
+	                         "says (1: missing), as last read; 0: none read yet, -1: not a "
+	                         "number. Another than this build's: the master does not count\n"
+	                         "# TYPE lockd_master_layout gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_layout{master=\"%s\"} %ld\n",
+		                    master_get(i)->name, layout_num(master_get(i)));
 	evbuffer_add_printf(out, "# HELP lockd_master_latency_seconds Last round trip\n"
 	                         "# TYPE lockd_master_latency_seconds gauge\n");
 	for (int i = 0; i < masters_count(); i++)

@@ -636,6 +636,224 @@ START_TEST(pubsub_restarted)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ layout */
+
+/* doc/design.md, "Layout version and rolling upgrades": every command
+ * connection is named lockd-l1-<instance> before it reads the layout key
+ * "<prefix> layout", and a master whose key says another layout does not
+ * count until the key is gone. */
+
+#define LAYOUT_KEY "lockd: layout"
+
+/* The names of master i's connections that begin with prefix, sorted,
+ * each followed by '\n' (malloc'd); *n how many, *id (unless NULL) the
+ * CLIENT LIST id of the last one. */
+static char *names_on(int i, const char *prefix, int *n, long long *id)
+{
+	char *list = h_redis(i, "CLIENT", "LIST", NULL);
+	ck_assert_ptr_nonnull(list);
+	char *v[64];
+	size_t total = 1;
+	*n = 0;
+	for (char *save = NULL, *l = strtok_r(list, "\n", &save); l && *n < 64;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *nm = strstr(l, " name=");
+		if (!nm || strncmp(nm + 6, prefix, strlen(prefix)) != 0)
+			continue;
+		if (id)
+			*id = strncmp(l, "id=", 3) == 0 ? strtoll(l + 3, NULL, 10) : -1;
+		nm += 6;
+		nm[strcspn(nm, " ")] = '\0';
+		v[(*n)++] = nm;
+		total += strlen(nm) + 1;
+	}
+	qsort(v, (size_t)*n, sizeof(v[0]), cmp_line);
+	char *out = calloc(1, total);
+	for (int j = 0; j < *n; j++) {
+		strcat(out, v[j]);
+		strcat(out, "\n");
+	}
+	free(list);
+	return out;
+}
+
+/* The instance of the lockd that holds key: its token's first 16 hex, as
+ * the first master that has the lock key stores it. */
+static void instance_of(const char *key, char inst[17])
+{
+	char rk[64];
+	snprintf(rk, sizeof(rk), "lockd:%s", key);
+	inst[0] = '\0';
+	for (int i = 0; i < h_nmasters() && !inst[0]; i++) {
+		char *v = h_redis(i, "GET", rk, NULL);
+		if (v && strlen(v) >= 16 && strspn(v, "0123456789abcdef") >= 16)
+			snprintf(inst, 17, "%.16s", v);
+		free(v);
+	}
+	ck_assert_msg(inst[0], "no master has a token at %s", rk);
+}
+
+/* Two lockd on the same masters: on each master, one command connection
+ * named lockd-l1-<instance> per lockd (the instance of its tokens), and a
+ * subscriber named lockd-sub-<instance>, which a build of another layout
+ * does not wait for. */
+START_TEST(layout_names)
+{
+	h_std(NULL);
+	h_lockd_start(NULL);
+	struct cl *c[2] = {cl_open(), cl_tcp(h_lockd(1)->port)};
+	char inst[2][17];
+	for (int j = 0; j < 2; j++) {
+		char req[32], key[16];
+		snprintf(key, sizeof(key), "ln%d", j);
+		snprintf(req, sizeof(req), "TRYLOCK %s", key);
+		cl_lock(c[j], req);
+		instance_of(key, inst[j]);
+	}
+	ck_assert_str_ne(inst[0], inst[1]);
+	int lo = strcmp(inst[0], inst[1]) < 0 ? 0 : 1;
+	char want[128], want_sub[128];
+	snprintf(want, sizeof(want), "lockd-l1-%s\nlockd-l1-%s\n", inst[lo], inst[!lo]);
+	snprintf(want_sub, sizeof(want_sub), "lockd-sub-%s\nlockd-sub-%s\n", inst[lo], inst[!lo]);
+	for (int i = 0; i < 3; i++) {
+		int n;
+		char *have = names_on(i, "lockd-l1-", &n, NULL);
+		ck_assert_msg(strcmp(have, want) == 0,
+		              "master %d: named connections\n%sexpected\n%s", i, have, want);
+		/* a subscriber subscribes once its master is up: soon after */
+		double t0 = h_now_ms();
+		for (int t = 0; t < 200; t++) {
+			free(have);
+			have = names_on(i, "lockd-sub-", &n, NULL);
+			if (strcmp(have, want_sub) == 0 || h_now_ms() - t0 > 1000 + H_LOADED)
+				break;
+			h_sleep_ms(10);
+		}
+		ck_assert_msg(strcmp(have, want_sub) == 0, "master %d: subscribers\n%sexpected\n%s",
+		              i, have, want_sub);
+		free(have);
+	}
+	cl_close(c[0]);
+	cl_close(c[1]);
+}
+END_TEST
+
+/* Masters whose ACL refuses CLIENT SETNAME (as a proxy may): lockd works
+ * on, unnamed, and warns once per master (not again when it reconnects)
+ * that a change of layout cannot be rolling there. */
+START_TEST(layout_name_refused)
+{
+	h_masters_start(3);
+	for (int i = 0; i < 3; i++) {
+		char *r = h_redis(i, "ACL", "SETUSER", "default", "-client|setname", NULL);
+		ck_assert_str_eq(r, "OK");
+		free(r);
+	}
+	h_lockd_start(NULL);
+	struct cl *a = cl_open();
+	cl_lock(a, "TRYLOCK k");
+	cl_expect(a, "UNLOCK k", "OK 0");
+	cl_expect_stat(a, "masters_counting", "3");
+	cl_expect_stat(a, "master.0.layout", "1");
+	/* the unnamed command connection (not the caller, not the subscriber) */
+	ck_assert_int_eq(h_redis_int(0, "CLIENT", "KILL", "TYPE", "normal", NULL), 1);
+	cl_wait_stat(a, "master.0.reconnects", "1", 1000 + H_LOADED);
+	cl_wait_stat(a, "masters_counting", "3", 1000 + H_LOADED);
+	for (int i = 0; i < 3; i++) {
+		int n;
+		free(names_on(i, "lockd-", &n, NULL));
+		ck_assert_int_eq(n, 0);
+		char node[32];
+		snprintf(node, sizeof(node), "master 127.0.0.1:%d:", h_master(i)->port);
+		ck_assert_int_eq(h_file_count(h_lockd(0)->log, 0, node, "CLIENT SETNAME lockd-l1-"),
+		                 1);
+	}
+	cl_close(a);
+}
+END_TEST
+
+/* SET the layout key to val on masters 0 and 1, and to 1 on master 2, and
+ * kill lockd's command connections there (CLIENT KILL ID: 7.0 has no name
+ * filter): lockd reconnects, counts master 2 (layout 1 said so) but not
+ * the others (STATS says why; the log warns once per master, though it
+ * retries), so LOCK finds no majority. Once the key is gone, they count
+ * again within redis.reconnect_max_ms (1000 ms) and LOCK is granted. */
+static void layout_refused_run(const char *val)
+{
+	h_std(NULL);
+	struct cl *a = cl_open();
+	cl_lock(a, "TRYLOCK before");
+	cl_expect(a, "UNLOCK before", "OK 0");
+	char name[64], why[128], want[64];
+	snprintf(why, sizeof(why), "layout %s found, this lockd runs layout 1: not counted", val);
+	for (int i = 0; i < 3; i++) {
+		char *r = h_redis(i, "SET", LAYOUT_KEY, i < 2 ? val : "1", NULL);
+		ck_assert_str_eq(r, "OK");
+		free(r);
+		int n;
+		long long id = -1;
+		free(names_on(i, "lockd-l1-", &n, &id));
+		ck_assert_msg(n == 1 && id > 0, "master %d: %d named connections (id %lld)", i, n,
+		              id);
+		char ids[32];
+		snprintf(ids, sizeof(ids), "%lld", id);
+		ck_assert_int_eq(h_redis_int(i, "CLIENT", "KILL", "ID", ids, NULL), 1);
+	}
+	for (int i = 0; i < 2; i++) {
+		snprintf(name, sizeof(name), "master.%d.layout", i);
+		cl_wait_stat(a, name, val, 1000 + H_LOADED);
+		snprintf(name, sizeof(name), "master.%d.last_error", i);
+		cl_expect_stat(a, name, why);
+		snprintf(name, sizeof(name), "master.%d.counts", i);
+		cl_expect_stat(a, name, "0");
+	}
+	cl_wait_stat(a, "master.2.reconnects", "1", 1000 + H_LOADED);
+	cl_wait_stat(a, "masters_counting", "1", 1000 + H_LOADED);
+	cl_expect_stat(a, "master.2.layout", "1");
+	cl_expect_stat(a, "master.2.last_error", "-");
+	cl_expect_stat(a, "quorum_ok", "0");
+	cl_expect(a, "TRYLOCK k", "ERR QUORUM no majority of masters answered");
+	cl_expect(a, "LOCK k WAIT 100", "ERR QUORUM no majority of masters answered");
+	/* retried with the backoff (at most reconnect_max_ms apart), and
+	 * warned about once per master */
+	char *r0 = cl_stat(a, "master.0.reconnects");
+	snprintf(want, sizeof(want), "%llu", strtoull(r0, NULL, 10) + 2);
+	free(r0);
+	cl_wait_stat(a, "master.0.reconnects", want, 2 * 1000 + H_LOADED);
+	snprintf(want, sizeof(want), "says layout %s,", val);
+	for (int i = 0; i < 3; i++) {
+		char node[32];
+		snprintf(node, sizeof(node), "master 127.0.0.1:%d:", h_master(i)->port);
+		ck_assert_int_eq(h_file_count(h_lockd(0)->log, 0, node, want), i < 2);
+	}
+	cl_expect(a, "TRYLOCK k", "ERR QUORUM no majority of masters answered");
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(h_redis_int(i, "DEL", LAYOUT_KEY, NULL), 1);
+	double t0 = h_now_ms();
+	cl_wait_stat(a, "masters_counting", "3", 1000 + H_LOADED);
+	fprintf(stderr, "layout %s: the masters count %.0f ms after the DEL\n", val,
+	        h_now_ms() - t0);
+	cl_lock(a, "LOCK k WAIT 1000");
+	cl_expect_stat(a, "master.0.layout", "1");
+	cl_expect_stat(a, "master.0.last_error", "-");
+	snprintf(want, sizeof(want), "layout 1 again (was %s)", val);
+	ck_assert_int_eq(h_file_count(h_lockd(0)->log, 0, want, NULL), 2);
+	cl_close(a);
+}
+
+START_TEST(layout_refused)
+{
+	layout_refused_run("2");
+}
+END_TEST
+
+/* A value that is no layout at all is refused the same way. */
+START_TEST(layout_garbage)
+{
+	layout_refused_run("x");
+}
+END_TEST
+
 TCase *tc_faults(void)
 {
 	TCase *tc = tcase_create("faults");
@@ -652,5 +870,9 @@ TCase *tc_faults(void)
 	H_ADD(tc, fences_survive_restarts);
 	H_ADD(tc, sigterm_shutdown);
 	H_ADD(tc, pubsub_restarted);
+	H_ADD(tc, layout_names);
+	H_ADD(tc, layout_refused);
+	H_ADD(tc, layout_garbage);
+	H_ADD(tc, layout_name_refused);
 	return tc;
 }

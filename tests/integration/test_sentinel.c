@@ -220,6 +220,18 @@ START_TEST(sentinel_failover)
 		              keys[i]);
 	expect_node(u.ca, newport);
 	expect_node(u.cb, newport);
+	/* the new primary went through the same handshake: each lockd's
+	 * connection named there (before its layout key was read), and the
+	 * layout read */
+	char *list = h_redis(u.s.replica, "CLIENT", "LIST", NULL);
+	ck_assert_ptr_nonnull(list);
+	int named = 0;
+	for (const char *p = list; (p = strstr(p, " name=lockd-l1-")); p++)
+		named++;
+	ck_assert_msg(named == 2, "%d connections named lockd-l1- on the new primary:\n%s", named,
+	              list);
+	free(list);
+	cl_expect_stat(u.ca, "master.0.layout", "1");
 	/* the other lockd cannot take a held key, even when the entry is
 	 * needed for a majority */
 	cl_expect(u.cb, "TRYLOCK k1", "BUSY");

@@ -394,6 +394,8 @@ START_TEST(metrics_endpoint)
 		              "lockd_master_counts%s != 1", lab);
 		ck_assert_msg(sample_val(&x, "lockd_master_replicas", lab) == (i == 0),
 		              "lockd_master_replicas%s != %d", lab, i == 0);
+		ck_assert_msg(sample_val(&x, "lockd_master_layout", lab) == 1,
+		              "lockd_master_layout%s != 1", lab);
 	}
 	/* master 0's replica, by its address; no other */
 	char rlab[128];

@@ -2,7 +2,8 @@
  * a reply held for its WAIT (master_fmt.c), the RESP of a batch of script
  * calls, ROLE's replica count and addresses (master_repl.c), a
  * +switch-master message
- * (sentinel.c), and which scripts wait for replicas (scripts.c). */
+ * (sentinel.c), and which scripts wait for replicas (scripts.c); and the
+ * handshake's judgement of a master's layout key (master_hs.c). */
 #include "config.h"
 
 #include <stdio.h>
@@ -230,6 +231,54 @@ START_TEST(switch_message)
 }
 END_TEST
 
+/* The layout key as GET answers it: missing or this build's layout goes
+ * on (1), any other value is refused (0), and no reply, an error or
+ * another type fails the handshake (-1). What STATS shows is one word. */
+START_TEST(layout_judge)
+{
+	char shown[36];
+	redisReply *r = mk(REDIS_REPLY_NIL);
+	ck_assert_int_eq(mhs_layout_judge(r, shown, sizeof(shown)), 1);
+	ck_assert_str_eq(shown, MASTER_LAYOUT);
+	freeReplyObject(r);
+	static const struct {
+		const char *val;
+		int ok;
+		const char *shown;
+	} cases[] = {
+	    {"1", 1, "1"},
+	    {"2", 0, "2"},
+	    {"x", 0, "x"},
+	    {"01", 0, "01"},
+	    {"1 ", 0, "1?"},
+	    {"", 0, "\"\""},
+	    {"a b\r\nc", 0, "a?b??c"},
+	    {"0123456789abcdef0123456789abcdef", 0, "0123456789abcdef0123456789abcdef"},
+	    {"0123456789abcdef0123456789abcdefX", 0, "0123456789abcdef0123456789abcdef..."},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = mk_str(REDIS_REPLY_STRING, cases[i].val);
+		ck_assert_msg(mhs_layout_judge(r, shown, sizeof(shown)) == cases[i].ok,
+		              "layout \"%s\" judged other than %d", cases[i].val, cases[i].ok);
+		ck_assert_str_eq(shown, cases[i].shown);
+		freeReplyObject(r);
+	}
+	/* a value with a NUL byte in it is not "1" */
+	r = mk_str(REDIS_REPLY_STRING, "1");
+	r->str[0] = '\0';
+	ck_assert_int_eq(mhs_layout_judge(r, shown, sizeof(shown)), 0);
+	ck_assert_str_eq(shown, "?");
+	freeReplyObject(r);
+	ck_assert_int_eq(mhs_layout_judge(NULL, shown, sizeof(shown)), -1);
+	r = mk_str(REDIS_REPLY_ERROR, "WRONGTYPE Operation against a key holding the wrong kind");
+	ck_assert_int_eq(mhs_layout_judge(r, shown, sizeof(shown)), -1);
+	freeReplyObject(r);
+	r = mk_int(1);
+	ck_assert_int_eq(mhs_layout_judge(r, shown, sizeof(shown)), -1);
+	freeReplyObject(r);
+}
+END_TEST
+
 START_TEST(writes_wait)
 {
 	static const enum script_id writes[] = {SCR_ACQUIRE,    SCR_ACQUIRE_N,  SCR_RENEW,
@@ -258,6 +307,7 @@ Suite *master_repl_suite(void)
 	tcase_add_test(tc, role_replicas);
 	tcase_add_test(tc, role_nodes);
 	tcase_add_test(tc, switch_message);
+	tcase_add_test(tc, layout_judge);
 	tcase_add_test(tc, writes_wait);
 	suite_add_tcase(s, tc);
 	return s;
