@@ -441,5 +441,6 @@ TCase *tc_hostile_elect(void);    /* test_hostile_elect.c */
 TCase *tc_who(void);              /* test_who.c */
 TCase *tc_lockall(void);          /* test_lockall.c */
 TCase *tc_delay(void);            /* test_delay.c */
+TCase *tc_upgrade(void);          /* test_upgrade.c */
 
 #endif
