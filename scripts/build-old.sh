@@ -36,8 +36,9 @@ if [ -z "$commit" ]; then
 	commit=$(sed -n '1{s/[[:space:]]//g;p;}' "$top/.ci/upgrade-from")
 	[ -n "$commit" ] || die "$top/.ci/upgrade-from is empty"
 fi
-git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
-	die "$top is not a git repository (a release tarball has no history to build from)"
+if ! err=$(git -C "$top" rev-parse --git-dir 2>&1 >/dev/null); then
+	die "$top: no git history to build from (a release tarball has none): $err"
+fi
 full=$(git -C "$top" rev-parse --verify --quiet "$commit^{commit}" || true)
 if [ -z "$full" ]; then
 	if [ "$(git -C "$top" rev-parse --is-shallow-repository 2>/dev/null)" = true ]; then
