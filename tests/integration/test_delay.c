@@ -467,10 +467,14 @@ START_TEST(lost_delay_default)
 }
 END_TEST
 
-/* A rolling upgrade, with LOCKD_OLD a lockd of the build before
- * lock-delay (without it: skipped). The old lockd B grants no key the
- * new lockd A holds, or keeps in its delay once A is killed; A grants no
- * key B holds; each takes what the other released. */
+/* A rolling upgrade, with LOCKD_OLD a lockd of an older build (without
+ * it: skipped; .ci/run builds the commit .ci/upgrade-from names, and
+ * test_upgrade.c has the other checks across builds). Whether or not
+ * that build has lock-delay, the old lockd B grants no key the new lockd
+ * A holds, or keeps in its delay once A is killed (a build before 1.4
+ * takes "TOKEN D" for a token it does not know, busy for its whole PTTL:
+ * doc/design.md, "Lock-delay", 7; one with it reads the delay as A
+ * does); A grants no key B holds; each takes what the other released. */
 START_TEST(delay_rolling_upgrade)
 {
 	const char *old = getenv("LOCKD_OLD");
