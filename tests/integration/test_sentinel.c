@@ -239,6 +239,12 @@ START_TEST(sentinel_failover)
 	 * nothing written there counts (TRYLOCK would answer ERR QUORUM) */
 	wait_replica_of(u.s.replica, 15000);
 	h_master_kill(u.m3);
+	/* say which went wrong if the next one fails: a lockd gone, a hold
+	 * lost (its holder told), or a held key granted to another */
+	for (int i = 0; i < 2; i++)
+		ck_assert_msg(h_lockd_alive(i), "lockd %d is gone", i);
+	cl_silence(u.ca, 50);
+	ck_assert_msg(u.ca->nlost == 0, "LOST once the entry was needed again: %s", u.ca->lost[0]);
 	cl_expect(u.cb, "TRYLOCK k2", "BUSY");
 	/* new locks, which need the entry now */
 	cl_lock(u.cb, "LOCK n1 WAIT 3000");
