@@ -122,6 +122,71 @@ static void wait_replica_of(int i, int timeout_ms)
 	}
 }
 
+/* The Sentinels may fail over again on their own: on a loaded machine a
+ * primary that does not answer their PING for down-after-milliseconds
+ * (1000 here) is failed over, and CI's machine may starve a process that
+ * long. That is the deployment's event, not lockd's; after it a test
+ * asserts what lockd guarantees across any failover (holds_kept_or_lost)
+ * instead of what it promises for the one the test made. 1 when the
+ * Sentinels name a primary other than port. */
+static int failed_over_again(const struct setup *u, int port, const char *test)
+{
+	int now = h_sentinel_primary_port(&u->s);
+	if (now == 0 || now == port)
+		return 0;
+	fprintf(stderr,
+	        "%s: the Sentinels failed over again on their own (to port %d): only what holds "
+	        "across any failover is checked from here\n",
+	        test, now);
+	return 1;
+}
+
+/* wait_replica_of(i), or 0 at once when the Sentinels moved on from port. */
+static int wait_replica_or_moved(const struct setup *u, int i, int port, int timeout_ms,
+                                 const char *test)
+{
+	double end = h_now_ms() + timeout_ms;
+	for (;;) {
+		char *info = h_redis(i, "INFO", "replication", NULL);
+		int ok = info && strstr(info, "connected_slaves:1") && strstr(info, "state=online");
+		free(info);
+		if (ok)
+			return 1;
+		if (failed_over_again(u, port, test))
+			return 0;
+		ck_assert_msg(h_now_ms() < end, "the new primary has no replica after %d ms",
+		              timeout_ms);
+		h_sleep_ms(50);
+	}
+}
+
+/* Each of the n keys that lockd 0's session held is either still held
+ * (lockd 1's TRYLOCK answers BUSY) or its holder was told LOST before
+ * lockd 1 is granted it. Returns how many were kept. */
+static int holds_kept_or_lost(struct setup *u, const char *const *keys, int n)
+{
+	int kept = 0;
+	char req[64], want[64];
+	for (int i = 0; i < n; i++) {
+		cl_silence(u->ca, 100); /* LOSTs sent so far are recorded */
+		snprintf(req, sizeof(req), "TRYLOCK %s", keys[i]);
+		const char *rep = cl_cmd(u->cb, req, 5000);
+		ck_assert_msg(rep != NULL, "%s: no reply", req);
+		if (strcmp(rep, "BUSY") == 0) {
+			kept++;
+			continue;
+		}
+		ck_assert_msg(strncmp(rep, "OK ", 3) == 0, "%s: '%s'", req, rep);
+		snprintf(want, sizeof(want), "LOST %s ", keys[i]);
+		int told = 0;
+		for (int j = 0; j < u->ca->nlost && j < 32; j++)
+			told |= strncmp(u->ca->lost[j], want, strlen(want)) == 0;
+		ck_assert_msg(told, "%s granted to another session; its holder was not told LOST",
+		              keys[i]);
+	}
+	return kept;
+}
+
 /* Wait until the Sentinels name port, and lockd l is up on it. */
 static void wait_moved(const struct setup *u, int l, long off, int port, int timeout_ms)
 {
@@ -237,12 +302,19 @@ START_TEST(sentinel_failover)
 	cl_expect(u.cb, "TRYLOCK k1", "BUSY");
 	/* until the old primary is its replica, WAIT 1 fails on the new one:
 	 * nothing written there counts (TRYLOCK would answer ERR QUORUM) */
-	wait_replica_of(u.s.replica, 15000);
+	int again = !wait_replica_or_moved(&u, u.s.replica, newport, 15000, "sentinel_failover");
 	h_master_kill(u.m3);
-	/* say which went wrong if the next one fails: a lockd gone, a hold
-	 * lost (its holder told), or a held key granted to another */
 	for (int i = 0; i < 2; i++)
 		ck_assert_msg(h_lockd_alive(i), "lockd %d is gone", i);
+	if (again || failed_over_again(&u, newport, "sentinel_failover")) {
+		int kept = holds_kept_or_lost(&u, keys, 3);
+		fprintf(stderr, "sentinel_failover: %d of 3 holds kept, %d LOST\n", kept,
+		        u.ca->nlost);
+		finish(&u);
+		return;
+	}
+	/* say which went wrong if the next one fails: a hold lost (its holder
+	 * told), or a held key granted to another */
 	cl_silence(u.ca, 50);
 	ck_assert_msg(u.ca->nlost == 0, "LOST once the entry was needed again: %s", u.ca->lost[0]);
 	cl_expect(u.cb, "TRYLOCK k2", "BUSY");
@@ -423,7 +495,7 @@ START_TEST(sentinel_kill)
 	char *ok = h_redis(u.s.primary, "REPLICAOF", "127.0.0.1", port, NULL);
 	ck_assert_msg(ok && strcmp(ok, "OK") == 0, "REPLICAOF: %s", ok ? ok : "no reply");
 	free(ok);
-	wait_replica_of(u.s.replica, 15000);
+	int again = !wait_replica_or_moved(&u, u.s.replica, newport, 15000, "sentinel_kill");
 	double tr = h_now_ms();
 	double tg = 0;
 	int tries = 0;
@@ -443,31 +515,18 @@ START_TEST(sentinel_kill)
 	        "%.0f ms, the killed node back as its replica at %.0f ms, first new grant "
 	        "needing the entry at %.0f ms (%d ERR QUORUM before it)\n",
 	        tp - t0, tr - t0, tg - t0, tries);
-	ck_assert_int_eq(h_sentinel_primary_port(&u.s), newport);
 	/* every hold is kept, or its holder was told LOST before another
 	 * session is granted it */
-	int kept = 0;
-	for (int i = 0; i < 3; i++) {
-		cl_silence(u.ca, 100); /* LOSTs sent so far are recorded */
-		snprintf(req, sizeof(req), "TRYLOCK %s", keys[i]);
-		const char *rep = cl_cmd(u.cb, req, 5000);
-		ck_assert_msg(rep != NULL, "%s: no reply", req);
-		if (strcmp(rep, "BUSY") == 0) {
-			kept++;
-			continue;
-		}
-		ck_assert_msg(strncmp(rep, "OK ", 3) == 0, "%s: '%s'", req, rep);
-		snprintf(want, sizeof(want), "LOST %s ", keys[i]);
-		int told = 0;
-		for (int j = 0; j < u.ca->nlost && j < 32; j++)
-			told |= strncmp(u.ca->lost[j], want, strlen(want)) == 0;
-		ck_assert_msg(told, "%s granted to another session; its holder was not told LOST",
-		              keys[i]);
-	}
+	again = again || failed_over_again(&u, newport, "sentinel_kill");
+	int kept = holds_kept_or_lost(&u, keys, 3);
 	fprintf(stderr, "sentinel_kill: %d of 3 holds kept across the SIGKILL, %d LOST\n", kept,
 	        u.ca->nlost);
 	/* lockd 0 follows the switch on its own time (the grants above went
 	 * through lockd 1): its judgement, once it is on the new primary */
+	if (again) {
+		finish(&u);
+		return;
+	}
 	cl_wait_stat(u.ca, "master.0.node", want, 15000);
 	char *prom =
 	    h_log_wait(h_lockd(0)->log, off0, "a promoted replica with lockd's marker", NULL, 1000);
