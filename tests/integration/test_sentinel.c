@@ -105,23 +105,6 @@ static void expect_replicas(struct cl *c, int replica)
 	cl_expect_stat(c, "master.1.replica_nodes", "-");
 }
 
-/* Wait until master i has a replica online again (the old primary,
- * reconfigured by the Sentinels after a failover, resynchronised). */
-static void wait_replica_of(int i, int timeout_ms)
-{
-	double end = h_now_ms() + timeout_ms;
-	for (;;) {
-		char *info = h_redis(i, "INFO", "replication", NULL);
-		int ok = info && strstr(info, "connected_slaves:1") && strstr(info, "state=online");
-		free(info);
-		if (ok)
-			return;
-		ck_assert_msg(h_now_ms() < end, "the new primary has no replica after %d ms",
-		              timeout_ms);
-		h_sleep_ms(50);
-	}
-}
-
 /* The Sentinels may fail over again on their own: on a loaded machine a
  * primary that does not answer their PING for down-after-milliseconds
  * (1000 here) is failed over, and CI's machine may starve a process that
@@ -141,7 +124,9 @@ static int failed_over_again(const struct setup *u, int port, const char *test)
 	return 1;
 }
 
-/* wait_replica_of(i), or 0 at once when the Sentinels moved on from port. */
+/* Wait until master i has a replica online again (the old primary,
+ * reconfigured by the Sentinels after a failover, resynchronised): 1; or
+ * 0 at once when the Sentinels moved on from port (u NULL: not asked). */
 static int wait_replica_or_moved(const struct setup *u, int i, int port, int timeout_ms,
                                  const char *test)
 {
@@ -152,7 +137,7 @@ static int wait_replica_or_moved(const struct setup *u, int i, int port, int tim
 		free(info);
 		if (ok)
 			return 1;
-		if (failed_over_again(u, port, test))
+		if (u && failed_over_again(u, port, test))
 			return 0;
 		ck_assert_msg(h_now_ms() < end, "the new primary has no replica after %d ms",
 		              timeout_ms);
@@ -452,7 +437,7 @@ START_TEST(sentinel_promotion_without_marker)
 	r = h_redis(u.s.primary, "REPLICAOF", "127.0.0.1", port, NULL);
 	ck_assert_str_eq(r, "OK");
 	free(r);
-	wait_replica_of(u.s.replica, 10000);
+	wait_replica_or_moved(NULL, u.s.replica, 0, 10000, NULL);
 	cl_wait_stat(u.ca, "master.0.counts", "1", FO_LEASE + 3000);
 	cl_silence(u.ca, 200);
 	ck_assert_msg(u.ca->nlost == 0, "LOST: %s", u.ca->lost[0]);
