@@ -122,7 +122,11 @@
  * started at least fence idle ms (>= 1000) less 100 ms of rounding ago.
  * That is the argument the idle lapse already rested on; the restarted
  * counters of one key's masters differ for a moment (a write-back round)
- * once per fence idle ms. */
+ * once per fence idle ms. A write-back (SCR_RAISE) does give its counter
+ * fence idle ms again, so a key whose grants keep needing write-backs
+ * (two lockd contending for it on a loaded machine) restarts later than
+ * that, or not at all while they last: the same argument holds for a
+ * counter of any age (test_upgrade.c, upgrade_fence_counter_restarts). */
 #define ACQUIRE_FNS                                                                                \
 	"local eg_key, eg_epoch, eg_cur\n"                                                         \
 	"local function ours(v, inst, kb, ab)\n"                                                   \
