@@ -64,20 +64,19 @@ int64_t mrepl_wait_allow_ms(void)
 	return atoll(wait_ms) + WAIT_GRANULARITY_MS;
 }
 
-/* A write that goes without a WAIT for want of replicas counts nowhere:
- * counted with the short WAITs (STATS master.<i>.wait_failures), and said
- * once in the log until a WAIT answers enough, so that a primary without
- * its replicas is never a silent "no" (the first write may be one: ROLE
- * at the handshake already listed too few). */
-static void counts_nowhere(struct master *m, int few)
+/* A batch of writes on m that counts nowhere for want of replicas (why:
+ * a WAIT answered short, or none was sent while m is short): counted
+ * (STATS master.<i>.wait_failures) and said once in the log until a WAIT
+ * answers enough, so that a primary without its replicas is never a
+ * silent "no" (the first write may go without a WAIT: ROLE at the
+ * handshake already listed too few). */
+static void counts_nowhere(struct master *m, const char *why)
 {
 	m->wait_short++;
 	if (!m->wait_short_logged)
 		log_warn("master %s (%s): %s: writes there do not count until enough replicas "
 		         "acknowledge them (redis.wait_replicas %s)",
-		         m->name, m->node,
-		         few ? "ROLE lists fewer replicas" : "a WAIT answered fewer replicas",
-		         wait_n);
+		         m->name, m->node, why, wait_n);
 	m->wait_short_logged = 1;
 }
 
@@ -107,7 +106,7 @@ void mrepl_send_wait(struct master *m, struct mreq *r)
 	int few = m->replicas < opts->wait_replicas;
 	if ((few && now_us() - m->role_seen_us <= ROLE_FRESH_US) ||
 	    ((m->wait_short_now || few) && m->waits_out > 0)) {
-		counts_nowhere(m, few);
+		counts_nowhere(m, few ? "ROLE lists fewer replicas" : "a WAIT answered short");
 		goto fail;
 	}
 	argv[0] = "WAIT";
@@ -157,14 +156,8 @@ void mrepl_wait_answer(struct master *m, struct mreq *w, redisReply *rep)
 	}
 	if (rep && !ok) {
 		m->wait_short_now = 1;
-		m->wait_short++;
-		if (!m->wait_short_logged)
-			log_warn(
-			    "master %s (%s): WAIT %s answered %s: writes there do not count until "
-			    "enough replicas acknowledge them (redis.wait_replicas)",
-			    m->name, m->node, wait_n,
-			    rep->type == REDIS_REPLY_INTEGER ? "fewer replicas" : "an error");
-		m->wait_short_logged = 1;
+		counts_nowhere(m, rep->type == REDIS_REPLY_INTEGER ? "WAIT answered fewer replicas"
+		                                                   : "WAIT answered an error");
 	} else if (ok && m->wait_short_logged) {
 		log_info("master %s (%s): WAIT: replicas acknowledge writes again", m->name,
 		         m->node);
