@@ -408,7 +408,7 @@ static unsigned long long fc_grant(struct cl *c, int i, unsigned long long last,
  * builds for 2.5 s: every fence is above the one before, whichever build
  * granted it and whichever started the counter again. This build never
  * pushes a counter's expiry back at a grant (scripts.c, ACQUIRE), and
- * neither does 38c3fb7: a busy key's counter lapses about a second after
+ * neither does the build .ci/upgrade-from names: a busy key's counter lapses about a second after
  * it started and starts again at the master's clock, twice in the run on
  * an idle machine. A fence write-back (SCR_RAISE) sets the expiry of the
  * counters it raises, though, and on a loaded machine, where masters
