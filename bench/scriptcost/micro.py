@@ -11,6 +11,10 @@ Variants, run in turn ROUNDS times (the medians are printed):
   h1         one hash per lock (h1_*.lua: doc/cluster.md's layout, exclusive
              locks only), plain
   h1-r       the same, resumable
+  h2         one hash per lock with the session's entry in it (h2_*.lua:
+             the owner check per key, the session's index written at its
+             first grant of a key only), plain
+  h2-r       the same, resumable
   floor      node-redlock's own commands (SET NX PX; GET and DEL), batched
   single     the floor with one key per script call, as node-redlock sends
              them (one request per acquire and per release)
@@ -75,6 +79,7 @@ cmd('SET', GEN, EPOCH)
 cmd('HSET', SESS, 'o', INST)
 sha = {'lockd': (load(lockd_acq), load(lockd_rel)),
        'h1': (load(own('h1_acquire.lua')), load(own('h1_release.lua'))),
+       'h2': (load(own('h2_acquire.lua')), load(own('h2_release.lua'))),
        'floor': (load(own('floor_acquire.lua')), load(own('floor_release.lua')))}
 
 
@@ -104,6 +109,16 @@ def h1_batch(r, n, res):
     return ka, aa, kr, ar
 
 
+def h2_batch(r, n, res):
+    ka, aa, kr, ar = [], [INST, '604800000', EPOCH], [], [INST, P + ' released']
+    for i in range(n):
+        ka += [P + 'h2key-%d' % i, SESS if res else '']
+        aa += [tok(r, i), '3000', '', '0', 's1' if res else '', '1', '1' if r == 0 else '0', '0']
+        kr.append(P + 'h2key-%d' % i)
+        ar += [tok(r, i), 'h2key-%d' % i]
+    return ka, aa, kr, ar
+
+
 def floor_batch(r, n, res):
     ks = [P + 'fkey-%d' % i for i in range(n)]
     ts = [tok(r, i) for i in range(n)]
@@ -112,6 +127,7 @@ def floor_batch(r, n, res):
 
 VARIANTS = [('lockd', 'lockd', lockd_batch, N, False), ('lockd-r', 'lockd', lockd_batch, N, True),
             ('h1', 'h1', h1_batch, N, False), ('h1-r', 'h1', h1_batch, N, True),
+            ('h2', 'h2', h2_batch, N, False), ('h2-r', 'h2', h2_batch, N, True),
             ('floor', 'floor', floor_batch, N, False), ('single', 'floor', floor_batch, 1, False)]
 
 
