@@ -394,7 +394,9 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
 
 /* Send the calls queued on m this turn: those of one script together,
  * as its batch form (up to BATCH_MAX at a time), in the order each
- * script's first call came. Calls of different scripts are about
+ * script's first call came; a call whose shared arguments differ from
+ * the batch's (an epoch that changed between two calls) waits for the
+ * next one. Calls of different scripts are about
  * different holds or a hold and its own undo, whose order on a master
  * does not matter (a stale token of ours is overwritten, never trusted). */
 static void send_gen(struct master *m, master_reply_fn *fn);
@@ -413,7 +415,7 @@ static void flush_pend(struct master *m, int from_loop)
 		while (l != &m->pend.head && n < BATCH_MAX) {
 			struct ilink *next = l->next;
 			struct mreq *r = ilist_entry(l, struct mreq, link);
-			if (r->script == script) {
+			if (r->script == script && mfmt_same_shared(first, r)) {
 				ilist_remove(&m->pend, l);
 				r->item_next = NULL;
 				*tail = r;

@@ -85,23 +85,46 @@ static void format_req(const struct mreq *r, int use_eval)
 			f_arg(r->argv[i], r->argvlen[i]);
 		return;
 	}
-	size_t keys = 0, args = 0;
-	for (const struct mreq *it = r->items; it; it = it->item_next) {
-		keys += it->nkeys;
-		args += (size_t)it->argc - 3;
+	/* The shared keys and arguments (scripts.h) once, the first call's:
+	 * master.c joins only calls whose shared ones are equal. */
+	const struct mreq *first = r->items;
+	struct script_shared sh = script_shared_of((enum script_id)first->script);
+	size_t keys = (size_t)sh.keys, args = (size_t)sh.args;
+	for (const struct mreq *it = first; it; it = it->item_next) {
+		keys += it->nkeys - (size_t)sh.keys;
+		args += (size_t)it->argc - 3 - it->nkeys - (size_t)sh.args;
 	}
 	char nk[24];
 	int nkl = snprintf(nk, sizeof(nk), "%zu", keys);
-	f_num('*', 3 + args);
+	f_num('*', 3 + keys + args);
 	f_arg(a0, strlen(a0));
 	f_arg(a1, strlen(a1));
 	f_arg(nk, (size_t)nkl);
-	for (const struct mreq *it = r->items; it; it = it->item_next)
-		for (size_t i = 3; i < 3 + it->nkeys; i++)
+	for (size_t i = 3; i < 3 + (size_t)sh.keys; i++)
+		f_arg(first->argv[i], first->argvlen[i]);
+	for (const struct mreq *it = first; it; it = it->item_next)
+		for (size_t i = 3 + (size_t)sh.keys; i < 3 + it->nkeys; i++)
 			f_arg(it->argv[i], it->argvlen[i]);
-	for (const struct mreq *it = r->items; it; it = it->item_next)
-		for (size_t i = 3 + it->nkeys; i < (size_t)it->argc; i++)
+	for (size_t i = 3 + first->nkeys; i < 3 + first->nkeys + (size_t)sh.args; i++)
+		f_arg(first->argv[i], first->argvlen[i]);
+	for (const struct mreq *it = first; it; it = it->item_next)
+		for (size_t i = 3 + it->nkeys + (size_t)sh.args; i < (size_t)it->argc; i++)
 			f_arg(it->argv[i], it->argvlen[i]);
+}
+
+int mfmt_same_shared(const struct mreq *a, const struct mreq *b)
+{
+	struct script_shared sh = script_shared_of((enum script_id)a->script);
+	if (a->script != b->script || a->nkeys != b->nkeys)
+		return 0;
+	for (size_t k = 0; k < 2; k++) {
+		size_t from = 3 + (k ? a->nkeys : 0), n = (size_t)(k ? sh.args : sh.keys);
+		for (size_t i = from; i < from + n; i++)
+			if (a->argvlen[i] != b->argvlen[i] ||
+			    memcmp(a->argv[i], b->argv[i], a->argvlen[i]) != 0)
+				return 0;
+	}
+	return 1;
 }
 
 const char *mfmt_req(const struct mreq *r, int use_eval, size_t *len)

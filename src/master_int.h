@@ -188,6 +188,10 @@ int mhs_layout_judge(const redisReply *r, char *shown, size_t len);
  * keys one after another, then their arguments), EVAL with the body when
  * use_eval; valid until the next call. */
 const char *mfmt_req(const struct mreq *r, int use_eval, size_t *len);
+/* 1 when calls a and b of one batchable script have the same shared keys
+ * and arguments (scripts.h, struct script_shared), so that one batch can
+ * carry both. */
+int mfmt_same_shared(const struct mreq *a, const struct mreq *b);
 void mfmt_free(void);
 /* A deep copy of a reply (freeReplyObject frees it), or NULL. */
 redisReply *mfmt_dup(const redisReply *r);

@@ -44,6 +44,7 @@ char rl_fence_idle[24]; /* locks.fence_idle_ms, as the scripts take it */
 static int64_t timeout_us;       /* a call's verdict never waits longer than this */
 char rl_instance[TOKEN_LEN + 1]; /* this lockd process: tokens, waiting flag */
 char rl_reserve_ms[24];
+static char prefix_len_s[12]; /* rl_prefix_len in decimal (RA_PREFIX_LEN) */
 int rl_adopts;
 
 int rl_adopting(void)
@@ -87,6 +88,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	         (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
 	snprintf(rl_prefix, sizeof(rl_prefix), "%s", p);
 	rl_prefix_len = strlen(rl_prefix);
+	snprintf(prefix_len_s, sizeof(prefix_len_s), "%zu", rl_prefix_len);
 	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
 	snprintf(rl_elected, sizeof(rl_elected), "%s elected", p);
 	snprintf(rl_gen_key, sizeof(rl_gen_key), "%s gen %s", p, rl_instance);
@@ -630,26 +632,25 @@ const char *rl_kind_arg(enum rl_hold hold, uint32_t permit)
 	return hold == RH_SHARED ? "s" : permit == 0 ? "x" : "p";
 }
 
-/* Lay out in c->buf the keys of a call about one hold: its lock at
- * argv[at], then "prefix key SUFFIX" for each suffix at the positions
- * after it. Returns the bytes used. */
-static size_t put_keys(struct rl_call *c, int at, const char *key, size_t klen,
-                       const char *const *sfx, int nsfx)
+/* Lay out in c->buf the key of a call about one hold, "prefix key", at
+ * argv[at] (the scripts name its lock, counter and flags after it), and
+ * the permit (AA_PERMIT, RA_PERMIT: "" or its number) at argv[pat].
+ * Returns the bytes used. */
+static size_t put_key(struct rl_call *c, int at, int pat, const char *key, size_t klen)
 {
-	char lsfx[SFX_MAX];
-	size_t used = 0;
-	for (int i = -1; i < nsfx; i++) {
-		const char *s =
-		    i < 0 ? rl_lock_sfx(lsfx, sizeof(lsfx), c->hold, c->permit) : sfx[i];
-		size_t n = rl_key_at(c->buf + used, key, klen, s);
-		c->fargv[at + 1 + i] = c->buf + used;
-		c->fargvlen[at + 1 + i] = n;
-		used += n + 1;
-	}
+	size_t used = rl_key_at(c->buf, key, klen, "");
+	c->fargv[at] = c->buf;
+	c->fargvlen[at] = used++;
 	c->keyp = c->buf + rl_prefix_len;
 	c->klen = klen;
-	return used;
+	char *p = c->buf + used;
+	int n = c->hold == RH_SHARED || c->permit == 0 ? 0 : sprintf(p, "%u", c->permit);
+	p[n] = '\0';
+	c->fargv[pat] = p;
+	c->fargvlen[pat] = (size_t)n;
+	return used + (size_t)n + 1;
 }
+#define PERMIT_MAX 11 /* a uint32_t in decimal, and its NUL */
 
 /* Put a string argument at position at. */
 static void put_arg(struct rl_call *c, int at, const char *v)
@@ -657,17 +658,6 @@ static void put_arg(struct rl_call *c, int at, const char *v)
 	c->fargv[at] = v;
 	c->fargvlen[at] = strlen(v);
 }
-
-/* Keys beside a lock: they contain a space, which no lock key can. */
-static const char *const sfx_acquire[] = {" fence", " waiting", " reserved", " shared",
-                                          " xwaiting"};
-static const char *const sfx_release[] = {" waiting", " reserved", " shared"};
-/* Each key after the lock has its suffix, and numkeys says how many. */
-#define NSFX(a) ((int)(sizeof(a) / sizeof((a)[0])))
-_Static_assert(NSFX(sfx_acquire) == AA_SESSION - AA_LOCK - 1 && AA_TOKEN - AA_LOCK == 8,
-               "enum acq_arg: 8 keys, the lock, sfx_acquire, the session record, the epoch");
-_Static_assert(NSFX(sfx_release) == RA_SESSION - RA_LOCK - 1 && RA_TOKEN - RA_LOCK == 5,
-               "enum rel_arg: 5 keys, the lock, sfx_release and the session record");
 
 /* The session record of a hold (KEYS at key_at, ARGV at arg_at) laid out
  * at p: the record's key and the hold's field (acquire: after its TTL
@@ -699,13 +689,17 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
                            const char *old_token, enum rl_wait will_wait, const struct rl_rec *rec,
                            rl_done_fn *done, rl_done_fn *release_done, void *owner)
 {
-	struct rl_call *c = rl_call_new(RK_ACQUIRE, 6 * (rl_prefix_len + klen + SFX_MAX) +
-	                                                2 * (TOKEN_LEN + 1) + REC_MAX(klen));
+	struct rl_call *c =
+	    rl_call_new(RK_ACQUIRE, 2 * (rl_prefix_len + klen + SFX_MAX) + PERMIT_MAX +
+	                                2 * (TOKEN_LEN + 1) + REC_MAX(klen));
 	if (!c)
 		return NULL;
 	c->hold = hold;
 	c->permit = permit;
-	size_t used = put_keys(c, AA_LOCK, key, klen, sfx_acquire, NSFX(sfx_acquire));
+	size_t used = put_key(c, AA_KEY, AA_PERMIT, key, klen);
+	char *fence = c->buf + used; /* for the write-back only: ACQUIRE names it itself */
+	size_t flen = rl_key_at(fence, key, klen, " fence");
+	used += flen + 1;
 	char *tok = c->buf + used, *old = tok + TOKEN_LEN + 1;
 	memcpy(tok, token, TOKEN_LEN + 1);
 	if (old_token)
@@ -725,7 +719,7 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->owner = owner;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)lease_ms);
 	c->argc = AA_ARGC;
-	put_arg(c, AA_NKEYS, "8");
+	put_arg(c, AA_NKEYS, "3"); /* the shared AA_GEN and the call's own 2 */
 	put_arg(c, AA_TOKEN, tok);
 	put_arg(c, AA_LEASE, c->leasebuf);
 	put_arg(c, AA_OLD, old);
@@ -740,8 +734,8 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	/* the write-back, if the granting masters' fences disagree */
 	c->u.acq.wargv[WA_NKEYS] = "2";
 	c->u.acq.wargvlen[WA_NKEYS] = 1;
-	c->u.acq.wargv[WA_FENCE] = c->fargv[AA_FENCE];
-	c->u.acq.wargvlen[WA_FENCE] = c->fargvlen[AA_FENCE];
+	c->u.acq.wargv[WA_FENCE] = fence;
+	c->u.acq.wargvlen[WA_FENCE] = flen;
 	c->u.acq.wargv[WA_SESSION] = c->fargv[AA_SESSION];
 	c->u.acq.wargvlen[WA_SESSION] = c->fargvlen[AA_SESSION];
 	c->u.acq.wargv[WA_FIELD] = c->fargvlen[AA_RECORD] ? c->fargv[AA_RECORD] + 1 : "";
@@ -774,27 +768,25 @@ struct rl_call *rl_release(const char *key, size_t klen, enum rl_hold hold, uint
                            const char *token, const struct rl_rec *rec, int64_t wait_flag_ms,
                            rl_done_fn *done, void *owner)
 {
-	struct rl_call *c = rl_call_new(RK_RELEASE, 4 * (rl_prefix_len + klen + SFX_MAX) +
-	                                                TOKEN_LEN + klen + 2 + REC_MAX(klen));
+	struct rl_call *c = rl_call_new(RK_RELEASE, rl_prefix_len + klen + 1 + PERMIT_MAX +
+	                                                TOKEN_LEN + 1 + REC_MAX(klen));
 	if (!c)
 		return NULL;
 	c->hold = hold;
 	c->permit = permit;
-	size_t used = put_keys(c, RA_LOCK, key, klen, sfx_release, NSFX(sfx_release));
-	char *tok = c->buf + used, *k = tok + TOKEN_LEN + 1;
+	size_t used = put_key(c, RA_KEY, RA_PERMIT, key, klen);
+	char *tok = c->buf + used;
 	memcpy(tok, token, TOKEN_LEN + 1);
-	memcpy(k, key, klen);
-	k[klen] = '\0';
-	put_rec(c, k + klen + 1, RA_SESSION, RA_RECORD, rec, 0);
+	put_rec(c, tok + TOKEN_LEN + 1, RA_SESSION, RA_RECORD, rec, 0);
 	c->rel_done = done;
 	c->owner = owner;
 	c->done_fired = 1;
 	snprintf(c->leasebuf, sizeof(c->leasebuf), "%lld", (long long)wait_flag_ms);
 	c->argc = RA_ARGC;
-	put_arg(c, RA_NKEYS, "5");
+	put_arg(c, RA_NKEYS, "2");
 	put_arg(c, RA_TOKEN, tok);
 	put_arg(c, RA_CHANNEL, rl_channel);
-	put_arg(c, RA_KEY, k);
+	put_arg(c, RA_PREFIX_LEN, prefix_len_s);
 	put_arg(c, RA_FLAG_MS, c->leasebuf);
 	put_arg(c, RA_INSTANCE, rl_instance);
 	put_arg(c, RA_RESERVE_MS, rl_reserve_ms);

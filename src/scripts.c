@@ -94,12 +94,16 @@
 	"local function delayed(v, pttl) local d = dl(v); return d > 0 and pttl <= d end\n"
 
 /* Positions: enum acq_arg (scripts.h).
- * KEYS: lock (the key's or a permit's), fence counter, waiting flag,
- * reservation, shared set, exclusive-waiting flag, session record, epoch.
- * ARGV: token, lease ms, old token or "", "1" if the caller waits ("2":
- * and it raised the exclusive-waiting flag before), instance, fence idle
- * ms, kind, record field, epoch. ours(v): a token of ours that this
- * request may take for stale (see the head comment). Returns
+ * KEYS: shared, the epoch; the call's own, the key (K, "P K": the lock of
+ * kinds "x" and "s", and what the others are named after: the permit's
+ * lock "K permit I", the fence counter "K fence", the waiting flag "K
+ * waiting", the reservation "K reserved", the shared set "K shared", the
+ * exclusive-waiting flag "K xwaiting"), the session record. ARGV:
+ * shared, instance, fence idle ms, epoch; the call's own, token, lease
+ * ms, old token or "", "1" if the caller waits ("2": and it raised the
+ * exclusive-waiting flag before), kind, permit, record field, delay.
+ * ours(v): a token of ours that this request may take for stale (see the
+ * head comment; the epoch is the call's, so it is read once). Returns
  * {fence, 0, waiting} when granted (waiting: 1 if a waiter on another
  * lockd raised the flag), {0, pttl} when another holder has it or a
  * release reserved it for a waiter on another lockd ({0, pttl, 0, 1} when
@@ -128,59 +132,61 @@
  * that, or not at all while they last: the same argument holds for a
  * counter of any age (test_upgrade.c, upgrade_fence_counter_restarts). */
 #define ACQUIRE_FNS                                                                                \
-	"local eg_key, eg_epoch, eg_cur\n"                                                         \
-	"local function ours(v, inst, kb, ab)\n"                                                   \
+	"local eg_cur\n"                                                                           \
+	"local function ours(v, inst)\n"                                                           \
 	"  if string.sub(v, 1, 16) ~= inst then return false end\n"                                \
-	"  if KEYS[kb + 8] ~= eg_key or ARGV[ab + 9] ~= eg_epoch then\n"                           \
-	"    local g = redis.call('GET', KEYS[kb + 8])\n"                                          \
-	"    eg_key, eg_epoch = KEYS[kb + 8], ARGV[ab + 9]\n"                                      \
-	"    eg_cur = g ~= false and tonumber(eg_epoch) >= tonumber(g)\n"                          \
+	"  if eg_cur == nil then\n"                                                                \
+	"    local g = redis.call('GET', KEYS[1])\n"                                               \
+	"    eg_cur = g ~= false and tonumber(ARGV[3]) >= tonumber(g)\n"                           \
 	"  end\n"                                                                                  \
 	"  return eg_cur\n"                                                                        \
 	"end\n"                                                                                    \
-	"local function busy(kb, ab, inst, ttl, d)\n"                                              \
-	"  if ARGV[ab + 3] ~= '' and tk(redis.call('GET', KEYS[kb + 1])) == ARGV[ab + 3] then\n"   \
-	"    redis.call('DEL', KEYS[kb + 1])\n"                                                    \
+	"local function busy(lk, wk, ab, inst, ttl, d)\n"                                          \
+	"  if ARGV[ab + 3] ~= '' and tk(redis.call('GET', lk)) == ARGV[ab + 3] then\n"             \
+	"    redis.call('DEL', lk)\n"                                                              \
 	"  end\n"                                                                                  \
 	"  if ARGV[ab + 4] ~= '0' then\n"                                                          \
-	"    redis.call('SET', KEYS[kb + 3], inst, 'PX', math.max(ttl, 0) + 1000)\n"               \
+	"    redis.call('SET', wk, inst, 'PX', math.max(ttl, 0) + 1000)\n"                         \
 	"  end\n"                                                                                  \
 	"  if d then return {0, ttl, 0, 0, 1} end\n"                                               \
 	"  return {0, ttl}\n"                                                                      \
 	"end\n"
 #define ACQUIRE_LUA                                                                                \
-	"local inst, kind = ARGV[ab + 5], ARGV[ab + 7]\n"                                          \
-	"local rk, rf = KEYS[kb + 7], ARGV[ab + 8]\n"                                              \
+	"local inst, kind, K = ARGV[1], ARGV[ab + 5], KEYS[kb + 1]\n"                              \
+	"local lk = kind == 'p' and K .. ' permit ' .. ARGV[ab + 6] or K\n"                        \
+	"local rk, rf = KEYS[kb + 2], ARGV[ab + 7]\n"                                              \
 	"if rf ~= '' and redis.call('HGET', rk, 'o') ~= inst then return {0, -3} end\n"            \
-	"local g = redis.call('MGET', KEYS[kb + 4], KEYS[kb + 1], KEYS[kb + 3])\n"                 \
+	"local resk, wk = K .. ' reserved', K .. ' waiting'\n"                                     \
+	"local g = redis.call('MGET', resk, lk, wk)\n"                                             \
 	"local res, v, w = g[1], g[2], g[3]\n"                                                     \
-	"if res and res ~= inst then return busy(kb, ab, inst, redis.call('PTTL', KEYS[kb + 4])) " \
+	"if res and res ~= inst then return busy(lk, wk, ab, inst, redis.call('PTTL', resk)) "     \
 	"end\n"                                                                                    \
-	"if v and tk(v) ~= ARGV[ab + 3] and (dl(v) > 0 or not ours(v, inst, kb, ab)) then\n"       \
-	"  local t = redis.call('PTTL', KEYS[kb + 1])\n"                                           \
-	"  return busy(kb, ab, inst, t, delayed(v, t))\n"                                          \
+	"if v and tk(v) ~= ARGV[ab + 3] and (dl(v) > 0 or not ours(v, inst)) then\n"               \
+	"  local t = redis.call('PTTL', lk)\n"                                                     \
+	"  return busy(lk, wk, ab, inst, t, delayed(v, t))\n"                                      \
 	"end\n"                                                                                    \
+	"local xk = K .. ' xwaiting'\n"                                                            \
 	"if kind == 's' then\n"                                                                    \
-	"  local x = redis.call('GET', KEYS[kb + 6])\n"                                            \
-	"  if x and x ~= inst then return busy(kb, ab, inst, redis.call('PTTL', KEYS[kb + 6])) "   \
-	"end\n"                                                                                    \
-	"  if v then redis.call('DEL', KEYS[kb + 1]) end\n"                                        \
-	"  local now = clock()\n"                                                                  \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                            \
-	"  redis.call('ZADD', KEYS[kb + 5], string.format('%.0f', now + tonumber(ARGV[ab + 2])), " \
+	"  local x = redis.call('GET', xk)\n"                                                      \
+	"  if x and x ~= inst then return busy(lk, wk, ab, inst, redis.call('PTTL', xk)) end\n"    \
+	"  if v then redis.call('DEL', lk) end\n"                                                  \
+	"  local sk, now = K .. ' shared', clock()\n"                                              \
+	"  redis.call('ZREMRANGEBYSCORE', sk, '-inf', now)\n"                                      \
+	"  redis.call('ZADD', sk, string.format('%.0f', now + tonumber(ARGV[ab + 2])), "           \
 	"ARGV[ab + 1])\n"                                                                          \
-	"  if redis.call('PTTL', KEYS[kb + 5]) < tonumber(ARGV[ab + 2]) then\n"                    \
-	"    redis.call('PEXPIRE', KEYS[kb + 5], ARGV[ab + 2])\n"                                  \
+	"  if redis.call('PTTL', sk) < tonumber(ARGV[ab + 2]) then\n"                              \
+	"    redis.call('PEXPIRE', sk, ARGV[ab + 2])\n"                                            \
 	"  end\n"                                                                                  \
 	"else\n"                                                                                   \
-	"  if kind == 'x' and redis.call('EXISTS', KEYS[kb + 5]) == 1 then\n"                      \
+	"  local sk = K .. ' shared'\n"                                                            \
+	"  if kind == 'x' and redis.call('EXISTS', sk) == 1 then\n"                                \
 	"    local now = clock()\n"                                                                \
-	"    redis.call('ZREMRANGEBYSCORE', KEYS[kb + 5], '-inf', now)\n"                          \
-	"    local m = redis.call('ZRANGE', KEYS[kb + 5], 0, -1, 'WITHSCORES')\n"                  \
+	"    redis.call('ZREMRANGEBYSCORE', sk, '-inf', now)\n"                                    \
+	"    local m = redis.call('ZRANGE', sk, 0, -1, 'WITHSCORES')\n"                            \
 	"    local far = -1\n"                                                                     \
 	"    for i = 1, #m, 2 do\n"                                                                \
-	"      if ours(m[i], inst, kb, ab) then\n"                                                 \
-	"        redis.call('ZREM', KEYS[kb + 5], m[i])\n"                                         \
+	"      if ours(m[i], inst) then\n"                                                         \
+	"        redis.call('ZREM', sk, m[i])\n"                                                   \
 	"      elseif tonumber(m[i + 1]) > far then\n"                                             \
 	"        far = tonumber(m[i + 1])\n"                                                       \
 	"      end\n"                                                                              \
@@ -188,27 +194,28 @@
 	"    if far >= 0 then\n"                                                                   \
 	"      local ttl = far - now\n"                                                            \
 	"      if ARGV[ab + 4] ~= '0' then\n"                                                      \
-	"        redis.call('SET', KEYS[kb + 6], inst, 'PX', 1500)\n"                              \
-	"        busy(kb, ab, inst, ttl)\n"                                                        \
+	"        redis.call('SET', xk, inst, 'PX', 1500)\n"                                        \
+	"        busy(lk, wk, ab, inst, ttl)\n"                                                    \
 	"        return {0, math.min(ttl, 500), 0, 1}\n"                                           \
 	"      end\n"                                                                              \
-	"      return busy(kb, ab, inst, ttl)\n"                                                   \
+	"      return busy(lk, wk, ab, inst, ttl)\n"                                               \
 	"    end\n"                                                                                \
 	"  end\n"                                                                                  \
-	"  local d = tonumber(ARGV[ab + 10])\n"                                                    \
-	"  redis.call('SET', KEYS[kb + 1], d > 0 and ARGV[ab + 1] .. ' ' .. d or ARGV[ab + 1], "   \
+	"  local d = tonumber(ARGV[ab + 8])\n"                                                     \
+	"  redis.call('SET', lk, d > 0 and ARGV[ab + 1] .. ' ' .. d or ARGV[ab + 1], "             \
 	"'PX', tonumber(ARGV[ab + 2]) + d)\n"                                                      \
-	"  if ARGV[ab + 4] == '2' and redis.call('GET', KEYS[kb + 6]) == inst then\n"              \
-	"    redis.call('DEL', KEYS[kb + 6])\n"                                                    \
+	"  if ARGV[ab + 4] == '2' and redis.call('GET', xk) == inst then\n"                        \
+	"    redis.call('DEL', xk)\n"                                                              \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
-	"if res then redis.call('DEL', KEYS[kb + 4]) end\n"                                        \
-	"local f = redis.call('INCR', KEYS[kb + 2])\n"                                             \
+	"if res then redis.call('DEL', resk) end\n"                                                \
+	"local fk = K .. ' fence'\n"                                                               \
+	"local f = redis.call('INCR', fk)\n"                                                       \
 	"if f == 1 then\n"                                                                         \
 	"  local t = redis.call('TIME')\n"                                                         \
 	"  f = tonumber(t[1]) * 1000000 + math.floor(tonumber(t[2]) / " FENCE_START_US             \
 	") * " FENCE_START_US " + 1\n"                                                             \
-	"  redis.call('SET', KEYS[kb + 2], string.format('%.0f', f), 'PX', ARGV[ab + 6])\n"        \
+	"  redis.call('SET', fk, string.format('%.0f', f), 'PX', ARGV[2])\n"                       \
 	"end\n"                                                                                    \
 	"if rf ~= '' then\n"                                                                       \
 	"  redis.call('HSET', rk, string.sub(rf, 2), ARGV[ab + 1] .. ' ' .. "                      \
@@ -217,13 +224,12 @@
 	"return {f, 0, (w and w ~= inst) and 1 or 0}\n"
 
 /* Positions: enum rel_arg (scripts.h).
- * KEYS: lock (the key's or a permit's), waiting flag, reservation, shared
- * set. ARGV: token, channel, key, flag ms, instance, reserve ms, kind.
- * Returns 1 if it let go. A release of the key (of a permit, or of the
- * last shared holder) that a waiter on another lockd asked for is
- * announced and reserved for that lockd for reserve ms (else the
- * releasing lockd, closer to its clients, would win it back every time);
- * flag ms > 0 raises the flag for our own waiters. Redis commands of a
+ * KEYS: the key (K, as for ACQUIRE), the session record. ARGV: shared,
+ * instance, channel, reserve ms, the key prefix's length; the call's own,
+ * token, flag ms, kind, permit, record field. Returns 1 if it let go. A release of the key (of a
+ * permit, or of the last shared holder) that a waiter on another lockd asked for is announced and
+ * reserved for that lockd for reserve ms (else the releasing lockd, closer to its clients, would
+ * win it back every time); flag ms > 0 raises the flag for our own waiters. Redis commands of a
  * plain release nobody waits for: MGET (lock, waiting flag), DEL.
  * A resumable session's hold leaves its record (HDEL of its field) with
  * the release that let it go: a compare-and-delete that found our token
@@ -234,36 +240,38 @@
  * lapsed hold), as before. (doc/design.md, "Resume and adoption".) */
 #define RELEASE_FNS                                                                                \
 	"local function unrecord(kb, ab, ok)\n"                                                    \
-	"  local rf = ARGV[ab + 8]\n"                                                              \
-	"  if rf ~= '' and (ok or redis.call('HGET', KEYS[kb + 5], 'o') == ARGV[ab + 5]) then\n"   \
-	"    redis.call('HDEL', KEYS[kb + 5], rf)\n"                                               \
+	"  local rf = ARGV[ab + 5]\n"                                                              \
+	"  if rf ~= '' and (ok or redis.call('HGET', KEYS[kb + 2], 'o') == ARGV[1]) then\n"        \
+	"    redis.call('HDEL', KEYS[kb + 2], rf)\n"                                               \
 	"  end\n"                                                                                  \
 	"end\n"
 #define RELEASE_LUA                                                                                \
-	"local w\n"                                                                                \
-	"if ARGV[ab + 7] == 's' then\n"                                                            \
-	"  if redis.call('ZREM', KEYS[kb + 4], ARGV[ab + 1]) == 0 then unrecord(kb, ab); return "  \
-	"0 end\n"                                                                                  \
+	"local K = KEYS[kb + 1]\n"                                                                 \
+	"local wk, w = K .. ' waiting'\n"                                                          \
+	"if ARGV[ab + 3] == 's' then\n"                                                            \
+	"  local sk = K .. ' shared'\n"                                                            \
+	"  if redis.call('ZREM', sk, ARGV[ab + 1]) == 0 then unrecord(kb, ab); return 0 end\n"     \
 	"  unrecord(kb, ab, true)\n"                                                               \
-	"  redis.call('ZREMRANGEBYSCORE', KEYS[kb + 4], '-inf', clock())\n"                        \
-	"  if redis.call('EXISTS', KEYS[kb + 4]) == 1 then return 1 end\n"                         \
-	"  w = redis.call('GET', KEYS[kb + 2])\n"                                                  \
+	"  redis.call('ZREMRANGEBYSCORE', sk, '-inf', clock())\n"                                  \
+	"  if redis.call('EXISTS', sk) == 1 then return 1 end\n"                                   \
+	"  w = redis.call('GET', wk)\n"                                                            \
 	"else\n"                                                                                   \
-	"  local g = redis.call('MGET', KEYS[kb + 1], KEYS[kb + 2])\n"                             \
+	"  local lk = ARGV[ab + 3] == 'p' and K .. ' permit ' .. ARGV[ab + 4] or K\n"              \
+	"  local g = redis.call('MGET', lk, wk)\n"                                                 \
 	"  if tk(g[1]) ~= ARGV[ab + 1] then unrecord(kb, ab); return 0 end\n"                      \
-	"  redis.call('DEL', KEYS[kb + 1])\n"                                                      \
+	"  redis.call('DEL', lk)\n"                                                                \
 	"  unrecord(kb, ab, true)\n"                                                               \
 	"  w = g[2]\n"                                                                             \
 	"end\n"                                                                                    \
 	"if w then\n"                                                                              \
-	"  redis.call('DEL', KEYS[kb + 2])\n"                                                      \
-	"  redis.call('PUBLISH', ARGV[ab + 2], ARGV[ab + 3])\n"                                    \
-	"  if w ~= ARGV[ab + 5] then\n"                                                            \
-	"    redis.call('SET', KEYS[kb + 3], w, 'PX', ARGV[ab + 6])\n"                             \
+	"  redis.call('DEL', wk)\n"                                                                \
+	"  redis.call('PUBLISH', ARGV[2], string.sub(K, tonumber(ARGV[4]) + 1))\n"                 \
+	"  if w ~= ARGV[1] then\n"                                                                 \
+	"    redis.call('SET', K .. ' reserved', w, 'PX', ARGV[3])\n"                              \
 	"  end\n"                                                                                  \
 	"end\n"                                                                                    \
-	"if tonumber(ARGV[ab + 4]) > 0 then\n"                                                     \
-	"  redis.call('SET', KEYS[kb + 2], ARGV[ab + 5], 'PX', ARGV[ab + 4])\n"                    \
+	"if tonumber(ARGV[ab + 2]) > 0 then\n"                                                     \
+	"  redis.call('SET', wk, ARGV[1], 'PX', ARGV[ab + 2])\n"                                   \
 	"end\n"                                                                                    \
 	"return 1\n"
 
@@ -279,25 +287,32 @@
 	"redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"                                                \
 	"return tonumber(c)\n"
 
-/* A one-item script body is a function of where its keys and arguments
- * start (KEYS[kb + 1], ARGV[ab + 1]): the one-item script runs it at 0,
- * the batch form (master.c joins the calls of a loop turn into one) at
- * each run of nk keys and na arguments in turn and returns the replies,
- * in order. No table is built per call. */
-#define ONE_OF(fns, body) LUA_NOW fns "local function one(kb, ab)\n" body "end\nreturn one(0, 0)\n"
-#define BATCH_OF(fns, body, nk, na)                                                                \
-	LUA_NOW fns "local function one(kb, ab)\n" body "end\n"                                    \
-	            "local nk, na = " #nk ", " #na "\n"                                            \
-	            "local r = {}\n"                                                               \
-	            "for i = 0, #KEYS / nk - 1 do r[i + 1] = one(i * nk, i * na) end\n"            \
-	            "return r\n"
+/* A one-item script body is a function of where its own keys and
+ * arguments start (KEYS[kb + 1], ARGV[ab + 1]), after the sk keys and sa
+ * arguments shared by every call (scripts.h, struct script_shared): the
+ * one-item script runs it at sk, sa, the batch form (master.c joins the
+ * calls of a loop turn into one) at each run of nk keys and na arguments
+ * after those in turn and returns the replies, in order. No table is
+ * built per call. */
+#define ONE_OF(fns, body, sk, sa)                                                                  \
+	LUA_NOW fns "local function one(kb, ab)\n" body "end\nreturn one(" #sk ", " #sa ")\n"
+#define BATCH_OF(fns, body, sk, sa, nk, na)                                                        \
+	LUA_NOW fns                                                                                \
+	    "local function one(kb, ab)\n" body "end\n"                                            \
+	    "local sk, sa, nk, na = " #sk ", " #sa ", " #nk ", " #na "\n"                          \
+	    "local r = {}\n"                                                                       \
+	    "for i = 0, (#KEYS - sk) / nk - 1 do r[i + 1] = one(sk + i * nk, sa + i * na) "        \
+	    "end\n"                                                                                \
+	    "return r\n"
 
-/* The strides of the batch forms are the one-item scripts' argument
- * counts (enum acq_arg, enum rel_arg). */
-_Static_assert(AA_TOKEN - AA_LOCK == 8 && AA_ARGC - AA_TOKEN == 10,
-               "BATCH_OF(ACQUIRE_FNS, ACQUIRE_LUA, 8, 10)");
-_Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8,
-               "BATCH_OF(RELEASE_FNS, RELEASE_LUA, 5, 8)");
+/* The shared counts and strides of the batch forms are the one-item
+ * scripts' (enum acq_arg, enum rel_arg). */
+_Static_assert(AA_SHARED_KEYS == 1 && AA_SHARED_ARGS == 3 && AA_INSTANCE - AA_NKEYS - 1 == 3 &&
+                   AA_TOKEN - AA_INSTANCE == 3 && AA_ARGC - AA_TOKEN == 8,
+               "ACQUIRE: 1 shared key, 2 own, 3 shared arguments, 8 own");
+_Static_assert(RA_SHARED_KEYS == 0 && RA_SHARED_ARGS == 4 && RA_INSTANCE - RA_NKEYS - 1 == 2 &&
+                   RA_TOKEN - RA_INSTANCE == 4 && RA_ARGC - RA_TOKEN == 5,
+               "RELEASE: 2 own keys, 4 shared arguments, 5 own");
 
 /* One hold of a session's record taken over by this instance (SESS_ADOPT
  * and SESS_ADOPT_MORE; ARGV[2] instance, ARGV[3] lease ms, ARGV[4] the key
@@ -353,10 +368,10 @@ _Static_assert(RA_TOKEN - RA_LOCK == 5 && RA_ARGC - RA_TOKEN == 8,
 	        "end\n"
 
 static const char *const bodies[SCR_COUNT] = {
-    [SCR_ACQUIRE] = ONE_OF(ACQUIRE_FNS, ACQUIRE_LUA),
-    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_FNS, ACQUIRE_LUA, 8, 10),
-    [SCR_RELEASE] = ONE_OF(RELEASE_FNS, RELEASE_LUA),
-    [SCR_RELEASE_N] = BATCH_OF(RELEASE_FNS, RELEASE_LUA, 5, 8),
+    [SCR_ACQUIRE] = ONE_OF(ACQUIRE_FNS, ACQUIRE_LUA, 1, 3),
+    [SCR_ACQUIRE_N] = BATCH_OF(ACQUIRE_FNS, ACQUIRE_LUA, 1, 3, 2, 8),
+    [SCR_RELEASE] = ONE_OF(RELEASE_FNS, RELEASE_LUA, 0, 4),
+    [SCR_RELEASE_N] = BATCH_OF(RELEASE_FNS, RELEASE_LUA, 0, 4, 2, 5),
     /* Counts: RNA_* (scripts.h).
      * KEYS: n locks (the key's or a permit's), then their n shared sets,
      * then their n session records ("" for a version-1 session's hold),
@@ -786,6 +801,20 @@ const char *script_body(enum script_id id)
 int script_batch_of(enum script_id id)
 {
 	return id == SCR_ACQUIRE ? SCR_ACQUIRE_N : id == SCR_RELEASE ? SCR_RELEASE_N : -1;
+}
+
+struct script_shared script_shared_of(enum script_id id)
+{
+	switch (id) {
+	case SCR_ACQUIRE:
+	case SCR_ACQUIRE_N:
+		return (struct script_shared){AA_SHARED_KEYS, AA_SHARED_ARGS};
+	case SCR_RELEASE:
+	case SCR_RELEASE_N:
+		return (struct script_shared){RA_SHARED_KEYS, RA_SHARED_ARGS};
+	default:
+		return (struct script_shared){0, 0};
+	}
 }
 
 const char *script_sha(enum script_id id)

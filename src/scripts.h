@@ -39,48 +39,61 @@ enum script_arg {
 	SA_KEYS,  /* KEYS[1] */
 };
 
+/* The batchable scripts (SCR_ACQUIRE, SCR_RELEASE) take a few keys and
+ * arguments that are the same for every call this lockd makes on one
+ * connection, the shared ones, first: ahead of its own keys, and ahead of
+ * its own arguments. Their batch forms (SCR_ACQUIRE_N, SCR_RELEASE_N)
+ * take the shared ones once, then each call's own in turn (master.c joins
+ * only calls whose shared ones are equal): every string a master parses
+ * costs it CPU, and most of a call's were the same in every call. The
+ * keys beside a lock ("P K fence", "P K waiting", ...) are named by the
+ * scripts from the key's own ("P K"), for the same reason. */
+struct script_shared {
+	int keys; /* shared keys: KEYS[1 .. keys] */
+	int args; /* shared arguments: ARGV[1 .. args] */
+};
+
 /* SCR_ACQUIRE (ACQUIRE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
 enum acq_arg {
-	AA_NKEYS = SA_NKEYS, /* "8" */
-	AA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
-	AA_FENCE,            /* KEYS[2] the fence counter */
-	AA_WAITING,          /* KEYS[3] the waiting flag */
-	AA_RESERVED,         /* KEYS[4] the reservation */
-	AA_SHARED,           /* KEYS[5] the shared set */
-	AA_XWAIT,            /* KEYS[6] the exclusive-waiting flag */
-	AA_SESSION,          /* KEYS[7] the session's record (1.2), or "" */
-	AA_GEN,              /* KEYS[8] this lockd's connection epoch on the master (SCR_GEN) */
-	AA_TOKEN,            /* ARGV[1] the token */
-	AA_LEASE,            /* ARGV[2] lease ms */
-	AA_OLD,              /* ARGV[3] the old token (a handoff), or "" */
-	AA_WAIT,             /* ARGV[4] "0", "1" the caller waits, "2" and raised the flag */
-	AA_INSTANCE,         /* ARGV[5] this lockd's instance */
-	AA_IDLE,             /* ARGV[6] fence idle ms */
-	AA_KIND,             /* ARGV[7] "x", "p" or "s" */
-	AA_RECORD,           /* ARGV[8] "" or the TTL flag and the hold's record field ("0x0 k") */
-	AA_EPOCH,            /* ARGV[9] lockd's epoch when the call was written (master_epoch) */
-	AA_DELAY,            /* ARGV[10] the hold's lock-delay ms (1.4), "0" for none */
+	AA_NKEYS = SA_NKEYS, /* "3" */
+	AA_GEN,              /* KEYS[1] shared: this lockd's connection epoch (SCR_GEN) */
+	AA_KEY,              /* KEYS[2] the key's own name "P K": the scripts name the rest */
+	AA_SESSION,          /* KEYS[3] the session's record (1.2), or "" */
+	AA_INSTANCE,         /* ARGV[1] shared: this lockd's instance */
+	AA_IDLE,             /* ARGV[2] shared: fence idle ms */
+	AA_EPOCH,            /* ARGV[3] shared: lockd's epoch when written (master_epoch) */
+	AA_TOKEN,            /* ARGV[4] the token */
+	AA_LEASE,            /* ARGV[5] lease ms */
+	AA_OLD,              /* ARGV[6] the old token (a handoff), or "" */
+	AA_WAIT,             /* ARGV[7] "0", "1" the caller waits, "2" and raised the flag */
+	AA_KIND,             /* ARGV[8] "x", "p" or "s" */
+	AA_PERMIT, /* ARGV[9] kind "p": the permit I >= 1 (its lock "P K permit I"); else "" */
+	AA_RECORD, /* ARGV[10] "" or the TTL flag and the hold's record field ("0x0 k") */
+	AA_DELAY,  /* ARGV[11] the hold's lock-delay ms (1.4), "0" for none */
 	AA_ARGC
 };
+#define AA_SHARED_KEYS 1 /* AA_GEN */
+#define AA_SHARED_ARGS 3 /* AA_INSTANCE .. AA_EPOCH */
 
 /* SCR_RELEASE (RELEASE_LUA reads KEYS[kb + i] and ARGV[ab + j]). */
 enum rel_arg {
-	RA_NKEYS = SA_NKEYS, /* "5" */
-	RA_LOCK,             /* KEYS[1] the lock: the key's, or a permit's */
-	RA_WAITING,          /* KEYS[2] the waiting flag */
-	RA_RESERVED,         /* KEYS[3] the reservation */
-	RA_SHARED,           /* KEYS[4] the shared set */
-	RA_SESSION,          /* KEYS[5] the session's record (1.2), or "" */
-	RA_TOKEN,            /* ARGV[1] the token */
-	RA_CHANNEL,          /* ARGV[2] the channel releases are announced on */
-	RA_KEY,              /* ARGV[3] the key, as announced */
-	RA_FLAG_MS,          /* ARGV[4] > 0: raise the waiting flag for this long */
-	RA_INSTANCE,         /* ARGV[5] this lockd's instance */
-	RA_RESERVE_MS,       /* ARGV[6] how long a release is reserved for a waiter elsewhere */
+	RA_NKEYS = SA_NKEYS, /* "2" */
+	RA_KEY,              /* KEYS[1] the key's own name "P K": the scripts name the rest */
+	RA_SESSION,          /* KEYS[2] the session's record (1.2), or "" */
+	RA_INSTANCE,         /* ARGV[1] shared: this lockd's instance */
+	RA_CHANNEL,          /* ARGV[2] shared: the channel releases are announced on */
+	RA_RESERVE_MS,       /* ARGV[3] shared: how long a release is kept for a waiter elsewhere */
+	RA_PREFIX_LEN,       /* ARGV[4] shared: the length of P, the key prefix (what is announced
+	                        is the key without it) */
+	RA_TOKEN,            /* ARGV[5] the token */
+	RA_FLAG_MS,          /* ARGV[6] > 0: raise the waiting flag for this long */
 	RA_KIND,             /* ARGV[7] "x", "p" or "s" */
-	RA_RECORD,           /* ARGV[8] "" or the hold's record field */
+	RA_PERMIT,           /* ARGV[8] kind "p": the permit I >= 1; else "" */
+	RA_RECORD,           /* ARGV[9] "" or the hold's record field */
 	RA_ARGC
 };
+#define RA_SHARED_KEYS 0
+#define RA_SHARED_ARGS 4 /* RA_INSTANCE .. RA_PREFIX_LEN */
 
 /* SCR_RAISE: the fence write-back of an acquire. */
 enum raise_arg {
@@ -221,9 +234,13 @@ enum batch_arg {
 #define SCRIPT_ARGC(n, nk, fixed, na) (SA_KEYS + (nk) * (n) + (fixed) + (na) * (n))
 
 /* The batch form of a script (SCR_ACQUIRE_N of SCR_ACQUIRE), or -1. Each
- * call's KEYS then follow one another, and then each call's ARGV; the
+ * call's KEYS then follow the shared ones (struct script_shared) once,
+ * one call's after another, and then each call's ARGV likewise; the
  * reply is the array of the calls' replies. */
 int script_batch_of(enum script_id id);
+/* The shared keys and arguments of a batchable script (both 0 for any
+ * other). */
+struct script_shared script_shared_of(enum script_id id);
 /* 1 when a script writes what must be on a master's replicas before it
  * counts (a grant, a renewal, a write-back, a session record, an election
  * value or epoch): redis.wait_replicas WAITs for it. 0 for read-only

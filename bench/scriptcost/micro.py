@@ -88,14 +88,17 @@ def tok(r, i):
 
 
 def lockd_batch(r, n, res):
-    ka, aa, kr, ar = [], [], [], []
+    # enum acq_arg, enum rel_arg: the shared keys and arguments once, then
+    # each item's own (as master.c joins a loop turn's calls)
+    ka, aa = [GEN], [INST, '604800000', EPOCH]
+    kr, ar = [], [INST, P + ' released', '2000', str(len(P))]
     for i in range(n):
         k = P + 'key-%d' % i
         rk = SESS if res else ''
-        ka += [k, k + ' fence', k + ' waiting', k + ' reserved', k + ' shared', k + ' xwaiting', rk, GEN]
-        aa += [tok(r, i), '3000', '', '0', INST, '604800000', 'x', ('x0 key-%d' % i) if res else '', EPOCH, '0']
-        kr += [k, k + ' waiting', k + ' reserved', k + ' shared', rk]
-        ar += [tok(r, i), P + ' released', 'key-%d' % i, '0', INST, '2000', 'x', ('x0 key-%d' % i) if res else '']
+        ka += [k, rk]
+        aa += [tok(r, i), '3000', '', '0', 'x', '', ('x0 key-%d' % i) if res else '', '0']
+        kr += [k, rk]
+        ar += [tok(r, i), '0', 'x', '', ('x0 key-%d' % i) if res else '']
     return ka, aa, kr, ar
 
 

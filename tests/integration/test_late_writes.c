@@ -277,21 +277,19 @@ static char *release_by_hand(struct rconn *r, const char *tok, const char *inst)
 {
 	const char *rel[] = {"EVAL",
 	                     script_body(SCR_RELEASE),
-	                     "5",
+	                     "2",
 	                     "lockd:k",
-	                     "lockd:k waiting",
-	                     "lockd:k reserved",
-	                     "lockd:k shared",
 	                     "lockd: session s1",
-	                     tok,
-	                     "lockd: released",
-	                     "k",
-	                     "0",
 	                     inst,
+	                     "lockd: released",
 	                     "2000",
+	                     "6",
+	                     tok,
+	                     "0",
 	                     "x",
+	                     "",
 	                     "x0 k"};
-	return rc_cmdv(r, 16, rel);
+	return rc_cmdv(r, 14, rel);
 }
 
 START_TEST(release_record_field)

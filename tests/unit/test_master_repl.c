@@ -78,24 +78,32 @@ START_TEST(reply_copy)
 }
 END_TEST
 
-/* Two calls of one script in one carrier: their keys, then their
- * arguments, after the key count. */
+/* Two calls of one script in one carrier: the shared keys once, each
+ * call's own keys, the shared arguments once, each call's own arguments
+ * (SCR_ACQUIRE: 1 shared key, 3 shared arguments). Calls join only when
+ * their shared ones are equal. */
 START_TEST(batch_format)
 {
-	static const char *a1[] = {"EVALSHA", "-", "1", "k1", "x1"};
-	static const char *a2[] = {"EVALSHA", "-", "1", "k2", "x2"};
-	static const size_t l1[] = {7, 1, 1, 2, 2}, l2[] = {7, 1, 1, 2, 2};
-	struct mreq i1 = {.script = SCR_ACQUIRE, .argc = 5, .argv = a1, .argvlen = l1, .nkeys = 1};
-	struct mreq i2 = {.script = SCR_ACQUIRE, .argc = 5, .argv = a2, .argvlen = l2, .nkeys = 1};
+	static const char *a1[] = {"EVALSHA", "-", "2", "g", "k1", "i", "d", "e", "x1"};
+	static const char *a2[] = {"EVALSHA", "-", "2", "g", "k2", "i", "d", "e", "x2"};
+	static const char *a3[] = {"EVALSHA", "-", "2", "g", "k3", "i", "d", "f", "x3"};
+	static const size_t l1[] = {7, 1, 1, 1, 2, 1, 1, 1, 2};
+	struct mreq i1 = {.script = SCR_ACQUIRE, .argc = 9, .argv = a1, .argvlen = l1, .nkeys = 2};
+	struct mreq i2 = {.script = SCR_ACQUIRE, .argc = 9, .argv = a2, .argvlen = l1, .nkeys = 2};
+	struct mreq i3 = {.script = SCR_ACQUIRE, .argc = 9, .argv = a3, .argvlen = l1, .nkeys = 2};
+	ck_assert_int_eq(mfmt_same_shared(&i1, &i2), 1);
+	ck_assert_int_eq(mfmt_same_shared(&i1, &i3), 0); /* another epoch: another batch */
 	i1.item_next = &i2;
 	struct mreq c = {.script = SCR_ACQUIRE_N, .items = &i1, .nitems = 2};
 	size_t len;
 	const char *p = mfmt_req(&c, 1, &len);
 	const char *body = script_body(SCR_ACQUIRE_N);
 	char head[64];
-	int hl = snprintf(head, sizeof(head), "*7\r\n$4\r\nEVAL\r\n$%zu\r\n", strlen(body));
+	int hl = snprintf(head, sizeof(head), "*11\r\n$4\r\nEVAL\r\n$%zu\r\n", strlen(body));
 	ck_assert_int_eq(memcmp(p, head, (size_t)hl), 0);
-	const char *tail = "\r\n$1\r\n2\r\n$2\r\nk1\r\n$2\r\nk2\r\n$2\r\nx1\r\n$2\r\nx2\r\n";
+	const char *tail =
+	    "\r\n$1\r\n3\r\n$1\r\ng\r\n$2\r\nk1\r\n$2\r\nk2\r\n$1\r\ni\r\n$1\r\nd\r\n$"
+	    "1\r\ne\r\n$2\r\nx1\r\n$2\r\nx2\r\n";
 	ck_assert_uint_eq(len, (size_t)hl + strlen(body) + strlen(tail));
 	ck_assert_int_eq(memcmp(p + hl + strlen(body), tail, strlen(tail)), 0);
 	/* a plain command */
