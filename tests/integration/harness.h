@@ -466,6 +466,7 @@ TCase *tc_who(void);              /* test_who.c */
 TCase *tc_lockall(void);          /* test_lockall.c */
 TCase *tc_delay(void);            /* test_delay.c */
 TCase *tc_cluster_live(void);     /* test_cluster_live.c */
+TCase *tc_cluster_router(void);   /* test_cluster_router.c */
 TCase *tc_upgrade(void);          /* test_upgrade.c */
 
 #endif
