@@ -266,9 +266,9 @@ static void apply_map(struct csr_router *rt)
 			         rt->cand_host[rt->ri]);
 	for (struct csr_conn *c = rt->conns; c; c = c->next)
 		c->in_map = 0;
+	memset(rt->node_conn, 0, sizeof(rt->node_conn));
 	for (int i = 0; i < m->n_nodes; i++) {
 		struct csl_node *n = &m->nodes[i];
-		rt->node_conn[i] = NULL;
 		if (n->role != CSL_PRIMARY || n->port <= 0)
 			continue;
 		struct csr_conn *c = csr_conn_get(rt, n->host, n->port);
