@@ -53,10 +53,11 @@ typedef void csr_reply_fn(const redisReply *r, void *arg);
 struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, char *err,
                            size_t errlen);
 
-/* Send one command (argv copied) for a slot; fn is called exactly once,
- * on the loop, unless the call is detached. deadline_us: CLOCK_MONOTONIC
- * (now_us()); past it, no retry starts and a call waiting for one fails;
- * a call on the wire waits for its reply at most command_timeout_ms.
+/* Send one command for a slot (argv copied; argvlen NULL: each argv is
+ * a C string); fn is called exactly once, on the loop, unless the call is
+ * detached. deadline_us is CLOCK_MONOTONIC time in us: no retry starts
+ * after it, and the call fails then wherever it is (on the wire, its
+ * reply is dropped when it comes).
  * The handle is valid until fn is called. NULL: out of memory or argc < 1
  * (fn is not called). */
 struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
@@ -72,6 +73,10 @@ int csr_covered(const struct csr_router *rt);
 
 /* Ask for a map refresh now (rate-limited; one at a time). */
 void csr_refresh(struct csr_router *rt);
+
+/* Why the last node a refresh asked did not give a map ("" if none
+ * failed yet): "host:port: reason". */
+const char *csr_refresh_error(const struct csr_router *rt);
 
 /* The primary the router's map names for slot: 0 and host, port; -1 when
  * the slot is not served. */
@@ -94,6 +99,7 @@ struct csr_node_stats {
 	uint64_t tryagain;       /* TRYAGAIN and CLUSTERDOWN it answered */
 	uint64_t failed;         /* calls that got no reply from it (lost, timed out) */
 	uint64_t connects, lost; /* connections started; connections lost or refused */
+	char last_error[96];     /* why the last connection went ("" if none did) */
 };
 
 /* Per node, primaries of the map first: fills up to max, returns how
@@ -113,7 +119,8 @@ int csr_parse_hostport(const char *s, char *host, size_t hlen, int *port);
 
 /* The wait before retry number attempt (0 first) of a TRYAGAIN,
  * CLUSTERDOWN or a connecting primary: base_ms doubled per attempt up
- * to max_ms, and no later than the deadline (then 0: fail now). */
+ * to max_ms, cut to end at the deadline; -1 when the deadline has come
+ * (fail now). */
 int64_t csr_backoff_us(int attempt, int base_ms, int max_ms, int64_t now_us, int64_t deadline_us);
 
 #endif

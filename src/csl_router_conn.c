@@ -59,7 +59,7 @@ void csr_conn_arm(struct csr_conn *c)
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx)
 {
 	redisAsyncContext *ac = c->ac;
-	(void)why;
+	snprintf(c->st.last_error, sizeof(c->st.last_error), "%s", why);
 	c->ac = NULL;
 	if (ac)
 		ac->data = NULL;
@@ -149,8 +149,11 @@ static void auth_cb(redisAsyncContext *ac, void *reply, void *priv)
 	redisReply *r = reply;
 	if (!c || c->ac != ac || !r)
 		return; /* a lost connection is disconnect_cb's */
-	if (r->type == REDIS_REPLY_ERROR)
-		csr_conn_lost(c, "AUTH refused", 1); /* freed when this callback returns */
+	if (r->type == REDIS_REPLY_ERROR) {
+		char why[96];
+		snprintf(why, sizeof(why), "AUTH: %.80s", r->str);
+		csr_conn_lost(c, why, 1); /* freed when this callback returns */
+	}
 }
 
 static void conn_connect(struct csr_conn *c)
@@ -158,9 +161,11 @@ static void conn_connect(struct csr_conn *c)
 	c->st.connects++;
 	redisAsyncContext *ac = redisAsyncConnect(c->host, c->port);
 	if (!ac || ac->err) {
+		char why[96];
+		snprintf(why, sizeof(why), "connect: %s", ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
-		csr_conn_lost(c, "connect", 0);
+		csr_conn_lost(c, why, 0);
 		return;
 	}
 	ac->data = c;
@@ -342,6 +347,17 @@ static void r_shards_cb(redisAsyncContext *ac, void *reply, void *priv)
 	r_parsed(rt, r, 0);
 }
 
+static void r_auth_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_router *rt = ac->data;
+	redisReply *r = reply;
+	if (!rt || rt->rc != ac || !r || r->type != REDIS_REPLY_ERROR)
+		return; /* a lost connection is r_shards_cb's */
+	char why[120];
+	snprintf(why, sizeof(why), "AUTH: %.100s", r->str);
+	r_next(rt, why); /* closes rc: hiredis frees it when this callback returns */
+}
+
 static void r_connect_cb(const redisAsyncContext *ac, int status)
 {
 	struct csr_router *rt = ac->data;
@@ -367,9 +383,11 @@ static void r_ask(struct csr_router *rt)
 	rt->rstate = RS_ASKING;
 	redisAsyncContext *ac = redisAsyncConnect(rt->cand_host[rt->ri], rt->cand_port[rt->ri]);
 	if (!ac || ac->err) {
+		char why[96];
+		snprintf(why, sizeof(why), "connect: %s", ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
-		r_next(rt, "connect");
+		r_next(rt, why);
 		return;
 	}
 	ac->data = rt;
@@ -378,7 +396,7 @@ static void r_ask(struct csr_router *rt)
 	redisAsyncSetConnectCallback(ac, r_connect_cb);
 	redisAsyncSetDisconnectCallback(ac, r_disconnect_cb);
 	if (rt->password)
-		redisAsyncCommand(ac, NULL, NULL, "AUTH %s", rt->password);
+		redisAsyncCommand(ac, r_auth_cb, NULL, "AUTH %s", rt->password);
 	redisAsyncCommand(ac, r_shards_cb, NULL, "CLUSTER SHARDS");
 	csr_timer_in(rt->rtimer, (int64_t)(rt->connect_ms + rt->command_ms) * 1000);
 }
@@ -461,4 +479,9 @@ void csr_refresh(struct csr_router *rt)
 	rt->ri = 0;
 	csr_timer_in(rt->rtimer,
 	             since >= REFRESH_MIN_MS * 1000 ? 0 : REFRESH_MIN_MS * 1000 - since);
+}
+
+const char *csr_refresh_error(const struct csr_router *rt)
+{
+	return rt->rwhy;
 }

@@ -95,6 +95,32 @@ static void call_sync(struct call *c, const char *key, int deadline_ms, const ch
 	ck_assert_msg(run_until(&c->done, deadline_ms + 2000), "%s %s: no callback", argv[0], key);
 }
 
+static struct csr_router *new_router(const char *password)
+{
+	static char seed[32];
+	snprintf(seed, sizeof(seed), "127.0.0.1:%d", h_master(C.first)->port);
+	const char *seeds[] = {seed};
+	struct csr_cfg cfg = {.seeds = seeds,
+	                      .n_seeds = 1,
+	                      .password = password,
+	                      .connect_timeout_ms = 500,
+	                      .command_timeout_ms = 1000,
+	                      .refresh_ms = 5000};
+	char err[200];
+	struct csr_router *r = csr_new(base, &cfg, err, sizeof(err));
+	ck_assert_msg(r, "csr_new: %s", err);
+	return r;
+}
+
+static void wait_covered(struct csr_router *r)
+{
+	double t0 = h_now_ms();
+	while (!csr_covered(r) && h_now_ms() - t0 < 3000)
+		event_base_loop(base, EVLOOP_ONCE);
+	ck_assert_msg(csr_covered(r), "the router does not cover every slot after 3 s (%s)",
+	              csr_refresh_error(r));
+}
+
 static int start(void)
 {
 	if (h_cluster_start(&C, 3, 1) < 0) {
@@ -106,21 +132,8 @@ static int start(void)
 	tick = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
 	struct timeval tv = {0, 10000};
 	event_add(tick, &tv);
-	static char seed[32];
-	snprintf(seed, sizeof(seed), "127.0.0.1:%d", h_master(C.first)->port);
-	const char *seeds[] = {seed};
-	struct csr_cfg cfg = {.seeds = seeds,
-	                      .n_seeds = 1,
-	                      .connect_timeout_ms = 500,
-	                      .command_timeout_ms = 1000,
-	                      .refresh_ms = 5000};
-	char err[200];
-	rt = csr_new(base, &cfg, err, sizeof(err));
-	ck_assert_msg(rt, "csr_new: %s", err);
-	double t0 = h_now_ms();
-	while (!csr_covered(rt) && h_now_ms() - t0 < 3000)
-		event_base_loop(base, EVLOOP_ONCE);
-	ck_assert_msg(csr_covered(rt), "the router does not cover every slot after 3 s");
+	rt = new_router(NULL);
+	wait_covered(rt);
 	return 0;
 }
 
@@ -209,7 +222,10 @@ static long long rejected_calls(int i, const char *cmd)
 }
 
 /* SET then GET of 300 keys through the router, all pipelined: every reply
- * exact, and every primary holds some of them. */
+ * exact, and every primary holds some of them. Then with a password on
+ * every node and CLUSTER SHARDS denied: a router with the password maps
+ * the cluster from CLUSTER SLOTS and answers; one with a wrong password
+ * has no map and fails its calls by their deadline. */
 START_TEST(cluster_router_spread)
 {
 	if (start() < 0)
@@ -254,6 +270,58 @@ START_TEST(cluster_router_spread)
 	}
 	ck_assert_int_eq(primaries, 3);
 	ck_assert_int_eq(total, N);
+	finish_rt();
+
+	/* AUTH, and the map from CLUSTER SLOTS where CLUSTER SHARDS is
+	 * refused: every node requires a password and denies its default
+	 * user CLUSTER SHARDS (an ACL, as a managed service may have) */
+	for (int i = 0; i < C.n; i++) {
+		char *r =
+		    h_redis(C.first + i, "ACL", "SETUSER", "default", "-cluster|shards", NULL);
+		ck_assert_str_eq(r, "OK");
+		free(r);
+		r = h_redis(C.first + i, "CONFIG", "SET", "masterauth", "s3cret", NULL);
+		ck_assert_str_eq(r, "OK");
+		free(r);
+	}
+	for (int i = 0; i < C.n; i++) {
+		char *r = h_redis(C.first + i, "CONFIG", "SET", "requirepass", "s3cret", NULL);
+		ck_assert_str_eq(r, "OK");
+		free(r);
+	}
+	redisContext *rc = redisConnectWithTimeout("127.0.0.1", port_of(0), (struct timeval){2, 0});
+	ck_assert(rc && !rc->err);
+	redisReply *rep = redisCommand(rc, "AUTH s3cret");
+	ck_assert(rep && rep->type == REDIS_REPLY_STATUS);
+	freeReplyObject(rep);
+	rep = redisCommand(rc, "CLUSTER SHARDS");
+	ck_assert(rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOPERM", 6) == 0);
+	freeReplyObject(rep);
+	redisFree(rc);
+	base = event_base_new();
+	tick = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
+	event_add(tick, &(struct timeval){0, 10000});
+	rt = new_router("s3cret");
+	wait_covered(rt);
+	for (int i = 0; i < 30; i++)
+		send_cmd(&c[i], key[i], 3000, (const char *[]){"GET", key[i], NULL});
+	for (int i = 0; i < 30; i++) {
+		ck_assert_msg(run_until(&c[i].done, 5000), "GET %s: no callback", key[i]);
+		ck_assert_msg(!c[i].null && c[i].type == REDIS_REPLY_STRING, "GET %s: failed",
+		              key[i]);
+		ck_assert_str_eq(c[i].str, val[i]);
+	}
+	/* a wrong password: no map, calls fail by their deadline */
+	struct csr_router *good = rt;
+	rt = new_router("wrong");
+	run_ms(500);
+	ck_assert(!csr_covered(rt));
+	ck_assert_msg(strstr(csr_refresh_error(rt), "AUTH: WRONGPASS"), "refresh error: \"%s\"",
+	              csr_refresh_error(rt));
+	call_sync(&c[0], key[0], 300, (const char *[]){"GET", key[0], NULL});
+	ck_assert(c[0].null);
+	ck_assert(c[0].at_ms <= c[0].deadline_ms + H_LOADED);
+	csr_free(good);
 	finish_rt();
 }
 END_TEST
