@@ -314,6 +314,13 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 		dispatch(q);
 		return;
 	}
+	/* libevent counts a timer from its loop's cached time, which may be
+	 * older than ours: never fail a call before its deadline */
+	int64_t left = q->deadline_us - csr_now_us();
+	if (left > 0) {
+		csr_timer_in(q->timer, left);
+		return;
+	}
 	finish(q, NULL); /* on the wire past its deadline: the reply is dropped */
 }
 

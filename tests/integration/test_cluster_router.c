@@ -314,7 +314,7 @@ START_TEST(cluster_router_spread)
 	/* a wrong password: no map, calls fail by their deadline */
 	struct csr_router *good = rt;
 	rt = new_router("wrong");
-	run_ms(500);
+	run_ms(300);
 	ck_assert(!csr_covered(rt));
 	ck_assert_msg(strstr(csr_refresh_error(rt), "AUTH: WRONGPASS"), "refresh error: \"%s\"",
 	              csr_refresh_error(rt));
@@ -409,7 +409,7 @@ START_TEST(cluster_router_reshard)
 	ck_assert_str_eq(x.str, "OK");
 	call_sync(&x, "{r}", 2000, (const char *[]){"SET", "{r}eb", "7", NULL});
 	ck_assert_str_eq(x.str, "OK");
-	stream_ms(200);
+	stream_ms(100);
 
 	char sslot[8];
 	snprintf(sslot, sizeof(sslot), "%u", slot);
@@ -430,7 +430,8 @@ START_TEST(cluster_router_reshard)
 	                     "tonumber(redis.call('GET', KEYS[2]))";
 	const char *eval[] = {"EVAL", script, "2", "{r}ea", "{r}eb", NULL};
 	send_cmd(&e1, "{r}", 300, eval);
-	stream_ms(500); /* past e1's deadline, the slot still split */
+	for (double t0 = h_now_ms(); !e1.done && h_now_ms() - t0 < 300 + H_LOADED + 200;)
+		stream_ms(10); /* the slot stays split past e1's deadline */
 	ck_assert_msg(e1.done && e1.null, "EVAL over a split slot: %s (type %d), not failed",
 	              e1.done ? e1.str : "no answer", e1.type);
 	ck_assert_msg(e1.at_ms <= e1.deadline_ms + H_LOADED,
@@ -472,7 +473,7 @@ START_TEST(cluster_router_reshard)
 		}
 	free(oid);
 	free(tid);
-	stream_ms(500);
+	stream_ms(200);
 	for (int i = 0; i < NCTR; i++) /* let the last ones end, checked */
 		if (ctr_busy[i]) {
 			ck_assert(run_until(&ctr_call[i].done, 4000));
@@ -653,9 +654,10 @@ static void forbidden_cb(const redisReply *r, void *arg)
 }
 
 /* Calls detached before they are sent and on the wire (their replies
- * come later and are dropped), and the router freed with calls on the
- * wire: no callback of theirs, nothing leaked (ASan's run checks that),
- * the other calls answered. */
+ * come later and are dropped), a call on the wire past its deadline, a
+ * connection that answers nothing for command_timeout_ms, and the router
+ * freed with calls on the wire: no callback of theirs, nothing leaked
+ * (ASan's run checks that), the other calls answered. */
 START_TEST(cluster_router_detach_and_free)
 {
 	if (start() < 0)
@@ -688,13 +690,41 @@ START_TEST(cluster_router_detach_and_free)
 		ck_assert(run_until(&ok[i].done, 3000));
 		ck_assert_str_eq(ok[i].str, "OK");
 	}
-	run_ms(400); /* the BLPOPs' replies (nil) come, dropped */
+	run_ms(300); /* the BLPOPs' replies (nil) come, dropped */
 	for (int i = 0; i < N; i++) {
 		snprintf(key, sizeof(key), "d%d", i);
 		char *v = h_redis(C.first + owner_of(key), "GET", key, NULL);
 		ck_assert_str_eq(v, "y"); /* the detached SET ... x was never sent */
 		free(v);
 	}
+	/* a call on the wire past its deadline (a BLPOP of 5 s, deadline
+	 * 300 ms) fails then; the node answering nothing more on that
+	 * connection for command_timeout_ms (1000), it is dropped and made
+	 * again */
+	const char *tk = "{t}q";
+	int tp = port_of(owner_of(tk));
+	struct csr_node_stats before = stats_of(tp);
+	struct call w;
+	double sent_ms = h_now_ms();
+	send_cmd(&w, tk, 300, (const char *[]){"BLPOP", tk, "5", NULL});
+	ck_assert(run_until(&w.done, 2000));
+	ck_assert(w.null);
+	ck_assert_msg(w.at_ms >= w.deadline_ms - 1 && w.at_ms <= w.deadline_ms + H_LOADED,
+	              "the BLPOP failed %.0f ms after it was sent, its deadline 300",
+	              w.at_ms - sent_ms);
+	for (double t0 = h_now_ms(); stats_of(tp).lost == before.lost; run_ms(10))
+		ck_assert_msg(h_now_ms() - t0 < 1000 + H_LOADED,
+		              "the hung connection is not dropped");
+	double lost_ms = h_now_ms() - sent_ms;
+	struct csr_node_stats after = stats_of(tp);
+	ck_assert_msg(lost_ms >= 1000, "dropped %.0f ms after the BLPOP was sent", lost_ms);
+	ck_assert_str_eq(after.last_error, "command timed out");
+	ck_assert_int_eq(after.failed, before.failed); /* the BLPOP had failed by its deadline */
+	wait_covered(rt);
+	struct call g;
+	call_sync(&g, tk, 2000, (const char *[]){"RPUSH", tk, "v", NULL});
+	ck_assert_int_eq(g.integer, 1);
+
 	/* freed with calls on the wire (BLPOPs of 5 s) and calls not sent */
 	for (int i = 0; i < 5; i++) {
 		snprintf(key, sizeof(key), "{z%d}q", i);
