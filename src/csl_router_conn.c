@@ -436,7 +436,7 @@ void csr_refresh_start(struct csr_router *rt)
 	rt->ri = 0;
 	rt->rstarted_us = csr_now_us();
 	if (rt->have_map) {
-		int n = m->n_nodes, k0 = rt->rot++ % (n ? n : 1);
+		int n = m->n_nodes, k0 = (int)(rt->rot++ % (unsigned)(n ? n : 1));
 		for (int k = 0; k < n; k++) {
 			int i = (k0 + k) % n;
 			const struct csr_conn *c = rt->node_conn[i];

@@ -77,7 +77,7 @@ struct csr_router {
 	char cand_host[CSR_MAX_CANDS][CSL_HOST_MAX + 1];
 	int cand_port[CSR_MAX_CANDS];
 	int n_cands, ri;
-	int rot; /* where the next refresh starts among the primaries */
+	unsigned rot; /* where the next refresh starts among the primaries */
 	uint64_t refreshes;
 	char rwhy[200]; /* the last refresh attempt's failure */
 };

@@ -95,7 +95,7 @@ static void call_sync(struct call *c, const char *key, int deadline_ms, const ch
 	ck_assert_msg(run_until(&c->done, deadline_ms + 2000), "%s %s: no callback", argv[0], key);
 }
 
-static struct csr_router *new_router(const char *password)
+static struct csr_router *new_router(const char *password, int refresh_ms)
 {
 	static char seed[32];
 	snprintf(seed, sizeof(seed), "127.0.0.1:%d", h_master(C.first)->port);
@@ -105,7 +105,7 @@ static struct csr_router *new_router(const char *password)
 	                      .password = password,
 	                      .connect_timeout_ms = 500,
 	                      .command_timeout_ms = 1000,
-	                      .refresh_ms = 5000};
+	                      .refresh_ms = refresh_ms};
 	char err[200];
 	struct csr_router *r = csr_new(base, &cfg, err, sizeof(err));
 	ck_assert_msg(r, "csr_new: %s", err);
@@ -132,7 +132,7 @@ static int start(void)
 	tick = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
 	struct timeval tv = {0, 10000};
 	event_add(tick, &tv);
-	rt = new_router(NULL);
+	rt = new_router(NULL, 5000);
 	wait_covered(rt);
 	return 0;
 }
@@ -224,7 +224,8 @@ static long long rejected_calls(int i, const char *cmd)
 /* SET then GET of 300 keys through the router, all pipelined: every reply
  * exact, and every primary holds some of them. Then with a password on
  * every node and CLUSTER SHARDS denied: a router with the password maps
- * the cluster from CLUSTER SLOTS and answers; one with a wrong password
+ * the cluster from CLUSTER SLOTS, refreshes it every refresh_ms (200
+ * here) and answers; one with a wrong password
  * has no map and fails its calls by their deadline. */
 START_TEST(cluster_router_spread)
 {
@@ -301,8 +302,15 @@ START_TEST(cluster_router_spread)
 	base = event_base_new();
 	tick = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
 	event_add(tick, &(struct timeval){0, 10000});
-	rt = new_router("s3cret");
+	rt = new_router("s3cret", 200);
 	wait_covered(rt);
+	uint64_t refreshes, since;
+	csr_stats(rt, NULL, 0, &since);
+	for (double t0 = h_now_ms(); csr_stats(rt, NULL, 0, &refreshes), refreshes < since + 2;
+	     run_ms(10))
+		ck_assert_msg(h_now_ms() - t0 < 2 * 200 + H_LOADED,
+		              "%llu refreshes in %.0f ms, refresh_ms 200",
+		              (unsigned long long)(refreshes - since), h_now_ms() - t0);
 	for (int i = 0; i < 30; i++)
 		send_cmd(&c[i], key[i], 3000, (const char *[]){"GET", key[i], NULL});
 	for (int i = 0; i < 30; i++) {
@@ -313,7 +321,7 @@ START_TEST(cluster_router_spread)
 	}
 	/* a wrong password: no map, calls fail by their deadline */
 	struct csr_router *good = rt;
-	rt = new_router("wrong");
+	rt = new_router("wrong", 5000);
 	run_ms(300);
 	ck_assert(!csr_covered(rt));
 	ck_assert_msg(strstr(csr_refresh_error(rt), "AUTH: WRONGPASS"), "refresh error: \"%s\"",
