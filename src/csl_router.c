@@ -29,6 +29,7 @@
 #include <hiredis/async.h>
 
 #include "csl_router_int.h"
+#include "util.h"
 
 #define CSR_MAX_REDIRECTS 5    /* MOVED and ASK followed per call */
 #define CSR_MAX_RETRIES   1000 /* TRYAGAIN, CLUSTERDOWN or connecting waits per call */
@@ -60,13 +61,6 @@ struct csr_req {
 	size_t *argvlen;
 };
 
-int64_t csr_now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void csr_timer_in(struct event *ev, int64_t us)
 {
 	if (us < 0)
@@ -76,44 +70,6 @@ void csr_timer_in(struct event *ev, int64_t us)
 }
 
 /* ---- pure helpers ---- */
-
-int csr_parse_hostport(const char *s, char *host, size_t hlen, int *port)
-{
-	const char *h = s, *colon;
-	size_t n;
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (!close || close[1] != ':')
-			return -1;
-		h = s + 1;
-		n = (size_t)(close - h);
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -1;
-		n = (size_t)(colon - s);
-		if (memchr(s, ':', n)) /* an IPv6 address needs brackets */
-			return -1;
-	}
-	if (n == 0 || n >= hlen || n > CSL_HOST_MAX)
-		return -1;
-	const char *p = colon + 1;
-	long v = 0;
-	if (*p < '1' || *p > '9')
-		return -1;
-	for (; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		v = v * 10 + (*p - '0');
-		if (v > 65535)
-			return -1;
-	}
-	memcpy(host, h, n);
-	host[n] = '\0';
-	*port = (int)v;
-	return 0;
-}
 
 int64_t csr_backoff_us(int attempt, int base_ms, int max_ms, int64_t now_us, int64_t deadline_us)
 {
@@ -165,7 +121,7 @@ static void finish(struct csr_req *q, const redisReply *r)
 static void retry_later(struct csr_req *q)
 {
 	int64_t d =
-	    csr_backoff_us(q->retries, RETRY_BASE_MS, RETRY_MAX_MS, csr_now_us(), q->deadline_us);
+	    csr_backoff_us(q->retries, RETRY_BASE_MS, RETRY_MAX_MS, now_us(), q->deadline_us);
 	if (d < 0 || ++q->retries > CSR_MAX_RETRIES) {
 		finish(q, NULL);
 		return;
@@ -179,7 +135,7 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv);
 static void dispatch(struct csr_req *q)
 {
 	struct csr_router *rt = q->rt;
-	int64_t now = csr_now_us();
+	int64_t now = now_us();
 	if (now >= q->deadline_us) {
 		finish(q, NULL);
 		return;
@@ -316,7 +272,7 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	/* libevent counts a timer from its loop's cached time, which may be
 	 * older than ours: never fail a call before its deadline */
-	int64_t left = q->deadline_us - csr_now_us();
+	int64_t left = q->deadline_us - now_us();
 	if (left > 0) {
 		csr_timer_in(q->timer, left);
 		return;
@@ -394,14 +350,19 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	for (int i = 0; i < cfg->n_seeds; i++)
-		if (csr_parse_hostport(cfg->seeds[i], rt->seed_host[i], sizeof(rt->seed_host[i]),
-		                       &rt->seed_port[i]) != 0) {
-			snprintf(err, errlen, "seed %d (\"%.100s\"): not HOST:PORT", i + 1,
-			         cfg->seeds[i]);
+	for (int i = 0; i < cfg->n_seeds; i++) {
+		/* as cfg reads a master's address */
+		struct addr a;
+		const char *why = addr_parse(cfg->seeds[i], 0, 0, &a);
+		if (why) {
+			snprintf(err, errlen, "seed %d (\"%.100s\"): %s", i + 1, cfg->seeds[i],
+			         why);
 			free(rt);
 			return NULL;
 		}
+		snprintf(rt->seed_host[i], sizeof(rt->seed_host[i]), "%s", a.host);
+		rt->seed_port[i] = a.port;
+	}
 	rt->n_seeds = cfg->n_seeds;
 	rt->base = base;
 	rt->connect_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 1000;
@@ -418,7 +379,7 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 		csr_free(rt);
 		return NULL;
 	}
-	rt->rstarted_us = csr_now_us() - 1000000000LL; /* the first refresh is not held back */
+	rt->rstarted_us = now_us() - 1000000000LL; /* the first refresh is not held back */
 	csr_refresh(rt);
 	csr_timer_in(rt->ptimer, (int64_t)rt->refresh_ms * 1000);
 	return rt;

@@ -48,18 +48,19 @@ struct csr_cfg {
 typedef void csr_reply_fn(const redisReply *r, void *arg);
 
 /* A router, its first map refresh started (csr_covered says when it is
- * ready). NULL with err filled when cfg is unusable (a seed not
- * host:port, no seed). */
+ * ready). NULL with err filled when cfg is unusable: no seed, more than
+ * 16, or a seed that is not HOST:PORT or [IPV6]:PORT (read as cfg reads a
+ * master's address). */
 struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, char *err,
                            size_t errlen);
 
 /* Send one command for a slot (argv copied; argvlen NULL: each argv is
  * a C string); fn is called exactly once, on the loop, unless the call is
- * detached. deadline_us is CLOCK_MONOTONIC time in us: no retry starts
- * after it, and the call fails then wherever it is (on the wire, its
- * reply is dropped when it comes).
- * The handle is valid until fn is called. NULL: out of memory or argc < 1
- * (fn is not called). */
+ * detached. deadline_us is now_us() time (CLOCK_MONOTONIC): no retry
+ * starts after it, and the call fails then wherever it is (on the wire,
+ * its reply is dropped when it comes). The handle is valid until fn is
+ * called. NULL (fn is not called): out of memory, argc < 1, or slot not
+ * below CSL_SLOTS. */
 struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
                             csr_reply_fn *fn, void *arg, int argc, const char **argv,
                             const size_t *argvlen);
@@ -112,10 +113,6 @@ int csr_stats(const struct csr_router *rt, struct csr_node_stats *out, int max,
 void csr_free(struct csr_router *rt);
 
 /* ---- pure helpers (unit-tested) ---- */
-
-/* Split "host:port" or "[v6]:port": 0, or -1 (empty host, port not
- * 1-65535, host too long). */
-int csr_parse_hostport(const char *s, char *host, size_t hlen, int *port);
 
 /* The wait before retry number attempt (0 first) of a TRYAGAIN,
  * CLUSTERDOWN or a connecting primary: base_ms doubled per attempt up

@@ -27,6 +27,7 @@
 #include <hiredis/async.h>
 
 #include "csl_router_int.h"
+#include "util.h"
 
 #define RECONNECT_MIN_MS 10
 #define RECONNECT_MAX_MS 500
@@ -49,7 +50,7 @@ void csr_conn_arm(struct csr_conn *c)
 			event_del(c->timer);
 		return; /* DOWN: the reconnect's timer, armed by csr_conn_lost */
 	}
-	int64_t d = at - csr_now_us();
+	int64_t d = at - now_us();
 	csr_timer_in(c->timer, d < 0 ? 0 : d);
 }
 
@@ -64,7 +65,7 @@ void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx)
 	if (ac)
 		ac->data = NULL;
 	c->state = CS_DOWN;
-	c->since_us = csr_now_us();
+	c->since_us = now_us();
 	c->st.connected = 0;
 	c->st.lost++;
 	event_del(c->timer);
@@ -81,7 +82,7 @@ void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx)
 static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct csr_conn *c = arg;
-	int64_t now = csr_now_us();
+	int64_t now = now_us();
 	if (c->state == CS_DOWN) {
 		if (c->in_map)
 			conn_connect(c);
@@ -112,7 +113,7 @@ void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied)
 	else
 		c->tail = s->prev;
 	if (replied) {
-		c->last_reply_us = csr_now_us();
+		c->last_reply_us = now_us();
 		csr_conn_arm(c);
 	}
 }
@@ -128,7 +129,7 @@ static void connect_cb(const redisAsyncContext *ac, int status)
 		return;
 	}
 	c->state = CS_UP;
-	c->since_us = csr_now_us();
+	c->since_us = now_us();
 	c->backoff_ms = RECONNECT_MIN_MS;
 	c->st.connected = 1;
 	csr_conn_arm(c);
@@ -176,7 +177,7 @@ static void conn_connect(struct csr_conn *c)
 	if (c->rt->password)
 		redisAsyncCommand(ac, auth_cb, NULL, "AUTH %s", c->rt->password);
 	c->state = CS_CONNECTING;
-	c->since_us = csr_now_us();
+	c->since_us = now_us();
 	csr_conn_arm(c);
 }
 
@@ -434,7 +435,7 @@ void csr_refresh_start(struct csr_router *rt)
 	const struct csl_map *m = rt->map;
 	rt->n_cands = 0;
 	rt->ri = 0;
-	rt->rstarted_us = csr_now_us();
+	rt->rstarted_us = now_us();
 	if (rt->have_map) {
 		int n = m->n_nodes, k0 = (int)(rt->rot++ % (unsigned)(n ? n : 1));
 		for (int k = 0; k < n; k++) {
@@ -473,7 +474,7 @@ void csr_refresh(struct csr_router *rt)
 			rt->again = 1;
 		return;
 	}
-	int64_t since = csr_now_us() - rt->rstarted_us;
+	int64_t since = now_us() - rt->rstarted_us;
 	rt->rstate = RS_SCHEDULED;
 	rt->n_cands = 0; /* a start, not a next candidate */
 	rt->ri = 0;

@@ -82,7 +82,6 @@ struct csr_router {
 	char rwhy[200]; /* the last refresh attempt's failure */
 };
 
-int64_t csr_now_us(void);
 void csr_timer_in(struct event *ev, int64_t us);
 
 /* csl_router_conn.c */
