@@ -4,11 +4,11 @@
  * hiredis 0.14 (Debian 12) has no cluster support, so this is lockd's
  * own: a connection per primary (hiredis async on the libevent loop),
  * the slot map (src/cluster.c parses it) refreshed on MOVED, on a lost
- * connection and every refresh_ms, and one call at a time routed by its
- * slot, following MOVED and ASK and retrying TRYAGAIN and CLUSTERDOWN
- * while its deadline lasts. doc/cluster.md says how it fits the plan;
- * tests/integration/test_cluster_router.c drives it against a live
- * cluster (resharding, failover, a killed primary).
+ * connection and every refresh_ms, and each call routed by its slot
+ * (pipelined on its primary's connection), following MOVED and ASK and
+ * retrying TRYAGAIN and CLUSTERDOWN while its deadline lasts. doc/cluster.md says how it fits the
+ * plan; tests/integration/test_cluster_router.c drives it against a live cluster (resharding,
+ * failover, a killed primary).
  *
  * Not used by the daemon yet: lockd's master layer (src/master.c) talks
  * to standalone and Sentinel-managed masters only, and cfg refuses
@@ -38,7 +38,7 @@ struct csr_cfg {
 	const char *const *seeds; /* "host:port" ("[v6]:port"), n_seeds of them, at least one */
 	int n_seeds;
 	const char *password;   /* NULL or "": no AUTH */
-	int connect_timeout_ms; /* a node's connect (and AUTH); <= 0: 1000 */
+	int connect_timeout_ms; /* a node's TCP connect; <= 0: 1000 */
 	int command_timeout_ms; /* a node that answers nothing for so long is dropped; <= 0: 1000 */
 	int refresh_ms;         /* periodic map refresh; <= 0: 5000 */
 };
