@@ -11,9 +11,11 @@
  * node, CLUSTER KEYSLOT, the redirections of a slot migration:
  * tests/integration/test_cluster_live.c).
  *
- * Nothing in the daemon uses it yet: cfg still refuses `cluster:` master
- * entries, and the router that will connect to the nodes, keep the map
- * fresh and follow redirections is future work. */
+ * The router on it, which connects to the nodes, keeps the map fresh and
+ * follows redirections, is src/csl_router.c (tested against a live
+ * cluster: tests/integration/test_cluster_router.c). Nothing in the daemon
+ * uses either yet: cfg still refuses `cluster:` master entries, and
+ * lockd's master layer (src/master.c) does not call the router. */
 #ifndef LOCKD_CLUSTER_H
 #define LOCKD_CLUSTER_H
 

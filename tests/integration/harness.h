@@ -139,7 +139,7 @@ char *h_log_find(const char *path, long from, const char *a, const char *b);
 char *h_log_wait(const char *path, long from, const char *a, const char *b, int timeout_ms);
 
 /* ---- redis masters ---- */
-#define H_MASTER_EXTRA 8 /* redis-server arguments of a master beyond the harness's own */
+#define H_MASTER_EXTRA 10 /* redis-server arguments of a master beyond the harness's own */
 struct h_master {
 	int port;
 	pid_t pid; /* 0 when not running */
@@ -270,14 +270,18 @@ int h_in_path(const char *name, char *out, size_t len);
 /* ---- a Redis Cluster (harness_cluster.c) ----
  * Nodes are masters of the harness started with cluster mode on
  * (cluster-node-timeout 1000, the bus on a free port of its own, their
- * nodes.conf in the test's directory, kept across h_master_restart),
+ * nodes.conf in the test's directory, repl-diskless-sync-delay 0, kept
+ * across h_master_restart),
  * joined by `redis-cli --cluster create` with the replicas it assigns. */
 struct h_cluster {
 	int first; /* master index of the first node */
 	int n;     /* nodes: masters first .. first + n - 1 */
+	int primaries;
 };
 /* Start primaries * (1 + replicas) nodes and wait (bounded) until every
- * node says cluster_state:ok and knows all the others; fails the test
+ * node says cluster_state:ok, knows all the others with their roles (a
+ * primary that does not know its replica yet ignores its CLUSTER
+ * FAILOVER) and every replica is synced; fails the test
  * otherwise. 0, or -1 (nothing started) when redis-cli is missing: the
  * test skips. */
 int h_cluster_start(struct h_cluster *c, int primaries, int replicas);
@@ -466,6 +470,7 @@ TCase *tc_who(void);              /* test_who.c */
 TCase *tc_lockall(void);          /* test_lockall.c */
 TCase *tc_delay(void);            /* test_delay.c */
 TCase *tc_cluster_live(void);     /* test_cluster_live.c */
+TCase *tc_cluster_router(void);   /* test_cluster_router.c */
 TCase *tc_upgrade(void);          /* test_upgrade.c */
 
 #endif

@@ -33,8 +33,33 @@ static int run_bounded(char *const argv[], const char *out, int ms)
 	return -1;
 }
 
+/* Primaries (flags "master") in a CLUSTER NODES reply; -1 when a replica
+ * (flags "slave") follows no one ("-"). */
+static int nodes_primaries(const char *nodes)
+{
+	int primaries = 0;
+	for (const char *l = nodes; *l;) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol ? (size_t)(eol - l) : strlen(l);
+		char line[1024], *save = NULL;
+		snprintf(line, sizeof(line), "%.*s",
+		         (int)(len < sizeof(line) ? len : sizeof(line) - 1), l);
+		strtok_r(line, " ", &save); /* id */
+		strtok_r(NULL, " ", &save); /* address */
+		const char *flags = strtok_r(NULL, " ", &save);
+		const char *master = strtok_r(NULL, " ", &save);
+		if (flags && strstr(flags, "master"))
+			primaries++;
+		else if (flags && strstr(flags, "slave") && (!master || strcmp(master, "-") == 0))
+			return -1;
+		l += len + (eol != NULL);
+	}
+	return primaries;
+}
+
 /* Every node says cluster_state:ok and lists n nodes, none of them in a
- * handshake or failed, and every replica is synced. */
+ * handshake or failed, with c->primaries primaries and each replica
+ * following one, and every replica is synced. */
 static int ready(const struct h_cluster *c)
 {
 	for (int i = c->first; i < c->first + c->n; i++) {
@@ -48,7 +73,7 @@ static int ready(const struct h_cluster *c)
 		for (const char *p = nodes; p && *p; p++)
 			lines += *p == '\n';
 		if (nodes && (strstr(nodes, "handshake") || strstr(nodes, "fail") ||
-		              strstr(nodes, "noaddr")))
+		              strstr(nodes, "noaddr") || nodes_primaries(nodes) != c->primaries))
 			bad = 1;
 		free(nodes);
 		if (bad || lines != c->n)
@@ -71,6 +96,7 @@ int h_cluster_start(struct h_cluster *c, int primaries, int replicas)
 	if (!h_in_path("redis-cli", cli, sizeof(cli)))
 		return -1;
 	c->n = primaries * (1 + replicas);
+	c->primaries = primaries;
 	c->first = h_nmasters();
 	char *argv[8 + 2 * H_MAX_MASTERS];
 	int a = 0;
@@ -82,15 +108,12 @@ int h_cluster_start(struct h_cluster *c, int primaries, int replicas)
 		char conf[32], bus[16];
 		snprintf(conf, sizeof(conf), "nodes-%d.conf", c->first + k);
 		snprintf(bus, sizeof(bus), "%d", h_free_port());
-		const char *extra[] = {"--cluster-enabled",
-		                       "yes",
-		                       "--cluster-config-file",
-		                       conf,
-		                       "--cluster-node-timeout",
-		                       "1000",
-		                       "--cluster-port",
-		                       bus,
-		                       NULL};
+		const char *extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+		                       "--cluster-node-timeout", "1000", "--cluster-port", bus,
+		                       /* Redis 7 waits 5 s before a diskless full
+		                        * sync by default, for more replicas to join
+		                        * it: the cluster was not ready for 6 s */
+		                       "--repl-diskless-sync-delay", "0", NULL};
 		int i = h_master_add_args(extra);
 		ck_assert_int_eq(i, c->first + k);
 		snprintf(addr[k], sizeof(addr[k]), "127.0.0.1:%d", h_master(i)->port);

@@ -50,6 +50,7 @@ int main(void)
 	suite_add_tcase(s, tc_lockall());
 	suite_add_tcase(s, tc_delay());
 	suite_add_tcase(s, tc_cluster_live());
+	suite_add_tcase(s, tc_cluster_router());
 	suite_add_tcase(s, tc_upgrade());
 
 	SRunner *sr = srunner_create(s);

@@ -1,0 +1,470 @@
+/* csl_router: calls routed by slot over one Redis Cluster (issue 31);
+ * the connections and map refreshes are csl_router_conn.c's.
+ *
+ * A call is dispatched from its own timer, never inside csr_command, so
+ * its callback never runs inside the caller's own call. It goes to the
+ * primary the map names for its slot (or to a redirection's target):
+ * - MOVED: the slot's owner in the map is set to the target when the map
+ *   knows it as a primary, a refresh is asked for, and the call is sent
+ *   there at once;
+ * - ASK: sent there once, behind ASKING, on the same connection;
+ * - TRYAGAIN, CLUSTERDOWN, or a primary still connecting: sent again by
+ *   the map after a doubling backoff while the deadline lasts;
+ * - a primary whose connection is down: failed at once (as lockd's down
+ *   masters are), and a refresh asked for, since it may have been
+ *   replaced;
+ * - no reply (connection lost, timed out): failed; the command may have
+ *   run, so it is never sent again.
+ * Redirections are bounded (CSR_MAX_REDIRECTS) and so are retries (the
+ * deadline, and CSR_MAX_RETRIES); a call on the wire past its deadline
+ * fails then, its reply dropped when it comes. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <hiredis/async.h>
+
+#include "csl_router_int.h"
+#include "util.h"
+
+#define CSR_MAX_REDIRECTS 5    /* MOVED and ASK followed per call */
+#define CSR_MAX_RETRIES   1000 /* TRYAGAIN, CLUSTERDOWN or connecting waits per call */
+#define RETRY_BASE_MS     5
+#define RETRY_MAX_MS      100
+
+/* A call's state. */
+enum csr_qstate {
+	QS_WAIT, /* its timer dispatches it: new, or waiting for a retry */
+	QS_SENT, /* on the wire (q->send); its timer is the deadline */
+};
+
+struct csr_req {
+	struct csr_router *rt;
+	struct csr_req *prev, *next;
+	csr_reply_fn *fn;
+	void *arg;
+	int64_t deadline_us;
+	unsigned slot;
+	enum csr_qstate state;
+	struct event *timer;
+	struct csr_send *send;
+	int redirects, retries;
+	int asking;                     /* send ASKING before it */
+	char to_host[CSL_HOST_MAX + 1]; /* a redirection's target; to_port 0: by the map */
+	int to_port;
+	int argc;
+	const char **argv;
+	size_t *argvlen;
+};
+
+void csr_timer_in(struct event *ev, int64_t us)
+{
+	if (us < 0)
+		us = 0;
+	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+	event_add(ev, &tv);
+}
+
+/* ---- pure helpers ---- */
+
+int64_t csr_backoff_us(int attempt, int base_ms, int max_ms, int64_t now_us, int64_t deadline_us)
+{
+	if (now_us >= deadline_us)
+		return -1;
+	int64_t d = base_ms;
+	for (int i = 0; i < attempt && d < max_ms; i++)
+		d *= 2;
+	if (d > max_ms)
+		d = max_ms;
+	d *= 1000;
+	return d > deadline_us - now_us ? deadline_us - now_us : d;
+}
+
+/* ---- calls ---- */
+
+static void unlink_req(struct csr_req *q)
+{
+	struct csr_router *rt = q->rt;
+	if (q->prev)
+		q->prev->next = q->next;
+	else if (rt->reqs == q)
+		rt->reqs = q->next;
+	if (q->next)
+		q->next->prev = q->prev;
+	q->prev = q->next = NULL;
+}
+
+static void req_free(struct csr_req *q)
+{
+	if (q->send)
+		q->send->q = NULL; /* its reply is dropped when it comes */
+	event_free(q->timer);
+	free(q);
+}
+
+/* The call is over: r (NULL: failed) to its caller. */
+static void finish(struct csr_req *q, const redisReply *r)
+{
+	unlink_req(q);
+	csr_reply_fn *fn = q->fn;
+	void *arg = q->arg;
+	req_free(q);
+	if (fn)
+		fn(r, arg);
+}
+
+/* Dispatch again after a backoff, within the deadline. */
+static void retry_later(struct csr_req *q)
+{
+	int64_t d =
+	    csr_backoff_us(q->retries, RETRY_BASE_MS, RETRY_MAX_MS, now_us(), q->deadline_us);
+	if (d < 0 || ++q->retries > CSR_MAX_RETRIES) {
+		finish(q, NULL);
+		return;
+	}
+	q->state = QS_WAIT;
+	csr_timer_in(q->timer, d);
+}
+
+static void reply_cb(redisAsyncContext *ac, void *reply, void *priv);
+
+static void dispatch(struct csr_req *q)
+{
+	struct csr_router *rt = q->rt;
+	int64_t now = now_us();
+	if (now >= q->deadline_us) {
+		finish(q, NULL);
+		return;
+	}
+	struct csr_conn *c = NULL;
+	if (q->to_port) {
+		c = csr_conn_get(rt, q->to_host, q->to_port);
+	} else if (!rt->have_map) {
+		retry_later(q); /* the first refresh has not answered yet */
+		return;
+	} else {
+		uint16_t n = rt->map->slot[q->slot];
+		if (n != CSL_NO_NODE)
+			c = rt->node_conn[n];
+	}
+	if (!c || c->state == CS_DOWN) { /* nobody serves it now: a refresh may find who */
+		csr_refresh(rt);
+		finish(q, NULL);
+		return;
+	}
+	if (c->state == CS_CONNECTING) {
+		retry_later(q);
+		return;
+	}
+	struct csr_send *s = calloc(1, sizeof(*s));
+	if (!s) {
+		finish(q, NULL);
+		return;
+	}
+	s->c = c;
+	s->q = q;
+	if (q->asking)
+		redisAsyncCommand(c->ac, NULL, NULL, "ASKING");
+	if (redisAsyncCommandArgv(c->ac, reply_cb, s, q->argc, q->argv, q->argvlen) != REDIS_OK) {
+		free(s);
+		finish(q, NULL);
+		return;
+	}
+	q->asking = 0;
+	s->sent_us = now;
+	s->prev = c->tail;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	if (c->head == s)
+		csr_conn_arm(c);
+	c->st.sent++;
+	q->send = s;
+	q->state = QS_SENT;
+	csr_timer_in(q->timer, q->deadline_us - now);
+}
+
+/* Follow a MOVED or an ASK from c to rd's node. */
+static void redirect(struct csr_req *q, struct csr_conn *c, const struct csl_redirect *rd, int ask)
+{
+	struct csr_router *rt = q->rt;
+	if (!ask)
+		csr_refresh(rt);
+	if (++q->redirects > CSR_MAX_REDIRECTS) {
+		finish(q, NULL);
+		return;
+	}
+	q->asking = ask;
+	if (strcmp(rd->host, "?") == 0) { /* no address known: the refresh will say */
+		q->to_port = 0;
+		retry_later(q);
+		return;
+	}
+	snprintf(q->to_host, sizeof(q->to_host), "%s", rd->host[0] ? rd->host : c->host);
+	q->to_port = rd->port;
+	if (!ask && rt->have_map) { /* the next calls of the slot go there too */
+		int n = csl_map_find(rt->map, q->to_host, q->to_port);
+		if (n >= 0 && rt->node_conn[n])
+			rt->map->slot[rd->slot] = (uint16_t)n;
+	}
+	dispatch(q);
+}
+
+static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_send *s = priv;
+	struct csr_conn *c = s->c;
+	struct csr_req *q = s->q;
+	redisReply *r = reply;
+	if (c)
+		csr_conn_send_done(c, s, r != NULL);
+	free(s);
+	if (c && !r && c->ac == ac) /* the context is going: fail the rest once */
+		csr_conn_lost(c, ac->errstr[0] ? ac->errstr : "connection lost", 0);
+	if (!q)
+		return;
+	q->send = NULL;
+	event_del(q->timer);
+	if (!r) {
+		if (c)
+			c->st.failed++;
+		finish(q, NULL);
+		return;
+	}
+	if (r->type == REDIS_REPLY_ERROR && c) {
+		struct csl_redirect rd;
+		switch (csl_parse_redirect(r->str, r->len, &rd)) {
+		case CSL_R_MOVED:
+			c->st.moved++;
+			redirect(q, c, &rd, 0);
+			return;
+		case CSL_R_ASK:
+			c->st.ask++;
+			redirect(q, c, &rd, 1);
+			return;
+		case CSL_R_TRYAGAIN:
+		case CSL_R_CLUSTERDOWN:
+			c->st.tryagain++;
+			q->to_port = 0; /* by the map again: the migration may end meanwhile */
+			q->asking = 0;
+			retry_later(q);
+			return;
+		default:
+			break; /* CROSSSLOT, a malformed redirection, any error: the node's answer
+			        */
+		}
+	}
+	finish(q, r);
+}
+
+static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct csr_req *q = arg;
+	if (q->state == QS_WAIT) {
+		dispatch(q);
+		return;
+	}
+	/* libevent counts a timer from its loop's cached time, which may be
+	 * older than ours: never fail a call before its deadline */
+	int64_t left = q->deadline_us - now_us();
+	if (left > 0) {
+		csr_timer_in(q->timer, left);
+		return;
+	}
+	finish(q, NULL); /* on the wire past its deadline: the reply is dropped */
+}
+
+struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
+                            csr_reply_fn *fn, void *arg, int argc, const char **argv,
+                            const size_t *argvlen)
+{
+	if (argc < 1 || slot >= CSL_SLOTS)
+		return NULL;
+	size_t bytes = sizeof(struct csr_req) + (size_t)argc * (sizeof(char *) + sizeof(size_t));
+	for (int i = 0; i < argc; i++)
+		bytes += (argvlen ? argvlen[i] : strlen(argv[i])) + 1;
+	struct csr_req *q = calloc(1, bytes);
+	if (!q)
+		return NULL;
+	q->timer = evtimer_new(rt->base, req_timer_cb, q);
+	if (!q->timer) {
+		free(q);
+		return NULL;
+	}
+	q->argvlen = (size_t *)(q + 1);
+	q->argv = (const char **)(q->argvlen + argc);
+	char *p = (char *)(q->argv + argc);
+	for (int i = 0; i < argc; i++) {
+		size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
+		memcpy(p, argv[i], n);
+		p[n] = '\0';
+		q->argv[i] = p;
+		q->argvlen[i] = n;
+		p += n + 1;
+	}
+	q->argc = argc;
+	q->rt = rt;
+	q->fn = fn;
+	q->arg = arg;
+	q->slot = slot;
+	q->deadline_us = deadline_us;
+	q->state = QS_WAIT;
+	q->next = rt->reqs;
+	if (rt->reqs)
+		rt->reqs->prev = q;
+	rt->reqs = q;
+	csr_timer_in(q->timer, 0);
+	return q;
+}
+
+void csr_detach(struct csr_req *q)
+{
+	unlink_req(q);
+	req_free(q);
+}
+
+/* ---- the router ---- */
+
+static void periodic_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct csr_router *rt = arg;
+	csr_refresh(rt);
+	csr_timer_in(rt->ptimer, (int64_t)rt->refresh_ms * 1000);
+}
+
+struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, char *err,
+                           size_t errlen)
+{
+	if (cfg->n_seeds < 1 || cfg->n_seeds > CSR_MAX_SEEDS) {
+		snprintf(err, errlen, "%d seeds: 1 to %d needed", cfg->n_seeds, CSR_MAX_SEEDS);
+		return NULL;
+	}
+	struct csr_router *rt = calloc(1, sizeof(*rt));
+	if (!rt) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < cfg->n_seeds; i++) {
+		/* as cfg reads a master's address */
+		struct addr a;
+		const char *why = addr_parse(cfg->seeds[i], 0, 0, &a);
+		if (why) {
+			snprintf(err, errlen, "seed %d (\"%.100s\"): %s", i + 1, cfg->seeds[i],
+			         why);
+			free(rt);
+			return NULL;
+		}
+		snprintf(rt->seed_host[i], sizeof(rt->seed_host[i]), "%s", a.host);
+		rt->seed_port[i] = a.port;
+	}
+	rt->n_seeds = cfg->n_seeds;
+	rt->base = base;
+	rt->connect_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 1000;
+	rt->command_ms = cfg->command_timeout_ms > 0 ? cfg->command_timeout_ms : 1000;
+	rt->refresh_ms = cfg->refresh_ms > 0 ? cfg->refresh_ms : 5000;
+	rt->password = cfg->password && cfg->password[0] ? strdup(cfg->password) : NULL;
+	rt->map = malloc(sizeof(*rt->map));
+	rt->scratch = malloc(sizeof(*rt->scratch));
+	rt->rtimer = evtimer_new(base, csr_refresh_timer, rt);
+	rt->ptimer = evtimer_new(base, periodic_cb, rt);
+	if (!rt->map || !rt->scratch || !rt->rtimer || !rt->ptimer ||
+	    (cfg->password && cfg->password[0] && !rt->password)) {
+		snprintf(err, errlen, "out of memory");
+		csr_free(rt);
+		return NULL;
+	}
+	rt->rstarted_us = now_us() - 1000000000LL; /* the first refresh is not held back */
+	csr_refresh(rt);
+	csr_timer_in(rt->ptimer, (int64_t)rt->refresh_ms * 1000);
+	return rt;
+}
+
+int csr_covered(const struct csr_router *rt)
+{
+	if (!rt->have_map)
+		return 0;
+	for (int s = 0; s < CSL_SLOTS; s++) {
+		uint16_t n = rt->map->slot[s];
+		if (n == CSL_NO_NODE || !rt->node_conn[n] || rt->node_conn[n]->state != CS_UP)
+			return 0;
+	}
+	return 1;
+}
+
+int csr_slot_owner(const struct csr_router *rt, unsigned slot, char *host, size_t hlen, int *port)
+{
+	if (!rt->have_map || slot >= CSL_SLOTS || rt->map->slot[slot] == CSL_NO_NODE)
+		return -1;
+	const struct csl_node *n = &rt->map->nodes[rt->map->slot[slot]];
+	snprintf(host, hlen, "%s", n->host);
+	*port = n->port;
+	return 0;
+}
+
+int csr_stats(const struct csr_router *rt, struct csr_node_stats *out, int max, uint64_t *refreshes)
+{
+	int k = 0;
+	if (refreshes)
+		*refreshes = rt->refreshes;
+	/* the map's nodes, primaries first, each with its connection's counts */
+	for (int pass = 0; pass < 2 && rt->have_map; pass++)
+		for (int i = 0; i < rt->map->n_nodes; i++) {
+			const struct csl_node *n = &rt->map->nodes[i];
+			if ((n->role == CSL_PRIMARY) != (pass == 0))
+				continue;
+			if (k < max) {
+				struct csr_node_stats *o = &out[k];
+				const struct csr_conn *c = NULL;
+				for (c = rt->conns; c; c = c->next)
+					if (c->port == n->port && strcmp(c->host, n->host) == 0)
+						break;
+				if (c) {
+					*o = c->st;
+				} else {
+					memset(o, 0, sizeof(*o));
+					snprintf(o->host, sizeof(o->host), "%s", n->host);
+					o->port = n->port;
+				}
+				o->role = pass == 0 ? CSR_ROLE_PRIMARY : CSR_ROLE_REPLICA;
+			}
+			k++;
+		}
+	for (const struct csr_conn *c = rt->conns; c; c = c->next) {
+		if (rt->have_map && csl_map_find(rt->map, c->host, c->port) >= 0)
+			continue;
+		if (k < max) {
+			out[k] = c->st;
+			out[k].role = CSR_ROLE_UNKNOWN;
+		}
+		k++;
+	}
+	return k;
+}
+
+void csr_free(struct csr_router *rt)
+{
+	if (!rt)
+		return;
+	while (rt->reqs) {
+		struct csr_req *q = rt->reqs;
+		unlink_req(q);
+		req_free(q);
+	}
+	while (rt->conns)
+		csr_conn_destroy(rt->conns); /* its commands' callbacks: NULL, nobody's */
+	csr_refresh_close(rt);
+	if (rt->rtimer)
+		event_free(rt->rtimer);
+	if (rt->ptimer)
+		event_free(rt->ptimer);
+	free(rt->map);
+	free(rt->scratch);
+	free(rt->password);
+	free(rt);
+}

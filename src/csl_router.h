@@ -1,0 +1,123 @@
+/* csl_router: an asynchronous router over one Redis Cluster (issue 31),
+ * prefix csr_.
+ *
+ * hiredis 0.14 (Debian 12) has no cluster support, so this is lockd's
+ * own: a connection per primary (hiredis async on the libevent loop),
+ * the slot map (src/cluster.c parses it) refreshed on MOVED, on a lost
+ * connection and every refresh_ms, and each call routed by its slot
+ * (pipelined on its primary's connection), following MOVED and ASK and
+ * retrying TRYAGAIN and CLUSTERDOWN while its deadline lasts. doc/cluster.md says how it fits the
+ * plan; tests/integration/test_cluster_router.c drives it against a live cluster (resharding,
+ * failover, a killed primary).
+ *
+ * Not used by the daemon yet: lockd's master layer (src/master.c) talks
+ * to standalone and Sentinel-managed masters only, and cfg refuses
+ * `cluster:` entries.
+ *
+ * A call's outcome: fn gets the node's reply (any reply but a
+ * redirection or a retry, error replies included), or NULL when the call
+ * failed: no live primary for its slot, its connection lost or timed out
+ * (the command may or may not have run), too many redirections, or its
+ * deadline passed while it waited to be retried. Callbacks run on the
+ * loop, never inside csr_command. */
+#ifndef LOCKD_CSL_ROUTER_H
+#define LOCKD_CSL_ROUTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cluster.h"
+
+struct event_base;
+struct csr_router;
+struct csr_req;
+
+struct csr_cfg {
+	const char *const *seeds; /* "host:port" ("[v6]:port"), n_seeds of them, at least one */
+	int n_seeds;
+	const char *password;   /* NULL or "": no AUTH */
+	int connect_timeout_ms; /* a node's TCP connect; <= 0: 1000 */
+	int command_timeout_ms; /* a node that answers nothing for so long is dropped; <= 0: 1000 */
+	int refresh_ms;         /* periodic map refresh; <= 0: 5000 */
+};
+
+/* r NULL: the call failed (no node, lost connection, timeout, deadline).
+ * r belongs to the router: valid during the call only. */
+typedef void csr_reply_fn(const redisReply *r, void *arg);
+
+/* A router, its first map refresh started (csr_covered says when it is
+ * ready). NULL with err filled when cfg is unusable: no seed, more than
+ * 16, or a seed that is not HOST:PORT or [IPV6]:PORT (read as cfg reads a
+ * master's address). */
+struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, char *err,
+                           size_t errlen);
+
+/* Send one command for a slot (argv copied; argvlen NULL: each argv is
+ * a C string); fn is called exactly once, on the loop, unless the call is
+ * detached. deadline_us is now_us() time (CLOCK_MONOTONIC): no retry
+ * starts after it, and the call fails then wherever it is (on the wire,
+ * its reply is dropped when it comes). The handle is valid until fn is
+ * called. NULL (fn is not called): out of memory, argc < 1, or slot not
+ * below CSL_SLOTS. */
+struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
+                            csr_reply_fn *fn, void *arg, int argc, const char **argv,
+                            const size_t *argvlen);
+
+/* The caller is gone: fn is never called; the call's memory goes when its
+ * reply comes back, or at once when it is not on the wire. */
+void csr_detach(struct csr_req *q);
+
+/* 1 when every slot has a primary with a live connection. */
+int csr_covered(const struct csr_router *rt);
+
+/* Ask for a map refresh now (rate-limited; one at a time). */
+void csr_refresh(struct csr_router *rt);
+
+/* Why the last node a refresh asked did not give a map ("" if none
+ * failed yet): "host:port: reason". */
+const char *csr_refresh_error(const struct csr_router *rt);
+
+/* The primary the router's map names for slot: 0 and host, port; -1 when
+ * the slot is not served. */
+int csr_slot_owner(const struct csr_router *rt, unsigned slot, char *host, size_t hlen, int *port);
+
+/* What csr_stats reports of one node. */
+enum csr_node_role {
+	CSR_ROLE_PRIMARY, /* a primary in the router's map: it gets the calls of its slots */
+	CSR_ROLE_REPLICA, /* a replica in the map: no connection, no calls */
+	CSR_ROLE_UNKNOWN, /* not in the map: a redirection's target, or a primary that left it */
+};
+
+struct csr_node_stats {
+	char host[CSL_HOST_MAX + 1];
+	int port;
+	enum csr_node_role role;
+	int connected;           /* a connection is up (its AUTH sent) */
+	uint64_t sent;           /* commands sent there */
+	uint64_t moved, ask;     /* MOVED and ASK it answered */
+	uint64_t tryagain;       /* TRYAGAIN and CLUSTERDOWN it answered */
+	uint64_t failed;         /* calls that got no reply from it (lost, timed out) */
+	uint64_t connects, lost; /* connections started; connections lost or refused */
+	char last_error[96];     /* why the last connection went ("" if none did) */
+};
+
+/* Per node, primaries of the map first: fills up to max, returns how
+ * many there are. *refreshes: map refreshes that succeeded (may be NULL). */
+int csr_stats(const struct csr_router *rt, struct csr_node_stats *out, int max,
+              uint64_t *refreshes);
+
+/* Free the router, calls in flight included: their fns are not called.
+ * Not from inside a csr_reply_fn. */
+void csr_free(struct csr_router *rt);
+
+/* ---- pure helpers (unit-tested) ---- */
+
+/* The wait before retry number attempt (0 first) of a TRYAGAIN,
+ * CLUSTERDOWN or a connecting primary: base_ms doubled per attempt up
+ * to max_ms, cut to end at the deadline; -1 when the deadline has come
+ * (fail now). */
+int64_t csr_backoff_us(int attempt, int base_ms, int max_ms, int64_t now_us, int64_t deadline_us);
+
+#endif

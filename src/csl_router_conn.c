@@ -1,0 +1,488 @@
+/* csl_router_conn: the router's node connections and its map refreshes
+ * (issue 31; the calls themselves are csl_router.c's).
+ *
+ * hiredis 0.14 async contexts have no timeouts, so each connection keeps
+ * its commands in send order and one timer: the connect deadline while
+ * connecting, then the oldest command's (counted from it or the last
+ * reply, whichever is later), then the reconnect's backoff. A lost or
+ * timed-out connection fails what is on it (hiredis calls each command's
+ * callback with NULL as it frees the context) and asks for a refresh: a
+ * primary that went away may have been replaced.
+ *
+ * A refresh asks one node at a time on a connection of its own (AUTH,
+ * CLUSTER SHARDS, CLUSTER SLOTS if that is refused), parses into a scratch
+ * map and keeps the old one on a bad reply or no reply; the candidates are
+ * the connected primaries (starting at a rotating one), the seeds, then
+ * the other nodes of the map. A new map opens connections to its new
+ * primaries and closes idle ones to nodes it does not name as primaries
+ * (a primary turned replica gets no more calls). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+
+#include "csl_router_int.h"
+#include "util.h"
+
+#define RECONNECT_MIN_MS 10
+#define RECONNECT_MAX_MS 500
+#define REFRESH_MIN_MS   100 /* between two refreshes' starts, at least */
+
+/* ---- connections ---- */
+
+static void conn_connect(struct csr_conn *c);
+
+void csr_conn_arm(struct csr_conn *c)
+{
+	int64_t at;
+	if (c->state == CS_CONNECTING) {
+		at = c->since_us + (int64_t)c->rt->connect_ms * 1000;
+	} else if (c->state == CS_UP && c->head) {
+		at = c->head->sent_us > c->last_reply_us ? c->head->sent_us : c->last_reply_us;
+		at += (int64_t)c->rt->command_ms * 1000;
+	} else {
+		if (c->state == CS_UP)
+			event_del(c->timer);
+		return; /* DOWN: the reconnect's timer, armed by csr_conn_lost */
+	}
+	int64_t d = at - now_us();
+	csr_timer_in(c->timer, d < 0 ? 0 : d);
+}
+
+/* The connection is gone: fail what is on it, reconnect later while the
+ * map names it, and ask for a refresh. free_ctx is 0 when hiredis is
+ * tearing the context down already (its callbacks then fail the rest). */
+void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx)
+{
+	redisAsyncContext *ac = c->ac;
+	snprintf(c->st.last_error, sizeof(c->st.last_error), "%s", why);
+	c->ac = NULL;
+	if (ac)
+		ac->data = NULL;
+	c->state = CS_DOWN;
+	c->since_us = now_us();
+	c->st.connected = 0;
+	c->st.lost++;
+	event_del(c->timer);
+	if (ac && free_ctx)
+		redisAsyncFree(ac); /* each command's callback: NULL, its call fails */
+	if (c->in_map) {
+		int64_t b = c->backoff_ms;
+		c->backoff_ms = b * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : b * 2;
+		csr_timer_in(c->timer, (b / 2 + (int64_t)(random() % (b / 2 + 1))) * 1000);
+	}
+	csr_refresh(c->rt);
+}
+
+static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct csr_conn *c = arg;
+	int64_t now = now_us();
+	if (c->state == CS_DOWN) {
+		if (c->in_map)
+			conn_connect(c);
+	} else if (c->state == CS_CONNECTING) {
+		if (now - c->since_us >= (int64_t)c->rt->connect_ms * 1000)
+			csr_conn_lost(c, "connect timed out", 1);
+		else
+			csr_conn_arm(c);
+	} else if (c->head) {
+		int64_t from =
+		    c->head->sent_us > c->last_reply_us ? c->head->sent_us : c->last_reply_us;
+		if (now - from >= (int64_t)c->rt->command_ms * 1000)
+			csr_conn_lost(c, "command timed out", 1);
+		else
+			csr_conn_arm(c);
+	}
+}
+
+/* A command of c's is over (its callback came): off the list. */
+void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		c->head = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	else
+		c->tail = s->prev;
+	if (replied) {
+		c->last_reply_us = now_us();
+		csr_conn_arm(c);
+	}
+}
+
+static void connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct csr_conn *c = ac->data;
+	if (!c || c->ac != ac)
+		return;
+	if (status != REDIS_OK) {
+		/* hiredis frees it after this callback */
+		csr_conn_lost(c, ac->errstr[0] ? ac->errstr : "connect failed", 0);
+		return;
+	}
+	c->state = CS_UP;
+	c->since_us = now_us();
+	c->backoff_ms = RECONNECT_MIN_MS;
+	c->st.connected = 1;
+	csr_conn_arm(c);
+}
+
+static void disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct csr_conn *c = ac->data;
+	if (!c || c->ac != ac)
+		return;
+	csr_conn_lost(c, ac->errstr[0] ? ac->errstr : "disconnected", 0);
+}
+
+/* AUTH refused: the commands behind it get NOAUTH; drop and retry later. */
+static void auth_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_conn *c = ac->data;
+	redisReply *r = reply;
+	if (!c || c->ac != ac || !r)
+		return; /* a lost connection is disconnect_cb's */
+	if (r->type == REDIS_REPLY_ERROR) {
+		char why[96];
+		snprintf(why, sizeof(why), "AUTH: %.80s", r->str);
+		csr_conn_lost(c, why, 1); /* freed when this callback returns */
+	}
+}
+
+static void conn_connect(struct csr_conn *c)
+{
+	c->st.connects++;
+	redisAsyncContext *ac = redisAsyncConnect(c->host, c->port);
+	if (!ac || ac->err) {
+		char why[96];
+		snprintf(why, sizeof(why), "connect: %s", ac ? ac->errstr : "out of memory");
+		if (ac)
+			redisAsyncFree(ac);
+		csr_conn_lost(c, why, 0);
+		return;
+	}
+	ac->data = c;
+	c->ac = ac;
+	redisLibeventAttach(ac, c->rt->base);
+	redisAsyncSetConnectCallback(ac, connect_cb);
+	redisAsyncSetDisconnectCallback(ac, disconnect_cb);
+	if (c->rt->password)
+		redisAsyncCommand(ac, auth_cb, NULL, "AUTH %s", c->rt->password);
+	c->state = CS_CONNECTING;
+	c->since_us = now_us();
+	csr_conn_arm(c);
+}
+
+/* The connection to host:port, made (and connecting) if there is none. */
+struct csr_conn *csr_conn_get(struct csr_router *rt, const char *host, int port)
+{
+	for (struct csr_conn *c = rt->conns; c; c = c->next)
+		if (c->port == port && strcmp(c->host, host) == 0)
+			return c;
+	struct csr_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->timer = evtimer_new(rt->base, conn_timer_cb, c);
+	if (!c->timer) {
+		free(c);
+		return NULL;
+	}
+	c->rt = rt;
+	snprintf(c->host, sizeof(c->host), "%s", host);
+	c->port = port;
+	snprintf(c->st.host, sizeof(c->st.host), "%s", host);
+	c->st.port = port;
+	c->backoff_ms = RECONNECT_MIN_MS;
+	c->next = rt->conns;
+	rt->conns = c;
+	conn_connect(c);
+	return c;
+}
+
+/* Unlink c from the router and free it. What is still on its wire is
+ * dropped without a callback to its calls (the caller saw to them). */
+void csr_conn_destroy(struct csr_conn *c)
+{
+	struct csr_router *rt = c->rt;
+	for (struct csr_conn **p = &rt->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	for (struct csr_send *s = c->head, *n; s; s = n) {
+		n = s->next;
+		s->c = NULL;
+		s->prev = s->next = NULL;
+	}
+	c->head = c->tail = NULL;
+	if (c->ac) {
+		redisAsyncContext *ac = c->ac;
+		c->ac = NULL;
+		ac->data = NULL;
+		redisAsyncFree(ac);
+	}
+	event_free(c->timer);
+	free(c);
+}
+
+/* ---- map refreshes ---- */
+
+static void r_next(struct csr_router *rt, const char *why);
+
+void csr_refresh_close(struct csr_router *rt)
+{
+	redisAsyncContext *ac = rt->rc;
+	if (!ac)
+		return;
+	rt->rc = NULL;
+	ac->data = NULL;
+	redisAsyncFree(ac); /* safe in its own callbacks: hiredis frees it after them */
+}
+
+static void r_finish(struct csr_router *rt)
+{
+	csr_refresh_close(rt);
+	event_del(rt->rtimer);
+	rt->rstate = RS_IDLE;
+	if (rt->again) {
+		rt->again = 0;
+		csr_refresh(rt);
+	}
+}
+
+/* The new map (in rt->scratch, from cand ri): in use from now on. */
+static void apply_map(struct csr_router *rt)
+{
+	struct csl_map *m = rt->scratch;
+	rt->scratch = rt->map;
+	rt->map = m;
+	rt->have_map = 1;
+	rt->refreshes++;
+	for (int i = 0; i < m->n_nodes; i++) /* unknown-endpoint: the answering node's host */
+		if (!m->nodes[i].host[0])
+			snprintf(m->nodes[i].host, sizeof(m->nodes[i].host), "%s",
+			         rt->cand_host[rt->ri]);
+	for (struct csr_conn *c = rt->conns; c; c = c->next)
+		c->in_map = 0;
+	memset(rt->node_conn, 0, sizeof(rt->node_conn));
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct csl_node *n = &m->nodes[i];
+		if (n->role != CSL_PRIMARY || n->port <= 0)
+			continue;
+		struct csr_conn *c = csr_conn_get(rt, n->host, n->port);
+		if (!c)
+			continue;
+		c->in_map = 1;
+		rt->node_conn[i] = c;
+		/* down and not in the last map: no reconnect was armed */
+		if (c->state == CS_DOWN && !evtimer_pending(c->timer, NULL))
+			csr_timer_in(c->timer, 0);
+	}
+	for (struct csr_conn *c = rt->conns, *n; c; c = n) {
+		n = c->next;
+		if (!c->in_map && !c->head)
+			csr_conn_destroy(c);
+	}
+}
+
+static void r_shards_cb(redisAsyncContext *ac, void *reply, void *priv);
+
+static void r_parsed(struct csr_router *rt, const redisReply *r, int slots)
+{
+	char err[160];
+	int rc = slots ? csl_map_from_slots(r, rt->scratch, err, sizeof(err))
+	               : csl_map_from_shards(r, rt->scratch, err, sizeof(err));
+	if (rc != 0) {
+		char why[200];
+		snprintf(why, sizeof(why), "CLUSTER %s: %s", slots ? "SLOTS" : "SHARDS", err);
+		r_next(rt, why);
+		return;
+	}
+	apply_map(rt);
+	r_finish(rt);
+}
+
+static void r_slots_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_router *rt = ac->data;
+	redisReply *r = reply;
+	if (!rt || rt->rc != ac)
+		return;
+	if (!r) {
+		rt->rc = NULL; /* hiredis is freeing it */
+		ac->data = NULL;
+		r_next(rt, "connection lost");
+		return;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		r_next(rt, r->str);
+		return;
+	}
+	r_parsed(rt, r, 1);
+}
+
+static void r_shards_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_router *rt = ac->data;
+	redisReply *r = reply;
+	if (!rt || rt->rc != ac)
+		return;
+	if (!r) {
+		rt->rc = NULL;
+		ac->data = NULL;
+		r_next(rt, "connection lost");
+		return;
+	}
+	if (r->type == REDIS_REPLY_ERROR) { /* before Redis 7: no CLUSTER SHARDS */
+		redisAsyncCommand(ac, r_slots_cb, NULL, "CLUSTER SLOTS");
+		return;
+	}
+	r_parsed(rt, r, 0);
+}
+
+static void r_auth_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_router *rt = ac->data;
+	redisReply *r = reply;
+	if (!rt || rt->rc != ac || !r || r->type != REDIS_REPLY_ERROR)
+		return; /* a lost connection is r_shards_cb's */
+	char why[120];
+	snprintf(why, sizeof(why), "AUTH: %.100s", r->str);
+	r_next(rt, why); /* closes rc: hiredis frees it when this callback returns */
+}
+
+static void r_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct csr_router *rt = ac->data;
+	if (!rt || rt->rc != ac || status == REDIS_OK)
+		return;
+	rt->rc = NULL; /* hiredis frees it after this callback */
+	((redisAsyncContext *)ac)->data = NULL;
+	r_next(rt, ac->errstr[0] ? ac->errstr : "connect failed");
+}
+
+static void r_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct csr_router *rt = ac->data;
+	if (!rt || rt->rc != ac)
+		return;
+	rt->rc = NULL;
+	r_next(rt, ac->errstr[0] ? ac->errstr : "disconnected");
+}
+
+/* Ask cand ri. */
+static void r_ask(struct csr_router *rt)
+{
+	rt->rstate = RS_ASKING;
+	redisAsyncContext *ac = redisAsyncConnect(rt->cand_host[rt->ri], rt->cand_port[rt->ri]);
+	if (!ac || ac->err) {
+		char why[96];
+		snprintf(why, sizeof(why), "connect: %s", ac ? ac->errstr : "out of memory");
+		if (ac)
+			redisAsyncFree(ac);
+		r_next(rt, why);
+		return;
+	}
+	ac->data = rt;
+	rt->rc = ac;
+	redisLibeventAttach(ac, rt->base);
+	redisAsyncSetConnectCallback(ac, r_connect_cb);
+	redisAsyncSetDisconnectCallback(ac, r_disconnect_cb);
+	if (rt->password)
+		redisAsyncCommand(ac, r_auth_cb, NULL, "AUTH %s", rt->password);
+	redisAsyncCommand(ac, r_shards_cb, NULL, "CLUSTER SHARDS");
+	csr_timer_in(rt->rtimer, (int64_t)(rt->connect_ms + rt->command_ms) * 1000);
+}
+
+/* cand ri failed (why): the next one, or this refresh is over (the old
+ * map stays; a lost connection or the periodic timer asks again). Never
+ * recursive: a failure found while starting is handled from the timer. */
+static void r_next(struct csr_router *rt, const char *why)
+{
+	snprintf(rt->rwhy, sizeof(rt->rwhy), "%s:%d: %s", rt->cand_host[rt->ri],
+	         rt->cand_port[rt->ri], why);
+	csr_refresh_close(rt);
+	if (++rt->ri >= rt->n_cands) {
+		r_finish(rt);
+		return;
+	}
+	rt->rstate = RS_SCHEDULED;
+	csr_timer_in(rt->rtimer, 0);
+}
+
+static void add_cand(struct csr_router *rt, const char *host, int port)
+{
+	if (rt->n_cands >= CSR_MAX_CANDS || port <= 0 || !host[0])
+		return;
+	for (int i = 0; i < rt->n_cands; i++)
+		if (rt->cand_port[i] == port && strcmp(rt->cand_host[i], host) == 0)
+			return;
+	snprintf(rt->cand_host[rt->n_cands], sizeof(rt->cand_host[0]), "%s", host);
+	rt->cand_port[rt->n_cands++] = port;
+}
+
+/* A refresh begins: the candidates, in order. */
+void csr_refresh_start(struct csr_router *rt)
+{
+	const struct csl_map *m = rt->map;
+	rt->n_cands = 0;
+	rt->ri = 0;
+	rt->rstarted_us = now_us();
+	if (rt->have_map) {
+		int n = m->n_nodes, k0 = (int)(rt->rot++ % (unsigned)(n ? n : 1));
+		for (int k = 0; k < n; k++) {
+			int i = (k0 + k) % n;
+			const struct csr_conn *c = rt->node_conn[i];
+			if (c && c->state == CS_UP)
+				add_cand(rt, m->nodes[i].host, m->nodes[i].port);
+		}
+	}
+	for (int i = 0; i < rt->n_seeds; i++)
+		add_cand(rt, rt->seed_host[i], rt->seed_port[i]);
+	if (rt->have_map)
+		for (int i = 0; i < m->n_nodes; i++)
+			if (m->nodes[i].health != CSL_HEALTH_FAIL)
+				add_cand(rt, m->nodes[i].host, m->nodes[i].port);
+	r_ask(rt);
+}
+
+void csr_refresh_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct csr_router *rt = arg;
+	if (rt->rstate == RS_SCHEDULED) {
+		if (rt->n_cands == 0)
+			csr_refresh_start(rt); /* a rate-limited start */
+		else
+			r_ask(rt); /* the next candidate */
+	} else if (rt->rstate == RS_ASKING) {
+		r_next(rt, "no answer in time");
+	}
+}
+
+void csr_refresh(struct csr_router *rt)
+{
+	if (rt->rstate != RS_IDLE) {
+		if (rt->n_cands > 0) /* one is asking already: its node may not know yet */
+			rt->again = 1;
+		return;
+	}
+	int64_t since = now_us() - rt->rstarted_us;
+	rt->rstate = RS_SCHEDULED;
+	rt->n_cands = 0; /* a start, not a next candidate */
+	rt->ri = 0;
+	csr_timer_in(rt->rtimer,
+	             since >= REFRESH_MIN_MS * 1000 ? 0 : REFRESH_MIN_MS * 1000 - since);
+}
+
+const char *csr_refresh_error(const struct csr_router *rt)
+{
+	return rt->rwhy;
+}
