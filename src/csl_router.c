@@ -61,14 +61,6 @@ struct csr_req {
 	size_t *argvlen;
 };
 
-void csr_timer_in(struct event *ev, int64_t us)
-{
-	if (us < 0)
-		us = 0;
-	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
-	event_add(ev, &tv);
-}
-
 /* ---- pure helpers ---- */
 
 int64_t csr_backoff_us(int attempt, int base_ms, int max_ms, int64_t now_us, int64_t deadline_us)

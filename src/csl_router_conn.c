@@ -29,6 +29,17 @@
 #include "csl_router_int.h"
 #include "util.h"
 
+/* Arm ev to fire us from now (at once for us <= 0): the one timer helper
+ * of the router, here in its lower file so that the calls above use it
+ * without a loop between the two. */
+void csr_timer_in(struct event *ev, int64_t us)
+{
+	if (us < 0)
+		us = 0;
+	struct timeval tv = {(time_t)(us / 1000000), (suseconds_t)(us % 1000000)};
+	event_add(ev, &tv);
+}
+
 #define RECONNECT_MIN_MS 10
 #define RECONNECT_MAX_MS 500
 #define REFRESH_MIN_MS   100 /* between two refreshes' starts, at least */

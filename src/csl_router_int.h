@@ -82,9 +82,8 @@ struct csr_router {
 	char rwhy[200]; /* the last refresh attempt's failure */
 };
 
-void csr_timer_in(struct event *ev, int64_t us);
-
 /* csl_router_conn.c */
+void csr_timer_in(struct event *ev, int64_t us);
 struct csr_conn *csr_conn_get(struct csr_router *rt, const char *host, int port);
 void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied);
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx);
