@@ -395,8 +395,10 @@ static int send_req(struct master *m, struct mreq *r, int use_eval)
 /* Send the calls queued on m this turn: those of one script together,
  * as its batch form (up to BATCH_MAX at a time), in the order each
  * script's first call came; a call whose shared arguments differ from
- * the batch's (an epoch that changed between two calls) waits for the
- * next one. Calls of different scripts are about
+ * the batch's waits for the next one (none does today: they point at the
+ * same buffers of redlock.c and master.c, read when the batch is
+ * formatted; the check keeps a batch right if a caller ever passes its
+ * own). Calls of different scripts are about
  * different holds or a hold and its own undo, whose order on a master
  * does not matter (a stale token of ours is overwritten, never trusted). */
 static void send_gen(struct master *m, master_reply_fn *fn);

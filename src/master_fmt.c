@@ -121,7 +121,8 @@ int mfmt_same_shared(const struct mreq *a, const struct mreq *b)
 		size_t from = 3 + (k ? a->nkeys : 0), n = (size_t)(k ? sh.args : sh.keys);
 		for (size_t i = from; i < from + n; i++)
 			if (a->argvlen[i] != b->argvlen[i] ||
-			    memcmp(a->argv[i], b->argv[i], a->argvlen[i]) != 0)
+			    (a->argv[i] != b->argv[i] &&
+			     memcmp(a->argv[i], b->argv[i], a->argvlen[i]) != 0))
 				return 0;
 	}
 	return 1;

@@ -165,8 +165,8 @@
 	"  local t = redis.call('PTTL', lk)\n"                                                     \
 	"  return busy(lk, wk, ab, inst, t, delayed(v, t))\n"                                      \
 	"end\n"                                                                                    \
-	"local xk = K .. ' xwaiting'\n"                                                            \
 	"if kind == 's' then\n"                                                                    \
+	"  local xk = K .. ' xwaiting'\n"                                                          \
 	"  local x = redis.call('GET', xk)\n"                                                      \
 	"  if x and x ~= inst then return busy(lk, wk, ab, inst, redis.call('PTTL', xk)) end\n"    \
 	"  if v then redis.call('DEL', lk) end\n"                                                  \
@@ -194,7 +194,7 @@
 	"    if far >= 0 then\n"                                                                   \
 	"      local ttl = far - now\n"                                                            \
 	"      if ARGV[ab + 4] ~= '0' then\n"                                                      \
-	"        redis.call('SET', xk, inst, 'PX', 1500)\n"                                        \
+	"        redis.call('SET', K .. ' xwaiting', inst, 'PX', 1500)\n"                          \
 	"        busy(lk, wk, ab, inst, ttl)\n"                                                    \
 	"        return {0, math.min(ttl, 500), 0, 1}\n"                                           \
 	"      end\n"                                                                              \
@@ -204,9 +204,8 @@
 	"  local d = tonumber(ARGV[ab + 8])\n"                                                     \
 	"  redis.call('SET', lk, d > 0 and ARGV[ab + 1] .. ' ' .. d or ARGV[ab + 1], "             \
 	"'PX', tonumber(ARGV[ab + 2]) + d)\n"                                                      \
-	"  if ARGV[ab + 4] == '2' and redis.call('GET', xk) == inst then\n"                        \
-	"    redis.call('DEL', xk)\n"                                                              \
-	"  end\n"                                                                                  \
+	"  local xk = ARGV[ab + 4] == '2' and K .. ' xwaiting'\n"                                  \
+	"  if xk and redis.call('GET', xk) == inst then redis.call('DEL', xk) end\n"               \
 	"end\n"                                                                                    \
 	"if res then redis.call('DEL', resk) end\n"                                                \
 	"local fk = K .. ' fence'\n"                                                               \
