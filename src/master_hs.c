@@ -24,8 +24,9 @@
  *
  * and while that lists a connection of another layout (lockd-l<M>-*, M
  * not its own), the master does not count: after the handshake it waits
- * in MS_LAYOUT_WAIT and asks CLIENT LIST again every LAYOUT_POLL_MS
- * until none is listed, then reads the marker again and goes up. A
+ * in MS_LAYOUT_WAIT and sends the EVAL and CLIENT LIST again every
+ * LAYOUT_POLL_MS until none is listed (refused if the key now says a
+ * higher layout), then reads the marker again and goes up. A
  * master whose CLIENT LIST is refused does not count at all: the wait
  * could not see what it waits for. Layout 1's build sends neither (it is
  * the first layout: nothing before it reads a key or names a connection).
@@ -256,7 +257,7 @@ static void layout_verdict(struct master *m, int ok, const char *shown)
 	char why[128];
 	snprintf(why, sizeof(why), "layout %s found, this lockd runs layout %s: not counted", shown,
 	         MASTER_LAYOUT);
-	if (m->state == MS_HANDSHAKE)
+	if (m->state == MS_HANDSHAKE || m->state == MS_LAYOUT_WAIT)
 		ops->drop(m, why, 1);
 }
 
@@ -362,6 +363,24 @@ static void hs_list_cb(struct master *m, redisReply *r, void *arg)
 		note_others(m, r);
 }
 
+/* (A): SWITCH_LUA, answered by hs_switch_cb. */
+static void send_switch(struct master *m)
+{
+	static char nstr[24];
+	static const char *argv[5];
+	static size_t len[5];
+	snprintf(nstr, sizeof(nstr), "%lu", layout_n);
+	argv[0] = "EVAL";
+	argv[1] = SWITCH_LUA;
+	argv[2] = "1";
+	argv[3] = layout_key;
+	argv[4] = nstr;
+	for (int i = 0; i < 5; i++)
+		len[i] = strlen(argv[i]);
+	if (ops->call(m, -1, 5, argv, len, hs_switch_cb, NULL) != 0)
+		ops->drop(m, "EVAL layout: not sent", 1);
+}
+
 static void send_list(struct master *m, master_reply_fn *fn)
 {
 	static const char *argv[] = {"CLIENT", "LIST"};
@@ -410,9 +429,19 @@ static void poll_list_cb(struct master *m, redisReply *r, void *arg)
 		ops->drop(m, "EXISTS marker: not sent", 1);
 }
 
+/* Each poll is (A) and (B) again, not (B) alone: two builds of layouts
+ * above 1 that switch one master at once (one's EVAL before the other's,
+ * each one's CLIENT LIST after both names) would otherwise each wait for
+ * the other's connection for ever. With (A) first, the lower one finds
+ * the higher layout in the key and is refused (its connection closes),
+ * and the higher one's next poll finds none. The key cannot change
+ * otherwise during a wait but by hand: a DEL is undone at once. */
 void mhs_poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct master *m = arg;
+	if (m->state != MS_LAYOUT_WAIT)
+		return;
+	send_switch(m);
 	if (m->state == MS_LAYOUT_WAIT)
 		send_list(m, poll_list_cb);
 }
@@ -503,19 +532,8 @@ void mhs_start(struct master *m)
 		 * connection that is not up yet has no WAIT (no replica
 		 * needs the key: a new primary is switched by its own
 		 * handshake). */
-		static char nstr[24];
-		static const char *eval_argv[5];
-		static size_t eval_len[5];
-		snprintf(nstr, sizeof(nstr), "%lu", layout_n);
-		eval_argv[0] = "EVAL";
-		eval_argv[1] = SWITCH_LUA;
-		eval_argv[2] = "1";
-		eval_argv[3] = layout_key;
-		eval_argv[4] = nstr;
-		for (int i = 0; i < 5; i++)
-			eval_len[i] = strlen(eval_argv[i]);
 		m->layout_wait = 0;
-		ops->call(m, -1, 5, eval_argv, eval_len, hs_switch_cb, NULL);
+		send_switch(m);
 		send_list(m, hs_list_cb);
 	} else {
 		argv[0] = "GET";

@@ -285,29 +285,52 @@ END_TEST
 
 /* A master whose key says a higher layout (3): B refuses it, as this
  * build refuses 2, and its EVAL leaves the key as it is, also when it
- * tries again. */
+ * tries again. A master whose key is raised to 3 while B waits there
+ * (as a build of layout 3 that switched it would): B's next poll
+ * refuses it too, so a lower layout never keeps waiting for a higher
+ * one's connections (which may be waiting for B's). */
 START_TEST(layout_switch_higher_refused)
 {
 	h_masters_start(3);
 	char *r = h_redis(0, "SET", LAYOUT_KEY, "3", NULL);
 	ck_assert_str_eq(r, "OK");
 	free(r);
-	ck_assert_int_eq(start_b(1), 0);
-	struct cl *b = cl_tcp(h_lockd(0)->port);
+	/* A counts masters 1 and 2 (it refuses master 0: 3), so B waits there */
+	ck_assert_int_eq(h_lockd_start(NULL), 0);
+	ck_assert_int_eq(start_b(0), 1);
+	struct cl *b = cl_tcp(h_lockd(1)->port);
+	const char *why = "layout 3 found, this lockd runs layout 2: not counted";
 	wait_stat_i(b, 0, "layout", "3", RETRY_MS + H_LOADED);
-	expect_stat_i(b, 0, "last_error", "layout 3 found, this lockd runs layout 2: not counted");
+	expect_stat_i(b, 0, "last_error", why);
 	expect_stat_i(b, 0, "counts", "0");
-	cl_expect_stat(b, "masters_counting", "2");
+	for (int i = 1; i < 3; i++) {
+		wait_stat_i(b, i, "state", "layout_wait", 1000 + H_LOADED);
+		expect_stat_i(b, i, "layout_wait", "1");
+	}
 	char *r0 = cl_stat(b, "master.0.reconnects"), want[32];
 	snprintf(want, sizeof(want), "%llu", strtoull(r0, NULL, 10) + 1);
 	free(r0);
 	wait_stat_i(b, 0, "reconnects", want, RETRY_MS + H_LOADED);
 	expect_key(0, "3");
-	expect_key(1, "2");
+	/* raised during the wait: refused within a poll (and its round trip) */
+	r = h_redis(1, "SET", LAYOUT_KEY, "3", NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	double t0 = h_now_ms();
+	wait_stat_i(b, 1, "last_error", why, POLL_MS + H_REDIS_TMO + H_LOADED);
+	fprintf(stderr, "layout_switch_higher_refused: refused %.0f ms after the key said 3\n",
+	        h_now_ms() - t0);
+	expect_stat_i(b, 1, "layout", "3");
+	expect_stat_i(b, 2, "state", "layout_wait");
+	cl_expect_stat(b, "masters_counting", "0");
+	expect_key(0, "3");
+	expect_key(1, "3");
 	expect_key(2, "2");
 	char node[48];
-	ck_assert_int_eq(
-	    h_file_count(h_lockd(0)->log, 0, node_of(0, node, sizeof(node)), "says layout 3,"), 1);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(h_file_count(h_lockd(1)->log, 0, node_of(i, node, sizeof(node)),
+		                              "says layout 3,"),
+		                 i < 2);
 	cl_close(b);
 }
 END_TEST
