@@ -165,6 +165,7 @@ struct master {
 	int64_t layout_wait_since_us;
 	int list_refused_logged;
 	struct event *layout_timer;
+	int hs_switch; /* the steps of the switch answered at this handshake (master_hs.c) */
 	/* the connection epoch (master_epoch) of this connection, as SCR_GEN
 	 * takes it, and when it was last raised on the master */
 	char gen[MASTER_EPOCH_LEN + 1];

@@ -55,6 +55,11 @@ static int switching;                  /* not layout 1: switch each master to it
 
 #define LAYOUT_POLL_MS 100 /* CLIENT LIST again while another layout is listed */
 
+/* struct master's hs_switch: the steps of the switch that answered at
+ * this handshake; both, or the master does not go up */
+#define HS_SWITCH_SET    1 /* (A): the key says this build's layout */
+#define HS_SWITCH_LISTED 2 /* (B): CLIENT LIST read */
+
 /* The switch's first step, (A) in doc/design.md: one script, so that no
  * write of another lockd comes between the read and the write (a layout
  * 3 build's SET must never be lowered to 2). Sent by its body: it runs
@@ -281,6 +286,8 @@ static void hs_switch_cb(struct master *m, redisReply *r, void *arg)
 		mhs_fail(m, r, "EVAL layout");
 		return;
 	}
+	if (ok)
+		m->hs_switch |= HS_SWITCH_SET;
 	if (ok && r->type == REDIS_REPLY_NIL)
 		log_info("master %s: its key \"%s\" was missing: set to layout %s", m->name,
 		         layout_key, MASTER_LAYOUT);
@@ -359,12 +366,12 @@ static void hs_list_cb(struct master *m, redisReply *r, void *arg)
 		list_refused(m, r);
 	else if (!r || r->type != REDIS_REPLY_STRING)
 		mhs_fail(m, r, "CLIENT LIST");
-	else
-		note_others(m, r);
+	else if (note_others(m, r) >= 0)
+		m->hs_switch |= HS_SWITCH_LISTED;
 }
 
-/* (A): SWITCH_LUA, answered by hs_switch_cb. */
-static void send_switch(struct master *m)
+/* (A): SWITCH_LUA, answered by hs_switch_cb; 0 or -1 (not sent). */
+static int send_switch(struct master *m)
 {
 	static char nstr[24];
 	static const char *argv[5];
@@ -377,16 +384,15 @@ static void send_switch(struct master *m)
 	argv[4] = nstr;
 	for (int i = 0; i < 5; i++)
 		len[i] = strlen(argv[i]);
-	if (ops->call(m, -1, 5, argv, len, hs_switch_cb, NULL) != 0)
-		ops->drop(m, "EVAL layout: not sent", 1);
+	return ops->call(m, -1, 5, argv, len, hs_switch_cb, NULL);
 }
 
-static void send_list(struct master *m, master_reply_fn *fn)
+/* (B); 0 or -1 (not sent). */
+static int send_list(struct master *m, master_reply_fn *fn)
 {
 	static const char *argv[] = {"CLIENT", "LIST"};
 	static const size_t len[] = {6, 4};
-	if (ops->call(m, -1, 2, argv, len, fn, NULL) != 0)
-		ops->drop(m, "CLIENT LIST: not sent", 1);
+	return ops->call(m, -1, 2, argv, len, fn, NULL);
 }
 
 static void wait_marker_cb(struct master *m, redisReply *r, void *arg)
@@ -439,11 +445,8 @@ static void poll_list_cb(struct master *m, redisReply *r, void *arg)
 void mhs_poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct master *m = arg;
-	if (m->state != MS_LAYOUT_WAIT)
-		return;
-	send_switch(m);
-	if (m->state == MS_LAYOUT_WAIT)
-		send_list(m, poll_list_cb);
+	if (m->state == MS_LAYOUT_WAIT && (send_switch(m) != 0 || send_list(m, poll_list_cb) != 0))
+		ops->drop(m, "the layout's poll: not sent", 1);
 }
 
 static void hs_load_cb(struct master *m, redisReply *r, void *arg)
@@ -494,6 +497,12 @@ static void hs_marker_cb(struct master *m, redisReply *r, void *arg)
 	m->has_marker = r->integer > 0;
 	if (m->state != MS_HANDSHAKE)
 		return;
+	if (switching && m->hs_switch != (HS_SWITCH_SET | HS_SWITCH_LISTED)) {
+		/* (A) or (B) could not be sent (their callbacks never ran):
+		 * never up without both */
+		mhs_fail(m, NULL, "the layout's switch");
+		return;
+	}
 	if (m->layout_wait > 0) {
 		ops->wait(m);
 		master_timer_at(m->layout_timer, now_us() + LAYOUT_POLL_MS * 1000);
@@ -532,7 +541,11 @@ void mhs_start(struct master *m)
 		 * connection that is not up yet has no WAIT (no replica
 		 * needs the key: a new primary is switched by its own
 		 * handshake). */
+		/* Not sent (never, but for want of memory): hs_marker_cb
+		 * sees it in hs_switch. Nothing is dropped from inside the
+		 * connect callback, whose context hiredis still uses. */
 		m->layout_wait = 0;
+		m->hs_switch = 0;
 		send_switch(m);
 		send_list(m, hs_list_cb);
 	} else {
