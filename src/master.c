@@ -77,7 +77,8 @@ static struct event *flush_ev;
 
 const char *master_state_name(enum master_state s)
 {
-	static const char *const names[] = {"down", "resolving", "connecting", "handshake", "up"};
+	static const char *const names[] = {"down",      "resolving",   "connecting",
+	                                    "handshake", "layout_wait", "up"};
 	return names[s];
 }
 
@@ -270,6 +271,7 @@ static void master_drop(struct master *m, const char *why, int free_ctx)
 	if (ac && free_ctx)
 		redisAsyncFree(ac);
 	event_del(m->timer);
+	event_del(m->layout_timer); /* a wait's poll ends with its connection */
 
 	if (opts.on_down && !shutting_down)
 		opts.on_down(m);
@@ -294,7 +296,7 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 		/* Our own loop may have been busy while the answer waited in
 		 * the socket: read what has arrived before blaming the master. */
 		redisAsyncHandleRead(m->ac);
-		if (m->state != MS_UP)
+		if (m->state != MS_UP && m->state != MS_LAYOUT_WAIT)
 			return; /* the read found the connection gone */
 		l = ilist_first(&m->inflight);
 		if (l && now_us() - progress_us(m, l) >= allow_us(l) &&
@@ -642,6 +644,16 @@ static void go_up(struct master *m)
 	arm_timer(m);
 }
 
+/* The handshake is done, but connections of another layout are still
+ * listed (master_hs.c polls): not up, not used, and no handshake deadline
+ * (the wait may last as long as they do); a poll that goes unanswered
+ * drops it, as a request of an up master would. */
+static void go_wait(struct master *m)
+{
+	set_state(m, MS_LAYOUT_WAIT);
+	arm_timer(m);
+}
+
 static void connect_cb(const redisAsyncContext *cac, int status)
 {
 	struct master *m = cac->data;
@@ -741,7 +753,7 @@ static void reconnect_cb(evutil_socket_t fd, short what, void *arg)
  * the answers it judges: master.c's own, handed down. */
 static const struct mrepl_ops repl_ops = {send_req, req_answer, call_any, master_drop, mhs_fail};
 /* And what the handshake does with them. */
-static const struct mhs_ops hs_ops = {call_any, master_drop, hs_gen, go_up};
+static const struct mhs_ops hs_ops = {call_any, master_drop, hs_gen, go_up, go_wait};
 
 int masters_init(struct event_base *b, char **names, int n, const struct master_opts *o)
 {
@@ -779,6 +791,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		m->timer = evtimer_new(base, timer_cb, m);
 		m->retry = evtimer_new(base, reconnect_cb, m);
 		m->sub_timer = evtimer_new(base, sub_timer_cb, m);
+		m->layout_timer = evtimer_new(base, mhs_poll_cb, m);
 		m->backoff_ms = 10;
 		snprintf(m->node, sizeof(m->node), "-");
 		snprintf(m->layout, sizeof(m->layout), "-");
@@ -837,6 +850,7 @@ void masters_shutdown(void)
 		event_free(m->retry);
 		event_free(m->timer);
 		event_free(m->sub_timer);
+		event_free(m->layout_timer);
 		free(m->name);
 	}
 	free((char *)opts.password);

@@ -22,19 +22,31 @@ struct cfg_sentinel;
 #define MASTER_EPOCH_LEN 20 /* master_epoch()'s length, always (zero-padded) */
 
 /* The layout of what this build stores on the masters (the keys, their
- * types and what the scripts make of them). Each command connection is
- * named "lockd-l<LAYOUT>-<instance>" and reads "<prefix> layout" at its
- * handshake (master_hs.c): a master whose key says another layout does
- * not count (doc/design.md, "Layout version and rolling upgrades"). */
+ * types and what the scripts make of them), a decimal number. Each command
+ * connection is named "lockd-l<LAYOUT>-<instance>" and reads "<prefix>
+ * layout" at its handshake (master_hs.c): a master whose key says another
+ * layout does not count (doc/design.md, "Layout version and rolling
+ * upgrades"). A build of a layout other than 1 also switches the masters
+ * to its own (the key set, then no connection of another layout left).
+ * Overridable only for the test build of layout 2
+ * (tests/integration/lockd-layout2), which compiles master_hs.c, the one
+ * file that reads it, again with -DMASTER_LAYOUT. */
+#ifndef MASTER_LAYOUT
 #define MASTER_LAYOUT "1"
+#endif
 
 enum master_state {
-	MS_DOWN,       /* no connection; a reconnect timer is armed */
-	MS_RESOLVING,  /* a sentinel entry: asking its Sentinels where the primary is */
-	MS_CONNECTING, /* TCP connect in flight */
-	MS_HANDSHAKE,  /* connected; AUTH, the name, the layout, SCRIPT LOAD, INFO, ROLE in
-	                  flight (master_hs.c): not used yet */
-	MS_UP,         /* answering; calls go to it */
+	MS_DOWN,        /* no connection; a reconnect timer is armed */
+	MS_RESOLVING,   /* a sentinel entry: asking its Sentinels where the primary is */
+	MS_CONNECTING,  /* TCP connect in flight */
+	MS_HANDSHAKE,   /* connected; AUTH, the name, the layout, SCRIPT LOAD, INFO, ROLE in
+	                   flight (master_hs.c): not used yet */
+	MS_LAYOUT_WAIT, /* a build of a layout other than 1 only: the handshake is done and
+	                   the key says this build's layout, but CLIENT LIST still lists a
+	                   connection of another layout (one that may still count there):
+	                   not used, no handshake deadline; CLIENT LIST again every 100 ms
+	                   (layout_timer) until none is listed, then MS_UP */
+	MS_UP,          /* answering; calls go to it */
 };
 
 /* A master's pub/sub subscriber (mastersub.c), for released-key notices.
@@ -141,6 +153,19 @@ struct master {
 	 * "-" before any; and the value refused last, "" once one was not. */
 	char layout[36], layout_refused[36];
 	int name_refused_logged; /* CLIENT SETNAME was refused, and that was logged */
+	/* The switch to this build's layout (a build of a layout other than
+	 * 1; master_hs.c): connections of another layout CLIENT LIST listed
+	 * at the last handshake or poll (0 when none, or on a layout-1
+	 * build); a wait is going on since layout_wait_since_us (from its
+	 * first listing until one lists none, across reconnects: logged once
+	 * at each end); CLIENT LIST was refused and that was logged; the
+	 * poll's timer (MS_LAYOUT_WAIT). */
+	int layout_wait;
+	int layout_waiting;
+	int64_t layout_wait_since_us;
+	int list_refused_logged;
+	struct event *layout_timer;
+	int hs_switch; /* the steps of the switch answered at this handshake (master_hs.c) */
 	/* the connection epoch (master_epoch) of this connection, as SCR_GEN
 	 * takes it, and when it was last raised on the master */
 	char gen[MASTER_EPOCH_LEN + 1];

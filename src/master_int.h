@@ -163,6 +163,9 @@ struct mhs_ops {
 	void (*gen)(struct master *m, master_reply_fn *fn);
 	/* The handshake succeeded: m goes up. */
 	void (*up)(struct master *m);
+	/* The handshake succeeded but connections of another layout are
+	 * listed: m goes to MS_LAYOUT_WAIT (master_hs.c polls, then up). */
+	void (*wait)(struct master *m);
 };
 
 /* Once, before any connection: ops and o are kept (o read when used),
@@ -172,8 +175,12 @@ void mhs_init(const struct mhs_ops *ops, const struct master_opts *o, const char
               const char *prefix, const char *instance);
 /* m (MS_HANDSHAKE) is connected: send its handshake. */
 void mhs_start(struct master *m);
-/* A handshake step failed: drop m (if still in its handshake). */
+/* A handshake step failed: drop m (if still in its handshake or its
+ * layout wait). */
 void mhs_fail(struct master *m, redisReply *r, const char *what);
+/* m->layout_timer's callback (masters_init makes the timer): CLIENT LIST
+ * again while m is in MS_LAYOUT_WAIT. */
+void mhs_poll_cb(evutil_socket_t fd, short what, void *arg);
 /* GET of the layout key: 1 when it is this build's layout (nil: the key
  * is missing, or MASTER_LAYOUT), 0 for any other value, -1 for no reply,
  * an error or another type. Unless -1, shown (len > 4) gets the layout in
@@ -181,6 +188,29 @@ void mhs_fail(struct master *m, redisReply *r, const char *what);
  * '?' for each space or control byte, cut at len - 4 bytes and then ended
  * by "...", or two double quotes when it is empty. Pure. */
 int mhs_layout_judge(const redisReply *r, char *shown, size_t len);
+/* The same for a build of layout `layout` (not 1) and the reply of its
+ * switching EVAL, which returns the key's value as it found it and set
+ * the key to `layout` unless that value is a higher layout or no number:
+ * 1 when it was missing or a number (up to 9 decimal digits, nothing
+ * else) not above `layout` (shown: `layout`, what the key says now), 0
+ * for any other value (shown as mhs_layout_judge shows it), -1 for no
+ * reply, an error or another type. Pure. */
+int mhs_switch_judge(const redisReply *r, unsigned long layout, char *shown, size_t len);
+
+/* The connections of CLIENT LIST's text (list, len bytes) that belong to
+ * a lockd of a layout other than `layout`: those named
+ * "lockd-l<M>-<anything>", M decimal digits, M != layout (more than 9
+ * digits: another layout). Subscribers (lockd-sub-*), unnamed clients
+ * and other names are not. */
+struct mhs_others {
+	int n;          /* such connections */
+	long layout;    /* their layout when they all have one, -1 when they differ
+	                   (or one has more than 9 digits), 0 when n is 0 */
+	char first[44]; /* the first one's name (cut to fit, "" when n is 0) */
+};
+/* Fills *o and returns o->n. Pure. */
+int mhs_client_list_others(const char *list, size_t len, unsigned long layout,
+                           struct mhs_others *o);
 
 /* master_fmt.c, for master.c */
 

@@ -93,8 +93,8 @@ static const struct field counters[] = {
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
 static const char *const master_fields[] = {
-    "addr", "state", "counts",        "latency_us", "reconnects",    "last_error",
-    "node", "role",  "wait_failures", "replicas",   "replica_nodes", "layout"};
+    "addr", "state",         "counts",   "latency_us",    "reconnects", "last_error", "node",
+    "role", "wait_failures", "replicas", "replica_nodes", "layout",     "layout_wait"};
 
 /* What the node is, as far as lockd knows: its handshake's ROLE said
  * master, and it is still used as one while it is up. */
@@ -164,7 +164,9 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 		evbuffer_add_printf(
 		    out, "STAT master.%d.replicas %d\r\nSTAT master.%d.replica_nodes %s\r\n", i,
 		    m->replicas, i, replica_nodes(m));
-		evbuffer_add_printf(out, "STAT master.%d.layout %s\r\n", i, m->layout);
+		evbuffer_add_printf(out,
+		                    "STAT master.%d.layout %s\r\nSTAT master.%d.layout_wait %d\r\n",
+		                    i, m->layout, i, m->layout_wait);
 	}
 }
 
@@ -281,6 +283,13 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 	for (int i = 0; i < masters_count(); i++)
 		evbuffer_add_printf(out, "lockd_master_layout{master=\"%s\"} %ld\n",
 		                    master_get(i)->name, layout_num(master_get(i)));
+	evbuffer_add_printf(out, "# HELP lockd_master_layout_wait Connections of another layout "
+	                         "the master listed at the last look (a build of a layout "
+	                         "other than 1): while above 0, the master does not count\n"
+	                         "# TYPE lockd_master_layout_wait gauge\n");
+	for (int i = 0; i < masters_count(); i++)
+		evbuffer_add_printf(out, "lockd_master_layout_wait{master=\"%s\"} %d\n",
+		                    master_get(i)->name, master_get(i)->layout_wait);
 	evbuffer_add_printf(out, "# HELP lockd_master_latency_seconds Last round trip\n"
 	                         "# TYPE lockd_master_latency_seconds gauge\n");
 	for (int i = 0; i < masters_count(); i++)

@@ -396,6 +396,9 @@ START_TEST(metrics_endpoint)
 		              "lockd_master_replicas%s != %d", lab, i == 0);
 		ck_assert_msg(sample_val(&x, "lockd_master_layout", lab) == 1,
 		              "lockd_master_layout%s != 1", lab);
+		/* a layout-1 build never waits for another layout */
+		ck_assert_msg(sample_val(&x, "lockd_master_layout_wait", lab) == 0,
+		              "lockd_master_layout_wait%s != 0", lab);
 	}
 	/* master 0's replica, by its address; no other */
 	char rlab[128];

@@ -287,6 +287,156 @@ START_TEST(layout_judge)
 }
 END_TEST
 
+/* A build of layout 2 (or 3) judges what its switching EVAL found: a
+ * missing key or a layout number not above its own goes on, and the key
+ * now says its layout; a higher one, or anything that is no layout number
+ * (as SWITCH_LUA reads one: up to 9 decimal digits), is refused and shown
+ * as it is. */
+START_TEST(switch_judge)
+{
+	char shown[36];
+	redisReply *r = mk(REDIS_REPLY_NIL);
+	ck_assert_int_eq(mhs_switch_judge(r, 2, shown, sizeof(shown)), 1);
+	ck_assert_str_eq(shown, "2");
+	freeReplyObject(r);
+	static const struct {
+		const char *val;
+		unsigned long layout;
+		int ok;
+		const char *shown;
+	} cases[] = {
+	    {"1", 2, 1, "2"},
+	    {"2", 2, 1, "2"},
+	    {"0", 2, 1, "2"},
+	    {"02", 2, 1, "2"},
+	    {"3", 2, 0, "3"},
+	    {"10", 2, 0, "10"},
+	    {"2", 3, 1, "3"},
+	    {"999999999", 2, 0, "999999999"},
+	    {"0000000001", 2, 0, "0000000001"}, /* 10 digits: no layout number */
+	    {"x", 2, 0, "x"},
+	    {"1 ", 2, 0, "1?"},
+	    {" 1", 2, 0, "?1"},
+	    {"-1", 2, 0, "-1"},
+	    {"1.5", 2, 0, "1.5"},
+	    {"0x1", 2, 0, "0x1"},
+	    {"", 2, 0, "\"\""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = mk_str(REDIS_REPLY_STRING, cases[i].val);
+		ck_assert_msg(mhs_switch_judge(r, cases[i].layout, shown, sizeof(shown)) ==
+		                  cases[i].ok,
+		              "layout \"%s\" judged by layout %lu other than %d", cases[i].val,
+		              cases[i].layout, cases[i].ok);
+		ck_assert_str_eq(shown, cases[i].shown);
+		freeReplyObject(r);
+	}
+	ck_assert_int_eq(mhs_switch_judge(NULL, 2, shown, sizeof(shown)), -1);
+	r = mk_str(REDIS_REPLY_ERROR,
+	           "NOPERM this user has no permissions to run the 'eval' command");
+	ck_assert_int_eq(mhs_switch_judge(r, 2, shown, sizeof(shown)), -1);
+	freeReplyObject(r);
+	r = mk_int(1);
+	ck_assert_int_eq(mhs_switch_judge(r, 2, shown, sizeof(shown)), -1);
+	freeReplyObject(r);
+}
+END_TEST
+
+/* CLIENT LIST as Redis 7.0.15 answered it (recorded, one connection per
+ * line): a layout-1 lockd's command connection, its subscriber, a
+ * layout-2 lockd's connection, an unnamed client, and the CLIENT LIST
+ * itself. */
+static const char client_list_7_0[] =
+    "id=3 addr=127.0.0.1:58260 laddr=127.0.0.1:17391 fd=8 name=lockd-l1-3f9a0c27d1b84e65 age=0 "
+    "idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=20474 argv-mem=0 "
+    "multi-mem=0 rbs=1024 rbp=0 obl=0 oll=0 omem=0 tot-mem=22272 events=r cmd=client|setname "
+    "user=default redir=-1 resp=2\n"
+    "id=4 addr=127.0.0.1:58266 laddr=127.0.0.1:17391 fd=9 name=lockd-sub-3f9a0c27d1b84e65 "
+    "age=0 idle=0 flags=P db=0 sub=1 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=20474 argv-mem=0 "
+    "multi-mem=0 rbs=1024 rbp=44 obl=0 oll=0 omem=0 tot-mem=22328 events=r cmd=subscribe "
+    "user=default redir=-1 resp=2\n"
+    "id=5 addr=127.0.0.1:58274 laddr=127.0.0.1:17391 fd=11 name=lockd-l2-0123456789abcdef "
+    "age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=20474 argv-mem=0 "
+    "multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem=0 tot-mem=37632 events=r cmd=client|setname "
+    "user=default redir=-1 resp=2\n"
+    "id=6 addr=127.0.0.1:58282 laddr=127.0.0.1:17391 fd=12 name= age=0 idle=0 flags=N db=0 "
+    "sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=20474 argv-mem=0 multi-mem=0 rbs=16384 "
+    "rbp=16384 obl=0 oll=0 omem=0 tot-mem=37632 events=r cmd=ping user=default redir=-1 "
+    "resp=2\n"
+    "id=7 addr=127.0.0.1:58294 laddr=127.0.0.1:17391 fd=13 name= age=0 idle=0 flags=N db=0 "
+    "sub=0 psub=0 ssub=0 multi=-1 qbuf=13 qbuf-free=20461 argv-mem=10 multi-mem=0 rbs=16384 "
+    "rbp=16384 obl=0 oll=0 omem=0 tot-mem=37658 events=r cmd=client|list user=default "
+    "redir=-1 resp=2\n";
+
+static int others(const char *list, unsigned long layout, struct mhs_others *o)
+{
+	return mhs_client_list_others(list, strlen(list), layout, o);
+}
+
+START_TEST(client_list_names)
+{
+	struct mhs_others o;
+	/* layout 2 waits for the layout-1 connection only: not for its
+	 * subscriber, its own layout, the unnamed clients */
+	ck_assert_int_eq(others(client_list_7_0, 2, &o), 1);
+	ck_assert_int_eq(o.n, 1);
+	ck_assert_int_eq(o.layout, 1);
+	ck_assert_str_eq(o.first, "lockd-l1-3f9a0c27d1b84e65");
+	/* layout 1 (as a layout-3 build would see both) */
+	ck_assert_int_eq(others(client_list_7_0, 1, &o), 1);
+	ck_assert_str_eq(o.first, "lockd-l2-0123456789abcdef");
+	ck_assert_int_eq(others(client_list_7_0, 3, &o), 2);
+	ck_assert_int_eq(o.layout, -1); /* 1 and 2: "other layouts" */
+	ck_assert_str_eq(o.first, "lockd-l1-3f9a0c27d1b84e65");
+	/* nothing, and a list of none */
+	ck_assert_int_eq(others("", 2, &o), 0);
+	ck_assert_int_eq(o.layout, 0);
+	ck_assert_str_eq(o.first, "");
+	ck_assert_int_eq(mhs_client_list_others(client_list_7_0, 0, 2, &o), 0);
+	/* only the last line of a list cut short, and CR LF line ends */
+	ck_assert_int_eq(others("id=1 name=lockd-l1-a age=0\r\nid=2 name=lockd-l1-b", 2, &o), 2);
+	ck_assert_str_eq(o.first, "lockd-l1-a");
+	ck_assert_int_eq(o.layout, 1);
+	/* odd names: not a lockd's command connection */
+	static const char *const odd[] = {
+	    "id=1 name=lockd-l1 age=0\n",              /* no dash after the digits */
+	    "id=1 name=lockd-l-1-x age=0\n",           /* no digits */
+	    "id=1 name=lockd-lx-1 age=0\n",            /* no digits */
+	    "id=1 name=lockd-sub-1 age=0\n",           /* a subscriber */
+	    "id=1 name=xlockd-l1-ab age=0\n",          /* not at the name's start */
+	    "id=1 name=LOCKD-L1-ab age=0\n",           /* names are case-sensitive */
+	    "id=1 name=lockd age=0\n",                 /* cut */
+	    "id=1 lib-name=lockd-l1-ab name= age=0\n", /* 7.2's lib-name is not the name */
+	    "id=1 xname=lockd-l1-ab age=0\n",          /* nor is any field ending in name */
+	    "id=1 age=0 cmd=client|setname|lockd-l1-x\n",
+	};
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
+		ck_assert_msg(others(odd[i], 2, &o) == 0, "%s counted", odd[i]);
+	/* names that are: the shortest, at a line's end, the field last, a
+	 * layout with more digits or written with a leading zero */
+	ck_assert_int_eq(others("id=1 name=lockd-l1-\n", 2, &o), 1);
+	ck_assert_int_eq(others("id=1 addr=x name=lockd-l1-ab", 2, &o), 1);
+	ck_assert_int_eq(others("id=1 name=lockd-l12-ab age=0\n", 2, &o), 1);
+	ck_assert_int_eq(o.layout, 12);
+	ck_assert_int_eq(others("id=1 name=lockd-l02-ab age=0\n", 2, &o), 0); /* layout 2 */
+	ck_assert_int_eq(others("id=1 name=lockd-l1234567890-ab age=0\n", 2, &o), 1);
+	ck_assert_int_eq(o.layout, -1); /* more than 9 digits: another layout */
+	/* a long name is cut to fit */
+	ck_assert_int_eq(others("id=1 name=lockd-l1-0123456789abcdef0123456789abcdef0123456789 "
+	                        "age=0\nid=2 name=lockd-l3-x\n",
+	                        2, &o),
+	                 2);
+	ck_assert_int_eq(o.layout, -1);
+	ck_assert_uint_eq(strlen(o.first), sizeof(o.first) - 1);
+	ck_assert(strncmp(o.first, "lockd-l1-0123456789abcdef", 25) == 0);
+	/* bytes after a NUL or without an end: read within len only */
+	char buf[] = "id=1 name=lockd-l1-ab age=0\nid=2 name=lockd-l1-cd";
+	ck_assert_int_eq(mhs_client_list_others(buf, 18, 2, &o), 0); /* "...name=lockd-l1" */
+	ck_assert_int_eq(mhs_client_list_others(buf, 19, 2, &o), 1);
+	ck_assert_str_eq(o.first, "lockd-l1-");
+}
+END_TEST
+
 START_TEST(writes_wait)
 {
 	static const enum script_id writes[] = {SCR_ACQUIRE,    SCR_ACQUIRE_N,  SCR_RENEW,
@@ -316,6 +466,8 @@ Suite *master_repl_suite(void)
 	tcase_add_test(tc, role_nodes);
 	tcase_add_test(tc, switch_message);
 	tcase_add_test(tc, layout_judge);
+	tcase_add_test(tc, switch_judge);
+	tcase_add_test(tc, client_list_names);
 	tcase_add_test(tc, writes_wait);
 	suite_add_tcase(s, tc);
 	return s;
