@@ -69,6 +69,12 @@ uint64_t quorum_agreed(const uint64_t *v, int n, int maj)
 	return 0;
 }
 
+int quorum_read_threshold(int n, int total, int majority)
+{
+	int t = majority - (total - n);
+	return t > 1 ? t : 1;
+}
+
 int64_t quorum_kth_largest(int64_t *v, int n, int k)
 {
 	for (int i = 0; i < k; i++)
@@ -97,18 +103,19 @@ struct quorum_status quorum_status(const struct quorum_status_in *in, int majori
 	s.ok = quorum_reached(in->n, majority);
 	if (!s.ok)
 		return s;
-	s.held = quorum_reached(k, majority);
-	/* Held while a majority still has it: the majority-th longest lease left. */
+	int t = quorum_read_threshold(in->n, in->total, majority);
+	s.held = k >= t;
+	/* Held while t of them still have it: the t-th longest lease left. */
 	if (s.held)
-		s.ttl_ms = quorum_kth_largest(in->pttl, k, majority);
-	/* Shared holders: as many as a majority has at least, and the lease
-	 * that a majority keeps at least that long. */
-	s.holders = (int)quorum_kth_largest(in->zcard, in->n, majority);
-	s.shared_ttl_ms = s.holders > 0 ? quorum_kth_largest(in->zttl, in->n, majority) : 0;
+		s.ttl_ms = quorum_kth_largest(in->pttl, k, t);
+	/* Shared holders: as many as t of them have at least, and the lease
+	 * that t of them keep at least that long. */
+	s.holders = (int)quorum_kth_largest(in->zcard, in->n, t);
+	s.shared_ttl_ms = s.holders > 0 ? quorum_kth_largest(in->zttl, in->n, t) : 0;
 	if (s.shared_ttl_ms < 0)
 		s.shared_ttl_ms = 0;
 	s.permits = in->npermits > 0 && s.held;
 	for (uint32_t p = 1; p < in->npermits; p++)
-		s.permits += (uint32_t)quorum_reached(in->permit_yes[p - 1], majority);
+		s.permits += (uint32_t)(in->permit_yes[p - 1] >= t);
 	return s;
 }

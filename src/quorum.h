@@ -52,15 +52,26 @@ int64_t quorum_fence(const int64_t *counters, int k, int maj, int *writeback);
  * that answered too late to be corrected may hold its own. */
 uint64_t quorum_agreed(const uint64_t *v, int n, int maj);
 
+/* Of the n counting masters that answered a read (STATUS, WHO) of the
+ * total configured, how many must show a hold for the read to report it:
+ * a granted hold is on a majority, which leaves out at most
+ * total - majority masters, so it is on at least majority - (total - n)
+ * of any n. With every master answering that is the majority; with fewer
+ * it is fewer, never below 1 (a read needs a majority to answer at all).
+ * Counting a majority of the answers instead would report a key held on
+ * {M1, M2} FREE to a reader that heard M2 and M3 only. */
+int quorum_read_threshold(int n, int total, int majority);
+
 /* The k-th largest of v[0..n) (1 <= k <= n): the most that k of them
  * reach at least. v is reordered. */
 int64_t quorum_kth_largest(int64_t *v, int n, int k);
 
-/* The STATUS answers of the n counting masters that answered: one value
- * of each array per master, as SCR_STATUS returns them. The arrays are
- * reordered (pttl overwritten). */
+/* The STATUS answers of the n counting masters that answered, of total
+ * configured: one value of each array per master, as SCR_STATUS returns
+ * them. The arrays are reordered (pttl overwritten). */
 struct quorum_status_in {
 	int n;
+	int total;
 	int64_t *pttl;         /* the key's lock: ms left, -1 held with no expiry, -2 not held */
 	int64_t *zcard;        /* live shared holders */
 	int64_t *zttl;         /* ms left on the longest shared lease, or -2 */
@@ -68,14 +79,16 @@ struct quorum_status_in {
 	const int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
 };
 
-/* What a majority of the counting masters see. All 0 unless ok. */
+/* What the masters that answered say a majority may hold: t below is
+ * quorum_read_threshold (the majority when every master answered). All
+ * 0 unless ok. */
 struct quorum_status {
 	int ok;                /* a majority answered: the rest means something */
-	int held;              /* the key's lock is held on a majority */
-	int64_t ttl_ms;        /* held: the lease a majority still has at least */
-	int holders;           /* shared holders that a majority has at least */
-	int64_t shared_ttl_ms; /* holders: the shared lease a majority keeps at least */
-	uint32_t permits;      /* of permits 0 .. npermits-1, how many a majority holds */
+	int held;              /* the key's lock is held on t of them */
+	int64_t ttl_ms;        /* held: the lease t of them still have at least */
+	int holders;           /* shared holders that t of them have at least */
+	int64_t shared_ttl_ms; /* holders: the shared lease t of them keep at least */
+	uint32_t permits;      /* of permits 0 .. npermits-1, how many t of them hold */
 };
 struct quorum_status quorum_status(const struct quorum_status_in *in, int majority);
 

@@ -38,7 +38,7 @@ static void check_status(struct rl_call *c)
 {
 	struct status_part *sp = &c->u.status;
 	int64_t pttl[CONFIG_MAX_MASTERS], card[CONFIG_MAX_MASTERS], zttl[CONFIG_MAX_MASTERS];
-	struct quorum_status_in in = {0, pttl, card, zttl, sp->v.npermits, sp->permit_yes};
+	struct quorum_status_in in = {0, c->n, pttl, card, zttl, sp->v.npermits, sp->permit_yes};
 
 	if (c->pending && !c->expired)
 		return;

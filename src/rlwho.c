@@ -126,8 +126,9 @@ static int seen_cmp(const void *a, const void *b)
 	return t ? t : (x->m > y->m) - (x->m < y->m);
 }
 
-/* The holds a majority of the counting masters that answered hold. */
-static int count_holds(struct rl_call *c)
+/* The holds that need of the counting masters that answered hold (need:
+ * quorum_read_threshold, a majority when all answered). */
+static int count_holds(struct rl_call *c, int need)
 {
 	struct who_part *w = &c->u.who;
 	int k = 0;
@@ -148,7 +149,7 @@ static int count_holds(struct rl_call *c)
 			    memcmp(t->token, s->token, TOKEN_LEN) != 0)
 				break;
 		}
-		if (!quorum_reached(run, c->maj))
+		if (run < need)
 			continue;
 		struct rl_who_hold *h = &w->v.holds[w->v.n++];
 		memcpy(h->token, s->token, sizeof(h->token));
@@ -269,21 +270,22 @@ static void check_who(struct rl_call *c)
 	if (c->pending && !c->expired)
 		return;
 	int answered = rl_count_st(c, c->st, MR_YES);
+	int t = quorum_read_threshold(answered, c->n, c->maj);
 	w->v.ok = quorum_reached(answered, c->maj);
 	for (int i = 0; i < c->n; i++)
 		if (c->counts[i] && c->st[i] == MR_YES && w->counter[i] > w->v.fence)
 			w->v.fence = w->counter[i];
-	if (w->v.ok && count_holds(c) != 0)
+	if (w->v.ok && count_holds(c, t) != 0)
 		w->v.ok = 0; /* out of memory: answered as no majority */
-	/* In its lock-delay (1.4) where a majority of the counting masters
-	 * say so: the time that a majority keeps it at least. */
+	/* In its lock-delay (1.4) where t of the counting masters that
+	 * answered say so: the time that t of them keep it at least. */
 	int64_t dl[CONFIG_MAX_MASTERS];
 	int nd = 0;
 	for (int i = 0; i < c->n; i++)
 		if (c->counts[i] && c->st[i] == MR_YES && w->delay_left[i] > 0)
 			dl[nd++] = w->delay_left[i];
-	if (w->v.ok && quorum_reached(nd, c->maj))
-		w->v.delayed_ms = quorum_kth_largest(dl, nd, c->maj);
+	if (w->v.ok && nd >= t)
+		w->v.delayed_ms = quorum_kth_largest(dl, nd, t);
 	w->naming = 1;
 	if (w->v.ok && ask_names(c))
 		return;

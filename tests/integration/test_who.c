@@ -474,6 +474,65 @@ START_TEST(who_masters_down)
 }
 END_TEST
 
+/* Two lockd that each lost a different master: A (via a proxy to master
+ * 2) holds keys on masters 0 and 1, B (via a proxy to master 0) reads
+ * masters 1 and 2. A hold on a majority is on at least one master of any
+ * majority, so B must report what A holds: STATUS HELD, SHARED with both
+ * readers, PERMITS 2, and WHO the holder, not FREE and END (Java's
+ * sharedAndPermits found this after two masters came back at different
+ * times for its two lockd). */
+START_TEST(reads_partial_view)
+{
+	h_masters_start(3);
+	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
+	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
+	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
+	int la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
+	int lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	struct cl *a = cl_tcp(h_lockd(la)->port), *a2 = cl_tcp(h_lockd(la)->port);
+	struct cl *b = cl_tcp(h_lockd(lb)->port);
+	h_proxy_stop(pa);
+	h_proxy_stop(pb);
+	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
+	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
+
+	unsigned long long f = cl_lock(a, "LOCK x");
+	cl_lock(a, "LOCK s SHARED");
+	cl_lock(a2, "LOCK s SHARED");
+	cl_lock(a, "LOCK p PERMITS 3");
+	cl_lock(a2, "LOCK p PERMITS 3");
+	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:x", NULL, NULL), 2);
+	long long absent = h_redis_int(2, "EXISTS", "lockd:x", NULL);
+	ck_assert_int_eq(absent, 0); /* B hears one master that has it */
+
+	long long ttl = 0, waiters = -1;
+	const char *got = cl_cmd(b, "STATUS x", H_SLOW_LIMIT);
+	ck_assert_msg(got && strncmp(got, "HELD ", 5) == 0, "STATUS x on B: '%s'", got ? got : "");
+	ck_assert_msg(sscanf(got + 5, "%lld %lld", &ttl, &waiters) == 2 && ttl > 0 &&
+	                  ttl <= LEASE && waiters == 0,
+	              "STATUS x on B: '%s'", got);
+	got = cl_cmd(b, "STATUS s", H_SLOW_LIMIT);
+	ck_assert_msg(got && strncmp(got, "SHARED 2 ", 9) == 0, "STATUS s on B: '%s'",
+	              got ? got : "");
+	cl_expect(b, "STATUS p PERMITS 3", "PERMITS 2 3 0");
+	struct who_reply w;
+	who(b, "x", &w);
+	ck_assert_int_eq(w.n, 1);
+	char want[64];
+	snprintf(want, sizeof(want), "HOLDER %llu exclusive ", f);
+	ck_assert_msg(strncmp(w.line[0], want, strlen(want)) == 0, "WHO x on B: '%s'", w.line[0]);
+
+	/* Once A has released it, B reads it free again. */
+	cl_expect(a, "UNLOCK x", "OK 0");
+	cl_expect(b, "STATUS x", "FREE");
+	who(b, "x", &w);
+	ck_assert_int_eq(w.n, 0);
+	cl_close(a);
+	cl_close(a2);
+	cl_close(b);
+}
+END_TEST
+
 TCase *tc_who(void)
 {
 	TCase *tc = tcase_create("who");
@@ -485,5 +544,6 @@ TCase *tc_who(void)
 	H_ADD(tc, who_unknown_lockd);
 	H_ADD(tc, who_many_permits);
 	H_ADD(tc, who_masters_down);
+	H_ADD(tc, reads_partial_view);
 	return tc;
 }

@@ -246,82 +246,100 @@ START_TEST(kth_largest)
 END_TEST
 
 /* quorum_status: what the counting masters that answered a STATUS said
- * (n of them, majority m), and the verdict. */
+ * (n of them, of total configured, majority m), and the verdict. */
 /* clang-format off */
 #define NO -2      /* PTTL of a key that does not exist, and "no shared lease" */
 #define FOREVER -1 /* PTTL of a key without expiry */
-/* what; n, m, pttl, zcard, zttl, npermits, permit_yes;
+/* what; n, total, m, pttl, zcard, zttl, npermits, permit_yes;
  * want: ok, held, ttl_ms, holders, shared_ttl_ms, permits */
 static const struct {
 	const char *what;
-	int n, m;
+	int n, total, m;
 	int64_t pttl[5], zcard[5], zttl[5];
 	uint32_t npermits;
 	int permit_yes[3];
 	struct quorum_status want;
 } statuses[] = {
 	{"nothing held",
-	    3, 2, {NO, NO, NO}, {0, 0, 0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {NO, NO, NO}, {0, 0, 0}, {NO, NO, NO}, 0, {0},
 	    {1, 0, 0, 0, 0, 0}},
 	{"held on all: the second longest lease",
-	    3, 2, {500, 300, 400}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {500, 300, 400}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 1, 400, 0, 0, 0}},
 	{"held on two",
-	    3, 2, {500, NO, 300}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {500, NO, 300}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 1, 300, 0, 0, 0}},
 	{"held on one only",
-	    3, 2, {NO, 900, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {NO, 900, NO}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 0, 0, 0, 0, 0}},
-	{"two answered, held on both",
-	    2, 2, {200, 250}, {0}, {NO, NO}, 0, {0},
-	    {1, 1, 200, 0, 0, 0}},
+	{"two of three answered, held on both: the longest (one may miss it)",
+	    2, 3, 2, {200, 250}, {0}, {NO, NO}, 0, {0},
+	    {1, 1, 250, 0, 0, 0}},
+	{"two of three answered, held on one: a majority may hold it",
+	    2, 3, 2, {NO, 400}, {0}, {NO, NO}, 0, {0},
+	    {1, 1, 400, 0, 0, 0}},
+	{"two of three answered, shared on one",
+	    2, 3, 2, {NO, NO}, {0, 3}, {NO, 900}, 0, {0},
+	    {1, 0, 0, 3, 900, 0}},
+	{"two of three answered, permit 1 on one",
+	    2, 3, 2, {NO, NO}, {0}, {NO, NO}, 3, {1, 0},
+	    {1, 0, 0, 0, 0, 1}},
+	{"two of two answered: held on one is not held",
+	    2, 2, 2, {NO, 400}, {0}, {NO, NO}, 0, {0},
+	    {1, 0, 0, 0, 0, 0}},
+	{"four of five answered, held on two",
+	    4, 5, 3, {100, NO, 300, NO}, {0}, {NO, NO, NO, NO}, 0, {0},
+	    {1, 1, 100, 0, 0, 0}},
+	{"three of five answered, held on one",
+	    3, 5, 3, {NO, 700, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    {1, 1, 700, 0, 0, 0}},
 	{"too few answered: nothing counts",
-	    1, 2, {900}, {3}, {900}, 3, {2, 2},
+	    1, 3, 2, {900}, {3}, {900}, 3, {2, 2},
 	    {0, 0, 0, 0, 0, 0}},
 	{"none answered",
-	    0, 2, {0}, {0}, {0}, 0, {0},
+	    0, 3, 2, {0}, {0}, {0}, 0, {0},
 	    {0, 0, 0, 0, 0, 0}},
 	{"no expiry on a majority",
-	    3, 2, {FOREVER, FOREVER, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {FOREVER, FOREVER, NO}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 1, INT32_MAX, 0, 0, 0}},
 	{"no expiry on one",
-	    3, 2, {FOREVER, 700, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {FOREVER, 700, NO}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 1, 700, 0, 0, 0}},
 	{"zero ms left still holds",
-	    3, 2, {0, 0, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {0, 0, NO}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 1, 0, 0, 0, 0}},
 	{"five masters: the third longest",
-	    5, 3, {100, 200, 300, 400, NO}, {0}, {NO, NO, NO, NO, NO}, 0, {0},
+	    5, 5, 3, {100, 200, 300, 400, NO}, {0}, {NO, NO, NO, NO, NO}, 0, {0},
 	    {1, 1, 200, 0, 0, 0}},
 	{"five masters, held on two",
-	    5, 3, {100, NO, 300, NO, NO}, {0}, {NO, NO, NO, NO, NO}, 0, {0},
+	    5, 5, 3, {100, NO, 300, NO, NO}, {0}, {NO, NO, NO, NO, NO}, 0, {0},
 	    {1, 0, 0, 0, 0, 0}},
 	{"shared: as many as a majority has",
-	    3, 2, {NO, NO, NO}, {2, 1, 0}, {900, 500, NO}, 0, {0},
+	    3, 3, 2, {NO, NO, NO}, {2, 1, 0}, {900, 500, NO}, 0, {0},
 	    {1, 0, 0, 1, 500, 0}},
 	{"shared on one only",
-	    3, 2, {NO, NO, NO}, {0, 0, 3}, {NO, NO, 800}, 0, {0},
+	    3, 3, 2, {NO, NO, NO}, {0, 0, 3}, {NO, NO, 800}, 0, {0},
 	    {1, 0, 0, 0, 0, 0}},
 	{"shared, no lease left on a majority",
-	    3, 2, {NO, NO, NO}, {1, 1, 1}, {NO, NO, 100}, 0, {0},
+	    3, 3, 2, {NO, NO, NO}, {1, 1, 1}, {NO, NO, 100}, 0, {0},
 	    {1, 0, 0, 1, 0, 0}},
 	{"shared and a lock (another instance's)",
-	    3, 2, {400, 450, NO}, {2, 2, 2}, {600, 700, 650}, 0, {0},
+	    3, 3, 2, {400, 450, NO}, {2, 2, 2}, {600, 700, 650}, 0, {0},
 	    {1, 1, 400, 2, 650, 0}},
 	{"permit 0 only: the key's lock",
-	    3, 2, {300, 300, NO}, {0}, {NO, NO, NO}, 1, {0},
+	    3, 3, 2, {300, 300, NO}, {0}, {NO, NO, NO}, 1, {0},
 	    {1, 1, 300, 0, 0, 1}},
 	{"permit 0 asked, not held",
-	    3, 2, {NO, 300, NO}, {0}, {NO, NO, NO}, 1, {0},
+	    3, 3, 2, {NO, 300, NO}, {0}, {NO, NO, NO}, 1, {0},
 	    {1, 0, 0, 0, 0, 0}},
 	{"no permits asked: none counted",
-	    3, 2, {300, 300, NO}, {0}, {NO, NO, NO}, 0, {0},
+	    3, 3, 2, {300, 300, NO}, {0}, {NO, NO, NO}, 0, {0},
 	    {1, 1, 300, 0, 0, 0}},
 	{"permits 0..3: 0 and 1 held, 2 on one, 3 on all",
-	    3, 2, {300, 300, 300}, {0}, {NO, NO, NO}, 4, {2, 1, 3},
+	    3, 3, 2, {300, 300, 300}, {0}, {NO, NO, NO}, 4, {2, 1, 3},
 	    {1, 1, 300, 0, 0, 3}},
 	{"permits held, not permit 0",
-	    3, 2, {NO, NO, 300}, {0}, {NO, NO, NO}, 3, {3, 2},
+	    3, 3, 2, {NO, NO, 300}, {0}, {NO, NO, NO}, 3, {3, 2},
 	    {1, 0, 0, 0, 0, 2}},
 };
 /* clang-format on */
@@ -333,7 +351,8 @@ START_TEST(status)
 	memcpy(zcard, statuses[_i].zcard, sizeof(zcard));
 	memcpy(zttl, statuses[_i].zttl, sizeof(zttl));
 	struct quorum_status_in in = {
-	    statuses[_i].n, pttl, zcard, zttl, statuses[_i].npermits, statuses[_i].permit_yes};
+	    statuses[_i].n,        statuses[_i].total,     pttl, zcard, zttl,
+	    statuses[_i].npermits, statuses[_i].permit_yes};
 	struct quorum_status got = quorum_status(&in, statuses[_i].m);
 	const struct quorum_status *w = &statuses[_i].want;
 
