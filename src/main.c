@@ -124,10 +124,16 @@ static void status_cb(evutil_socket_t fd, short what, void *arg)
 static void majority_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int up = masters_up(), n = masters_count(), maj = quorum_majority(n);
+	int lw = masters_layout_waiting();
 	if (stats_quorum_ok())
 		return;
 	no_majority_warned = 1;
-	if (up < maj)
+	if (up < maj && up + lw >= maj)
+		log_warn("no majority of masters counting: %d of %d up, %d more reachable but "
+		         "waiting for the lockd of another layout to leave them (STATS "
+		         "master.<i>.layout_wait); LOCK will answer ERR QUORUM",
+		         up, n, lw);
+	else if (up < maj)
 		log_warn(
 		    "no majority of masters reachable: %d of %d up; LOCK will answer ERR QUORUM",
 		    up, n);

@@ -883,3 +883,11 @@ int masters_up(void)
 		n += masters[i].state == MS_UP;
 	return n;
 }
+
+int masters_layout_waiting(void)
+{
+	int n = 0;
+	for (int i = 0; i < nmasters; i++)
+		n += masters[i].state == MS_LAYOUT_WAIT;
+	return n;
+}

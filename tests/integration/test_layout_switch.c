@@ -112,6 +112,15 @@ START_TEST(layout_switch_waits)
 	}
 	cl_expect_stat(b, "masters_counting", "0");
 	cl_expect_stat(b, "quorum_ok", "0");
+	/* the start's warning says why, not "not reachable" */
+	char *warned = h_log_wait(h_lockd(1)->log, 0,
+	                          "no majority of masters counting: 0 of 3 up, 3 more reachable "
+	                          "but waiting for the lockd of another layout",
+	                          NULL, 3000 + H_LOADED);
+	ck_assert_msg(warned != NULL, "no warning that the masters wait for the switch");
+	free(warned);
+	ck_assert_ptr_null(
+	    h_log_find(h_lockd(1)->log, 0, "no majority of masters reachable", NULL));
 	/* PROTOCOL.md: no majority: TRYLOCK answers ERR QUORUM at once, LOCK
 	 * when its WAIT ends */
 	cl_expect(b, "TRYLOCK k", "ERR QUORUM no majority of masters answered");
