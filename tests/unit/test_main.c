@@ -23,6 +23,7 @@ int main(void)
 	srunner_add_suite(sr, slab_suite());
 	srunner_add_suite(sr, keytab_suite());
 	srunner_add_suite(sr, locktab_suite());
+	srunner_add_suite(sr, locktab_shared_suite());
 	srunner_add_suite(sr, lockall_suite());
 	srunner_add_suite(sr, client_suite());
 	srunner_add_suite(sr, client_api_suite());

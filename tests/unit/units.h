@@ -13,6 +13,7 @@ Suite *dheap_suite(void);          /* test_dheap.c */
 Suite *slab_suite(void);           /* test_slab.c */
 Suite *keytab_suite(void);         /* test_keytab.c */
 Suite *locktab_suite(void);        /* test_locktab.c, against fake_redlock.c */
+Suite *locktab_shared_suite(void); /* test_locktab_shared.c, the same */
 Suite *lockall_suite(void);        /* test_lockall.c, against fake_redlock.c */
 Suite *client_suite(void);         /* test_client.c: liblockd on a socketpair */
 Suite *client_api_suite(void);     /* test_client_api.c: options' size, typed requests */
