@@ -120,18 +120,36 @@ static void status_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Once, a moment after start (when the masters that answer have connected
- * and been judged): say so if LOCK cannot succeed. */
+ * and been judged): say so if LOCK cannot succeed. A master still being
+ * connected to or in its handshake (a loaded machine, a slow Sentinel) is
+ * not judged yet: the warning waits for it, MAJORITY_DEFERS times at most,
+ * so that it does not call a master unreachable that is about to wait
+ * for a layout switch or come up. */
+#define MAJORITY_DEFERS   10
+#define MAJORITY_DEFER_MS 500
 static void majority_cb(evutil_socket_t fd, short what, void *arg)
 {
+	static int defers;
 	int up = masters_up(), n = masters_count(), maj = quorum_majority(n);
-	int lw = masters_layout_waiting();
+	int lw = masters_in(MS_LAYOUT_WAIT);
+	int judging =
+	    masters_in(MS_RESOLVING) + masters_in(MS_CONNECTING) + masters_in(MS_HANDSHAKE);
 	if (stats_quorum_ok())
 		return;
+	if (judging && up + lw < maj && defers++ < MAJORITY_DEFERS) {
+		struct timeval later = {0, MAJORITY_DEFER_MS * 1000};
+		evtimer_add(ev_majority, &later);
+		return;
+	}
 	no_majority_warned = 1;
 	if (up < maj && up + lw >= maj)
 		log_warn("no majority of masters counting: %d of %d up, %d more reachable but "
 		         "waiting for the lockd of another layout to leave them (STATS "
 		         "master.<i>.layout_wait); LOCK will answer ERR QUORUM",
+		         up, n, lw);
+	else if (up < maj && lw)
+		log_warn("no majority of masters reachable: %d of %d up, %d more waiting for the "
+		         "lockd of another layout to leave them; LOCK will answer ERR QUORUM",
 		         up, n, lw);
 	else if (up < maj)
 		log_warn(

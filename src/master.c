@@ -884,10 +884,10 @@ int masters_up(void)
 	return n;
 }
 
-int masters_layout_waiting(void)
+int masters_in(enum master_state s)
 {
 	int n = 0;
 	for (int i = 0; i < nmasters; i++)
-		n += masters[i].state == MS_LAYOUT_WAIT;
+		n += masters[i].state == s;
 	return n;
 }

@@ -189,9 +189,9 @@ void masters_shutdown(void);
 int masters_count(void);
 struct master *master_get(int i);
 int masters_up(void);
-/* Masters in MS_LAYOUT_WAIT: reachable, not counted until the lockd of
- * another layout have left them. */
-int masters_layout_waiting(void);
+/* Masters in state s (MS_LAYOUT_WAIT: reachable, not counted until the
+ * lockd of another layout have left them). */
+int masters_in(enum master_state s);
 const char *master_state_name(enum master_state s);
 
 /* Send a command. For a script, argv[0] and argv[1] are ignored and
