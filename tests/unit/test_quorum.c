@@ -245,6 +245,24 @@ START_TEST(kth_largest)
 }
 END_TEST
 
+/* quorum_read_threshold: of n answering out of total, how many must show a
+ * hold that a majority (m) may hold; never below 1. */
+static const struct {
+	int n, total, m, want;
+} thresholds[] = {
+    {3, 3, 2, 2}, {2, 3, 2, 1}, {1, 3, 2, 1}, {0, 3, 2, 1}, {5, 5, 3, 3}, {4, 5, 3, 2},
+    {3, 5, 3, 1}, {4, 4, 3, 3}, {3, 4, 3, 2}, {1, 1, 1, 1}, {7, 7, 4, 4}, {5, 7, 4, 2},
+};
+
+START_TEST(read_threshold)
+{
+	int got = quorum_read_threshold(thresholds[_i].n, thresholds[_i].total, thresholds[_i].m);
+	ck_assert_msg(got == thresholds[_i].want, "%d of %d answered, majority %d: got %d, want %d",
+	              thresholds[_i].n, thresholds[_i].total, thresholds[_i].m, got,
+	              thresholds[_i].want);
+}
+END_TEST
+
 /* quorum_status: what the counting masters that answered a STATUS said
  * (n of them, of total configured, majority m), and the verdict. */
 /* clang-format off */
@@ -508,6 +526,8 @@ Suite *quorum_suite(void)
 	tcase_add_loop_test(tc, valid_until, 0, (int)(sizeof(untils) / sizeof(untils[0])));
 	tcase_add_loop_test(tc, kth_largest, 0, (int)(sizeof(kths) / sizeof(kths[0])));
 	tcase_add_loop_test(tc, status, 0, (int)(sizeof(statuses) / sizeof(statuses[0])));
+	tcase_add_loop_test(tc, read_threshold, 0,
+	                    (int)(sizeof(thresholds) / sizeof(thresholds[0])));
 	tcase_add_test(tc, fence_agreeing);
 	tcase_add_test(tc, fence_notes_example);
 	tcase_add_test(tc, fence_agreed_table);
