@@ -125,7 +125,7 @@ static void status_cb(evutil_socket_t fd, short what, void *arg)
  * not judged yet: the warning waits for it, MAJORITY_DEFERS times at most,
  * so that it does not call a master unreachable that is about to wait
  * for a layout switch or come up. */
-#define MAJORITY_DEFERS   10
+#define MAJORITY_DEFERS   3
 #define MAJORITY_DEFER_MS 500
 static void majority_cb(evutil_socket_t fd, short what, void *arg)
 {
