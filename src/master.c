@@ -878,10 +878,7 @@ struct master *master_get(int i)
 
 int masters_up(void)
 {
-	int n = 0;
-	for (int i = 0; i < nmasters; i++)
-		n += masters[i].state == MS_UP;
-	return n;
+	return masters_in(MS_UP);
 }
 
 int masters_in(enum master_state s)

@@ -395,16 +395,18 @@ static int send_list(struct master *m, master_reply_fn *fn)
 	return ops->call(m, -1, 2, argv, len, fn, NULL);
 }
 
-static void wait_marker_cb(struct master *m, redisReply *r, void *arg)
+static void marker_cb(struct master *m, redisReply *r, void *arg);
+
+/* EXISTS of the marker, answered by marker_cb; 0 or -1 (not sent). */
+static int send_marker(struct master *m)
 {
-	if (m->state != MS_LAYOUT_WAIT)
-		return;
-	if (!r || r->type != REDIS_REPLY_INTEGER) {
-		mhs_fail(m, r, "EXISTS marker");
-		return;
-	}
-	m->has_marker = r->integer > 0;
-	ops->up(m);
+	static const char *argv[2];
+	static size_t len[2];
+	argv[0] = "EXISTS";
+	argv[1] = marker_key;
+	len[0] = 6;
+	len[1] = strlen(marker_key);
+	return ops->call(m, -1, 2, argv, len, marker_cb, NULL);
 }
 
 /* A poll's answer: wait on, or read the marker again (it may have been
@@ -425,13 +427,7 @@ static void poll_list_cb(struct master *m, redisReply *r, void *arg)
 		master_timer_at(m->layout_timer, now_us() + LAYOUT_POLL_MS * 1000);
 		return;
 	}
-	static const char *argv[2];
-	static size_t len[2];
-	argv[0] = "EXISTS";
-	argv[1] = marker_key;
-	for (int i = 0; i < 2; i++)
-		len[i] = strlen(argv[i]);
-	if (ops->call(m, -1, 2, argv, len, wait_marker_cb, NULL) != 0)
+	if (send_marker(m) != 0)
 		ops->drop(m, "EXISTS marker: not sent", 1);
 }
 
@@ -488,13 +484,20 @@ static void hs_info_cb(struct master *m, redisReply *r, void *arg)
 	snprintf(m->run_id, sizeof(m->run_id), "%s", id);
 }
 
-static void hs_marker_cb(struct master *m, redisReply *r, void *arg)
+/* The handshake's last answer, or a wait's last (its poll listed no
+ * connection of another layout, and the marker may have been written
+ * meanwhile): up, or (the handshake's) the wait. */
+static void marker_cb(struct master *m, redisReply *r, void *arg)
 {
 	if (!r || r->type != REDIS_REPLY_INTEGER) {
 		mhs_fail(m, r, "EXISTS marker");
 		return;
 	}
 	m->has_marker = r->integer > 0;
+	if (m->state == MS_LAYOUT_WAIT) {
+		ops->up(m);
+		return;
+	}
 	if (m->state != MS_HANDSHAKE)
 		return;
 	if (switching && m->hs_switch != (HS_SWITCH_SET | HS_SWITCH_LISTED)) {
@@ -541,7 +544,7 @@ void mhs_start(struct master *m)
 		 * connection that is not up yet has no WAIT (no replica
 		 * needs the key: a new primary is switched by its own
 		 * handshake). */
-		/* Not sent (never, but for want of memory): hs_marker_cb
+		/* Not sent (never, but for want of memory): marker_cb
 		 * sees it in hs_switch. Nothing is dropped from inside the
 		 * connect callback, whose context hiredis still uses. */
 		m->layout_wait = 0;
@@ -568,9 +571,5 @@ void mhs_start(struct master *m)
 	static const size_t info_len[] = {4, 6};
 	ops->call(m, -1, 2, info_argv, info_len, hs_info_cb, NULL);
 	mrepl_hs_role(m);
-	argv[0] = "EXISTS";
-	argv[1] = marker_key;
-	for (int i = 0; i < 2; i++)
-		len[i] = strlen(argv[i]);
-	ops->call(m, -1, 2, argv, len, hs_marker_cb, NULL);
+	send_marker(m);
 }
