@@ -82,7 +82,7 @@ static void leader_done(struct rl_call *call, void *owner)
 	c->call = NULL;
 	if (!v->ok) {
 		stats.quorum_failures++;
-		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
+		lt_ops_reply(ops, c, "%s", v->unsure ? MSG_UNSURE_READ : MSG_NO_QUORUM);
 	} else if (v->kind == RLE_LEADER) {
 		lt_ops_reply(ops, c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen,
 		             v->value);

@@ -89,6 +89,7 @@ int proto_next_key(const struct request *req, size_t *pos, const char **key, siz
 /* Replies that several places give, named once. */
 #define MSG_OOM                 "ERR LIMIT out of memory"
 #define MSG_NO_QUORUM           "ERR QUORUM no majority of masters answered"
+#define MSG_UNSURE_READ         "ERR QUORUM the masters that answered cannot tell a hold from a leftover"
 #define MSG_NOT_HELD            "ERR NOTHELD this session does not hold the key"
 #define MSG_RELEASE_UNCONFIRMED "ERR QUORUM release not confirmed by a majority"
 #define MSG_NOT_LEADER          "ERR NOTLEADER this session does not lead that election"

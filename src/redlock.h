@@ -320,7 +320,9 @@ enum rl_lead {
 };
 /* What a majority of the counting masters say of an election. */
 struct rl_leader {
-	int ok; /* a majority of the counting masters answered */
+	int ok;     /* a majority of the counting masters answered, and they can tell */
+	int unsure; /* !ok only: a majority answered, but a hold on fewer than a
+	               majority of those may be a leader's or a leftover's */
 	enum rl_lead kind;
 	uint64_t fence;    /* RLE_LEADER: the leader's; RLE_PLAIN: the key's latest */
 	uint64_t epoch;    /* RLE_LEADER: of its value's writer (values order by epoch, version) */

@@ -251,10 +251,38 @@ static void read_reply(struct master *m, redisReply *r, void *arg)
 	rl_check(c);
 }
 
+/* With fewer than all masters answering, a hold granted on a majority is
+ * on quorum_read_threshold of the answers, and so is a failed attempt's
+ * leftover: a leader (fence) or lock held on that many but not on a
+ * majority, above what a majority names, may be either. 1 then: the read
+ * cannot answer (design.md, "Reads from fewer than all masters"). */
+static int read_unsure(struct rl_call *c, int answered, int locked, int best)
+{
+	struct el_part *e = &c->u.el;
+	int t = quorum_read_threshold(answered, c->n, c->maj);
+	if (answered == c->n || t >= c->maj)
+		return 0;
+	if (best < 0 && locked >= t && !quorum_reached(locked, c->maj))
+		return 1;
+	for (int i = 0; i < c->n; i++) {
+		if (!c->counts[i] || c->st[i] != MR_YES || e->kind[i] != RLE_LEADER ||
+		    (best >= 0 && e->fence[i] <= e->fence[best]))
+			continue;
+		int same = 0;
+		for (int j = 0; j < c->n; j++)
+			same += c->counts[j] && c->st[j] == MR_YES && e->kind[j] == RLE_LEADER &&
+			        e->fence[j] == e->fence[i];
+		if (same >= t)
+			return 1;
+	}
+	return 0;
+}
+
 /* Every master answered (or the time is up): a leader counts when a
  * majority of the counting masters hold its lock with its value (the
  * highest such fence wins; of its values, the highest (epoch, version));
- * else a lock held on a majority is a plain hold; else nobody leads. */
+ * else a lock held on a majority is a plain hold; else nobody leads,
+ * unless the answers cannot tell (read_unsure): no verdict then. */
 static void check_read(struct rl_call *c)
 {
 	struct el_part *e = &c->u.el;
@@ -283,6 +311,10 @@ static void check_read(struct rl_call *c)
 	}
 	memset(v, 0, sizeof(*v));
 	v->ok = quorum_reached(answered, c->maj);
+	if (v->ok && read_unsure(c, answered, locked, best)) {
+		v->ok = 0;
+		v->unsure = 1;
+	}
 	v->reserved = e->reserved;
 	if (v->ok && best >= 0) {
 		v->kind = RLE_LEADER;

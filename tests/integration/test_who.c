@@ -25,6 +25,7 @@
 #define MAXL    16
 #define B_NAME  "lockd-b"
 #define QUORUM  "ERR QUORUM no majority of masters answered"
+#define UNSURE  "ERR QUORUM the masters that answered cannot tell a hold from a leftover"
 #define KEYBAD  "ERR KEY key must be printable ASCII (0x21-0x7E)"
 #define NOT_ANY 0 /* held_ms: no upper bound to check */
 
@@ -533,6 +534,52 @@ START_TEST(reads_partial_view)
 }
 END_TEST
 
+/* The same two lockd, for LEADER and OBSERVE. A's leader is on masters 0
+ * and 1; B reads it on master 1 only, which a failed campaign's leftover
+ * could be too: B must not name it (a leftover is never a leader) and
+ * must not say NONE either (PROTOCOL 1.3: after PROCLAIM answered OK,
+ * every later LEADER answers the new value). It cannot tell, and says
+ * so; once A resigned, it can again. */
+START_TEST(leader_partial_view)
+{
+	h_masters_start(3);
+	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
+	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
+	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
+	int la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
+	int lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	struct cl *a = cl_tcp(h_lockd(la)->port), *b = cl_tcp(h_lockd(lb)->port);
+	struct cl *ob = cl_tcp(h_lockd(lb)->port);
+	h_proxy_stop(pa);
+	h_proxy_stop(pb);
+	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
+	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
+
+	unsigned long long f = cl_lock(a, "CAMPAIGN e node-a");
+	char want[64];
+	snprintf(want, sizeof(want), "LEADER %llu node-a", f);
+	cl_expect(a, "LEADER e", want);
+	ck_assert_int_eq(h_masters_with_pttl(3, "lockd:e", NULL, NULL), 2);
+	cl_expect(b, "LEADER e", UNSURE);
+	cl_expect(ob, "OBSERVE e", "OK");
+	cl_expect(a, "PROCLAIM e node-a2", "OK");
+	cl_expect(b, "LEADER e", UNSURE);
+	/* no event on B's observer: NOLEADER would be false, ELECTED a guess */
+	cl_send(ob, "LEADER e\n");
+	const char *got = cl_line(ob, H_SLOW_LIMIT);
+	ck_assert_msg(got && strcmp(got, UNSURE) == 0, "B's observer: '%s'", got ? got : "");
+
+	cl_expect(a, "RESIGN e", "OK");
+	cl_expect(b, "LEADER e", "NONE");
+	/* the observer's read, tried again every lease/3, now can tell */
+	got = cl_line(ob, LEASE / 3 + H_SLOW_LIMIT);
+	ck_assert_msg(got && strcmp(got, "NOLEADER e") == 0, "B's observer: '%s'", got ? got : "");
+	cl_close(a);
+	cl_close(b);
+	cl_close(ob);
+}
+END_TEST
+
 TCase *tc_who(void)
 {
 	TCase *tc = tcase_create("who");
@@ -545,5 +592,6 @@ TCase *tc_who(void)
 	H_ADD(tc, who_many_permits);
 	H_ADD(tc, who_masters_down);
 	H_ADD(tc, reads_partial_view);
+	H_ADD(tc, leader_partial_view);
 	return tc;
 }
