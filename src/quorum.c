@@ -1,6 +1,9 @@
 /* quorum: pure Redlock arithmetic (majority, verdicts, validity, fences). */
 #include "config.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "quorum.h"
 
 int quorum_majority(int n)
@@ -108,9 +111,12 @@ struct quorum_status quorum_status(const struct quorum_status_in *in, int majori
 	/* Held while t of them still have it: the t-th longest lease left. */
 	if (s.held)
 		s.ttl_ms = quorum_kth_largest(in->pttl, k, t);
-	/* Shared holders: as many as t of them have at least, and the lease
-	 * that t of them keep at least that long. */
-	s.holders = (int)quorum_kth_largest(in->zcard, in->n, t);
+	/* Shared holders: those that t of them hold, where every one listed
+	 * its holders; else as many as t of them have at least (which
+	 * undercounts holders granted on different majorities). And the
+	 * lease that t of them keep at least that long. */
+	s.holders = in->members ? quorum_common(in->members, in->nmembers, t)
+	                        : (int)quorum_kth_largest(in->zcard, in->n, t);
 	s.shared_ttl_ms = s.holders > 0 ? quorum_kth_largest(in->zttl, in->n, t) : 0;
 	if (s.shared_ttl_ms < 0)
 		s.shared_ttl_ms = 0;
@@ -118,4 +124,23 @@ struct quorum_status quorum_status(const struct quorum_status_in *in, int majori
 	for (uint32_t p = 1; p < in->npermits; p++)
 		s.permits += (uint32_t)(in->permit_yes[p - 1] >= t);
 	return s;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int quorum_common(const char **v, int n, int t)
+{
+	int found = 0;
+	if (n <= 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), str_cmp);
+	for (int i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && strcmp(v[i], v[j]) == 0; j++)
+			;
+		found += j - i >= t;
+	}
+	return found;
 }

@@ -77,6 +77,10 @@ struct quorum_status_in {
 	int64_t *zttl;         /* ms left on the longest shared lease, or -2 */
 	uint32_t npermits;     /* the permits asked (0 or 1: the key's lock only) */
 	const int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
+	const char **members;  /* with nmembers: every answer's shared holders, one list
+	                          after another (each master lists a holder once), or
+	                          NULL when one of them had too many to list */
+	int nmembers;
 };
 
 /* What the masters that answered say a majority may hold: t below is
@@ -91,5 +95,10 @@ struct quorum_status {
 	uint32_t permits;      /* of permits 0 .. npermits-1, how many t of them hold */
 };
 struct quorum_status quorum_status(const struct quorum_status_in *in, int majority);
+
+/* How many distinct strings occur at least t times among v[0 .. n-1]
+ * (v is sorted in place). With each master's list of holders in v, each
+ * holder once per list: the holders that t masters hold. */
+int quorum_common(const char **v, int n, int t);
 
 #endif

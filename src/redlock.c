@@ -212,8 +212,12 @@ void rl_call_free(struct rl_call *c)
 	ilist_remove(&expq, &c->exp_link);
 	if (c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY)
 		free(c->u.batch.items);
-	if (c->kind == RK_STATUS)
+	if (c->kind == RK_STATUS) {
 		free(c->u.status.permit_yes);
+		for (int i = 0; i < c->u.status.nmembers; i++)
+			free(c->u.status.members[i]);
+		free(c->u.status.members);
+	}
 	if (c->kind == RK_TOUCH)
 		free(c->u.sess.items);
 	if (c->kind == RK_ADOPT) {

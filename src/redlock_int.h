@@ -69,6 +69,8 @@ struct status_part {
 	int64_t zcard[CONFIG_MAX_MASTERS]; /* live shared holders */
 	int64_t zttl[CONFIG_MAX_MASTERS];  /* the longest shared lease left, or -2 */
 	int *permit_yes; /* per permit 1 .. npermits-1: counting masters that hold it */
+	char **members;  /* the counting masters' shared holders, one list after another */
+	int nmembers;    /* of them, or -1: a master had more than it lists (SCR_STATUS) */
 };
 
 /* RK_RENEW and RK_RELEASE_MANY: one script over many keys. */

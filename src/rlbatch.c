@@ -38,7 +38,8 @@ static void check_status(struct rl_call *c)
 {
 	struct status_part *sp = &c->u.status;
 	int64_t pttl[CONFIG_MAX_MASTERS], card[CONFIG_MAX_MASTERS], zttl[CONFIG_MAX_MASTERS];
-	struct quorum_status_in in = {0, c->n, pttl, card, zttl, sp->v.npermits, sp->permit_yes};
+	struct quorum_status_in in = {0,    c->n, pttl, card, zttl, sp->v.npermits, sp->permit_yes,
+	                              NULL, 0};
 
 	if (c->pending && !c->expired)
 		return;
@@ -49,6 +50,10 @@ static void check_status(struct rl_call *c)
 		card[in.n] = sp->zcard[i];
 		zttl[in.n] = sp->zttl[i];
 		in.n++;
+	}
+	if (sp->nmembers >= 0) {
+		in.members = (const char **)sp->members;
+		in.nmembers = sp->nmembers;
 	}
 	struct quorum_status q = quorum_status(&in, c->maj);
 	sp->v.ok = q.ok;
@@ -262,6 +267,34 @@ struct rl_call *rl_release_many(const struct rl_release_item *items, int n, rl_d
 	return c;
 }
 
+/* A counting master's shared holders, listed after the counts when it
+ * has at most STA_MEMBERS_MAX: kept, for quorum_common; else (or out of
+ * memory) the verdict counts holders by the masters' counts alone. */
+static void keep_members(struct status_part *sp, const redisReply *r, size_t from)
+{
+	size_t n = r->elements - from;
+	if (sp->nmembers < 0)
+		return;
+	if (r->element[1]->integer > STA_MEMBERS_MAX || n != (size_t)r->element[1]->integer)
+		goto unlisted;
+	if (n == 0)
+		return;
+	char **m = realloc(sp->members, (size_t)(sp->nmembers + (int)n) * sizeof(*m));
+	if (!m)
+		goto unlisted;
+	sp->members = m;
+	for (size_t k = from; k < r->elements; k++) {
+		if (!(m[sp->nmembers] = strdup(r->element[k]->str)))
+			goto unlisted;
+		sp->nmembers++;
+	}
+	return;
+unlisted:
+	for (int k = 0; k < sp->nmembers; k++)
+		free(sp->members[k]);
+	sp->nmembers = -1;
+}
+
 static void status_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
@@ -271,10 +304,10 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 		rl_check(c);
 		return;
 	}
-	int i = m->idx, ok = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-	                     r->elements == 3 + (sp->v.npermits > 1 ? sp->v.npermits - 1 : 0);
+	size_t counts = 3 + (sp->v.npermits > 1 ? sp->v.npermits - 1 : 0);
+	int i = m->idx, ok = r && r->type == REDIS_REPLY_ARRAY && r->elements >= counts;
 	for (size_t k = 0; ok && k < r->elements; k++)
-		ok = r->element[k]->type == REDIS_REPLY_INTEGER;
+		ok = r->element[k]->type == (k < counts ? REDIS_REPLY_INTEGER : REDIS_REPLY_STRING);
 	c->pending--;
 	if (ok) {
 		c->st[i] = MR_YES;
@@ -286,6 +319,8 @@ static void status_reply(struct master *m, redisReply *r, void *arg)
 				long long t = r->element[2 + p]->integer;
 				sp->permit_yes[p - 1] += t >= 0 || t == -1;
 			}
+		if (c->counts[i])
+			keep_members(sp, r, counts);
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: status: %s", m->name, r->str);

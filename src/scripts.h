@@ -229,6 +229,12 @@ enum batch_arg {
 	 * KEYS[2 + i] permit i (1 .. permits-1); no ARGV */
 	STA_KEYS = 2, /* keys before the permits' */
 };
+/* SCR_STATUS lists a master's live shared holders when there are at most
+ * this many (counted one by one across masters: quorum_common), else
+ * only counts them. */
+#define STA_MEMBERS_MAX 128
+#define STA_STR(x)      #x
+#define STA_XSTR(x)     STA_STR(x)
 /* The argc of a script call over n items with nk keys and na arguments
  * each, and fixed keys and arguments that do not repeat. */
 #define SCRIPT_ARGC(n, nk, fixed, na) (SA_KEYS + (nk) * (n) + (fixed) + (na) * (n))

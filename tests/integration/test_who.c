@@ -580,6 +580,46 @@ START_TEST(leader_partial_view)
 }
 END_TEST
 
+/* Two readers of one key, granted on different majorities: A's (masters
+ * 0 and 1, its proxy to master 2 cut) and B's (1 and 2, its proxy to
+ * master 0 cut). C hears all three masters; their counts are 1, 2 and
+ * 1, a majority has one at least, but two sessions hold it: STATUS
+ * counts the holders that a majority lists, SHARED 2. */
+START_TEST(status_shared_spread)
+{
+	h_masters_start(3);
+	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
+	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
+	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
+	int la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
+	int lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	int lc = h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
+	struct cl *a = cl_tcp(h_lockd(la)->port), *b = cl_tcp(h_lockd(lb)->port);
+	struct cl *c = cl_tcp(h_lockd(lc)->port);
+	h_proxy_stop(pa);
+	h_proxy_stop(pb);
+	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
+	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
+
+	cl_lock(a, "LOCK s SHARED");
+	cl_lock(b, "LOCK s SHARED");
+	ck_assert_int_eq(h_redis_int(0, "ZCARD", "lockd:s shared", NULL), 1);
+	ck_assert_int_eq(h_redis_int(1, "ZCARD", "lockd:s shared", NULL), 2);
+	ck_assert_int_eq(h_redis_int(2, "ZCARD", "lockd:s shared", NULL), 1);
+	const char *got = cl_cmd(c, "STATUS s", H_SLOW_LIMIT);
+	ck_assert_msg(got && strncmp(got, "SHARED 2 ", 9) == 0, "STATUS s on C: '%s'",
+	              got ? got : "");
+	/* one of them gone: one left, on a majority */
+	cl_expect(a, "UNLOCK s", "OK 0");
+	got = cl_cmd(c, "STATUS s", H_SLOW_LIMIT);
+	ck_assert_msg(got && strncmp(got, "SHARED 1 ", 9) == 0, "STATUS s on C: '%s'",
+	              got ? got : "");
+	cl_close(a);
+	cl_close(b);
+	cl_close(c);
+}
+END_TEST
+
 TCase *tc_who(void)
 {
 	TCase *tc = tcase_create("who");
@@ -593,5 +633,6 @@ TCase *tc_who(void)
 	H_ADD(tc, who_masters_down);
 	H_ADD(tc, reads_partial_view);
 	H_ADD(tc, leader_partial_view);
+	H_ADD(tc, status_shared_spread);
 	return tc;
 }

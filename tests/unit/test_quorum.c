@@ -369,8 +369,8 @@ START_TEST(status)
 	memcpy(zcard, statuses[_i].zcard, sizeof(zcard));
 	memcpy(zttl, statuses[_i].zttl, sizeof(zttl));
 	struct quorum_status_in in = {
-	    statuses[_i].n,        statuses[_i].total,     pttl, zcard, zttl,
-	    statuses[_i].npermits, statuses[_i].permit_yes};
+	    statuses[_i].n,        statuses[_i].total,      pttl, zcard, zttl,
+	    statuses[_i].npermits, statuses[_i].permit_yes, NULL, 0};
 	struct quorum_status got = quorum_status(&in, statuses[_i].m);
 	const struct quorum_status *w = &statuses[_i].want;
 
@@ -382,6 +382,49 @@ START_TEST(status)
 	              statuses[_i].what, got.ok, got.held, (long long)got.ttl_ms, got.holders,
 	              (long long)got.shared_ttl_ms, got.permits, w->ok, w->held,
 	              (long long)w->ttl_ms, w->holders, (long long)w->shared_ttl_ms, w->permits);
+}
+END_TEST
+
+/* quorum_common: the holders that t masters list, each master's list one
+ * after another ("|" parts them here only for the reader). */
+static const struct {
+	const char *what;
+	const char *v[9];
+	int n, t;
+	int want;
+} commons[] = {
+    {"granted on different majorities: a on 0|0 1, b on 1|1 2", {"a", "a", "b", "b"}, 4, 2, 2},
+    {"one on a single master is no holder", {"a", "b", "c"}, 3, 2, 0},
+    {"threshold 1 (two of three answered)", {"b", "a", "a"}, 3, 1, 2},
+    {"all three on all three", {"c", "b", "a", "a", "b", "c", "c", "a", "b"}, 9, 2, 3},
+    {"five masters, threshold 3", {"a", "a", "b", "a", "b"}, 5, 3, 1},
+    {"nothing listed", {NULL}, 0, 2, 0},
+};
+
+START_TEST(common)
+{
+	const char *v[9];
+	memcpy(v, commons[_i].v, sizeof(v));
+	int got = quorum_common(v, commons[_i].n, commons[_i].t);
+	ck_assert_msg(got == commons[_i].want, "%s: got %d, want %d", commons[_i].what, got,
+	              commons[_i].want);
+}
+END_TEST
+
+/* STATUS of a key whose two readers a different majority granted: the
+ * counts (1, 2, 1) say one holder, the lists say two. */
+START_TEST(status_members)
+{
+	int64_t pttl[3] = {NO, NO, NO}, zcard[3] = {1, 2, 1}, zttl[3] = {900, 950, 800};
+	const char *m[4] = {"tok-a", "tok-a", "tok-b", "tok-b"};
+	struct quorum_status_in in = {3, 3, pttl, zcard, zttl, 0, NULL, NULL, 0};
+	ck_assert_int_eq(quorum_status(&in, 2).holders, 1); /* unlisted: counts alone */
+	memcpy(pttl, (int64_t[3]){NO, NO, NO}, sizeof(pttl));
+	in.members = m;
+	in.nmembers = 4;
+	struct quorum_status got = quorum_status(&in, 2);
+	ck_assert_int_eq(got.holders, 2);
+	ck_assert_int_eq(got.shared_ttl_ms, 900);
 }
 END_TEST
 
@@ -526,6 +569,8 @@ Suite *quorum_suite(void)
 	tcase_add_loop_test(tc, valid_until, 0, (int)(sizeof(untils) / sizeof(untils[0])));
 	tcase_add_loop_test(tc, kth_largest, 0, (int)(sizeof(kths) / sizeof(kths[0])));
 	tcase_add_loop_test(tc, status, 0, (int)(sizeof(statuses) / sizeof(statuses[0])));
+	tcase_add_loop_test(tc, common, 0, (int)(sizeof(commons) / sizeof(commons[0])));
+	tcase_add_test(tc, status_members);
 	tcase_add_loop_test(tc, read_threshold, 0,
 	                    (int)(sizeof(thresholds) / sizeof(thresholds[0])));
 	tcase_add_test(tc, fence_agreeing);
