@@ -161,6 +161,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 enum pend_why {
 	PA_SETTLED, /* the read (and the reservation) answered: led_by tells */
 	PA_QUORUM,  /* the read found no majority */
+	PA_UNSURE,  /* a majority answered it, and could not tell (rl_leader.unsure) */
 	PA_GONE,    /* c's hold of the name ended meanwhile (LOST) */
 };
 
@@ -394,6 +395,8 @@ static void pend_answer(struct lt_client *c, const char *key, size_t klen, enum 
 		resign(ld, c, 0);
 	else if (ld && ld->state == LD_LEADING)
 		proclaim(ld, c, &r, cmd == CMD_CAMPAIGN);
+	else if (why == PA_UNSURE && !ld)
+		lt_ops_reply(ops, c, "%s", MSG_UNSURE_READ); /* the next request reads again */
 	else if (ld || why == PA_QUORUM || (why == PA_GONE && cmd == CMD_CAMPAIGN))
 		lt_ops_reply(ops, c, "%s",
 		             MSG_NO_QUORUM); /* no epoch reserved, or no word from a majority */
@@ -409,9 +412,10 @@ static void adopted_done(struct rl_call *call, void *owner)
 {
 	struct el_adopt *a = owner;
 	const struct rl_leader *v = rl_leader_of(call);
+	stats.unsure_reads += (uint64_t)v->unsure;
 	lead_adopt(a->c, a->key, a->klen, v);
 	ilist_remove(&a->c->el->adopts, &a->link);
-	pend_answer(a->c, a->key, a->klen, v->ok ? PA_SETTLED : PA_QUORUM);
+	pend_answer(a->c, a->key, a->klen, v->ok ? PA_SETTLED : v->unsure ? PA_UNSURE : PA_QUORUM);
 	free(a);
 }
 

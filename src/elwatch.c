@@ -80,9 +80,12 @@ static void leader_done(struct rl_call *call, void *owner)
 	struct lt_client *c = owner;
 	const struct rl_leader *v = rl_leader_of(call);
 	c->call = NULL;
-	if (!v->ok) {
+	if (v->unsure) {
+		stats.unsure_reads++;
+		lt_ops_reply(ops, c, "%s", MSG_UNSURE_READ);
+	} else if (!v->ok) {
 		stats.quorum_failures++;
-		lt_ops_reply(ops, c, "%s", v->unsure ? MSG_UNSURE_READ : MSG_NO_QUORUM);
+		lt_ops_reply(ops, c, "%s", MSG_NO_QUORUM);
 	} else if (v->kind == RLE_LEADER) {
 		lt_ops_reply(ops, c, "LEADER %llu %.*s", (unsigned long long)v->fence, (int)v->vlen,
 		             v->value);
@@ -138,6 +141,7 @@ static void read_done(struct rl_call *call, void *owner)
 	const struct rl_leader *v = rl_leader_of(call);
 	int changed = 0;
 	w->call = NULL;
+	stats.unsure_reads += (uint64_t)v->unsure;
 	if (v->ok && v->kind == RLE_LEADER &&
 	    (!w->known || v->fence > w->fence ||
 	     (v->fence == w->fence &&

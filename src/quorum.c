@@ -144,3 +144,23 @@ int quorum_common(const char **v, int n, int t)
 	}
 	return found;
 }
+
+int quorum_leader_unsure(int answered, int total, int maj, int locked, const uint64_t *fences,
+                         int n, uint64_t named)
+{
+	int t = quorum_read_threshold(answered, total, maj);
+	if (t >= maj)
+		return 0; /* every master answered: a majority of them decides */
+	if (!named && locked >= t && !quorum_reached(locked, maj))
+		return 1;
+	for (int i = 0; i < n; i++) {
+		int same = 0;
+		if (fences[i] <= named)
+			continue;
+		for (int j = 0; j < n; j++)
+			same += fences[j] == fences[i];
+		if (same >= t)
+			return 1;
+	}
+	return 0;
+}

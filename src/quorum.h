@@ -96,6 +96,17 @@ struct quorum_status {
 };
 struct quorum_status quorum_status(const struct quorum_status_in *in, int majority);
 
+/* An election read that `answered` of `total` masters answered (majority
+ * maj): `locked` of them hold the name's lock, and fences[0 .. n-1] are
+ * the leaders' fences the answers hold (one per answer with a leader's
+ * record); `named` the fence a majority of all holds (0: none). 1 when a
+ * fence above `named` (or, with none named, the lock) is held on as many
+ * answers as a real grant must be on (quorum_read_threshold) and not on
+ * a majority of all: a leader or a failed attempt's leftover, which the
+ * answers cannot tell apart. 0 when every master answered. */
+int quorum_leader_unsure(int answered, int total, int maj, int locked, const uint64_t *fences,
+                         int n, uint64_t named);
+
 /* How many distinct strings occur at least t times among v[0 .. n-1]
  * (v is sorted in place). With each master's list of holders in v, each
  * holder once per list: the holders that t masters hold. */

@@ -284,7 +284,11 @@ static void keep_members(struct status_part *sp, const redisReply *r, size_t fro
 		goto unlisted;
 	sp->members = m;
 	for (size_t k = from; k < r->elements; k++) {
-		if (!(m[sp->nmembers] = strdup(r->element[k]->str)))
+		/* a holder by its token less the instance, which an adoption
+		   (RESUME elsewhere) changes where it reaches */
+		const char *tok = r->element[k]->str;
+		if (!(m[sp->nmembers] =
+		          strdup(r->element[k]->len > INSTANCE_LEN ? tok + INSTANCE_LEN : tok)))
 			goto unlisted;
 		sp->nmembers++;
 	}

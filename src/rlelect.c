@@ -259,23 +259,13 @@ static void read_reply(struct master *m, redisReply *r, void *arg)
 static int read_unsure(struct rl_call *c, int answered, int locked, int best)
 {
 	struct el_part *e = &c->u.el;
-	int t = quorum_read_threshold(answered, c->n, c->maj);
-	if (answered == c->n || t >= c->maj)
-		return 0;
-	if (best < 0 && locked >= t && !quorum_reached(locked, c->maj))
-		return 1;
-	for (int i = 0; i < c->n; i++) {
-		if (!c->counts[i] || c->st[i] != MR_YES || e->kind[i] != RLE_LEADER ||
-		    (best >= 0 && e->fence[i] <= e->fence[best]))
-			continue;
-		int same = 0;
-		for (int j = 0; j < c->n; j++)
-			same += c->counts[j] && c->st[j] == MR_YES && e->kind[j] == RLE_LEADER &&
-			        e->fence[j] == e->fence[i];
-		if (same >= t)
-			return 1;
-	}
-	return 0;
+	uint64_t fences[CONFIG_MAX_MASTERS];
+	int n = 0;
+	for (int i = 0; i < c->n; i++)
+		if (c->counts[i] && c->st[i] == MR_YES && e->kind[i] == RLE_LEADER)
+			fences[n++] = e->fence[i];
+	return quorum_leader_unsure(answered, c->n, c->maj, locked, fences, n,
+	                            best >= 0 ? e->fence[best] : 0);
 }
 
 /* Every master answered (or the time is up): a leader counts when a

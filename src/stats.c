@@ -63,6 +63,8 @@ static const struct field counters[] = {
     {"timeouts", "LOCK answered TIMEOUT", &stats.timeouts},
     {"lost", "LOST events sent", &stats.lost},
     {"quorum_failures", "Quorum calls without a majority", &stats.quorum_failures},
+    {"unsure_reads", "Election reads whose answers could not tell a hold from a leftover",
+     &stats.unsure_reads},
     {"releases", "Release calls sent to the masters", &stats.releases},
     {"renewals", "Lock renewals that reached a majority", &stats.renewals},
     {"renewal_failures", "Lock renewals that did not", &stats.renewal_failures},

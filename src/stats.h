@@ -20,6 +20,7 @@ struct stats {
 	uint64_t timeouts;
 	uint64_t lost;
 	uint64_t quorum_failures;
+	uint64_t unsure_reads; /* election reads a majority answered that could not tell */
 	uint64_t releases;
 	uint64_t renewals; /* lock renewals that reached a majority */
 	uint64_t renewal_failures;

@@ -475,6 +475,26 @@ START_TEST(who_masters_down)
 }
 END_TEST
 
+/* Three masters, and two lockd that each lost a different one: A (its
+ * proxy to master 2 cut) and B (its proxy to master 0 cut). Returns once
+ * each says so. */
+static void split_views(int *la, int *lb)
+{
+	h_masters_start(3);
+	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
+	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
+	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
+	*la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
+	*lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	struct cl *a = cl_tcp(h_lockd(*la)->port), *b = cl_tcp(h_lockd(*lb)->port);
+	h_proxy_stop(pa);
+	h_proxy_stop(pb);
+	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
+	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
+	cl_close(a);
+	cl_close(b);
+}
+
 /* Two lockd that each lost a different master: A (via a proxy to master
  * 2) holds keys on masters 0 and 1, B (via a proxy to master 0) reads
  * masters 1 and 2. A hold on a majority is on at least one master of any
@@ -484,18 +504,10 @@ END_TEST
  * times for its two lockd). */
 START_TEST(reads_partial_view)
 {
-	h_masters_start(3);
-	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
-	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
-	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
-	int la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
-	int lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	int la, lb;
+	split_views(&la, &lb);
 	struct cl *a = cl_tcp(h_lockd(la)->port), *a2 = cl_tcp(h_lockd(la)->port);
 	struct cl *b = cl_tcp(h_lockd(lb)->port);
-	h_proxy_stop(pa);
-	h_proxy_stop(pb);
-	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
-	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
 
 	unsigned long long f = cl_lock(a, "LOCK x");
 	cl_lock(a, "LOCK s SHARED");
@@ -542,18 +554,10 @@ END_TEST
  * so; once A resigned, it can again. */
 START_TEST(leader_partial_view)
 {
-	h_masters_start(3);
-	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
-	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
-	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
-	int la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
-	int lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	int la, lb;
+	split_views(&la, &lb);
 	struct cl *a = cl_tcp(h_lockd(la)->port), *b = cl_tcp(h_lockd(lb)->port);
 	struct cl *ob = cl_tcp(h_lockd(lb)->port);
-	h_proxy_stop(pa);
-	h_proxy_stop(pb);
-	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
-	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
 
 	unsigned long long f = cl_lock(a, "CAMPAIGN e node-a");
 	char want[64];
@@ -568,6 +572,12 @@ START_TEST(leader_partial_view)
 	cl_send(ob, "LEADER e\n");
 	const char *got = cl_line(ob, H_SLOW_LIMIT);
 	ck_assert_msg(got && strcmp(got, UNSURE) == 0, "B's observer: '%s'", got ? got : "");
+	/* nor from the observer's read again, lease/3 later */
+	cl_silence(ob, LEASE / 3 + 500);
+	ck_assert_msg(ob->nlost == 0, "B's observer got '%s'", ob->lost[0]);
+	char *n = cl_stat(b, "unsure_reads");
+	ck_assert_msg(n && atoll(n) >= 4, "unsure_reads on B: %s", n ? n : "-");
+	free(n);
 
 	cl_expect(a, "RESIGN e", "OK");
 	cl_expect(b, "LEADER e", "NONE");
@@ -587,19 +597,11 @@ END_TEST
  * counts the holders that a majority lists, SHARED 2. */
 START_TEST(status_shared_spread)
 {
-	h_masters_start(3);
-	struct h_proxy *pa = h_proxy_start(h_master(2)->port);
-	struct h_proxy *pb = h_proxy_start(h_master(0)->port);
-	int via_a[3] = {0, 0, h_proxy_port(pa)}, via_b[3] = {h_proxy_port(pb), 0, 0};
-	int la = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_a});
-	int lb = h_lockd_start(&(struct h_opts){.lease_ms = LEASE, .via = via_b});
+	int la, lb;
+	split_views(&la, &lb);
 	int lc = h_lockd_start(&(struct h_opts){.lease_ms = LEASE});
 	struct cl *a = cl_tcp(h_lockd(la)->port), *b = cl_tcp(h_lockd(lb)->port);
 	struct cl *c = cl_tcp(h_lockd(lc)->port);
-	h_proxy_stop(pa);
-	h_proxy_stop(pb);
-	cl_wait_stat(a, "master.2.state", "down", H_SLOW_LIMIT);
-	cl_wait_stat(b, "master.0.state", "down", H_SLOW_LIMIT);
 
 	cl_lock(a, "LOCK s SHARED");
 	cl_lock(b, "LOCK s SHARED");

@@ -385,6 +385,43 @@ START_TEST(status)
 }
 END_TEST
 
+/* quorum_leader_unsure: answered of total (majority maj), locked of them
+ * hold the lock, the leaders' fences the answers hold, the fence a
+ * majority names (0: none). */
+static const struct {
+	const char *what;
+	int answered, total, maj, locked;
+	uint64_t fences[5];
+	int n;
+	uint64_t named;
+	int want;
+} unsures[] = {
+    {"all answered: never unsure", 3, 3, 2, 1, {7}, 1, 0, 0},
+    {"all answered, nothing", 3, 3, 2, 0, {0}, 0, 0, 0},
+    {"2 of 3, leader on 1: leader or leftover", 2, 3, 2, 1, {7}, 1, 0, 1},
+    {"2 of 3, leader on both: named", 2, 3, 2, 2, {7, 7}, 2, 7, 0},
+    {"2 of 3, plain lock on 1", 2, 3, 2, 1, {0}, 0, 0, 1},
+    {"2 of 3, nothing", 2, 3, 2, 0, {0}, 0, 0, 0},
+    {"2 of 3, plain lock on both: a plain hold", 2, 3, 2, 2, {0}, 0, 0, 0},
+    {"2 of 3, named 7, a newer 9 on 1", 2, 3, 2, 2, {7, 9}, 2, 7, 1},
+    {"2 of 3, named 9, an older 7 on 1", 2, 3, 2, 2, {9, 7}, 2, 9, 0},
+    {"4 of 5 (t 2), leader on 1", 4, 5, 3, 1, {7}, 1, 0, 0},
+    {"4 of 5 (t 2), leader on 2", 4, 5, 3, 2, {7, 7}, 2, 0, 1},
+    {"4 of 5 (t 2), two leaders on 1 each", 4, 5, 3, 2, {7, 8}, 2, 0, 1},
+    {"3 of 5 (t 1), plain lock on 1", 3, 5, 3, 1, {0}, 0, 0, 1},
+    {"4 of 5, lock on 3: a plain hold, no leader", 4, 5, 3, 3, {0}, 0, 0, 0},
+};
+
+START_TEST(leader_unsure)
+{
+	int got = quorum_leader_unsure(unsures[_i].answered, unsures[_i].total, unsures[_i].maj,
+	                               unsures[_i].locked, unsures[_i].fences, unsures[_i].n,
+	                               unsures[_i].named);
+	ck_assert_msg(got == unsures[_i].want, "%s: got %d, want %d", unsures[_i].what, got,
+	              unsures[_i].want);
+}
+END_TEST
+
 /* quorum_common: the holders that t masters list, each master's list one
  * after another ("|" parts them here only for the reader). */
 static const struct {
@@ -571,6 +608,7 @@ Suite *quorum_suite(void)
 	tcase_add_loop_test(tc, status, 0, (int)(sizeof(statuses) / sizeof(statuses[0])));
 	tcase_add_loop_test(tc, common, 0, (int)(sizeof(commons) / sizeof(commons[0])));
 	tcase_add_test(tc, status_members);
+	tcase_add_loop_test(tc, leader_unsure, 0, (int)(sizeof(unsures) / sizeof(unsures[0])));
 	tcase_add_loop_test(tc, read_threshold, 0,
 	                    (int)(sizeof(thresholds) / sizeof(thresholds[0])));
 	tcase_add_test(tc, fence_agreeing);
