@@ -15,6 +15,10 @@ Variants, run in turn ROUNDS times (the medians are printed):
              the owner check per key, the session's index written at its
              first grant of a key only), plain
   h2-r       the same, resumable
+  s1         today's string keys with a resumable hold kept in the lock's
+             value (s1_*.lua: the owner read in the grant's MGET, no record
+             write per grant or release), plain
+  s1-r       the same, resumable
   floor      node-redlock's own commands (SET NX PX; GET and DEL), batched
   single     the floor with one key per script call, as node-redlock sends
              them (one request per acquire and per release)
@@ -77,9 +81,12 @@ SESS = P + ' session s1'
 EPOCH = '00000000000000000001'
 cmd('SET', GEN, EPOCH)
 cmd('HSET', SESS, 'o', INST)
+OWNER = P + ' session s1 owner'
+cmd('SET', OWNER, INST)
 sha = {'lockd': (load(lockd_acq), load(lockd_rel)),
        'h1': (load(own('h1_acquire.lua')), load(own('h1_release.lua'))),
        'h2': (load(own('h2_acquire.lua')), load(own('h2_release.lua'))),
+       's1': (load(own('s1_acquire.lua')), load(own('s1_release.lua'))),
        'floor': (load(own('floor_acquire.lua')), load(own('floor_release.lua')))}
 
 
@@ -122,6 +129,16 @@ def h2_batch(r, n, res):
     return ka, aa, kr, ar
 
 
+def s1_batch(r, n, res):
+    ka, aa, kr, ar = [GEN], [INST, '604800000', EPOCH], [], [INST, P + ' released']
+    for i in range(n):
+        ka += [P + 's1key-%d' % i, OWNER if res else '']
+        aa += [tok(r, i), '3000', '', '0', 's1' if res else '', '1' if r == 0 else '0', '0']
+        kr.append(P + 's1key-%d' % i)
+        ar += [tok(r, i), 's1key-%d' % i]
+    return ka, aa, kr, ar
+
+
 def floor_batch(r, n, res):
     ks = [P + 'fkey-%d' % i for i in range(n)]
     ts = [tok(r, i) for i in range(n)]
@@ -131,6 +148,7 @@ def floor_batch(r, n, res):
 VARIANTS = [('lockd', 'lockd', lockd_batch, N, False), ('lockd-r', 'lockd', lockd_batch, N, True),
             ('h1', 'h1', h1_batch, N, False), ('h1-r', 'h1', h1_batch, N, True),
             ('h2', 'h2', h2_batch, N, False), ('h2-r', 'h2', h2_batch, N, True),
+            ('s1', 's1', s1_batch, N, False), ('s1-r', 's1', s1_batch, N, True),
             ('floor', 'floor', floor_batch, N, False), ('single', 'floor', floor_batch, 1, False)]
 
 
