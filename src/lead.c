@@ -179,10 +179,11 @@ struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen,
 
 /* Every lease/3: forget leaders whose lock left this lockd unseen (their
  * session was resumed elsewhere). For a lease (three ticks) after a
- * master connected again, also write each leader's value back where it
- * is missing: a master that restarted empty gets its lock back from the
- * renewals, and its value from here once the lock is there. Nothing is
- * sent otherwise: a value is lost only with a master's data. */
+ * master connected again, or after a renewal wrote a leader's lock back
+ * on a master that had lost it (rn_on_lead_rewritten), also write each
+ * leader's value back where it is missing: a master that restarted empty gets its lock back from
+ * the renewals, and its value from here once the lock is there. Nothing is sent otherwise: a value
+ * is lost only with a master's data. */
 static void wb_cb(evutil_socket_t fd, short what, void *arg)
 {
 	for (struct ilink *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
@@ -228,6 +229,7 @@ int lead_init(struct event_base *base, const struct config *c, const struct lt_o
 	if (keytab_init(&leads, 64) || !(wb_ev = evtimer_new(base, wb_cb, NULL)))
 		return -1;
 	rn_timer_at(wb_ev, now_us() + third() * 1000);
+	rn_on_lead_rewritten(lead_resync);
 	return 0;
 }
 

@@ -49,6 +49,8 @@
 #define RELEASE_BATCH         256
 #define RELEASE_INFLIGHT      2
 
+static void (*lead_rewritten)(void); /* rn_on_lead_rewritten */
+
 static struct event_base *base;
 static const struct config *cfg;
 static const struct rn_ops *ops;
@@ -377,6 +379,8 @@ static void renewed(struct rl_call *c, void *owner)
 	wd_batches--;
 	for (int i = 0; i < n; i++) {
 		struct hold *h = it[i].owner;
+		if (it[i].lead && it[i].rewrote && lead_rewritten)
+			lead_rewritten(); /* its value goes back with it (PROTOCOL 1.3) */
 		h->refs--;
 		if (h->state == HS_RENEWING) {
 			/* A verdict after the validity ended is a loss, whatever it
@@ -622,4 +626,9 @@ void rn_shutdown(void)
 		event_free(dl_timer);
 	dl_timer = NULL;
 	dl_at = 0;
+}
+
+void rn_on_lead_rewritten(void (*fn)(void))
+{
+	lead_rewritten = fn;
 }

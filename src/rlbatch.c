@@ -95,8 +95,10 @@ static void renew_reply(struct master *m, redisReply *r, void *arg)
 		if (c->counts[i])
 			for (int k = 0; k < c->u.batch.nitems; k++)
 				if (r->element[k]->type == REDIS_REPLY_INTEGER &&
-				    r->element[k]->integer > 0)
+				    r->element[k]->integer > 0) {
 					c->u.batch.items[k].yes++;
+					c->u.batch.items[k].rewrote |= r->element[k]->integer == 2;
+				}
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: renew: %s", m->name, r->str);

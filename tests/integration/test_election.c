@@ -604,6 +604,29 @@ START_TEST(election_value_survives_restart)
 }
 END_TEST
 
+/* A master that lost a leader's lock and value without restarting (they
+ * were deleted there): the renewal writes the lock back, and the value
+ * goes back with it (PROTOCOL 1.3), not only after a reconnect. */
+START_TEST(election_renewal_writes_value_back)
+{
+	struct h_opts o = {.lease_ms = 900};
+	h_std(&o);
+	struct ec *a = ec_open(P0);
+	ok_fence(ec_cmd(a, "CAMPAIGN vw v1", H_SLOW_LIMIT));
+	wait_value_on(0, "vw", "v1", "the value on master 0");
+	/* past the write-back that follows the masters' connecting (a lease
+	 * and a third from lockd's start), so that only the renewal's counts */
+	h_sleep_ms(1500);
+	ck_assert_int_eq(h_redis_int(0, "DEL", "lockd:vw", "lockd:vw leader", NULL), 2);
+	double t0 = h_now_ms();
+	wait_value_on(0, "vw", "v1", "the value written back on master 0");
+	printf("election_renewal_writes_value_back: after %.0f ms\n", h_now_ms() - t0);
+	ck_assert_int_eq(a->nev, 0); /* no LOST */
+	ec_expect(a, "RESIGN vw", "OK");
+	ec_close(a);
+}
+END_TEST
+
 /* A leader resumed on another lockd (its first lockd killed) is that
  * lockd's leader from the RESUME on, before any election command: its
  * value is written back on a restarted master from there, and its UNLOCK
@@ -960,6 +983,7 @@ TCase *tc_election(void)
 	H_ADD(tc, election_value_survives_restart);
 	H_ADD(tc, election_campaign_retries_quorum);
 	H_ADD(tc, election_resumed_leader_written_back);
+	H_ADD(tc, election_renewal_writes_value_back);
 	H_ADD(tc, election_pipelined_after_resume);
 	H_ADD(tc, election_grace_end_keeps_moved_value);
 	H_ADD(tc, election_version_across_lockd);
