@@ -7,8 +7,9 @@
  * from a majority read (lead_adopt) and first reserves an epoch for its
  * values (LD_RESERVING), above every one reserved before; until then it
  * writes nothing. Every lease/3 the write-back forgets leaders whose lock
- * left this lockd unseen and, for a lease after a master connected
- * again, writes their values back where a master lost them. Apart from
+ * left this lockd unseen and, for a lease and a third after a master
+ * connected again or a renewal found a leader's lock without its value
+ * on a master, writes their values back where a master lost them. Apart from
  * elect.c because none of this needs the commands: elect.c calls it, and
  * hears of a settled reservation through the lead_settled_fn given to
  * lead_init. */
@@ -178,12 +179,13 @@ struct lead *lead_adopt(struct lt_client *c, const char *key, size_t klen,
 }
 
 /* Every lease/3: forget leaders whose lock left this lockd unseen (their
- * session was resumed elsewhere). For a lease (three ticks) after a
- * master connected again, or after a renewal wrote a leader's lock back
- * on a master that had lost it (rn_on_lead_rewritten), also write each
- * leader's value back where it is missing: a master that restarted empty gets its lock back from
- * the renewals, and its value from here once the lock is there. Nothing is sent otherwise: a value
- * is lost only with a master's data. */
+ * session was resumed elsewhere). For a lease and a third after a master
+ * connected again, or after a renewal found a leader's lock on a master
+ * without its value (rn_on_lead_rewritten), also write each leader's
+ * value back where it is missing: a master that restarted empty gets its
+ * lock back from the renewals, and its value from here once the lock is
+ * there. Nothing is sent otherwise: a value is lost only with a master's
+ * data. */
 static void wb_cb(evutil_socket_t fd, short what, void *arg)
 {
 	for (struct ilink *l = lead_list.head.next, *nx; l != &lead_list.head; l = nx) {
@@ -242,6 +244,7 @@ void lead_shutdown(void)
 {
 	struct ilink *l;
 	stopping = 1;
+	rn_on_lead_rewritten(NULL);
 	while ((l = ilist_first(&lead_list)))
 		lead_free(ilist_entry(l, struct lead, link));
 	if (wb_ev) {

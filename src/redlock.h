@@ -54,7 +54,7 @@ struct rl_renew_item {
 	int lead;            /* a leader's lock (1.3): its record's expiry is refreshed too */
 	uint32_t delay_ms;   /* its lock-delay (1.4): written with its lease, in its value */
 	int yes;             /* counting masters that hold it for us now */
-	int rewrote;         /* a master had lost it, and this renewal wrote it back there */
+	int rewrote;         /* a leader's lock: a master holds it without its value (3) */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
 	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */
 };

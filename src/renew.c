@@ -380,7 +380,7 @@ static void renewed(struct rl_call *c, void *owner)
 	for (int i = 0; i < n; i++) {
 		struct hold *h = it[i].owner;
 		if (it[i].lead && it[i].rewrote && lead_rewritten)
-			lead_rewritten(); /* its value goes back with it (PROTOCOL 1.3) */
+			lead_rewritten(); /* its value goes back beside it (PROTOCOL 1.3) */
 		h->refs--;
 		if (h->state == HS_RENEWING) {
 			/* A verdict after the validity ended is a loss, whatever it

@@ -33,9 +33,9 @@ struct rn_ops {
 };
 
 int rn_init(struct event_base *base, const struct config *cfg, const struct rn_ops *ops);
-/* fn runs when a renewal wrote a leader's lock back on a master that had
- * lost it (lead.c writes the leaders' values back then: the renewal
- * carries the lock's value only). */
+/* fn runs when a renewal found a leader's lock, or wrote it back, on a
+ * master that lacks its value (lead.c writes the leaders' values back
+ * then: the renewal carries the lock's value only). NULL: nothing runs. */
 void rn_on_lead_rewritten(void (*fn)(void));
 /* A reload: the next renewal of every hold writes the new lease, now. */
 void rn_set_cfg(const struct config *cfg);

@@ -92,13 +92,13 @@ static void renew_reply(struct master *m, redisReply *r, void *arg)
 	c->pending--;
 	if (r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == c->u.batch.nitems) {
 		c->st[i] = MR_YES;
-		if (c->counts[i])
-			for (int k = 0; k < c->u.batch.nitems; k++)
-				if (r->element[k]->type == REDIS_REPLY_INTEGER &&
-				    r->element[k]->integer > 0) {
-					c->u.batch.items[k].yes++;
-					c->u.batch.items[k].rewrote |= r->element[k]->integer == 2;
-				}
+		for (int k = 0; k < c->u.batch.nitems; k++) {
+			const redisReply *e = r->element[k];
+			if (e->type != REDIS_REPLY_INTEGER || e->integer <= 0)
+				continue;
+			c->u.batch.items[k].yes += c->counts[i];
+			c->u.batch.items[k].rewrote |= e->integer == 3; /* counting or not */
+		}
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: renew: %s", m->name, r->str);
@@ -136,6 +136,7 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	p += c->dargvlen[a - 1] + 1;
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
+		items[k].rewrote = 0;
 		c->dargv[a] = p;
 		c->dargvlen[a] =
 		    rl_key_at(p, items[k].key, items[k].klen,

@@ -386,7 +386,9 @@ static const char *const bodies[SCR_COUNT] = {
      * where its record names this instance (1.2: a session resumed
      * elsewhere is that lockd's, whatever this one still believes).
      * Per item: 1 extended, 2 written back (missing, or a stale token of
-     * ours where it should be), 0 held by another (a shared hold: the
+     * ours where it should be), 3 a leader's lock extended or written back
+     * where its record (its value) is missing (lead.c writes the value back:
+     * the renewal does not carry it), 0 held by another (a shared hold: the
      * key's lock of another instance; the key's lock: live shared holders
      * of another instance too). */
     [SCR_RENEW] = LUA_NOW
@@ -426,7 +428,9 @@ static const char *const bodies[SCR_COUNT] = {
     "    end\n"
     "  elseif tk(v) == tok then\n"
     "    redis.call('PEXPIRE', KEYS[i], ls); r[i] = 1\n"
-    "    if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) end\n"
+    "    if kind == 'l' and redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) == 0 then\n"
+    "      r[i] = 3\n"
+    "    end\n"
     "  elseif v == false or ours(v, inst) then\n"
     "    r[i] = 2\n"
     "    if kind ~= 'p' and redis.call('EXISTS', z) == 1 then\n"
@@ -438,7 +442,9 @@ static const char *const bodies[SCR_COUNT] = {
     "    end\n"
     "    if r[i] == 2 then\n"
     "      redis.call('SET', KEYS[i], val, 'PX', ls)\n"
-    "      if kind == 'l' then redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) end\n"
+    "      if kind == 'l' and redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) == 0 then\n"
+    "        r[i] = 3\n"
+    "      end\n"
     "    end\n"
     "  else\n"
     "    r[i] = 0\n"
