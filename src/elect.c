@@ -412,7 +412,6 @@ static void adopted_done(struct rl_call *call, void *owner)
 {
 	struct el_adopt *a = owner;
 	const struct rl_leader *v = rl_leader_of(call);
-	stats.unsure_reads += (uint64_t)v->unsure;
 	lead_adopt(a->c, a->key, a->klen, v);
 	ilist_remove(&a->c->el->adopts, &a->link);
 	pend_answer(a->c, a->key, a->klen, v->ok ? PA_SETTLED : v->unsure ? PA_UNSURE : PA_QUORUM);

@@ -81,7 +81,6 @@ static void leader_done(struct rl_call *call, void *owner)
 	const struct rl_leader *v = rl_leader_of(call);
 	c->call = NULL;
 	if (v->unsure) {
-		stats.unsure_reads++;
 		lt_ops_reply(ops, c, "%s", MSG_UNSURE_READ);
 	} else if (!v->ok) {
 		stats.quorum_failures++;
@@ -141,7 +140,6 @@ static void read_done(struct rl_call *call, void *owner)
 	const struct rl_leader *v = rl_leader_of(call);
 	int changed = 0;
 	w->call = NULL;
-	stats.unsure_reads += (uint64_t)v->unsure;
 	if (v->ok && v->kind == RLE_LEADER &&
 	    (!w->known || v->fence > w->fence ||
 	     (v->fence == w->fence &&

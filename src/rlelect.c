@@ -11,6 +11,7 @@
 #include "log.h"
 #include "quorum.h"
 #include "redlock_int.h"
+#include "stats.h"
 
 #define EL_SFX " leader" /* the leader's record beside the lock of its name */
 
@@ -304,6 +305,7 @@ static void check_read(struct rl_call *c)
 	if (v->ok && read_unsure(c, answered, locked, best)) {
 		v->ok = 0;
 		v->unsure = 1;
+		stats.unsure_reads++; /* LEADER's, an observer's or an adoption's */
 	}
 	v->reserved = e->reserved;
 	if (v->ok && best >= 0) {

@@ -531,26 +531,24 @@ static const char *const bodies[SCR_COUNT] = {
      * count holders granted on different majorities (one on masters 0
      * and 1, one on 1 and 2: two, where the counts say 1, 2, 1).
      * Read-only but for pruning the shared set. */
-    [SCR_STATUS] = LUA_NOW
-    "local function ttl(k)\n"
-    "  local t = redis.call('PTTL', k)\n"
-    "  local d = t > 0 and dl(redis.call('GET', k)) or 0\n"
-    "  return t > d and t - d or t\n"
-    "end\n"
-    "local r, m = {ttl(KEYS[1]), 0, -2}, {}\n"
-    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
-    "  local now = clock()\n"
-    "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
-    "  r[2] = redis.call('ZCARD', KEYS[2])\n"
-    "  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
-    "  if top[2] then r[3] = tonumber(top[2]) - now end\n"
-    "  if r[2] <= " STA_XSTR(STA_MEMBERS_MAX) " then\n"
-                                              "    m = redis.call('ZRANGE', KEYS[2], 0, -1)\n"
-                                              "  end\n"
-                                              "end\n"
-                                              "for i = 3, #KEYS do r[#r + 1] = ttl(KEYS[i]) end\n"
-                                              "for i = 1, #m do r[#r + 1] = m[i] end\n"
-                                              "return r\n",
+    [SCR_STATUS] = LUA_NOW "local function ttl(k)\n"
+                           "  local t = redis.call('PTTL', k)\n"
+                           "  local d = t > 0 and dl(redis.call('GET', k)) or 0\n"
+                           "  return t > d and t - d or t\n"
+                           "end\n"
+                           "local r, m = {ttl(KEYS[1]), 0, -2}, {}\n"
+                           "if redis.call('EXISTS', KEYS[2]) == 1 then\n"
+                           "  local now = clock()\n"
+                           "  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
+                           "  r[2] = redis.call('ZCARD', KEYS[2])\n"
+                           "  local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')\n"
+                           "  if top[2] then r[3] = tonumber(top[2]) - now end\n"
+                           "  if r[2] <= " STA_MEMBERS_MAX_S
+                           " then m = redis.call('ZRANGE', KEYS[2], 0, -1) end\n"
+                           "end\n"
+                           "for i = 3, #KEYS do r[#r + 1] = ttl(KEYS[i]) end\n"
+                           "for i = 1, #m do r[#r + 1] = m[i] end\n"
+                           "return r\n",
     /* Sessions that outlive a connection (1.2). A session's record, the
      * hash "P session ID": o the instance that owns it, s the SHA1 of its
      * secret, g its grace ms, and per hold a field "KINDPERMIT KEY" (the

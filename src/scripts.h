@@ -120,13 +120,13 @@ enum gen_arg {
  * 4 ms, well within redis.timeout_ms, whatever the session's size (up to
  * limits.max_locks_per_session). */
 #define ADOPT_CHUNK   256
-#define ADOPT_STR_(x) #x
-#define ADOPT_STR(x)  ADOPT_STR_(x)
-#define ADOPT_CHUNK_S ADOPT_STR(ADOPT_CHUNK)
+#define SCR_STR_(x)   #x
+#define SCR_STR(x)    SCR_STR_(x) /* a number's digits, for a script's text */
+#define ADOPT_CHUNK_S SCR_STR(ADOPT_CHUNK)
 /* Fields one HSCAN of a large record asks for: its holds then go in a
  * wave of ADOPT_CHUNK-hold scripts sent at once. */
 #define ADOPT_SCAN   1024
-#define ADOPT_SCAN_S ADOPT_STR(ADOPT_SCAN)
+#define ADOPT_SCAN_S SCR_STR(ADOPT_SCAN)
 /* SCR_SESS_ADOPT (1.2): KEYS[1] the record; then these. */
 enum adopt_arg {
 	SDA_SECRET = SA_KEYS + 1, /* ARGV[1] the secret */
@@ -232,9 +232,8 @@ enum batch_arg {
 /* SCR_STATUS lists a master's live shared holders when there are at most
  * this many (counted one by one across masters: quorum_common), else
  * only counts them. */
-#define STA_MEMBERS_MAX 128
-#define STA_STR(x)      #x
-#define STA_XSTR(x)     STA_STR(x)
+#define STA_MEMBERS_MAX   128
+#define STA_MEMBERS_MAX_S SCR_STR(STA_MEMBERS_MAX)
 /* The argc of a script call over n items with nk keys and na arguments
  * each, and fixed keys and arguments that do not repeat. */
 #define SCRIPT_ARGC(n, nk, fixed, na) (SA_KEYS + (nk) * (n) + (fixed) + (na) * (n))
