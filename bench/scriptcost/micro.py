@@ -18,7 +18,8 @@ Variants, run in turn ROUNDS times (the medians are printed):
   s1         today's string keys with a resumable hold kept in the lock's
              value (s1_*.lua: the owner read in the grant's MGET, no record
              write per grant or release), plain
-  s1-r       the same, resumable
+  s1-r       the same, resumable (s1 cannot keep PROTOCOL 1.2's LOST after
+             RESUME for a hold that lapsed: doc/cluster.md)
   floor      node-redlock's own commands (SET NX PX; GET and DEL), batched
   single     the floor with one key per script call, as node-redlock sends
              them (one request per acquire and per release)
