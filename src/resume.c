@@ -544,8 +544,13 @@ static void touched(struct rl_call *c, void *owner)
 			continue; /* ended meanwhile */
 		if (it[i].moved) {
 			moved(r);
-		} else if (it[i].missing && !r->call) {
-			/* A master lost it (restarted empty): write it again. */
+		} else if (it[i].missing && !it[i].other && !r->call) {
+			/* A master lost it (restarted empty): write it again,
+			 * unless a master names another lockd. Then the session
+			 * moved there and this copy is stale: writing would
+			 * fill the lost masters with this lockd's name and make
+			 * a majority that takes the session from the lockd
+			 * serving it. That one writes it back at its touch. */
 			struct rl_call *p;
 			if (put_holds(r, r->digest, r->grace_ms, fire_and_forget, FORGET, &p) == 0)
 				calls++;

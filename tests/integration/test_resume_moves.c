@@ -337,6 +337,91 @@ START_TEST(failed_resume_keeps_fault_tolerance)
 }
 END_TEST
 
+/* A lockd left with a stale copy of a session must not write its record
+ * back where a master lost it, once a master that kept it names the
+ * lockd the session moved to (the CI failure of safety_soak: A refilled
+ * two restarted masters with its own name, and B, reading a majority
+ * naming A at its touch, dropped the session it served and closed its
+ * client). A is stopped while the session moves to B; then B is stopped
+ * and masters 0 and 1 lose the record; A runs a touch: it writes nothing.
+ * B runs again: it writes the record back everywhere, keeps its client
+ * and its hold, and A drops its copy at its next touch. */
+#define MOVE_LEASE 6000
+#define TOUCH_MS   (MOVE_LEASE / 3)
+START_TEST(stale_copy_does_not_refill)
+{
+	static const char *sx = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n";
+	const struct h_opts o = {.lease_ms = MOVE_LEASE, .top_extra = sx};
+	h_std(&o);
+	int b = h_lockd_start(&o);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 20000", 20000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+
+	h_lockd_signal(0, SIGSTOP);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	h_lockd_signal(b, SIGSTOP);
+	char *bname = record_owner(2, s.id);
+	ck_assert_msg(bname && strlen(bname) == 16, "master 2's record owner: '%s'",
+	              bname ? bname : "(none)");
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", s.id);
+	for (int i = 0; i < 2; i++)
+		free(h_redis(i, "DEL", rkey, NULL));
+
+	h_lockd_signal(0, SIGCONT);
+	double t0 = h_now_ms();
+	while (h_now_ms() - t0 < TOUCH_MS + H_LOADED) { /* A's touch comes within it */
+		for (int i = 0; i < 2; i++) {
+			char *w = record_owner(i, s.id);
+			ck_assert_msg(w && strcmp(w, "(nil)") == 0,
+			              "master %d lost session %s's record, master 2 names B (%s), "
+			              "and A wrote '%s' back at its touch",
+			              i, s.id, bname, w ? w : "(no answer)");
+			free(w);
+		}
+		h_sleep_ms(20);
+	}
+
+	h_lockd_signal(b, SIGCONT);
+	t0 = h_now_ms();
+	int named = 0;
+	for (int t = 0; t < 1000 && !named && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
+		named = 1;
+		for (int i = 0; i < 3; i++) {
+			char *w = record_owner(i, s.id);
+			named &= w && strcmp(w, bname) == 0;
+			free(w);
+		}
+		if (!named)
+			h_sleep_ms(20);
+	}
+	ck_assert_msg(named, "B did not write session %s's record back within %d ms", s.id,
+	              TOUCH_MS + H_LOADED);
+	struct cl *x = cl_tcp(h_lockd(0)->port);
+	char *n = NULL;
+	t0 = h_now_ms();
+	for (int t = 0; t < 1000 && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
+		free(n);
+		n = cl_stat(x, "sessions_resumable");
+		if (strcmp(n, "0") == 0)
+			break;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(strcmp(n, "0") == 0, "A still has %s resumable session(s)", n);
+	free(n);
+	expect_held(c2, "KEY k %llu 1 *", f);
+	ck_assert_msg(!c2->eof && c2->nlost == 0, "B's client: eof %d, lost '%s'", c2->eof,
+	              c2->nlost ? c2->lost[0] : "");
+	free(bname);
+	cl_close(x);
+	cl_close(c2);
+	cl_close(c);
+}
+END_TEST
+
 TCase *tc_resume_moves(void)
 {
 	TCase *tc = tcase_create("resume_moves");
@@ -348,5 +433,6 @@ TCase *tc_resume_moves(void)
 	H_ADD(tc, racing_resumes);
 	H_ADD(tc, resume_at_the_limit);
 	H_ADD(tc, failed_resume_keeps_fault_tolerance);
+	H_ADD(tc, stale_copy_does_not_refill);
 	return tc;
 }
