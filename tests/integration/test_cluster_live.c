@@ -15,6 +15,7 @@
 
 #include "cluster.h"
 #include "harness.h"
+#include "ktag.h"
 
 static struct h_cluster C;
 
@@ -114,11 +115,12 @@ START_TEST(cluster_live_map)
 END_TEST
 
 /* csl_keyslot against CLUSTER KEYSLOT, hash tags and their edge cases
- * among them. */
+ * among them; and each name tagged by ktag in the name's own slot. */
 START_TEST(cluster_live_keyslot)
 {
 	if (start() < 0)
 		return;
+	ck_assert_int_eq(ktag_init(), 0);
 	static const char *const fixed[] = {"",
 	                                    "a",
 	                                    "{",
@@ -160,6 +162,17 @@ START_TEST(cluster_live_keyslot)
 		ck_assert_msg(csl_keyslot(key, len) == (unsigned)r->integer,
 		              "slot of \"%.*s\": %u, CLUSTER KEYSLOT says %lld", (int)len, key,
 		              csl_keyslot(key, len), r->integer);
+		long long want = r->integer;
+		freeReplyObject(r);
+		/* the name as a cluster entry would store it: "{T}lockd: K fence" */
+		char tagged[128];
+		size_t n = ktag_brace(tagged, sizeof(tagged), key, len);
+		n += (size_t)snprintf(tagged + n, sizeof(tagged) - n, "lockd: %.*s fence", (int)len,
+		                      key);
+		r = cmd(c, "CLUSTER KEYSLOT %b", tagged, n);
+		ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+		ck_assert_msg(r->integer == want, "\"%.*s\" is of slot %lld, its name's %lld",
+		              (int)n, tagged, r->integer, want);
 		freeReplyObject(r);
 	}
 	redisFree(c);
