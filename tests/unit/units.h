@@ -24,7 +24,7 @@ Suite *client_tls_suite(void);     /* test_client_tls.c: liblockd over TLS */
 Suite *sha1_suite(void);           /* test_sha1.c */
 Suite *cluster_suite(void);        /* test_cluster.c: Redis Cluster slots, maps, redirections */
 Suite *cluster_errors_suite(void); /* test_cluster_errors.c: broken cluster maps */
-Suite *ktag_suite(void);          /* test_ktag.c: a hash tag per slot for cluster key names */
+Suite *ktag_suite(void);           /* test_ktag.c: a hash tag per slot for cluster key names */
 Suite *csl_router_suite(void);     /* test_csl_router.c: the cluster router's pure helpers */
 
 #endif
