@@ -29,6 +29,7 @@
 #include <hiredis/async.h>
 
 #include "csl_router_int.h"
+#include "rdup.h"
 #include "util.h"
 
 #define CSR_MAX_REDIRECTS 5    /* MOVED and ASK followed per call */
@@ -40,6 +41,7 @@
 enum csr_qstate {
 	QS_WAIT, /* its timer dispatches it: new, or waiting for a retry */
 	QS_SENT, /* on the wire (q->send); its timer is the deadline */
+	QS_HELD, /* a write answered, on held_on->held until its WAIT answers; timer: deadline */
 };
 
 struct csr_req {
@@ -53,7 +55,11 @@ struct csr_req {
 	struct event *timer;
 	struct csr_send *send;
 	int redirects, retries;
-	int asking;                     /* send ASKING before it */
+	int asking;               /* send ASKING before it */
+	int write;                /* csr_write: counts once WAIT says enough replicas have it */
+	redisReply *held;         /* QS_HELD: its reply (a copy) */
+	struct csr_conn *held_on; /* QS_HELD: the connection whose WAIT it waits for */
+	struct csr_req *hprev, *hnext;  /* on held_on->held */
 	char to_host[CSL_HOST_MAX + 1]; /* a redirection's target; to_port 0: by the map */
 	int to_port;
 	int argc;
@@ -90,8 +96,27 @@ static void unlink_req(struct csr_req *q)
 	q->prev = q->next = NULL;
 }
 
+static void unhold(struct csr_req *q)
+{
+	struct csr_conn *c = q->held_on;
+	if (!c)
+		return;
+	if (q->hprev)
+		q->hprev->hnext = q->hnext;
+	else
+		c->held = q->hnext;
+	if (q->hnext)
+		q->hnext->hprev = q->hprev;
+	q->hprev = q->hnext = NULL;
+	q->held_on = NULL;
+	if (q->held)
+		freeReplyObject(q->held);
+	q->held = NULL;
+}
+
 static void req_free(struct csr_req *q)
 {
+	unhold(q);
 	if (q->send)
 		q->send->q = NULL; /* its reply is dropped when it comes */
 	event_free(q->timer);
@@ -123,6 +148,86 @@ static void retry_later(struct csr_req *q)
 }
 
 static void reply_cb(redisAsyncContext *ac, void *reply, void *priv);
+
+/* ---- WAIT: a write counts once enough replicas acknowledged it ---- */
+
+/* Send one WAIT behind the writes this loop turn sent on c. */
+static void wait_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct csr_conn *c = arg;
+	struct csr_router *rt = c->rt;
+	if (c->state != CS_UP || !c->ac)
+		return; /* lost meanwhile: its writes fail with it */
+	struct csr_send *s = calloc(1, sizeof(*s));
+	const char *argv[3] = {"WAIT", rt->wait_n, rt->wait_ms};
+	if (!s || redisAsyncCommandArgv(c->ac, reply_cb, s, 3, argv, NULL) != REDIS_OK) {
+		free(s);
+		/* no WAIT can follow those writes: none of them can count */
+		csr_conn_lost(c, "WAIT could not be sent", 1);
+		return;
+	}
+	s->c = c;
+	s->is_wait = 1;
+	s->sent_us = now_us();
+	s->prev = c->tail;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	if (c->head == s)
+		csr_conn_arm(c);
+	c->st.waits++;
+}
+
+/* A write was sent on c: a WAIT follows it within this loop turn (one
+ * for every write of the turn). */
+static void want_wait(struct csr_conn *c)
+{
+	if (!c->wait_ev && !(c->wait_ev = event_new(c->rt->base, -1, 0, wait_cb, c))) {
+		csr_conn_lost(c, "out of memory", 1);
+		return;
+	}
+	if (!event_pending(c->wait_ev, EV_TIMEOUT, NULL))
+		event_active(c->wait_ev, EV_TIMEOUT, 0);
+}
+
+/* c's WAIT answered (r NULL: its connection went): every write held on
+ * c was answered before it, so sent before it, and counts if r says
+ * enough replicas have it; otherwise it failed (it may have run). */
+static void wait_answered(struct csr_conn *c, const redisReply *r)
+{
+	int ok = r && r->type == REDIS_REPLY_INTEGER && r->integer >= c->rt->wait_replicas;
+	if (r && !ok)
+		c->st.wait_short++;
+	while (c->held) {
+		struct csr_req *q = c->held;
+		redisReply *h = q->held;
+		q->held = NULL; /* finish frees the call, not the reply it passes on */
+		unhold(q);
+		finish(q, ok ? h : NULL);
+		if (h)
+			freeReplyObject(h);
+	}
+}
+
+/* A write's answer waits on c for c's next WAIT (its deadline still
+ * runs); 0, or -1 when it cannot (out of memory: it failed). */
+static int hold(struct csr_req *q, struct csr_conn *c, const redisReply *r)
+{
+	if (!(q->held = rdup_reply(r)))
+		return -1;
+	q->held_on = c;
+	q->hprev = NULL;
+	q->hnext = c->held;
+	if (c->held)
+		c->held->hprev = q;
+	c->held = q;
+	q->state = QS_HELD;
+	int64_t left = q->deadline_us - now_us();
+	csr_timer_in(q->timer, left > 0 ? left : 0);
+	return 0;
+}
 
 static void dispatch(struct csr_req *q)
 {
@@ -180,6 +285,8 @@ static void dispatch(struct csr_req *q)
 	q->send = s;
 	q->state = QS_SENT;
 	csr_timer_in(q->timer, q->deadline_us - now);
+	if (q->write && rt->wait_replicas > 0)
+		want_wait(c);
 }
 
 /* Follow a MOVED or an ASK from c to rd's node. */
@@ -214,11 +321,17 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	struct csr_conn *c = s->c;
 	struct csr_req *q = s->q;
 	redisReply *r = reply;
+	int is_wait = s->is_wait;
 	if (c)
 		csr_conn_send_done(c, s, r != NULL);
 	free(s);
 	if (c && !r && c->ac == ac) /* the context is going: fail the rest once */
 		csr_conn_lost(c, ac->errstr[0] ? ac->errstr : "connection lost", 0);
+	if (is_wait) {
+		if (c)
+			wait_answered(c, r);
+		return;
+	}
 	if (!q)
 		return;
 	q->send = NULL;
@@ -252,6 +365,13 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 			        */
 		}
 	}
+	/* A write (a script's error included: it may have written some) counts
+	 * once the WAIT behind it answers. */
+	if (q->write && q->rt->wait_replicas > 0 && c && c->ac == ac) {
+		if (hold(q, c, r) != 0)
+			finish(q, NULL);
+		return;
+	}
 	finish(q, r);
 }
 
@@ -269,12 +389,12 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 		csr_timer_in(q->timer, left);
 		return;
 	}
-	finish(q, NULL); /* on the wire past its deadline: the reply is dropped */
+	finish(q, NULL); /* on the wire or held past its deadline: its reply is dropped */
 }
 
-struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
-                            csr_reply_fn *fn, void *arg, int argc, const char **argv,
-                            const size_t *argvlen)
+static struct csr_req *submit(struct csr_router *rt, unsigned slot, int64_t deadline_us,
+                              csr_reply_fn *fn, void *arg, int argc, const char **argv,
+                              const size_t *argvlen, int write)
 {
 	if (argc < 1 || slot >= CSL_SLOTS)
 		return NULL;
@@ -301,6 +421,7 @@ struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadli
 		p += n + 1;
 	}
 	q->argc = argc;
+	q->write = write;
 	q->rt = rt;
 	q->fn = fn;
 	q->arg = arg;
@@ -313,6 +434,20 @@ struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadli
 	rt->reqs = q;
 	csr_timer_in(q->timer, 0);
 	return q;
+}
+
+struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
+                            csr_reply_fn *fn, void *arg, int argc, const char **argv,
+                            const size_t *argvlen)
+{
+	return submit(rt, slot, deadline_us, fn, arg, argc, argv, argvlen, 0);
+}
+
+struct csr_req *csr_write(struct csr_router *rt, unsigned slot, int64_t deadline_us,
+                          csr_reply_fn *fn, void *arg, int argc, const char **argv,
+                          const size_t *argvlen)
+{
+	return submit(rt, slot, deadline_us, fn, arg, argc, argv, argvlen, 1);
 }
 
 void csr_detach(struct csr_req *q)
@@ -360,6 +495,14 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	rt->connect_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 1000;
 	rt->command_ms = cfg->command_timeout_ms > 0 ? cfg->command_timeout_ms : 1000;
 	rt->refresh_ms = cfg->refresh_ms > 0 ? cfg->refresh_ms : 5000;
+	rt->wait_replicas = cfg->wait_replicas > 0 ? cfg->wait_replicas : 0;
+	/* a WAIT holds its connection for up to its timeout, and the command
+	 * timeout drops a connection that answers nothing for longer */
+	int wms = cfg->wait_timeout_ms > 0 ? cfg->wait_timeout_ms : rt->command_ms / 2;
+	if (wms > rt->command_ms / 2)
+		wms = rt->command_ms / 2;
+	snprintf(rt->wait_n, sizeof(rt->wait_n), "%d", rt->wait_replicas);
+	snprintf(rt->wait_ms, sizeof(rt->wait_ms), "%d", wms > 0 ? wms : 1);
 	rt->password = cfg->password && cfg->password[0] ? strdup(cfg->password) : NULL;
 	rt->map = malloc(sizeof(*rt->map));
 	rt->scratch = malloc(sizeof(*rt->scratch));

@@ -6,7 +6,9 @@
  * the slot map (src/cluster.c parses it) refreshed on MOVED, on a lost
  * connection and every refresh_ms, and each call routed by its slot
  * (pipelined on its primary's connection), following MOVED and ASK and
- * retrying TRYAGAIN and CLUSTERDOWN while its deadline lasts. doc/cluster.md says how it fits the
+ * retrying TRYAGAIN and CLUSTERDOWN while its deadline lasts; a write
+ * (csr_write) counts once a WAIT behind it says enough replicas have it.
+ * doc/cluster.md says how it fits the
  * plan; tests/integration/test_cluster_router.c drives it against a live cluster (resharding,
  * failover, a killed primary).
  *
@@ -41,6 +43,11 @@ struct csr_cfg {
 	int connect_timeout_ms; /* a node's TCP connect; <= 0: 1000 */
 	int command_timeout_ms; /* a node that answers nothing for so long is dropped; <= 0: 1000 */
 	int refresh_ms;         /* periodic map refresh; <= 0: 5000 */
+	/* csr_write's calls count once WAIT wait_replicas (<= 0: no WAIT)
+	 * answers that many replicas have them; WAIT's own timeout
+	 * wait_timeout_ms (<= 0, or above half command_timeout_ms: that half) */
+	int wait_replicas;
+	int wait_timeout_ms;
 };
 
 /* r NULL: the call failed (no node, lost connection, timeout, deadline).
@@ -64,6 +71,16 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadline_us,
                             csr_reply_fn *fn, void *arg, int argc, const char **argv,
                             const size_t *argvlen);
+
+/* csr_command for a write (redis.wait_replicas): with wait_replicas > 0,
+ * the node's reply reaches fn only once a WAIT sent behind it on the
+ * same connection (one WAIT behind all the writes a loop turn sent
+ * there) answers at least wait_replicas; a WAIT that answers fewer, an
+ * error, or nothing makes the call fail (NULL: the write may have run,
+ * on the primary alone). The deadline counts the WAIT too. */
+struct csr_req *csr_write(struct csr_router *rt, unsigned slot, int64_t deadline_us,
+                          csr_reply_fn *fn, void *arg, int argc, const char **argv,
+                          const size_t *argvlen);
 
 /* The caller is gone: fn is never called; the call's memory goes when its
  * reply comes back, or at once when it is not on the wire. */
@@ -100,6 +117,8 @@ struct csr_node_stats {
 	uint64_t tryagain;       /* TRYAGAIN and CLUSTERDOWN it answered */
 	uint64_t failed;         /* calls that got no reply from it (lost, timed out) */
 	uint64_t connects, lost; /* connections started; connections lost or refused */
+	uint64_t waits;          /* WAITs sent behind writes */
+	uint64_t wait_short;     /* WAITs that answered fewer replicas than asked, or an error */
 	char last_error[96];     /* why the last connection went ("" if none did) */
 };
 

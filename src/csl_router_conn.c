@@ -240,6 +240,8 @@ void csr_conn_destroy(struct csr_conn *c)
 		ac->data = NULL;
 		redisAsyncFree(ac);
 	}
+	if (c->wait_ev)
+		event_free(c->wait_ev);
 	event_free(c->timer);
 	free(c);
 }
@@ -299,7 +301,7 @@ static void apply_map(struct csr_router *rt)
 	}
 	for (struct csr_conn *c = rt->conns, *n; c; c = n) {
 		n = c->next;
-		if (!c->in_map && !c->head)
+		if (!c->in_map && !c->head && !c->held)
 			csr_conn_destroy(c);
 	}
 }

@@ -37,6 +37,12 @@ struct csr_conn {
 	int64_t backoff_ms;           /* the next reconnect's wait */
 	int in_map;                   /* a primary of the current map */
 	struct csr_send *head, *tail; /* commands on the wire, in send order */
+	/* WAIT (wait_replicas > 0): a write sent activates wait_ev, which
+	 * sends one WAIT behind every write the loop turn sent on this
+	 * connection; a write's reply waits on held for the next WAIT reply,
+	 * which covers exactly the writes answered before it. */
+	struct event *wait_ev; /* made at the first write (csl_router.c); freed here */
+	struct csr_req *held;  /* answered writes waiting for their WAIT */
 	struct csr_node_stats st;
 };
 
@@ -45,6 +51,7 @@ struct csr_conn {
 struct csr_send {
 	struct csr_conn *c; /* NULL: the connection is gone (router freed) */
 	struct csr_req *q;  /* NULL: the call is over or detached; the reply is dropped */
+	int is_wait;        /* a WAIT behind writes: its reply releases c->held */
 	int64_t sent_us;
 	struct csr_send *prev, *next;
 };
@@ -63,6 +70,8 @@ struct csr_router {
 	int n_seeds;
 	char *password; /* NULL: no AUTH */
 	int connect_ms, command_ms, refresh_ms;
+	int wait_replicas;             /* 0: writes are not followed by WAIT */
+	char wait_n[16], wait_ms[16];  /* WAIT's arguments */
 	struct csl_map *map, *scratch; /* the map in use, the one a refresh parses into */
 	int have_map;
 	struct csr_conn *node_conn[CSL_MAX_NODES]; /* per map node: its connection (primaries) */
@@ -88,6 +97,8 @@ struct csr_conn *csr_conn_get(struct csr_router *rt, const char *host, int port)
 void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied);
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx);
 void csr_conn_arm(struct csr_conn *c);
+/* Only with nothing on c's wire and no write held (none can be held
+ * without its WAIT on the wire): csr_free frees the calls first. */
 void csr_conn_destroy(struct csr_conn *c);
 void csr_refresh_start(struct csr_router *rt);
 void csr_refresh_close(struct csr_router *rt);

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "master.h"
 #include "master_int.h"
+#include "rdup.h"
 #include "sentinel.h"
 
 #define BATCH_MAX 128 /* calls per batch: a script blocks its master while it runs */
@@ -369,7 +370,7 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 		return;
 	}
 	if (r->waiter) { /* a write: answered once its WAIT is (wait_answer) */
-		r->held = mfmt_dup(rep);
+		r->held = rdup_reply(rep);
 		r->held_set = 1;
 		arm_timer(m);
 		return;

@@ -1,6 +1,5 @@
 /* master_fmt: the wire side of a master's requests (master.c): the RESP of
- * a command, a script call or a batch of script calls, and a copy of a
- * reply held past its callback (a batch's reply waits for its WAIT). */
+ * a command, a script call or a batch of script calls. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -140,35 +139,4 @@ void mfmt_free(void)
 	free(fbuf);
 	fbuf = NULL;
 	fcap = flen = 0;
-}
-
-redisReply *mfmt_dup(const redisReply *r)
-{
-	redisReply *c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->type = r->type;
-	c->integer = r->integer;
-	if (r->str) {
-		c->len = r->len;
-		if (!(c->str = malloc(r->len + 1))) {
-			freeReplyObject(c);
-			return NULL;
-		}
-		memcpy(c->str, r->str, r->len);
-		c->str[r->len] = '\0';
-	}
-	if (r->element && r->elements) {
-		if (!(c->element = calloc(r->elements, sizeof(*c->element)))) {
-			freeReplyObject(c);
-			return NULL;
-		}
-		c->elements = r->elements;
-		for (size_t i = 0; i < r->elements; i++)
-			if (r->element[i] && !(c->element[i] = mfmt_dup(r->element[i]))) {
-				freeReplyObject(c);
-				return NULL;
-			}
-	}
-	return c;
 }

@@ -223,7 +223,5 @@ const char *mfmt_req(const struct mreq *r, int use_eval, size_t *len);
  * carry both. */
 int mfmt_same_shared(const struct mreq *a, const struct mreq *b);
 void mfmt_free(void);
-/* A deep copy of a reply (freeReplyObject frees it), or NULL. */
-redisReply *mfmt_dup(const redisReply *r);
 
 #endif

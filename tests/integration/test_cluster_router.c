@@ -3,7 +3,8 @@
  * primaries and 3 replicas (harness_cluster.c): calls spread over every
  * primary, a slot resharded under a stream of calls (ASK, MOVED,
  * TRYAGAIN), a CLUSTER FAILOVER, a primary SIGKILLed until its replica
- * is promoted, and calls detached or freed in flight (issue 31). The
+ * is promoted, calls detached or freed in flight, and writes counted
+ * once a WAIT says a replica has them (issue 31). The
  * daemon does not use the router yet (doc/cluster.md). Skipped without
  * redis-cli. */
 #include "config.h"
@@ -88,6 +89,21 @@ static struct csr_req *send_cmd(struct call *c, const char *key, int deadline_ms
 	return q;
 }
 
+/* The same as a write (csr_write: counted once its WAIT answers). */
+static struct csr_req *send_write(struct call *c, const char *key, int deadline_ms,
+                                  const char *const *argv)
+{
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	memset(c, 0, sizeof(*c));
+	c->deadline_ms = h_now_ms() + deadline_ms;
+	struct csr_req *q = csr_write(rt, csl_keyslot(key, strlen(key)), deadline_in(deadline_ms),
+	                              call_cb, c, argc, (const char **)argv, NULL);
+	ck_assert(q != NULL);
+	return q;
+}
+
 /* One call, run to its end. */
 static void call_sync(struct call *c, const char *key, int deadline_ms, const char *const *argv)
 {
@@ -95,7 +111,14 @@ static void call_sync(struct call *c, const char *key, int deadline_ms, const ch
 	ck_assert_msg(run_until(&c->done, deadline_ms + 2000), "%s %s: no callback", argv[0], key);
 }
 
+static struct csr_router *new_router_w(const char *password, int refresh_ms, int wait_replicas);
+
 static struct csr_router *new_router(const char *password, int refresh_ms)
+{
+	return new_router_w(password, refresh_ms, 0);
+}
+
+static struct csr_router *new_router_w(const char *password, int refresh_ms, int wait_replicas)
 {
 	static char seed[32];
 	snprintf(seed, sizeof(seed), "127.0.0.1:%d", h_master(C.first)->port);
@@ -105,7 +128,8 @@ static struct csr_router *new_router(const char *password, int refresh_ms)
 	                      .password = password,
 	                      .connect_timeout_ms = 500,
 	                      .command_timeout_ms = 1000,
-	                      .refresh_ms = refresh_ms};
+	                      .refresh_ms = refresh_ms,
+	                      .wait_replicas = wait_replicas};
 	char err[200];
 	struct csr_router *r = csr_new(base, &cfg, err, sizeof(err));
 	ck_assert_msg(r, "csr_new: %s", err);
@@ -675,6 +699,111 @@ START_TEST(cluster_router_kill)
 }
 END_TEST
 
+/* GET key on node i as a replica serves it (READONLY first); malloc'd,
+ * "(nil)" when it lacks the key. */
+static char *replica_get(int i, const char *key)
+{
+	struct timeval tv = {2, 0};
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", port_of(i), tv);
+	ck_assert_msg(c && !c->err, "node %d: %s", i, c ? c->errstr : "no context");
+	redisReply *r = redisCommand(c, "READONLY");
+	ck_assert_msg(r && r->type == REDIS_REPLY_STATUS, "READONLY on node %d", i);
+	freeReplyObject(r);
+	r = redisCommand(c, "GET %s", key);
+	ck_assert_msg(r != NULL, "GET %s on node %d: %s", key, i, c->errstr);
+	char *v = strdup(r->type == REDIS_REPLY_STRING ? r->str
+	                 : r->type == REDIS_REPLY_NIL  ? "(nil)"
+	                                               : "(not a string)");
+	freeReplyObject(r);
+	redisFree(c);
+	return v;
+}
+
+/* redis.wait_replicas on a cluster (csr_write, WAIT 1): a write is
+ * answered once a WAIT behind it says a replica has it, so its primary's
+ * replica has it when the callback runs; one WAIT goes behind all the
+ * writes a loop turn sent to a primary, not one per key. With a
+ * primary's replica stopped, that primary's writes fail (NULL) when WAIT
+ * answers 0 at its timeout (they ran on the primary alone: writes that
+ * count nowhere), the other primaries' are answered; a write held for its
+ * WAIT and then detached, or freed with the router, never calls back. */
+START_TEST(cluster_router_wait)
+{
+	enum { N = 60 };
+	if (start() < 0)
+		return;
+	csr_free(rt);
+	rt = new_router_w(NULL, 5000, 1);
+	wait_covered(rt);
+	static struct call c[N];
+	static char key[N][16], val[N][16];
+	for (int i = 0; i < N; i++) {
+		snprintf(key[i], sizeof(key[i]), "w%d", i);
+		snprintf(val[i], sizeof(val[i]), "v%d", i);
+		const char *argv[] = {"SET", key[i], val[i], NULL};
+		send_write(&c[i], key[i], 3000, argv);
+	}
+	for (int i = 0; i < N; i++) {
+		ck_assert_msg(run_until(&c[i].done, 5000), "SET %s: no callback", key[i]);
+		ck_assert_msg(
+		    !c[i].null && c[i].type == REDIS_REPLY_STATUS && !strcmp(c[i].str, "OK"),
+		    "SET %s: %s '%s'", key[i], c[i].null ? "failed" : "answered", c[i].str);
+		char *v = replica_get(replica_of(owner_of(key[i])), key[i]);
+		ck_assert_msg(strcmp(v, val[i]) == 0, "%s on its primary's replica: '%s', not '%s'",
+		              key[i], v, val[i]);
+		free(v);
+	}
+	uint64_t waits = 0;
+	for (int i = 0; i < C.n; i++)
+		if (is_master(i))
+			waits += stats_of(port_of(i)).waits;
+	printf("%s: %d writes sent at once, %llu WAITs behind them\n", tcase_name(), N,
+	       (unsigned long long)waits);
+	ck_assert_msg(waits >= 3 && waits <= N / 4, "%llu WAITs for %d writes on 3 primaries",
+	              (unsigned long long)waits, N);
+
+	int p = owner_of("w0"), r = replica_of(p);
+	const char *other = NULL;
+	for (int i = 1; i < N && !other; i++)
+		if (owner_of(key[i]) != p)
+			other = key[i];
+	ck_assert(other != NULL);
+	h_master_stop(C.first + r);
+	struct call a, b;
+	double t0 = h_now_ms();
+	send_write(&a, "w0", 3000, (const char *const[]){"SET", "w0", "alone", NULL});
+	send_write(&b, other, 3000, (const char *const[]){"SET", other, "acked", NULL});
+	ck_assert(run_until(&a.done, 5000) && run_until(&b.done, 5000));
+	ck_assert_msg(!b.null && !strcmp(b.str, "OK"), "SET %s with its replica up: %s '%s'", other,
+	              b.null ? "failed" : "answered", b.str);
+	ck_assert_msg(a.null, "SET w0 with its replica stopped: answered '%s'", a.str);
+	/* WAIT's timeout is half the command timeout (1000 ms): it failed then,
+	 * not before, and within its deadline */
+	ck_assert_msg(a.at_ms - t0 >= 450 && a.at_ms <= a.deadline_ms + 50,
+	              "SET w0 failed %.0f ms after it was sent (deadline %.0f ms)", a.at_ms - t0,
+	              a.deadline_ms - t0);
+	char *v = h_redis(C.first + p, "GET", "w0", NULL);
+	ck_assert_msg(v && strcmp(v, "alone") == 0, "w0 on its primary: '%s'", v ? v : "?");
+	free(v);
+	ck_assert_uint_ge(stats_of(port_of(p)).wait_short, 1);
+
+	static struct call d, e; /* written by a callback that must never come */
+	struct csr_req *q =
+	    send_write(&d, "w0", 3000, (const char *const[]){"SET", "w0", "d", NULL});
+	run_ms(150); /* answered by now, held for a WAIT that answers at 500 ms */
+	csr_detach(q);
+	run_ms(700);
+	ck_assert_msg(!d.done, "a detached write called back");
+	send_write(&e, "w0", 3000, (const char *const[]){"SET", "w0", "e", NULL});
+	run_ms(150);
+	csr_free(rt);
+	rt = NULL;
+	ck_assert_msg(!e.done, "a write freed with its router called back");
+	h_master_cont(C.first + r);
+	finish_rt();
+}
+END_TEST
+
 static int cb_after; /* callbacks of calls detached or freed: must stay 0 */
 
 static void forbidden_cb(const redisReply *r, void *arg)
@@ -794,5 +923,6 @@ TCase *tc_cluster_router(void)
 	H_ADD(tc, cluster_router_failover);
 	H_ADD(tc, cluster_router_kill);
 	H_ADD(tc, cluster_router_detach_and_free);
+	H_ADD(tc, cluster_router_wait);
 	return tc;
 }

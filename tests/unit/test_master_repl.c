@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 
 #include "master_int.h"
+#include "rdup.h"
 #include "scripts.h"
 #include "sentinel.h"
 #include "units.h"
@@ -60,7 +61,7 @@ START_TEST(reply_copy)
 	memcpy(el[0]->str, "a\0b", 4);
 	el[0]->len = 3;
 	redisReply *r = mk_arr(4, el);
-	redisReply *c = mfmt_dup(r);
+	redisReply *c = rdup_reply(r);
 	ck_assert_ptr_nonnull(c);
 	freeReplyObject(r); /* the copy shares nothing with it */
 	ck_assert_int_eq(c->type, REDIS_REPLY_ARRAY);
