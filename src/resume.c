@@ -390,7 +390,12 @@ void rs_session(struct rsess *r, int has_grace, uint32_t grace_ms)
 		}
 	}
 	r->want_grace = grace;
-	if (put_holds(r, r->digest, grace, session_put, r, &r->call) != 0)
+	/* A new session's record is written everywhere (the secret given); a
+	 * resumable one's new grace only where the record is ours: a copy of
+	 * a session that moved must not fill masters that lost the record
+	 * with this lockd's name (doc/design.md, interleaving 15). */
+	if (put_holds(r, r->state == RS_PLAIN ? r->digest : NULL, grace, session_put, r,
+	              &r->call) != 0)
 		reply(r, "%s", MSG_OOM);
 }
 

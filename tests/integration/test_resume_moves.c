@@ -343,7 +343,8 @@ END_TEST
  * two restarted masters with its own name, and B, reading a majority
  * naming A at its touch, dropped the session it served and closed its
  * client). A is stopped while the session moves to B; then B is stopped
- * and masters 0 and 1 lose the record; A runs a touch: it writes nothing.
+ * and masters 0 and 1 lose the record; A runs a touch, and its client
+ * asks a new grace (SESSION): A writes nothing, and answers ERR QUORUM.
  * B runs again: it writes the record back everywhere, keeps its client
  * and its hold, and A drops its copy at its next touch. */
 #define MOVE_LEASE 6000
@@ -372,6 +373,8 @@ START_TEST(stale_copy_does_not_refill)
 		free(h_redis(i, "DEL", rkey, NULL));
 
 	h_lockd_signal(0, SIGCONT);
+	/* nor does a new grace asked on A's stale copy (where c is attached) */
+	cl_expect_prefix(c, "SESSION GRACE 15000", "ERR QUORUM");
 	double t0 = h_now_ms();
 	while (h_now_ms() - t0 < TOUCH_MS + H_LOADED) { /* A's touch comes within it */
 		for (int i = 0; i < 2; i++) {
