@@ -168,15 +168,7 @@ static void wait_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	s->c = c;
 	s->is_wait = 1;
-	s->sent_us = now_us();
-	s->prev = c->tail;
-	if (c->tail)
-		c->tail->next = s;
-	else
-		c->head = s;
-	c->tail = s;
-	if (c->head == s)
-		csr_conn_arm(c);
+	csr_conn_sent(c, s, now_us());
 	c->st.waits++;
 }
 
@@ -272,15 +264,7 @@ static void dispatch(struct csr_req *q)
 		return;
 	}
 	q->asking = 0;
-	s->sent_us = now;
-	s->prev = c->tail;
-	if (c->tail)
-		c->tail->next = s;
-	else
-		c->head = s;
-	c->tail = s;
-	if (c->head == s)
-		csr_conn_arm(c);
+	csr_conn_sent(c, s, now);
 	c->st.sent++;
 	q->send = s;
 	q->state = QS_SENT;

@@ -112,6 +112,21 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* s was just written on c at now: on the list, last. */
+void csr_conn_sent(struct csr_conn *c, struct csr_send *s, int64_t now)
+{
+	s->sent_us = now;
+	s->prev = c->tail;
+	s->next = NULL;
+	if (c->tail)
+		c->tail->next = s;
+	else
+		c->head = s;
+	c->tail = s;
+	if (c->head == s)
+		csr_conn_arm(c);
+}
+
 /* A command of c's is over (its callback came): off the list. */
 void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied)
 {

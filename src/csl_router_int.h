@@ -94,6 +94,7 @@ struct csr_router {
 /* csl_router_conn.c */
 void csr_timer_in(struct event *ev, int64_t us);
 struct csr_conn *csr_conn_get(struct csr_router *rt, const char *host, int port);
+void csr_conn_sent(struct csr_conn *c, struct csr_send *s, int64_t now);
 void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied);
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx);
 void csr_conn_arm(struct csr_conn *c);

@@ -74,34 +74,33 @@ static int64_t deadline_in(int ms)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 + (int64_t)ms * 1000;
 }
 
-/* Send argv (NULL-terminated) for key's slot, deadline in ms. */
-static struct csr_req *send_cmd(struct call *c, const char *key, int deadline_ms,
-                                const char *const *argv)
+/* Send argv (NULL-terminated) for key's slot, deadline in ms, as a
+ * command or as a write (csr_write: counted once its WAIT answers). */
+static struct csr_req *send_call(struct call *c, const char *key, int deadline_ms,
+                                 const char *const *argv, int write)
 {
 	int argc = 0;
 	while (argv[argc])
 		argc++;
 	memset(c, 0, sizeof(*c));
 	c->deadline_ms = h_now_ms() + deadline_ms;
-	struct csr_req *q = csr_command(rt, csl_keyslot(key, strlen(key)), deadline_in(deadline_ms),
-	                                call_cb, c, argc, (const char **)argv, NULL);
+	struct csr_req *q = (write ? csr_write : csr_command)(rt, csl_keyslot(key, strlen(key)),
+	                                                      deadline_in(deadline_ms), call_cb, c,
+	                                                      argc, (const char **)argv, NULL);
 	ck_assert(q != NULL);
 	return q;
 }
 
-/* The same as a write (csr_write: counted once its WAIT answers). */
+static struct csr_req *send_cmd(struct call *c, const char *key, int deadline_ms,
+                                const char *const *argv)
+{
+	return send_call(c, key, deadline_ms, argv, 0);
+}
+
 static struct csr_req *send_write(struct call *c, const char *key, int deadline_ms,
                                   const char *const *argv)
 {
-	int argc = 0;
-	while (argv[argc])
-		argc++;
-	memset(c, 0, sizeof(*c));
-	c->deadline_ms = h_now_ms() + deadline_ms;
-	struct csr_req *q = csr_write(rt, csl_keyslot(key, strlen(key)), deadline_in(deadline_ms),
-	                              call_cb, c, argc, (const char **)argv, NULL);
-	ck_assert(q != NULL);
-	return q;
+	return send_call(c, key, deadline_ms, argv, 1);
 }
 
 /* One call, run to its end. */
