@@ -637,6 +637,66 @@ int csl_map_find(const struct csl_map *m, const char *host, int port)
 	return -1;
 }
 
+/* The index in m of node n of another map, or -1. */
+static int same_node(const struct csl_map *m, const struct csl_node *n)
+{
+	for (int i = 0; i < m->n_nodes; i++) {
+		const struct csl_node *o = &m->nodes[i];
+		if (o->id[0] && n->id[0] ? strcmp(o->id, n->id) == 0
+		                         : strcmp(o->host, n->host) == 0 && o->port == n->port)
+			return i;
+	}
+	return -1;
+}
+
+static int replicas_of(const struct csl_map *m, int p)
+{
+	int k = 0;
+	for (int i = 0; i < m->n_nodes; i++)
+		k += m->nodes[i].role == CSL_REPLICA && m->nodes[i].primary == p;
+	return k;
+}
+
+int csl_map_diff(const struct csl_map *old, const struct csl_map *new_map, struct csl_change *out,
+                 int max)
+{
+	struct csl_change g[CSL_DIFF_MAX]; /* about 10 kB */
+	int n = 0;
+	for (int s = 0; s < CSL_SLOTS; s++) {
+		uint16_t t = new_map->slot[s];
+		if (t == CSL_NO_NODE)
+			continue;
+		int from = old->slot[s] == CSL_NO_NODE ? -1 : old->slot[s];
+		int was = same_node(old, &new_map->nodes[t]);
+		if (from >= 0 && was == from)
+			continue; /* the same primary */
+		int k = 0;
+		while (k < n && !(g[k].from == from && g[k].to == t))
+			k++;
+		if (k == n) {
+			if (n == CSL_DIFF_MAX)
+				continue; /* a map of hundreds of primaries all reshuffled at once
+				           */
+			g[k].from = from;
+			g[k].to = t;
+			g[k].slots = 0;
+			g[k].replicas = from >= 0 ? replicas_of(old, from) : 0;
+			if (from >= 0 && was >= 0 && old->nodes[was].role == CSL_REPLICA &&
+			    old->nodes[was].primary == from)
+				g[k].kind = CSL_CH_PROMOTED;
+			else if (from >= 0 && was >= 0 && old->nodes[was].role == CSL_PRIMARY)
+				g[k].kind = CSL_CH_MOVED;
+			else
+				g[k].kind = CSL_CH_NEW;
+			n++;
+		}
+		g[k].slots++;
+	}
+	for (int k = 0; k < n && k < max; k++)
+		out[k] = g[k];
+	return n;
+}
+
 /* ---- redirections ---- */
 
 /* err begins with the word w, alone or followed by a space. */

@@ -89,6 +89,34 @@ int csl_map_uncovered(const struct csl_map *m, char *buf, size_t len);
 /* The node with that host and port ("" matches ""), or -1. */
 int csl_map_find(const struct csl_map *m, const char *host, int port);
 
+/* How the slots a node serves in a new map came to it, against the map
+ * before (csl_map_diff). */
+enum csl_change_kind {
+	CSL_CH_PROMOTED, /* a replica of their old primary serves them: a failover */
+	CSL_CH_MOVED,    /* another primary of the old map serves them: a resharding */
+	CSL_CH_NEW,      /* a node the old map did not know, or a replica of another
+	                    primary, or the slots had no primary: what it holds is unknown */
+};
+
+struct csl_change {
+	enum csl_change_kind kind;
+	int from;     /* the old primary (index into the old map's nodes); -1: none */
+	int to;       /* the new primary (index into the new map's nodes) */
+	int slots;    /* how many slots went from -> to */
+	int replicas; /* from's replicas in the old map (0 when from is -1) */
+};
+
+/* The slots whose primary changed from old to new, grouped by (from, to)
+ * in slot order of their first slot: fills up to max, returns how many
+ * groups there are. A node is the same in both maps when both name the
+ * same id, or (when either has none: CLUSTER SLOTS before 7.0) the same
+ * host and port. Slots that no primary serves in new are not listed; at
+ * most CSL_DIFF_MAX groups are told apart (the slots of any other are
+ * not counted). */
+#define CSL_DIFF_MAX 512
+int csl_map_diff(const struct csl_map *old, const struct csl_map *new_map, struct csl_change *out,
+                 int max);
+
 enum csl_redirect_kind {
 	CSL_R_NONE,        /* not a cluster error: some other answer */
 	CSL_R_MOVED,       /* "MOVED <slot> <host>:<port>": the slot lives there now */

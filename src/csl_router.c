@@ -4,10 +4,15 @@
  * A call is dispatched from its own timer, never inside csr_command, so
  * its callback never runs inside the caller's own call. It goes to the
  * primary the map names for its slot (or to a redirection's target):
- * - MOVED: the slot's owner in the map is set to the target when the map
- *   knows it as a primary, a refresh is asked for, and the call is sent
- *   there at once;
- * - ASK: sent there once, behind ASKING, on the same connection;
+ * - MOVED: a refresh is asked for; when the map knows the target as a
+ *   primary, the slot's owner in the map is set to it and the call is
+ *   sent there at once;
+ * - ASK: sent there once, behind ASKING, on the same connection, when the
+ *   map knows it as a primary;
+ * - a MOVED or ASK to a node the map does not name as a primary (a
+ *   promoted replica, a node it does not know): the call waits for the
+ *   map that names it, as for TRYAGAIN, so that what that node holds is
+ *   judged (csr_event) before any of its replies counts;
  * - TRYAGAIN, CLUSTERDOWN, or a primary still connecting: sent again by
  *   the map after a doubling backoff while the deadline lasts;
  * - a primary whose connection is down: failed at once (as lockd's down
@@ -291,11 +296,19 @@ static void redirect(struct csr_req *q, struct csr_conn *c, const struct csl_red
 	}
 	snprintf(q->to_host, sizeof(q->to_host), "%s", rd->host[0] ? rd->host : c->host);
 	q->to_port = rd->port;
-	if (!ask && rt->have_map) { /* the next calls of the slot go there too */
-		int n = csl_map_find(rt->map, q->to_host, q->to_port);
-		if (n >= 0 && rt->node_conn[n])
-			rt->map->slot[rd->slot] = (uint16_t)n;
+	int n = rt->have_map ? csl_map_find(rt->map, q->to_host, q->to_port) : -1;
+	if (n < 0 || rt->map->nodes[n].role != CSL_PRIMARY) {
+		/* A node the map does not name as a primary (a replica promoted,
+		 * a node it does not know): what it holds is judged when a map
+		 * names it (csr_event), before any call of ours reaches it. */
+		csr_refresh(rt);
+		q->to_port = 0;
+		q->asking = 0;
+		retry_later(q);
+		return;
 	}
+	if (!ask && rt->node_conn[n]) /* the next calls of the slot go there too */
+		rt->map->slot[rd->slot] = (uint16_t)n;
 	dispatch(q);
 }
 
@@ -488,11 +501,15 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	snprintf(rt->wait_n, sizeof(rt->wait_n), "%d", rt->wait_replicas);
 	snprintf(rt->wait_ms, sizeof(rt->wait_ms), "%d", wms > 0 ? wms : 1);
 	rt->password = cfg->password && cfg->password[0] ? strdup(cfg->password) : NULL;
+	rt->on_event = cfg->on_event;
+	rt->event_arg = cfg->event_arg;
 	rt->map = malloc(sizeof(*rt->map));
 	rt->scratch = malloc(sizeof(*rt->scratch));
+	rt->runids = calloc(CSL_MAX_NODES, sizeof(*rt->runids));
+	rt->changes = calloc(CSL_DIFF_MAX, sizeof(*rt->changes));
 	rt->rtimer = evtimer_new(base, csr_refresh_timer, rt);
 	rt->ptimer = evtimer_new(base, periodic_cb, rt);
-	if (!rt->map || !rt->scratch || !rt->rtimer || !rt->ptimer ||
+	if (!rt->map || !rt->scratch || !rt->runids || !rt->changes || !rt->rtimer || !rt->ptimer ||
 	    (cfg->password && cfg->password[0] && !rt->password)) {
 		snprintf(err, errlen, "out of memory");
 		csr_free(rt);
@@ -584,6 +601,8 @@ void csr_free(struct csr_router *rt)
 		event_free(rt->ptimer);
 	free(rt->map);
 	free(rt->scratch);
+	free(rt->runids);
+	free(rt->changes);
 	free(rt->password);
 	free(rt);
 }

@@ -7,7 +7,10 @@
  * connection and every refresh_ms, and each call routed by its slot
  * (pipelined on its primary's connection), following MOVED and ASK and
  * retrying TRYAGAIN and CLUSTERDOWN while its deadline lasts; a write
- * (csr_write) counts once a WAIT behind it says enough replicas have it.
+ * (csr_write) counts once a WAIT behind it says enough replicas have it;
+ * and it tells (csr_event) where each slot's data comes from: a node
+ * restarted, a replica promoted, a slot resharded, before any reply of
+ * that node.
  * doc/cluster.md says how it fits the
  * plan; tests/integration/test_cluster_router.c drives it against a live cluster (resharding,
  * failover, a killed primary).
@@ -36,6 +39,42 @@ struct event_base;
 struct csr_router;
 struct csr_req;
 
+/* What the router learned of where its slots' data comes from: told
+ * before any reply of the node concerned reaches a call (a restarted
+ * node's INFO is the first command on its new connection; a node the
+ * map does not name as a primary gets no call, a redirection there waits
+ * for the map that names it). */
+enum csr_event_kind {
+	CSR_EV_RESTARTED, /* a node's run_id changed: it restarted, and holds nothing it
+	                     held before unless it persisted it (lockd assumes not) */
+	CSR_EV_PROMOTED,  /* slots now served by a replica of their old primary: a failover */
+	CSR_EV_MOVED,     /* slots now served by another primary of the last map: a
+	                     resharding, their keys moved with them (not told when a
+	                     MOVED taught the router first: it needs nothing done) */
+	CSR_EV_NEW,       /* slots now served by a node the last map did not name, a
+	                     replica of another primary, or slots nobody served */
+};
+
+struct csr_event {
+	enum csr_event_kind kind;
+	char host[CSL_HOST_MAX + 1]; /* the node that serves the slots now (RESTARTED: the node) */
+	int port;
+	char from_host[CSL_HOST_MAX + 1]; /* the primary before ("" and 0: none, or RESTARTED) */
+	int from_port;
+	int slots;    /* how many (RESTARTED: 0) */
+	int replicas; /* PROMOTED, MOVED: the old primary's replicas in the last map */
+	/* 1 when every write a csr_write counted is on that node: MOVED, and
+	 * PROMOTED when wait_replicas is at least the old primary's replicas
+	 * (each counted write was on all of them). 0: handle it as a node
+	 * that lost data (RESTARTED, NEW, any other PROMOTED). Redis'
+	 * replication is asynchronous: what was written without a WAIT that
+	 * counted may be lost either way. */
+	int with_data;
+	char run_id[41], old_run_id[41]; /* RESTARTED */
+};
+
+typedef void csr_event_fn(const struct csr_event *ev, void *arg);
+
 struct csr_cfg {
 	const char *const *seeds; /* "host:port" ("[v6]:port"), n_seeds of them, at least one */
 	int n_seeds;
@@ -48,6 +87,8 @@ struct csr_cfg {
 	 * wait_timeout_ms (<= 0, or above half command_timeout_ms: that half) */
 	int wait_replicas;
 	int wait_timeout_ms;
+	csr_event_fn *on_event; /* NULL: none told; never calls csr_free */
+	void *event_arg;
 };
 
 /* r NULL: the call failed (no node, lost connection, timeout, deadline).
@@ -118,6 +159,7 @@ struct csr_node_stats {
 	uint64_t failed;         /* calls that got no reply from it (lost, timed out) */
 	uint64_t connects, lost; /* connections started; connections lost or refused */
 	uint64_t waits;          /* WAITs sent behind writes */
+	uint64_t restarts;       /* new run_ids seen on connecting (CSR_EV_RESTARTED) */
 	uint64_t wait_short;     /* WAITs that answered fewer replicas than asked, or an error */
 	char last_error[96];     /* why the last connection went ("" if none did) */
 };

@@ -7,7 +7,9 @@
  * reply, whichever is later), then the reconnect's backoff. A lost or
  * timed-out connection fails what is on it (hiredis calls each command's
  * callback with NULL as it frees the context) and asks for a refresh: a
- * primary that went away may have been replaced.
+ * primary that went away may have been replaced. Each connection's first
+ * command is INFO server: a run_id other than the last one seen there is
+ * told as a restart (csr_event), before any reply behind it.
  *
  * A refresh asks one node at a time on a connection of its own (AUTH,
  * CLUSTER SHARDS, CLUSTER SLOTS if that is refused), parses into a scratch
@@ -15,7 +17,8 @@
  * the connected primaries (starting at a rotating one), the seeds, then
  * the other nodes of the map. A new map opens connections to its new
  * primaries and closes idle ones to nodes it does not name as primaries
- * (a primary turned replica gets no more calls). */
+ * (a primary turned replica gets no more calls), and tells how its slots
+ * changed primaries (csl_map_diff). */
 #include "config.h"
 
 #include <stdio.h>
@@ -183,6 +186,68 @@ static void auth_cb(redisAsyncContext *ac, void *reply, void *priv)
 	}
 }
 
+static void tell(struct csr_router *rt, const struct csr_event *ev)
+{
+	if (rt->on_event)
+		rt->on_event(ev, rt->event_arg);
+}
+
+/* The node's run_id in an INFO reply (40 hex digits), into out; -1 if none. */
+static int info_run_id(const redisReply *r, char *out)
+{
+	if (!r || r->type != REDIS_REPLY_STRING)
+		return -1;
+	const char *p = strstr(r->str, "\nrun_id:");
+	p = p ? p + 8 : strncmp(r->str, "run_id:", 7) == 0 ? r->str + 7 : NULL;
+	if (!p || strspn(p, "0123456789abcdef") != 40)
+		return -1;
+	memcpy(out, p, 40);
+	out[40] = '\0';
+	return 0;
+}
+
+/* INFO server, the first command on a new connection: a run_id other
+ * than the one the router saw there last is a restart, told before any
+ * reply that follows it on this connection. A node that does not say
+ * cannot be judged: dropped, so that its replies never count. */
+static void info_cb(redisAsyncContext *ac, void *reply, void *priv)
+{
+	struct csr_conn *c = ac->data;
+	if (!c || c->ac != ac || !reply)
+		return; /* a lost connection is disconnect_cb's */
+	struct csr_router *rt = c->rt;
+	struct csr_event ev = {.kind = CSR_EV_RESTARTED, .port = c->port};
+	if (info_run_id(reply, ev.run_id) != 0) {
+		const redisReply *r = reply;
+		char why[96];
+		snprintf(why, sizeof(why), "INFO: %.80s",
+		         r->type == REDIS_REPLY_ERROR ? r->str : "no run_id");
+		csr_conn_lost(c, why, 1);
+		return;
+	}
+	int i = 0;
+	while (i < rt->n_runids &&
+	       !(rt->runids[i].port == c->port && !strcmp(rt->runids[i].host, c->host)))
+		i++;
+	if (i == rt->n_runids) {
+		if (i == CSL_MAX_NODES)
+			i = (int)(random() % CSL_MAX_NODES); /* forget one: a node of long ago */
+		else
+			rt->n_runids++;
+		snprintf(rt->runids[i].host, sizeof(rt->runids[i].host), "%s", c->host);
+		rt->runids[i].port = c->port;
+		memcpy(rt->runids[i].run_id, ev.run_id, sizeof(ev.run_id));
+		return;
+	}
+	if (strcmp(rt->runids[i].run_id, ev.run_id) == 0)
+		return;
+	memcpy(ev.old_run_id, rt->runids[i].run_id, sizeof(ev.old_run_id));
+	memcpy(rt->runids[i].run_id, ev.run_id, sizeof(ev.run_id));
+	snprintf(ev.host, sizeof(ev.host), "%s", c->host);
+	c->st.restarts++;
+	tell(rt, &ev);
+}
+
 static void conn_connect(struct csr_conn *c)
 {
 	c->st.connects++;
@@ -202,6 +267,7 @@ static void conn_connect(struct csr_conn *c)
 	redisAsyncSetDisconnectCallback(ac, disconnect_cb);
 	if (c->rt->password)
 		redisAsyncCommand(ac, auth_cb, NULL, "AUTH %s", c->rt->password);
+	redisAsyncCommand(ac, info_cb, NULL, "INFO server");
 	c->state = CS_CONNECTING;
 	c->since_us = now_us();
 	csr_conn_arm(c);
@@ -286,9 +352,36 @@ static void r_finish(struct csr_router *rt)
 	}
 }
 
+/* What a new map changed against the last one, told slot group by slot
+ * group (before any call is sent by the new map: calls go from their
+ * timers, after this). */
+static void tell_changes(struct csr_router *rt, const struct csl_map *old, const struct csl_map *m)
+{
+	int n = csl_map_diff(old, m, rt->changes, CSL_DIFF_MAX);
+	for (int k = 0; k < n && k < CSL_DIFF_MAX; k++) {
+		const struct csl_change *ch = &rt->changes[k];
+		struct csr_event ev = {.slots = ch->slots, .replicas = ch->replicas};
+		ev.kind = ch->kind == CSL_CH_PROMOTED ? CSR_EV_PROMOTED
+		          : ch->kind == CSL_CH_MOVED  ? CSR_EV_MOVED
+		                                      : CSR_EV_NEW;
+		ev.with_data = ch->kind == CSL_CH_MOVED ||
+		               (ch->kind == CSL_CH_PROMOTED && rt->wait_replicas > 0 &&
+		                rt->wait_replicas >= ch->replicas);
+		snprintf(ev.host, sizeof(ev.host), "%s", m->nodes[ch->to].host);
+		ev.port = m->nodes[ch->to].port;
+		if (ch->from >= 0) {
+			snprintf(ev.from_host, sizeof(ev.from_host), "%s",
+			         old->nodes[ch->from].host);
+			ev.from_port = old->nodes[ch->from].port;
+		}
+		tell(rt, &ev);
+	}
+}
+
 /* The new map (in rt->scratch, from cand ri): in use from now on. */
 static void apply_map(struct csr_router *rt)
 {
+	int had = rt->have_map;
 	struct csl_map *m = rt->scratch;
 	rt->scratch = rt->map;
 	rt->map = m;
@@ -319,6 +412,8 @@ static void apply_map(struct csr_router *rt)
 		if (!c->in_map && !c->head && !c->held)
 			csr_conn_destroy(c);
 	}
+	if (had)
+		tell_changes(rt, rt->scratch, m);
 }
 
 static void r_shards_cb(redisAsyncContext *ac, void *reply, void *priv);

@@ -70,8 +70,18 @@ struct csr_router {
 	int n_seeds;
 	char *password; /* NULL: no AUTH */
 	int connect_ms, command_ms, refresh_ms;
-	int wait_replicas;             /* 0: writes are not followed by WAIT */
-	char wait_n[16], wait_ms[16];  /* WAIT's arguments */
+	int wait_replicas;            /* 0: writes are not followed by WAIT */
+	char wait_n[16], wait_ms[16]; /* WAIT's arguments */
+	csr_event_fn *on_event;
+	void *event_arg;
+	/* the run_id each node had when the router last connected to it */
+	struct csr_runid {
+		char host[CSL_HOST_MAX + 1];
+		int port;
+		char run_id[41];
+	} * runids;
+	int n_runids;
+	struct csl_change *changes;    /* CSL_DIFF_MAX of them, for each new map */
 	struct csl_map *map, *scratch; /* the map in use, the one a refresh parses into */
 	int have_map;
 	struct csr_conn *node_conn[CSL_MAX_NODES]; /* per map node: its connection (primaries) */

@@ -227,6 +227,81 @@ START_TEST(shard_down)
 }
 END_TEST
 
+/* How slots came to their primary, between two recorded maps. */
+static struct csl_map map_c;
+
+static void expect_change(const struct csl_change *c, const struct csl_map *from_map,
+                          const struct csl_map *to_map, enum csl_change_kind kind, int from_port,
+                          int to_port, int slots, int replicas)
+{
+	ck_assert_int_eq(c->kind, kind);
+	if (from_port)
+		ck_assert_int_eq(from_map->nodes[c->from].port, from_port);
+	else
+		ck_assert_int_eq(c->from, -1);
+	ck_assert_int_eq(to_map->nodes[c->to].port, to_port);
+	ck_assert_int_eq(c->slots, slots);
+	ck_assert_int_eq(c->replicas, replicas);
+}
+
+START_TEST(map_diff)
+{
+	struct csl_change ch[8];
+
+	load("cluster_shards.resp", &map_a);
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_a, ch, 8), 0);
+	load("cluster_slots.resp", &map_b); /* the same cluster, read the other way */
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 8), 0);
+	/* CLUSTER FAILOVER on 37104 (recorded after slot 12182 moved to 37101):
+	 * its primary's 5462 slots, to a replica of it; against the first map,
+	 * slot 12182 too, in slot order */
+	load("cluster_moved_shards.resp", &map_c);
+	load("cluster_failover_shards.resp", &map_b);
+	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_c, &map_b, CSL_CH_PROMOTED, 37102, 37104, 5462, 1);
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 8), 2);
+	expect_change(&ch[0], &map_a, &map_b, CSL_CH_PROMOTED, 37102, 37104, 5462, 1);
+	expect_change(&ch[1], &map_a, &map_b, CSL_CH_MOVED, 37103, 37101, 1, 1);
+	load("cluster_failover_slots.resp", &map_b);
+	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_c, &map_b, CSL_CH_PROMOTED, 37102, 37104, 5462, 1);
+	/* and back: 37102 was 37104's replica in the failover's map */
+	load("cluster_failover_shards.resp", &map_b);
+	ck_assert_int_eq(csl_map_diff(&map_b, &map_c, ch, 8), 1);
+	expect_change(&ch[0], &map_b, &map_c, CSL_CH_PROMOTED, 37104, 37102, 5462, 1);
+	/* slot 12182 resharded from 37103 to 37101, and back */
+	load("cluster_moved_shards.resp", &map_b);
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_a, &map_b, CSL_CH_MOVED, 37103, 37101, 1, 1);
+	ck_assert_int_eq(csl_map_diff(&map_b, &map_a, ch, 8), 1);
+	expect_change(&ch[0], &map_b, &map_a, CSL_CH_MOVED, 37101, 37103, 1, 1);
+	/* slot 5000 served again after DELSLOTS (recorded after the move too):
+	 * nobody had it */
+	load("cluster_unserved_shards.resp", &map_b);
+	load("cluster_moved_shards.resp", &map_c);
+	ck_assert_int_eq(csl_map_diff(&map_b, &map_c, ch, 8), 1);
+	expect_change(&ch[0], &map_b, &map_c, CSL_CH_NEW, 0, 37101, 1, 0);
+	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 0); /* unserved: not listed */
+	/* a node is its id: the same id on another port is the same node, and
+	 * a node the old map did not know is new, whatever its port */
+	load("cluster_shards.resp", &map_b);
+	int i = csl_map_find(&map_b, "127.0.0.1", 37101);
+	map_b.nodes[i].port = 37199;
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 8), 0);
+	load("cluster_failover_shards.resp", &map_b);
+	load("cluster_moved_shards.resp", &map_c);
+	i = csl_map_find(&map_b, "127.0.0.1", 37104);
+	memset(map_b.nodes[i].id, 'f', CSL_ID_LEN);
+	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_c, &map_b, CSL_CH_NEW, 37102, 37104, 5462, 1);
+	/* fewer kept than there are: the count says so */
+	load("cluster_failover_shards.resp", &map_b);
+	map_b.slot[0] = map_b.slot[16383]; /* 37103 takes slot 0 from 37101 too */
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 1), 3);
+	expect_change(&ch[0], &map_a, &map_b, CSL_CH_MOVED, 37101, 37103, 1, 1);
+}
+END_TEST
+
 /* CLUSTER DELSLOTS 5000 on 37101 (cluster-require-full-coverage no) */
 START_TEST(uncovered)
 {
@@ -457,6 +532,7 @@ Suite *cluster_suite(void)
 	tcase_add_test(tc, migrating_slot);
 	tcase_add_test(tc, moved_slot);
 	tcase_add_test(tc, failover);
+	tcase_add_test(tc, map_diff);
 	tcase_add_test(tc, shard_down);
 	tcase_add_test(tc, uncovered);
 	tcase_add_test(tc, endpoints);
