@@ -49,7 +49,7 @@ const (
 // an observer.
 type owner interface {
 	event(f []string) // an event line, split in words
-	ended()           // the session ended for good (closed, broke, not resumed)
+	ended()           // the session ended for good (closed, broke, not resumed); may come twice
 	resumed()         // the session is back on a new connection (RESUME answered OK)
 }
 
@@ -281,8 +281,12 @@ func (c *Client) endDetached(id, secret string) {
 	}
 }
 
-// quit ends the session with QUIT (best effort, bounded) and closes.
+// quit ends the session with QUIT (best effort, bounded) and closes. Its
+// owner is told before quit returns, not only when the reader sees the
+// close: once Client.Close returns, nothing of that client says it holds
+// anything (the reader may tell it again: ended is idempotent).
 func (cn *conn) quit() {
+	defer cn.tellEnded()
 	cn.mu.Lock()
 	if cn.state != connOpen {
 		cn.mu.Unlock()
@@ -299,6 +303,16 @@ func (cn *conn) quit() {
 	cn.state = connDead
 	cn.mu.Unlock()
 	cn.nc.Close()
+}
+
+// tellEnded tells the conn's owner that its session has ended.
+func (cn *conn) tellEnded() {
+	cn.mu.Lock()
+	o := cn.owner
+	cn.mu.Unlock()
+	if o != nil {
+		o.ended()
+	}
 }
 
 func (cn *conn) setOwner(o owner) {

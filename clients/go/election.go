@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -103,6 +104,7 @@ type observer struct {
 	name   string
 	latest chan Leader // capacity 1: holds the newest unread state
 	broke  chan struct{}
+	once   sync.Once // ended is told by the reader and by Close: broke closes once
 }
 
 func (o *observer) event(f []string) {
@@ -132,7 +134,7 @@ func (o *observer) event(f []string) {
 	}
 }
 
-func (o *observer) ended() { close(o.broke) }
+func (o *observer) ended() { o.once.Do(func() { close(o.broke) }) }
 
 func (o *observer) resumed() {} // observations are not resumed: OBSERVE goes on a plain session
 
