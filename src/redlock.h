@@ -234,6 +234,9 @@ struct rl_sess_item {
 	int moved;         /* a majority of the counting masters name another owner */
 	int missing;       /* some master lacks the record */
 	int yes, other;    /* counting masters: ours, another's */
+	/* the largest adoption count of the records of counting masters that
+	 * are ours, another's (LLONG_MAX: a tombstone); -1 when none */
+	long long own_a, other_a;
 	char id[24];
 };
 /* Refresh many records' expiry; the call owns items (malloc'ed). */

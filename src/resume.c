@@ -549,13 +549,17 @@ static void touched(struct rl_call *c, void *owner)
 			continue; /* ended meanwhile */
 		if (it[i].moved) {
 			moved(r);
-		} else if (it[i].missing && !it[i].other && !r->call) {
+		} else if (it[i].missing && !r->call &&
+		           (!it[i].other || it[i].own_a > it[i].other_a)) {
 			/* A master lost it (restarted empty): write it again,
-			 * unless a master names another lockd. Then the session
-			 * moved there and this copy is stale: writing would
-			 * fill the lost masters with this lockd's name and make
-			 * a majority that takes the session from the lockd
-			 * serving it. That one writes it back at its touch. */
+			 * unless a master names another lockd whose record is
+			 * as recent as ours (an adoption count as large), or
+			 * none of ours is left. Then the session moved there and
+			 * this copy is stale: writing would fill the lost
+			 * masters with this lockd's name and make a majority
+			 * that takes the session from the lockd serving it.
+			 * That one writes it back at its touch (its count is
+			 * the larger: each adoption raises it where it lands). */
 			struct rl_call *p;
 			if (put_holds(r, r->digest, r->grace_ms, fire_and_forget, FORGET, &p) == 0)
 				calls++;

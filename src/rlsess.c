@@ -3,6 +3,8 @@
  * The records and what each script does with them: scripts.c. */
 #include "config.h"
 
+#include <limits.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,17 +127,25 @@ static void touch_reply(struct master *m, redisReply *r, void *arg_)
 	struct sess_part *sp = &c->u.sess;
 	int i = m->idx;
 	c->pending--;
-	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY && (int)r->elements == sp->nitems) {
+	if (!c->expired && r && r->type == REDIS_REPLY_ARRAY &&
+	    (int)r->elements == 2 * sp->nitems) {
 		c->st[i] = MR_YES;
 		for (int k = 0; k < sp->nitems; k++) {
-			long long v = r->element[k]->type == REDIS_REPLY_INTEGER
-			                  ? r->element[k]->integer
-			                  : -1;
-			sp->items[k].missing |= v == 2;
+			const redisReply *e = r->element[2 * k], *ea = r->element[2 * k + 1];
+			long long v = e->type == REDIS_REPLY_INTEGER ? e->integer : -1;
+			long long a = ea->type == REDIS_REPLY_INTEGER ? ea->integer : 0;
+			struct rl_sess_item *it = &sp->items[k];
+			it->missing |= v == 2;
 			if (!c->counts[i])
 				continue;
-			sp->items[k].yes += v == 1;
-			sp->items[k].other += v == 0;
+			if (a < 0)
+				a = LLONG_MAX; /* a tombstone: the session ended, after any owner */
+			it->yes += v == 1;
+			it->other += v == 0;
+			if (v == 1 && a > it->own_a)
+				it->own_a = a;
+			if (v == 0 && a > it->other_a)
+				it->other_a = a;
 		}
 	} else if (!c->expired) {
 		c->st[i] = MR_FAIL;
@@ -172,6 +182,7 @@ struct rl_call *rl_sess_touch(struct rl_sess_item *items, int n, rl_done_fn *don
 		snprintf(items[k].id, sizeof(items[k].id), "%s", items[k].sid);
 		items[k].sid = items[k].id; /* the caller's may go away before the verdict */
 		items[k].moved = items[k].missing = items[k].yes = items[k].other = 0;
+		items[k].own_a = items[k].other_a = -1;
 		c->dargv[a] = p;
 		c->dargvlen[a] = rl_record_at(p, items[k].sid);
 		p += c->dargvlen[a++] + 1;

@@ -572,15 +572,21 @@ static const char *const bodies[SCR_COUNT] = {
         "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
         "return 1\n",
     /* SESS_TOUCH. KEYS: n records. ARGV: instance, then n expiry ms. Per
-     * record: 1 ours (its expiry set), 0 another lockd's, 2 missing. */
+     * record two numbers: 1 ours (its expiry set), 0 another lockd's, 2
+     * missing; then its adoption count "a" (0 if none), -1 for a
+     * tombstone (owner "-": the session ended). The count orders owners:
+     * each adoption raises it where it lands, so a record of a later
+     * owner has a larger one than what an earlier owner left
+     * (doc/design.md, interleaving 15). */
     [SCR_SESS_TOUCH] = "local r = {}\n"
                        "for i = 1, #KEYS do\n"
-                       "  local o = redis.call('HGET', KEYS[i], 'o')\n"
-                       "  if o == ARGV[1] then\n"
-                       "    redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]); r[i] = 1\n"
+                       "  local h = redis.call('HMGET', KEYS[i], 'o', 'a')\n"
+                       "  if h[1] == ARGV[1] then\n"
+                       "    redis.call('PEXPIRE', KEYS[i], ARGV[i + 1]); r[2 * i - 1] = 1\n"
                        "  else\n"
-                       "    r[i] = o and 0 or 2\n"
+                       "    r[2 * i - 1] = h[1] and 0 or 2\n"
                        "  end\n"
+                       "  r[2 * i] = h[1] == '-' and -1 or tonumber(h[2] or '0')\n"
                        "end\n"
                        "return r\n",
     /* SESS_END. KEYS: the record. ARGV: instance, keep ms. If ours, the

@@ -425,6 +425,84 @@ START_TEST(stale_copy_does_not_refill)
 }
 END_TEST
 
+/* The other side of the same rule: the lockd the session moved to writes
+ * the record back even while a master still names the old one, since its
+ * own record is the later (interleaving 15: the adoption count orders
+ * them). A is stopped and master 2 too while the session moves to B, so
+ * B's adoption lands on masters 0 and 1 only and master 2 still names A.
+ * Master 0 then loses the record. A (running again) reads missing, B's,
+ * its own: it writes nothing. B reads missing, its own, A's: it writes
+ * master 0 back, keeps its client's hold, and A drops its copy. Before
+ * the counts were compared, neither wrote and B's holds lapsed (found by
+ * a review of the first version of this rule). */
+START_TEST(moved_split_refill)
+{
+	static const char *sx = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n";
+	const struct h_opts o = {.lease_ms = MOVE_LEASE, .top_extra = sx};
+	h_std(&o);
+	int b = h_lockd_start(&o);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 20000", 20000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+	char *aname = record_owner(2, s.id);
+	ck_assert_msg(aname && strlen(aname) == 16, "master 2's record owner: '%s'",
+	              aname ? aname : "(none)");
+
+	h_lockd_signal(0, SIGSTOP);
+	h_master_stop(2);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	/* B gives its request to master 2 up (redis.timeout_ms) before master 2
+	 * runs again: its adoption never reaches master 2 */
+	h_sleep_ms(H_REDIS_TMO + 500);
+	h_master_cont(2);
+	char *bname = record_owner(1, s.id);
+	ck_assert_msg(bname && strlen(bname) == 16 && strcmp(bname, aname) != 0,
+	              "master 1's record owner after the RESUME on B: '%s' (A is %s)",
+	              bname ? bname : "(none)", aname);
+	char *w = record_owner(2, s.id);
+	ck_assert_msg(w && strcmp(w, aname) == 0, "master 2 (stopped during the RESUME) names '%s'",
+	              w ? w : "(none)");
+	free(w);
+	h_lockd_signal(b, SIGSTOP);
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", s.id);
+	free(h_redis(0, "DEL", rkey, NULL));
+
+	h_lockd_signal(0, SIGCONT);
+	double t0 = h_now_ms();
+	while (h_now_ms() - t0 < TOUCH_MS + H_LOADED) { /* A's touch comes within it */
+		w = record_owner(0, s.id);
+		ck_assert_msg(
+		    w && strcmp(w, "(nil)") == 0,
+		    "master 0 lost the record, master 1 names B, master 2 A: A wrote '%s'",
+		    w ? w : "(no answer)");
+		free(w);
+		h_sleep_ms(20);
+	}
+	h_lockd_signal(b, SIGCONT);
+	t0 = h_now_ms();
+	int named = 0;
+	for (int t = 0; t < 1000 && !named && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
+		w = record_owner(0, s.id);
+		named = w && strcmp(w, bname) == 0;
+		free(w);
+		if (!named)
+			h_sleep_ms(20);
+	}
+	ck_assert_msg(named, "B did not write master 0's record back within %d ms",
+	              TOUCH_MS + H_LOADED);
+	expect_held(c2, "KEY k %llu 1 *", f);
+	ck_assert_msg(!c2->eof && c2->nlost == 0, "B's client: eof %d, lost '%s'", c2->eof,
+	              c2->nlost ? c2->lost[0] : "");
+	free(aname);
+	free(bname);
+	cl_close(c2);
+	cl_close(c);
+}
+END_TEST
+
 TCase *tc_resume_moves(void)
 {
 	TCase *tc = tcase_create("resume_moves");
@@ -437,5 +515,6 @@ TCase *tc_resume_moves(void)
 	H_ADD(tc, resume_at_the_limit);
 	H_ADD(tc, failed_resume_keeps_fault_tolerance);
 	H_ADD(tc, stale_copy_does_not_refill);
+	H_ADD(tc, moved_split_refill);
 	return tc;
 }
