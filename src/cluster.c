@@ -661,30 +661,36 @@ int csl_map_diff(const struct csl_map *old, const struct csl_map *new_map, struc
                  int max)
 {
 	struct csl_change g[CSL_DIFF_MAX]; /* about 10 kB */
+	int was[CSL_MAX_NODES];            /* each new node's index in old, or -1 */
+	for (int k = 0; k < new_map->n_nodes; k++)
+		was[k] = same_node(old, &new_map->nodes[k]);
 	int n = 0;
 	for (int s = 0; s < CSL_SLOTS; s++) {
 		uint16_t t = new_map->slot[s];
 		if (t == CSL_NO_NODE)
 			continue;
 		int from = old->slot[s] == CSL_NO_NODE ? -1 : old->slot[s];
-		int was = same_node(old, &new_map->nodes[t]);
-		if (from >= 0 && was == from)
+		if (from >= 0 && was[t] == from)
 			continue; /* the same primary */
 		int k = 0;
 		while (k < n && !(g[k].from == from && g[k].to == t))
 			k++;
 		if (k == n) {
 			if (n == CSL_DIFF_MAX)
-				continue; /* a map of hundreds of primaries all reshuffled at once
-				           */
+				return -1; /* hundreds of primaries all reshuffled at once */
+			const struct csl_node *w = was[t] >= 0 ? &old->nodes[was[t]] : NULL;
+			/* keys moved with the slot only from a primary that is alive
+			 * and still in the cluster: slots taken from a failed or
+			 * forgotten one (ADDSLOTS, SETSLOT NODE) come with nothing */
+			int from_alive = from >= 0 && old->nodes[from].health != CSL_HEALTH_FAIL &&
+			                 same_node(new_map, &old->nodes[from]) >= 0;
 			g[k].from = from;
 			g[k].to = t;
 			g[k].slots = 0;
 			g[k].replicas = from >= 0 ? replicas_of(old, from) : 0;
-			if (from >= 0 && was >= 0 && old->nodes[was].role == CSL_REPLICA &&
-			    old->nodes[was].primary == from)
+			if (w && w->role == CSL_REPLICA && w->primary == from)
 				g[k].kind = CSL_CH_PROMOTED;
-			else if (from >= 0 && was >= 0 && old->nodes[was].role == CSL_PRIMARY)
+			else if (w && w->role == CSL_PRIMARY && from_alive)
 				g[k].kind = CSL_CH_MOVED;
 			else
 				g[k].kind = CSL_CH_NEW;

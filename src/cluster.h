@@ -93,7 +93,8 @@ int csl_map_find(const struct csl_map *m, const char *host, int port);
  * before (csl_map_diff). */
 enum csl_change_kind {
 	CSL_CH_PROMOTED, /* a replica of their old primary serves them: a failover */
-	CSL_CH_MOVED,    /* another primary of the old map serves them: a resharding */
+	CSL_CH_MOVED,    /* another primary of the old map serves them, taken from a live
+	                    one still in the cluster: a resharding (keys moved with them) */
 	CSL_CH_NEW,      /* a node the old map did not know, or a replica of another
 	                    primary, or the slots had no primary: what it holds is unknown */
 };
@@ -110,9 +111,10 @@ struct csl_change {
  * in slot order of their first slot: fills up to max, returns how many
  * groups there are. A node is the same in both maps when both name the
  * same id, or (when either has none: CLUSTER SLOTS before 7.0) the same
- * host and port. Slots that no primary serves in new are not listed; at
- * most CSL_DIFF_MAX groups are told apart (the slots of any other are
- * not counted). */
+ * host and port. Slots that no primary serves in new are not listed.
+ * MOVED needs the old primary alive (not "fail") and still in the new
+ * map: slots taken from a failed or forgotten primary are NEW. -1 when
+ * there are more than CSL_DIFF_MAX groups (judge every slot anew). */
 #define CSL_DIFF_MAX 512
 int csl_map_diff(const struct csl_map *old, const struct csl_map *new_map, struct csl_change *out,
                  int max);

@@ -7,12 +7,13 @@
  * - MOVED: a refresh is asked for; when the map knows the target as a
  *   primary, the slot's owner in the map is set to it and the call is
  *   sent there at once;
- * - ASK: sent there once, behind ASKING, on the same connection, when the
- *   map knows it as a primary;
- * - a MOVED or ASK to a node the map does not name as a primary (a
- *   promoted replica, a node it does not know): the call waits for the
- *   map that names it, as for TRYAGAIN, so that what that node holds is
- *   judged (csr_event) before any of its replies counts;
+ * - ASK: sent there once, behind ASKING, on the same connection (an
+ *   importing primary, which CLUSTER SLOTS may not list yet);
+ * - a MOVED to a node the map does not name as a primary (a promoted
+ *   replica, a node it does not know): the call waits for a newer map,
+ *   within its deadline and not counted as a redirection, so that what
+ *   that node holds is judged (csr_event) before any of its replies
+ *   counts;
  * - TRYAGAIN, CLUSTERDOWN, or a primary still connecting: sent again by
  *   the map after a doubling backoff while the deadline lasts;
  * - a primary whose connection is down: failed at once (as lockd's down
@@ -41,6 +42,7 @@
 #define CSR_MAX_RETRIES   1000 /* TRYAGAIN, CLUSTERDOWN or connecting waits per call */
 #define RETRY_BASE_MS     5
 #define RETRY_MAX_MS      100
+#define WAIT_LATE_MS      110 /* how late Redis may end a WAIT (its timer's granularity) */
 
 /* A call's state. */
 enum csr_qstate {
@@ -60,12 +62,14 @@ struct csr_req {
 	struct event *timer;
 	struct csr_send *send;
 	int redirects, retries;
+	uint64_t need_map;        /* dispatched by the map once rt->refreshes reaches it */
 	int asking;               /* send ASKING before it */
 	int write;                /* csr_write: counts once WAIT says enough replicas have it */
 	redisReply *held;         /* QS_HELD: its reply (a copy) */
 	struct csr_conn *held_on; /* QS_HELD: the connection whose WAIT it waits for */
-	struct csr_req *hprev, *hnext;  /* on held_on->held */
-	char to_host[CSL_HOST_MAX + 1]; /* a redirection's target; to_port 0: by the map */
+	const redisAsyncContext *held_ac; /* QS_HELD: the context that answered it */
+	struct csr_req *hprev, *hnext;    /* on held_on->held */
+	char to_host[CSL_HOST_MAX + 1];   /* a redirection's target; to_port 0: by the map */
 	int to_port;
 	int argc;
 	const char **argv;
@@ -156,13 +160,14 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv);
 
 /* ---- WAIT: a write counts once enough replicas acknowledged it ---- */
 
-/* Send one WAIT behind the writes this loop turn sent on c. */
+/* Send one WAIT behind the writes sent on c since the last one, unless
+ * one is on the wire (its answer sends the next). */
 static void wait_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct csr_conn *c = arg;
 	struct csr_router *rt = c->rt;
-	if (c->state != CS_UP || !c->ac)
-		return; /* lost meanwhile: its writes fail with it */
+	if (c->state != CS_UP || !c->ac || c->wait_out || !c->wait_due)
+		return; /* lost meanwhile (its writes fail with it), or one is out */
 	struct csr_send *s = calloc(1, sizeof(*s));
 	const char *argv[3] = {"WAIT", rt->wait_n, rt->wait_ms};
 	if (!s || redisAsyncCommandArgv(c->ac, reply_cb, s, 3, argv, NULL) != REDIS_OK) {
@@ -174,47 +179,60 @@ static void wait_cb(evutil_socket_t fd, short what, void *arg)
 	s->c = c;
 	s->is_wait = 1;
 	csr_conn_sent(c, s, now_us());
+	c->wait_out = 1;
+	c->wait_due = 0;
 	c->st.waits++;
 }
 
-/* A write was sent on c: a WAIT follows it within this loop turn (one
- * for every write of the turn). */
+/* A write was sent on c: a WAIT follows it, in this loop turn if none is
+ * on the wire, else once that one answers. */
 static void want_wait(struct csr_conn *c)
 {
 	if (!c->wait_ev && !(c->wait_ev = event_new(c->rt->base, -1, 0, wait_cb, c))) {
 		csr_conn_lost(c, "out of memory", 1);
 		return;
 	}
-	if (!event_pending(c->wait_ev, EV_TIMEOUT, NULL))
+	c->wait_due = 1;
+	if (!c->wait_out && !event_pending(c->wait_ev, EV_TIMEOUT, NULL))
 		event_active(c->wait_ev, EV_TIMEOUT, 0);
 }
 
-/* c's WAIT answered (r NULL: its connection went): every write held on
- * c was answered before it, so sent before it, and counts if r says
- * enough replicas have it; otherwise it failed (it may have run). */
-static void wait_answered(struct csr_conn *c, const redisReply *r)
+/* c's WAIT, sent on ac, answered (r NULL: that connection went): every
+ * write held on c and answered on ac was answered before it, so sent
+ * before it, and counts if r says enough replicas have it; otherwise it
+ * failed (it may have run). A write held from another connection (none
+ * should be) fails: no WAIT of its own connection can answer now. */
+static void wait_answered(struct csr_conn *c, const redisAsyncContext *ac, const redisReply *r)
 {
 	int ok = r && r->type == REDIS_REPLY_INTEGER && r->integer >= c->rt->wait_replicas;
 	if (r && !ok)
 		c->st.wait_short++;
+	c->wait_out = 0;
+	if (!r)
+		c->wait_due = 0; /* the writes since went with the connection */
 	while (c->held) {
 		struct csr_req *q = c->held;
 		redisReply *h = q->held;
+		int mine = q->held_ac == ac;
 		q->held = NULL; /* finish frees the call, not the reply it passes on */
 		unhold(q);
-		finish(q, ok ? h : NULL);
+		finish(q, ok && mine ? h : NULL);
 		if (h)
 			freeReplyObject(h);
 	}
+	if (c->wait_due && c->ac && c->wait_ev) /* writes sent since: their WAIT */
+		event_active(c->wait_ev, EV_TIMEOUT, 0);
 }
 
 /* A write's answer waits on c for c's next WAIT (its deadline still
  * runs); 0, or -1 when it cannot (out of memory: it failed). */
-static int hold(struct csr_req *q, struct csr_conn *c, const redisReply *r)
+static int hold(struct csr_req *q, struct csr_conn *c, const redisAsyncContext *ac,
+                const redisReply *r)
 {
 	if (!(q->held = rdup_reply(r)))
 		return -1;
 	q->held_on = c;
+	q->held_ac = ac;
 	q->hprev = NULL;
 	q->hnext = c->held;
 	if (c->held)
@@ -237,8 +255,9 @@ static void dispatch(struct csr_req *q)
 	struct csr_conn *c = NULL;
 	if (q->to_port) {
 		c = csr_conn_get(rt, q->to_host, q->to_port);
-	} else if (!rt->have_map) {
-		retry_later(q); /* the first refresh has not answered yet */
+	} else if (!rt->have_map || rt->refreshes < q->need_map) {
+		csr_refresh(rt); /* rate-limited: one at a time */
+		retry_later(q);  /* the first refresh, or a newer map, has not come yet */
 		return;
 	} else {
 		uint16_t n = rt->map->slot[q->slot];
@@ -297,13 +316,15 @@ static void redirect(struct csr_req *q, struct csr_conn *c, const struct csl_red
 	snprintf(q->to_host, sizeof(q->to_host), "%s", rd->host[0] ? rd->host : c->host);
 	q->to_port = rd->port;
 	int n = rt->have_map ? csl_map_find(rt->map, q->to_host, q->to_port) : -1;
-	if (n < 0 || rt->map->nodes[n].role != CSL_PRIMARY) {
-		/* A node the map does not name as a primary (a replica promoted,
-		 * a node it does not know): what it holds is judged when a map
-		 * names it (csr_event), before any call of ours reaches it. */
-		csr_refresh(rt);
+	if (!ask && (n < 0 || rt->map->nodes[n].role != CSL_PRIMARY)) {
+		/* MOVED to a node the map does not name as a primary (a replica
+		 * promoted, a node it does not know): what it holds is judged
+		 * when a map names it (csr_event), before any call of ours
+		 * reaches it. The call goes by the first map newer than this
+		 * one; that wait is not a redirection (its deadline bounds it). */
+		q->redirects--;
 		q->to_port = 0;
-		q->asking = 0;
+		q->need_map = rt->refreshes + 1;
 		retry_later(q);
 		return;
 	}
@@ -326,7 +347,7 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 		csr_conn_lost(c, ac->errstr[0] ? ac->errstr : "connection lost", 0);
 	if (is_wait) {
 		if (c)
-			wait_answered(c, r);
+			wait_answered(c, ac, r);
 		return;
 	}
 	if (!q)
@@ -364,8 +385,9 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 	}
 	/* A write (a script's error included: it may have written some) counts
 	 * once the WAIT behind it answers. */
-	if (q->write && q->rt->wait_replicas > 0 && c && c->ac == ac) {
-		if (hold(q, c, r) != 0)
+	if (q->write && q->rt->wait_replicas > 0) {
+		/* no WAIT can answer for it on a connection that is going: failed */
+		if (!c || c->ac != ac || hold(q, c, ac, r) != 0)
 			finish(q, NULL);
 		return;
 	}
@@ -498,6 +520,8 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	int wms = cfg->wait_timeout_ms > 0 ? cfg->wait_timeout_ms : rt->command_ms / 2;
 	if (wms > rt->command_ms / 2)
 		wms = rt->command_ms / 2;
+	if (wms > rt->command_ms - WAIT_LATE_MS) /* Redis ends a WAIT up to ~100 ms late */
+		wms = rt->command_ms - WAIT_LATE_MS;
 	snprintf(rt->wait_n, sizeof(rt->wait_n), "%d", rt->wait_replicas);
 	snprintf(rt->wait_ms, sizeof(rt->wait_ms), "%d", wms > 0 ? wms : 1);
 	rt->password = cfg->password && cfg->password[0] ? strdup(cfg->password) : NULL;
@@ -507,10 +531,11 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	rt->scratch = malloc(sizeof(*rt->scratch));
 	rt->runids = calloc(CSL_MAX_NODES, sizeof(*rt->runids));
 	rt->changes = calloc(CSL_DIFF_MAX, sizeof(*rt->changes));
+	rt->maxrep = calloc(CSL_MAX_NODES, sizeof(*rt->maxrep));
 	rt->rtimer = evtimer_new(base, csr_refresh_timer, rt);
 	rt->ptimer = evtimer_new(base, periodic_cb, rt);
-	if (!rt->map || !rt->scratch || !rt->runids || !rt->changes || !rt->rtimer || !rt->ptimer ||
-	    (cfg->password && cfg->password[0] && !rt->password)) {
+	if (!rt->map || !rt->scratch || !rt->runids || !rt->changes || !rt->maxrep || !rt->rtimer ||
+	    !rt->ptimer || (cfg->password && cfg->password[0] && !rt->password)) {
 		snprintf(err, errlen, "out of memory");
 		csr_free(rt);
 		return NULL;
@@ -603,6 +628,7 @@ void csr_free(struct csr_router *rt)
 	free(rt->scratch);
 	free(rt->runids);
 	free(rt->changes);
+	free(rt->maxrep);
 	free(rt->password);
 	free(rt);
 }

@@ -62,7 +62,7 @@ struct csr_event {
 	char from_host[CSL_HOST_MAX + 1]; /* the primary before ("" and 0: none, or RESTARTED) */
 	int from_port;
 	int slots;    /* how many (RESTARTED: 0) */
-	int replicas; /* PROMOTED, MOVED: the old primary's replicas in the last map */
+	int replicas; /* PROMOTED, MOVED: the most replicas any map showed the old primary */
 	/* 1 when every write a csr_write counted is on that node: MOVED, and
 	 * PROMOTED when wait_replicas is at least the old primary's replicas
 	 * (each counted write was on all of them). 0: handle it as a node
@@ -115,8 +115,8 @@ struct csr_req *csr_command(struct csr_router *rt, unsigned slot, int64_t deadli
 
 /* csr_command for a write (redis.wait_replicas): with wait_replicas > 0,
  * the node's reply reaches fn only once a WAIT sent behind it on the
- * same connection (one WAIT behind all the writes a loop turn sent
- * there) answers at least wait_replicas; a WAIT that answers fewer, an
+ * same connection (one WAIT at a time there, behind all the writes sent
+ * since the last) answers at least wait_replicas; a WAIT that answers fewer, an
  * error, or nothing makes the call fail (NULL: the write may have run,
  * on the primary alone). The deadline counts the WAIT too. */
 struct csr_req *csr_write(struct csr_router *rt, unsigned slot, int64_t deadline_us,

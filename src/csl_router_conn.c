@@ -206,6 +206,41 @@ static int info_run_id(const redisReply *r, char *out)
 	return 0;
 }
 
+/* The entry of the node with that id (or, when either has none, that
+ * host and port), or -1. */
+static int runid_find(const struct csr_router *rt, const char *id, const char *host, int port)
+{
+	for (int i = 0; i < rt->n_runids; i++) {
+		const struct csr_runid *e = &rt->runids[i];
+		if (id[0] && e->id[0] ? strcmp(e->id, id) == 0
+		                      : e->port == port && strcmp(e->host, host) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* A free entry, or one of a node the map no longer names; -1 when every
+ * entry is a node of the map (more nodes than a map holds: not kept). */
+static int runid_slot(struct csr_router *rt)
+{
+	if (rt->n_runids < CSL_MAX_NODES)
+		return rt->n_runids++;
+	for (int i = 0; i < rt->n_runids; i++) {
+		const struct csr_runid *e = &rt->runids[i];
+		int k = 0;
+		for (; rt->have_map && k < rt->map->n_nodes; k++) {
+			const struct csl_node *nd = &rt->map->nodes[k];
+			if (e->id[0] && nd->id[0]
+			        ? strcmp(e->id, nd->id) == 0
+			        : e->port == nd->port && strcmp(e->host, nd->host) == 0)
+				break;
+		}
+		if (!rt->have_map || k == rt->map->n_nodes)
+			return i;
+	}
+	return -1;
+}
+
 /* INFO server, the first command on a new connection: a run_id other
  * than the one the router saw there last is a restart, told before any
  * reply that follows it on this connection. A node that does not say
@@ -225,20 +260,21 @@ static void info_cb(redisAsyncContext *ac, void *reply, void *priv)
 		csr_conn_lost(c, why, 1);
 		return;
 	}
-	int i = 0;
-	while (i < rt->n_runids &&
-	       !(rt->runids[i].port == c->port && !strcmp(rt->runids[i].host, c->host)))
-		i++;
-	if (i == rt->n_runids) {
-		if (i == CSL_MAX_NODES)
-			i = (int)(random() % CSL_MAX_NODES); /* forget one: a node of long ago */
-		else
-			rt->n_runids++;
-		snprintf(rt->runids[i].host, sizeof(rt->runids[i].host), "%s", c->host);
-		rt->runids[i].port = c->port;
-		memcpy(rt->runids[i].run_id, ev.run_id, sizeof(ev.run_id));
-		return;
+	int n = rt->have_map ? csl_map_find(rt->map, c->host, c->port) : -1;
+	const char *id = n >= 0 ? rt->map->nodes[n].id : "";
+	int i = runid_find(rt, id, c->host, c->port);
+	if (i < 0) {
+		i = runid_slot(rt);
+		if (i >= 0) {
+			snprintf(rt->runids[i].id, sizeof(rt->runids[i].id), "%s", id);
+			snprintf(rt->runids[i].host, sizeof(rt->runids[i].host), "%s", c->host);
+			rt->runids[i].port = c->port;
+			memcpy(rt->runids[i].run_id, ev.run_id, sizeof(ev.run_id));
+		}
+		return; /* first sight: nothing to compare */
 	}
+	snprintf(rt->runids[i].host, sizeof(rt->runids[i].host), "%s", c->host);
+	rt->runids[i].port = c->port;
 	if (strcmp(rt->runids[i].run_id, ev.run_id) == 0)
 		return;
 	memcpy(ev.old_run_id, rt->runids[i].run_id, sizeof(ev.old_run_id));
@@ -352,21 +388,75 @@ static void r_finish(struct csr_router *rt)
 	}
 }
 
+/* The most replicas a map showed primary id, counting replicas now: the
+ * number a promotion's with_data is judged by. */
+static int maxrep_note(struct csr_router *rt, const char *id, int replicas)
+{
+	if (!id[0])
+		return replicas;
+	int i = 0;
+	while (i < rt->n_maxrep && strcmp(rt->maxrep[i].id, id) != 0)
+		i++;
+	if (i == rt->n_maxrep) {
+		if (i == CSL_MAX_NODES)
+			return replicas; /* full: this one is judged by the maps alone */
+		rt->n_maxrep++;
+		snprintf(rt->maxrep[i].id, sizeof(rt->maxrep[i].id), "%s", id);
+		rt->maxrep[i].replicas = 0;
+	}
+	if (replicas > rt->maxrep[i].replicas)
+		rt->maxrep[i].replicas = replicas;
+	return rt->maxrep[i].replicas;
+}
+
+static void maxrep_map(struct csr_router *rt, const struct csl_map *m)
+{
+	for (int p = 0; p < m->n_nodes; p++) {
+		if (m->nodes[p].role != CSL_PRIMARY)
+			continue;
+		int k = 0;
+		for (int i = 0; i < m->n_nodes; i++)
+			k += m->nodes[i].role == CSL_REPLICA && m->nodes[i].primary == p;
+		maxrep_note(rt, m->nodes[p].id, k);
+	}
+}
+
+/* Too many changes to tell apart: every primary's slots, judged anew. */
+static void tell_all_new(struct csr_router *rt, const struct csl_map *m)
+{
+	for (int p = 0; p < m->n_nodes; p++) {
+		struct csr_event ev = {.kind = CSR_EV_NEW};
+		for (int s = 0; s < CSL_SLOTS; s++)
+			ev.slots += m->slot[s] == p;
+		if (!ev.slots)
+			continue;
+		snprintf(ev.host, sizeof(ev.host), "%s", m->nodes[p].host);
+		ev.port = m->nodes[p].port;
+		tell(rt, &ev);
+	}
+}
+
 /* What a new map changed against the last one, told slot group by slot
  * group (before any call is sent by the new map: calls go from their
  * timers, after this). */
 static void tell_changes(struct csr_router *rt, const struct csl_map *old, const struct csl_map *m)
 {
 	int n = csl_map_diff(old, m, rt->changes, CSL_DIFF_MAX);
-	for (int k = 0; k < n && k < CSL_DIFF_MAX; k++) {
+	if (n < 0) {
+		tell_all_new(rt, m);
+		return;
+	}
+	for (int k = 0; k < n; k++) {
 		const struct csl_change *ch = &rt->changes[k];
 		struct csr_event ev = {.slots = ch->slots, .replicas = ch->replicas};
+		if (ch->from >= 0)
+			ev.replicas = maxrep_note(rt, old->nodes[ch->from].id, ch->replicas);
 		ev.kind = ch->kind == CSL_CH_PROMOTED ? CSR_EV_PROMOTED
 		          : ch->kind == CSL_CH_MOVED  ? CSR_EV_MOVED
 		                                      : CSR_EV_NEW;
 		ev.with_data = ch->kind == CSL_CH_MOVED ||
 		               (ch->kind == CSL_CH_PROMOTED && rt->wait_replicas > 0 &&
-		                rt->wait_replicas >= ch->replicas);
+		                rt->wait_replicas >= ev.replicas);
 		snprintf(ev.host, sizeof(ev.host), "%s", m->nodes[ch->to].host);
 		ev.port = m->nodes[ch->to].port;
 		if (ch->from >= 0) {
@@ -414,6 +504,7 @@ static void apply_map(struct csr_router *rt)
 	}
 	if (had)
 		tell_changes(rt, rt->scratch, m);
+	maxrep_map(rt, m);
 }
 
 static void r_shards_cb(redisAsyncContext *ac, void *reply, void *priv);

@@ -38,11 +38,15 @@ struct csr_conn {
 	int in_map;                   /* a primary of the current map */
 	struct csr_send *head, *tail; /* commands on the wire, in send order */
 	/* WAIT (wait_replicas > 0): a write sent activates wait_ev, which
-	 * sends one WAIT behind every write the loop turn sent on this
-	 * connection; a write's reply waits on held for the next WAIT reply,
-	 * which covers exactly the writes answered before it. */
+	 * sends one WAIT behind the writes sent on this connection since the
+	 * last one, when none is on the wire; a write's reply waits on held
+	 * for the next WAIT reply, which covers exactly the writes answered
+	 * before it (replies come in send order). */
 	struct event *wait_ev; /* made at the first write (csl_router.c); freed here */
 	struct csr_req *held;  /* answered writes waiting for their WAIT */
+	int wait_out;          /* a WAIT is on the wire: one at a time (a replica short
+	                          makes each take its timeout: no queue of them) */
+	int wait_due;          /* writes were sent since the last WAIT was */
 	struct csr_node_stats st;
 };
 
@@ -74,14 +78,25 @@ struct csr_router {
 	char wait_n[16], wait_ms[16]; /* WAIT's arguments */
 	csr_event_fn *on_event;
 	void *event_arg;
-	/* the run_id each node had when the router last connected to it */
+	/* the run_id each node had when the router last connected to it, by
+	 * node id (by host and port for a node no map named): a node that
+	 * comes back empty at another address is still told as a restart */
 	struct csr_runid {
+		char id[CSL_ID_LEN + 1]; /* "" when no map named it */
 		char host[CSL_HOST_MAX + 1];
 		int port;
 		char run_id[41];
 	} * runids;
 	int n_runids;
-	struct csl_change *changes;    /* CSL_DIFF_MAX of them, for each new map */
+	struct csl_change *changes; /* CSL_DIFF_MAX of them, for each new map */
+	/* the most replicas any map showed each primary (by node id): a map
+	 * from CLUSTER SLOTS leaves a failed replica out, which may be the
+	 * one a write reached */
+	struct csr_maxrep {
+		char id[CSL_ID_LEN + 1];
+		int replicas;
+	} * maxrep;
+	int n_maxrep;
 	struct csl_map *map, *scratch; /* the map in use, the one a refresh parses into */
 	int have_map;
 	struct csr_conn *node_conn[CSL_MAX_NODES]; /* per map node: its connection (primaries) */

@@ -294,6 +294,49 @@ START_TEST(map_diff)
 	memset(map_b.nodes[i].id, 'f', CSL_ID_LEN);
 	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 1);
 	expect_change(&ch[0], &map_c, &map_b, CSL_CH_NEW, 37102, 37104, 5462, 1);
+	/* without ids (CLUSTER SLOTS of an older Redis), host and port tell
+	 * nodes apart */
+	load("cluster_moved_shards.resp", &map_c);
+	load("cluster_failover_shards.resp", &map_b);
+	for (int k = 0; k < map_b.n_nodes; k++)
+		map_b.nodes[k].id[0] = '\0';
+	for (int k = 0; k < map_c.n_nodes; k++)
+		map_c.nodes[k].id[0] = '\0';
+	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_c, &map_b, CSL_CH_PROMOTED, 37102, 37104, 5462, 1);
+	/* a replica of another primary taking slots holds nothing of theirs */
+	load("cluster_failover_shards.resp", &map_b);
+	i = csl_map_find(&map_c, "127.0.0.1", 37104);
+	map_c.nodes[i].primary = csl_map_find(&map_c, "127.0.0.1", 37103);
+	ck_assert_int_eq(csl_map_diff(&map_c, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_c, &map_b, CSL_CH_NEW, 37102, 37104, 5462, 0);
+	/* slots taken from a primary the cluster marked failed, or that the
+	 * new map no longer has, come without their keys */
+	load("cluster_moved_shards.resp", &map_b);
+	i = csl_map_find(&map_a, "127.0.0.1", 37103);
+	map_a.nodes[i].health = CSL_HEALTH_FAIL;
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 8), 1);
+	expect_change(&ch[0], &map_a, &map_b, CSL_CH_NEW, 37103, 37101, 1, 1);
+	load("cluster_shards.resp", &map_a);
+	i = csl_map_find(&map_b, "127.0.0.1", 37103);
+	memset(map_b.nodes[i].id, 'e', CSL_ID_LEN); /* 37103 left; another node has its port */
+	ck_assert_int_ge(csl_map_diff(&map_a, &map_b, ch, 8), 2);
+	ck_assert_int_eq(ch[0].kind, CSL_CH_NEW); /* 12182: from 37103, gone */
+	/* more groups than CSL_DIFF_MAX: -1 (every slot to be judged anew) */
+	load("cluster_shards.resp", &map_b);
+	for (int k = 0; k < CSL_SLOTS; k++)
+		map_b.slot[k] = (uint16_t)(map_a.slot[k] == 0 ? 1 : 0);
+	ck_assert_int_ge(csl_map_diff(&map_a, &map_b, ch, 8), 1); /* few groups: counted */
+	load("cluster_shards.resp", &map_b);
+	map_b.n_nodes = CSL_MAX_NODES;
+	for (int k = 6; k < CSL_MAX_NODES; k++) {
+		map_b.nodes[k] = map_b.nodes[0];
+		snprintf(map_b.nodes[k].id, sizeof(map_b.nodes[k].id), "%040d", k);
+		map_b.nodes[k].role = CSL_PRIMARY;
+	}
+	for (int k = 0; k < CSL_SLOTS; k++) /* 3 old primaries x 250 new ones */
+		map_b.slot[k] = (uint16_t)(6 + k % (CSL_MAX_NODES - 6));
+	ck_assert_int_eq(csl_map_diff(&map_a, &map_b, ch, 8), -1);
 	/* fewer kept than there are: the count says so */
 	load("cluster_failover_shards.resp", &map_b);
 	map_b.slot[0] = map_b.slot[16383]; /* 37103 takes slot 0 from 37101 too */
