@@ -337,6 +337,79 @@ START_TEST(failed_resume_keeps_fault_tolerance)
 }
 END_TEST
 
+#define MOVE_LEASE 6000
+#define TOUCH_MS   (MOVE_LEASE / 3)
+
+/* Masters, lockd A (0) and B (*b), and a resumable session on A that
+ * holds k: its fence. */
+static unsigned long long move_start(struct cl **c, struct sess *s, int *b)
+{
+	static const char *sx = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n";
+	const struct h_opts o = {.lease_ms = MOVE_LEASE, .top_extra = sx};
+	h_std(&o);
+	*b = h_lockd_start(&o);
+	*c = cl_open();
+	session(*c, "SESSION GRACE 20000", 20000, s);
+	return cl_lock(*c, "LOCK k");
+}
+
+/* The masters of mask lose session id's record. */
+static void lose_record(unsigned mask, const char *id)
+{
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	for (int i = 0; i < 3; i++)
+		if (mask & 1u << i)
+			free(h_redis(i, "DEL", rkey, NULL));
+}
+
+/* For one touch period and its headroom (A's touch comes within it), no
+ * master of mask gets session id's record back. */
+static void stays_lost(unsigned mask, const char *id, const char *others)
+{
+	for (double t0 = h_now_ms(); h_now_ms() - t0 < TOUCH_MS + H_LOADED; h_sleep_ms(20))
+		for (int i = 0; i < 3; i++) {
+			if (!(mask & 1u << i))
+				continue;
+			char *w = record_owner(i, id);
+			ck_assert_msg(
+			    w && strcmp(w, "(nil)") == 0,
+			    "master %d lost session %s's record (%s), and A wrote '%s' back "
+			    "at its touch",
+			    i, id, others, w ? w : "(no answer)");
+			free(w);
+		}
+}
+
+/* Within a touch period and its headroom, every master of mask names
+ * owner in session id's record. */
+static void comes_back(unsigned mask, const char *id, const char *owner)
+{
+	int named = 0;
+	for (double t0 = h_now_ms(); !named && h_now_ms() - t0 < TOUCH_MS + H_LOADED;) {
+		named = 1;
+		for (int i = 0; i < 3; i++) {
+			if (!(mask & 1u << i))
+				continue;
+			char *w = record_owner(i, id);
+			named &= w && strcmp(w, owner) == 0;
+			free(w);
+		}
+		if (!named)
+			h_sleep_ms(20);
+	}
+	ck_assert_msg(named, "B (%s) did not write session %s's record back within %d ms", owner,
+	              id, TOUCH_MS + H_LOADED);
+}
+
+/* B's client still holds k at fence f, and heard no LOST. */
+static void b_keeps(struct cl *c2, unsigned long long f)
+{
+	expect_held(c2, "KEY k %llu 1 *", f);
+	ck_assert_msg(!c2->eof && c2->nlost == 0, "B's client: eof %d, lost '%s'", c2->eof,
+	              c2->nlost ? c2->lost[0] : "");
+}
+
 /* A lockd left with a stale copy of a session must not write its record
  * back where a master lost it, once a master that kept it names the
  * lockd the session moved to (the CI failure of safety_soak: A refilled
@@ -347,19 +420,12 @@ END_TEST
  * asks a new grace (SESSION): A writes nothing, and answers ERR QUORUM.
  * B runs again: it writes the record back everywhere, keeps its client
  * and its hold, and A drops its copy at its next touch. */
-#define MOVE_LEASE 6000
-#define TOUCH_MS   (MOVE_LEASE / 3)
 START_TEST(stale_copy_does_not_refill)
 {
-	static const char *sx = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n";
-	const struct h_opts o = {.lease_ms = MOVE_LEASE, .top_extra = sx};
-	h_std(&o);
-	int b = h_lockd_start(&o);
-	struct cl *c = cl_open();
+	struct cl *c;
 	struct sess s;
-	session(c, "SESSION GRACE 20000", 20000, &s);
-	unsigned long long f = cl_lock(c, "LOCK k");
-
+	int b;
+	unsigned long long f = move_start(&c, &s, &b);
 	h_lockd_signal(0, SIGSTOP);
 	struct cl *c2 = cl_tcp(h_lockd(b)->port);
 	resume(c2, &s, "OK 1");
@@ -367,45 +433,17 @@ START_TEST(stale_copy_does_not_refill)
 	char *bname = record_owner(2, s.id);
 	ck_assert_msg(bname && strlen(bname) == 16, "master 2's record owner: '%s'",
 	              bname ? bname : "(none)");
-	char rkey[128];
-	snprintf(rkey, sizeof(rkey), "lockd: session %s", s.id);
-	for (int i = 0; i < 2; i++)
-		free(h_redis(i, "DEL", rkey, NULL));
+	lose_record(3, s.id);
 
 	h_lockd_signal(0, SIGCONT);
 	/* nor does a new grace asked on A's stale copy (where c is attached) */
 	cl_expect_prefix(c, "SESSION GRACE 15000", "ERR QUORUM");
-	double t0 = h_now_ms();
-	while (h_now_ms() - t0 < TOUCH_MS + H_LOADED) { /* A's touch comes within it */
-		for (int i = 0; i < 2; i++) {
-			char *w = record_owner(i, s.id);
-			ck_assert_msg(w && strcmp(w, "(nil)") == 0,
-			              "master %d lost session %s's record, master 2 names B (%s), "
-			              "and A wrote '%s' back at its touch",
-			              i, s.id, bname, w ? w : "(no answer)");
-			free(w);
-		}
-		h_sleep_ms(20);
-	}
-
+	stays_lost(3, s.id, "master 2 names B");
 	h_lockd_signal(b, SIGCONT);
-	t0 = h_now_ms();
-	int named = 0;
-	for (int t = 0; t < 1000 && !named && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
-		named = 1;
-		for (int i = 0; i < 3; i++) {
-			char *w = record_owner(i, s.id);
-			named &= w && strcmp(w, bname) == 0;
-			free(w);
-		}
-		if (!named)
-			h_sleep_ms(20);
-	}
-	ck_assert_msg(named, "B did not write session %s's record back within %d ms", s.id,
-	              TOUCH_MS + H_LOADED);
+	comes_back(7, s.id, bname);
 	struct cl *x = cl_tcp(h_lockd(0)->port);
 	char *n = NULL;
-	t0 = h_now_ms();
+	double t0 = h_now_ms();
 	for (int t = 0; t < 1000 && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
 		free(n);
 		n = cl_stat(x, "sessions_resumable");
@@ -415,9 +453,7 @@ START_TEST(stale_copy_does_not_refill)
 	}
 	ck_assert_msg(strcmp(n, "0") == 0, "A still has %s resumable session(s)", n);
 	free(n);
-	expect_held(c2, "KEY k %llu 1 *", f);
-	ck_assert_msg(!c2->eof && c2->nlost == 0, "B's client: eof %d, lost '%s'", c2->eof,
-	              c2->nlost ? c2->lost[0] : "");
+	b_keeps(c2, f);
 	free(bname);
 	cl_close(x);
 	cl_close(c2);
@@ -432,19 +468,15 @@ END_TEST
  * B's adoption lands on masters 0 and 1 only and master 2 still names A.
  * Master 0 then loses the record. A (running again) reads missing, B's,
  * its own: it writes nothing. B reads missing, its own, A's: it writes
- * master 0 back, keeps its client's hold, and A drops its copy. Before
- * the counts were compared, neither wrote and B's holds lapsed (found by
- * a review of the first version of this rule). */
+ * master 0 back and keeps its client's hold. Before the counts were
+ * compared, neither wrote and B's holds lapsed (found by a review of the
+ * first version of this rule). */
 START_TEST(moved_split_refill)
 {
-	static const char *sx = "sessions:\n  grace_ms: 10000\n  max_grace_ms: 60000\n";
-	const struct h_opts o = {.lease_ms = MOVE_LEASE, .top_extra = sx};
-	h_std(&o);
-	int b = h_lockd_start(&o);
-	struct cl *c = cl_open();
+	struct cl *c;
 	struct sess s;
-	session(c, "SESSION GRACE 20000", 20000, &s);
-	unsigned long long f = cl_lock(c, "LOCK k");
+	int b;
+	unsigned long long f = move_start(&c, &s, &b);
 	char *aname = record_owner(2, s.id);
 	ck_assert_msg(aname && strlen(aname) == 16, "master 2's record owner: '%s'",
 	              aname ? aname : "(none)");
@@ -466,36 +498,13 @@ START_TEST(moved_split_refill)
 	              w ? w : "(none)");
 	free(w);
 	h_lockd_signal(b, SIGSTOP);
-	char rkey[128];
-	snprintf(rkey, sizeof(rkey), "lockd: session %s", s.id);
-	free(h_redis(0, "DEL", rkey, NULL));
+	lose_record(1, s.id);
 
 	h_lockd_signal(0, SIGCONT);
-	double t0 = h_now_ms();
-	while (h_now_ms() - t0 < TOUCH_MS + H_LOADED) { /* A's touch comes within it */
-		w = record_owner(0, s.id);
-		ck_assert_msg(
-		    w && strcmp(w, "(nil)") == 0,
-		    "master 0 lost the record, master 1 names B, master 2 A: A wrote '%s'",
-		    w ? w : "(no answer)");
-		free(w);
-		h_sleep_ms(20);
-	}
+	stays_lost(1, s.id, "master 1 names B, master 2 A");
 	h_lockd_signal(b, SIGCONT);
-	t0 = h_now_ms();
-	int named = 0;
-	for (int t = 0; t < 1000 && !named && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
-		w = record_owner(0, s.id);
-		named = w && strcmp(w, bname) == 0;
-		free(w);
-		if (!named)
-			h_sleep_ms(20);
-	}
-	ck_assert_msg(named, "B did not write master 0's record back within %d ms",
-	              TOUCH_MS + H_LOADED);
-	expect_held(c2, "KEY k %llu 1 *", f);
-	ck_assert_msg(!c2->eof && c2->nlost == 0, "B's client: eof %d, lost '%s'", c2->eof,
-	              c2->nlost ? c2->lost[0] : "");
+	comes_back(1, s.id, bname);
+	b_keeps(c2, f);
 	free(aname);
 	free(bname);
 	cl_close(c2);
