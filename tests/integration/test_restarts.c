@@ -615,7 +615,14 @@ END_TEST
 /* ------------------------------------------------------------------ volume */
 
 #define VOL_SESSIONS 10
-#define VOL_LOCKS    10000
+/* Locks per session: 10,000; a quarter in the sanitized build
+ * (LOCKD_TEST_SANITIZED), whose lockd, several times slower, could not
+ * keep 100,000 leases renewed with a core busy (LOST in a CI rehearsal):
+ * that run is for memory errors, the normal one for the volume. */
+static int vol_locks(void)
+{
+	return getenv("LOCKD_TEST_SANITIZED") ? 2500 : 10000;
+}
 /* A session's locks are released within 1 s of its end (service level).
  * Here 10 sessions end at once with 10,000 locks each: 100,000 releases,
  * 300,000 deletes on the masters, work that a loaded machine slows down
@@ -695,10 +702,10 @@ static long bulk_keys_on(int i, int step)
 	int k = 0;
 	argv[0] = "EXISTS";
 	for (int s = 0; s < VOL_SESSIONS; s++)
-		for (int j = 0; j < VOL_LOCKS; j += step) {
+		for (int j = 0; j < vol_locks(); j += step) {
 			snprintf(names[k], sizeof(names[k]), "lockd:v%d_%d", s, j);
 			argv[1 + k] = names[k];
-			if (++k < BATCH && !(s == VOL_SESSIONS - 1 && j + step >= VOL_LOCKS))
+			if (++k < BATCH && !(s == VOL_SESSIONS - 1 && j + step >= vol_locks()))
 				continue;
 			char *rep = rc_cmdv(r, 1 + k, argv);
 			char *end = NULL;
@@ -793,7 +800,9 @@ static void observer(int fd, int stop, int res)
 	unsigned long long last = 0;
 	int stops = 0;
 	double t_start = h_now_ms();
-	while (stops < 2 && h_now_ms() - t_start < 150000) {
+	const char *scale = getenv("LOCKD_TEST_TIME_SCALE"); /* time_scale(), below */
+	double cap_ms = 150000 * (scale && atof(scale) > 1.0 ? atof(scale) : 1.0);
+	while (stops < 2 && h_now_ms() - t_start < cap_ms) {
 		if (obs_req(fd, buf, &len, sizeof(buf), "TRYLOCK o", r, sizeof(r), &o, t_start))
 			break;
 		o.ntry++;
@@ -891,10 +900,10 @@ START_TEST(lock_volume_observer)
 	memset(bs, 0, sizeof(bs));
 	for (int s = 0; s < VOL_SESSIONS; s++) {
 		bs[s].c = cl_open();
-		size_t cap = (size_t)VOL_LOCKS * 32;
+		size_t cap = (size_t)vol_locks() * 32;
 		bs[s].out = malloc(cap);
 		ck_assert(bs[s].out != NULL);
-		for (int i = 0; i < VOL_LOCKS; i++)
+		for (int i = 0; i < vol_locks(); i++)
 			bs[s].len += (size_t)snprintf(bs[s].out + bs[s].len, cap - bs[s].len,
 			                              "LOCK v%d_%d WAIT 1000\n", s, i);
 	}
@@ -905,8 +914,8 @@ START_TEST(lock_volume_observer)
 	long iter = 0;
 	for (; done < VOL_SESSIONS && iter < 10000000; iter++) {
 		ck_assert_msg(h_now_ms() - t_start < vol_ms,
-		              "the 10 x 10,000 LOCKs not answered within %.0f s (%d sessions done)",
-		              vol_ms / 1000, done);
+		              "the 10 x %d LOCKs not answered within %.0f s (%d sessions done)",
+		              vol_locks(), vol_ms / 1000, done);
 		struct pollfd pf[VOL_SESSIONS];
 		for (int s = 0; s < VOL_SESSIONS; s++) {
 			pf[s].fd = bs[s].c->fd;
@@ -953,11 +962,12 @@ START_TEST(lock_volume_observer)
 						         "reply %d: %s", b->got, l);
 				}
 			}
-			ck_assert_msg(b->got <= VOL_LOCKS, "session %d: %d replies to %d requests",
-			              s, b->got, VOL_LOCKS);
-			ck_assert_msg(!b->c->eof || b->got == VOL_LOCKS,
+			ck_assert_msg(b->got <= vol_locks(),
+			              "session %d: %d replies to %d requests", s, b->got,
+			              vol_locks());
+			ck_assert_msg(!b->c->eof || b->got == vol_locks(),
 			              "session %d closed by lockd after %d replies", s, b->got);
-			done += b->got == VOL_LOCKS;
+			done += b->got == vol_locks();
 		}
 		if (h_now_ms() - t_rss >= 200) {
 			long v = proc_kb(lpid, "VmRSS");
@@ -977,7 +987,7 @@ START_TEST(lock_volume_observer)
 	fprintf(stderr,
 	        "lock_volume_observer: %d x %d LOCKs answered in %.0f ms: %d OK, %d TIMEOUT, %d "
 	        "other, %d LOST\n",
-	        VOL_SESSIONS, VOL_LOCKS, t_all - t_start, ok, tmo, bad, lost);
+	        VOL_SESSIONS, vol_locks(), t_all - t_start, ok, tmo, bad, lost);
 	/* each lock held is on a majority of the masters (and the count
 	 * below can see them) */
 	long on[3], before_disc = 0;
@@ -1095,7 +1105,7 @@ START_TEST(lock_volume_observer)
 			first_bad = bs[s].first_bad;
 	/* distinct free keys, healthy masters: every LOCK is granted, and
 	 * held (no LOST) until the session ends */
-	ck_assert_msg(ok == VOL_SESSIONS * VOL_LOCKS && lost == 0,
+	ck_assert_msg(ok == VOL_SESSIONS * vol_locks() && lost == 0,
 	              "the bulk sessions got %d OK, %d TIMEOUT, %d other replies and %d LOST "
 	              "(first: '%s')",
 	              ok, tmo, bad, lost, first_bad);
