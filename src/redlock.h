@@ -222,6 +222,14 @@ struct rl_sess_hold {
 struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
                             int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                             rl_done_fn *done, void *owner);
+/* rl_sess_put of a record some master lost (the touch found it missing),
+ * with this lockd's adoption count (>= 0; < 0: none): a record written
+ * back carries the count its owner's records have, so that a copy of
+ * the session left on another lockd, whose count is smaller, never
+ * outranks it (doc/design.md, interleaving 16). */
+struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
+                               int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                               long long count, rl_done_fn *done, void *owner);
 /* End the session where its record is ours: the record becomes a
  * tombstone (it names no instance) for keep_ms plus its grace, so that a
  * lockd that still has the session (it was here before it moved) learns

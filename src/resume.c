@@ -336,15 +336,18 @@ static void moved(struct rsess *r)
 
 /* --- SESSION --- */
 
-static int put_holds(struct rsess *r, const char *secret, int64_t grace, rl_done_fn *done,
-                     void *owner, struct rl_call **out)
+/* Write r's record (count >= 0: a refill, with that adoption count). */
+static int put_holds(struct rsess *r, const char *secret, int64_t grace, long long count,
+                     rl_done_fn *done, void *owner, struct rl_call **out)
 {
 	int n = (int)r->lt.nlocks;
 	struct rl_sess_hold *h = calloc(n ? (size_t)n : 1, sizeof(*h));
 	if (!h)
 		return -1;
 	lt_holds_of(&r->lt, h, n);
-	*out = rl_sess_put(r->id, secret, grace, cfg->lease_ms + grace, h, n, done, owner);
+	int64_t exp = cfg->lease_ms + grace;
+	*out = count >= 0 ? rl_sess_refill(r->id, secret, grace, exp, h, n, count, done, owner)
+	                  : rl_sess_put(r->id, secret, grace, exp, h, n, done, owner);
 	free(h);
 	return *out ? 0 : -1;
 }
@@ -394,7 +397,7 @@ void rs_session(struct rsess *r, int has_grace, uint32_t grace_ms)
 	 * resumable one's new grace only where the record is ours: a copy of
 	 * a session that moved must not fill masters that lost the record
 	 * with this lockd's name (doc/design.md, interleaving 15). */
-	if (put_holds(r, r->state == RS_PLAIN ? r->digest : NULL, grace, session_put, r,
+	if (put_holds(r, r->state == RS_PLAIN ? r->digest : NULL, grace, -1, session_put, r,
 	              &r->call) != 0)
 		reply(r, "%s", MSG_OOM);
 }
@@ -559,9 +562,13 @@ static void touched(struct rl_call *c, void *owner)
 			 * masters with this lockd's name and make a majority
 			 * that takes the session from the lockd serving it.
 			 * That one writes it back at its touch (its count is
-			 * the larger: each adoption raises it where it lands). */
+			 * the larger: each adoption raises it above every count
+			 * it read). The record written back carries our count
+			 * (interleaving 16): with none, it would read 0, below
+			 * a stale copy's elsewhere. */
 			struct rl_call *p;
-			if (put_holds(r, r->digest, r->grace_ms, fire_and_forget, FORGET, &p) == 0)
+			if (put_holds(r, r->digest, r->grace_ms, it[i].own_a, fire_and_forget,
+			              FORGET, &p) == 0)
 				calls++;
 		}
 	}

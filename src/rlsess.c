@@ -67,14 +67,16 @@ static void check_record(struct rl_call *c)
 	}
 }
 
-struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
-                            int64_t expire_ms, const struct rl_sess_hold *holds, int n,
-                            rl_done_fn *done, void *owner)
+/* rl_sess_put, and with count >= 0 the adoption count too (field "a",
+ * written as the holds are: SCR_SESS_PUT sets each field, value pair). */
+static struct rl_call *put_call(const char *sid, const char *secret, int64_t grace_ms,
+                                int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                                long long count, rl_done_fn *done, void *owner)
 {
-	size_t bytes = 128 + (secret ? strlen(secret) : 0);
+	size_t bytes = 160 + (secret ? strlen(secret) : 0);
 	for (int k = 0; k < n; k++)
 		bytes += 2 * holds[k].klen + TOKEN_LEN + 96;
-	struct rl_call *c = one_record(RK_SESS, sid, 4 + 2 * n, bytes);
+	struct rl_call *c = one_record(RK_SESS, sid, 4 + 2 * n + (count >= 0 ? 2 : 0), bytes);
 	if (!c)
 		return NULL;
 	char *p = c->dbuf + c->klen, num[24];
@@ -96,11 +98,30 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
 		                    (unsigned long long)h->fence, h->holds, h->ttl ? 1 : 0);
 		p += c->dargvlen[a++] + 1;
 	}
+	if (count >= 0) {
+		p = arg(c, a++, p, "a");
+		snprintf(num, sizeof(num), "%lld", count);
+		arg(c, a++, p, num);
+	}
 	c->rel_done = done;
 	c->owner = owner;
 	c->check_fn = check_record;
 	rl_fanout(c, SCR_SESS_PUT, record_reply);
 	return c;
+}
+
+struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_ms,
+                            int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                            rl_done_fn *done, void *owner)
+{
+	return put_call(sid, secret, grace_ms, expire_ms, holds, n, -1, done, owner);
+}
+
+struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
+                               int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                               long long count, rl_done_fn *done, void *owner)
+{
+	return put_call(sid, secret, grace_ms, expire_ms, holds, n, count, done, owner);
 }
 
 struct rl_call *rl_sess_end(const char *sid, int64_t keep_ms, rl_done_fn *done, void *owner)
@@ -532,6 +553,9 @@ static void adopt_send(struct rl_call *c, int i)
 	}
 	am->v[SDA_COUNT] = am->count;
 	am->l[SDA_COUNT] = strlen(am->count);
+	snprintf(am->next, sizeof(am->next), "%lld", c->u.sess.next);
+	am->v[SDA_NEXT] = am->next;
+	am->l[SDA_NEXT] = strlen(am->next);
 	if (master_call(master_get(i), SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) !=
 	    0) {
 		c->pending--;
@@ -561,6 +585,9 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 		rl_call_progress(c);
 		memcpy(am->count, r->str, r->len);
 		am->count[r->len] = '\0';
+		long long a = atoll(am->count);
+		if (a >= sp->next) /* the new count: above every one read so far */
+			sp->next = a < LLONG_MAX ? a + 1 : a;
 		am->peeked = 1;
 		sp->npeeked += c->counts[m->idx];
 	}
@@ -704,7 +731,8 @@ struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease
 	p = arg(c, SDA_INSTANCE, p, rl_instance);
 	p = arg(c, SDA_LEASE, p, num);
 	p = arg(c, SDA_PREFIX, p, rl_prefix);
-	arg(c, SDA_COUNT, p, ""); /* each master's, from its first round */
+	p = arg(c, SDA_COUNT, p, ""); /* each master's, from its first round */
+	arg(c, SDA_NEXT, p, "");      /* sp->next, once a majority's first rounds answered */
 	c->lease_ms = lease_ms;
 	c->done = done;
 	c->owner = owner;

@@ -612,7 +612,11 @@ static const char *const bodies[SCR_COUNT] = {
      * grows with the session. The secret is checked before anything else
      * is read. The count ("a") makes it a compare-and-set: an adoption
      * that arrives late (lockd gave up on that connection, the client has
-     * resumed elsewhere since) finds it moved on. The record names this
+     * resumed elsewhere since) finds it moved on. The new count (ARGV[6])
+     * is above every count the first rounds read on a majority, not this
+     * record's plus one: masters' counts differ (an adoption that missed
+     * one), and the new owner's must outrank every earlier owner's
+     * wherever it lingers (doc/design.md, interleaving 16). The record names this
      * instance from now on, and each hold still held for the session
      * takes this instance's token (its random part kept): the lockd that
      * had it finds nothing of its own. A TTL hold keeps its expiry, any
@@ -621,7 +625,8 @@ static const char *const bodies[SCR_COUNT] = {
     "local h = redis.call('HMGET', rk, 's', 'a', 'g')\n"
     "if h[1] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
     "if (h[2] or '0') ~= ARGV[5] then return {-2} end\n"
-    "local a = redis.call('HINCRBY', rk, 'a', 1)\n"
+    "local a = tonumber(ARGV[6])\n"
+    "redis.call('HSET', rk, 'a', ARGV[6])\n"
     "local g = tonumber(h[3] or '0')\n"
     "redis.call('HSET', rk, 'o', inst)\n"
     "redis.call('PEXPIRE', rk, lease + g)\n"

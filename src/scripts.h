@@ -134,6 +134,7 @@ enum adopt_arg {
 	SDA_LEASE,                /* ARGV[3] lease ms */
 	SDA_PREFIX,               /* ARGV[4] the key prefix */
 	SDA_COUNT,                /* ARGV[5] the adoption count SCR_SESS_PEEK read there */
+	SDA_NEXT,                 /* ARGV[6] the new count: above every count read */
 	SDA_ARGC
 };
 

@@ -208,7 +208,8 @@ END_TEST
 
 /* The compare-and-set itself, on a real master: SCR_SESS_ADOPT with the
  * count read before another adoption changes nothing ({-2}); with the
- * count as it is, it adopts and counts one more. */
+ * count as it is, it adopts and sets the new count it was given (lockd
+ * gives one above every count it read on a majority). */
 START_TEST(adopt_compares_count)
 {
 	h_std(&(struct h_opts){.lease_ms = LEASE});
@@ -234,12 +235,14 @@ START_TEST(adopt_compares_count)
 	char login[48], digest[SHA1_HEX_LEN + 1];
 	snprintf(login, sizeof(login), "\n%s", sec);
 	sha1_hex(login, strlen(login), digest);
-	const char *late[] = {"EVAL", script_body(SCR_SESS_ADOPT), "1",    rkey,
-	                      digest, "eeeeeeeeeeeeeeee",          "3000", "lockd:",
-	                      "0"};
+	const char *late[] = {"EVAL", script_body(SCR_SESS_ADOPT),
+	                      "1",    rkey,
+	                      digest, "eeeeeeeeeeeeeeee",
+	                      "3000", "lockd:",
+	                      "0",    "5"};
 	struct rconn *r = rc_open(h_master(0)->port, H_TMO);
 	ck_assert(r != NULL);
-	char *rep = rc_cmdv(r, 9, late);
+	char *rep = rc_cmdv(r, 10, late);
 	ck_assert_msg(rep && strcmp(rep, "-2\n") == 0, "an adoption with the old count: '%s'",
 	              rep ? rep : "(none)");
 	free(rep);
@@ -248,12 +251,12 @@ START_TEST(adopt_compares_count)
 	              "after a refused adoption: owner '%s' (was '%s'), token '%s' (was '%s')",
 	              own2, own, tok2 ? tok2 : "(none)", tok);
 	late[8] = "1";
-	rep = rc_cmdv(r, 9, late);
+	rep = rc_cmdv(r, 10, late);
 	ck_assert_msg(rep && strncmp(rep, "1\n", 2) == 0, "an adoption with the count: '%s'",
 	              rep ? rep : "(none)");
 	free(rep);
 	char *own3 = record_field(0, id, "o"), *n2 = record_field(0, id, "a");
-	ck_assert_msg(strcmp(own3, "eeeeeeeeeeeeeeee") == 0 && strcmp(n2, "2") == 0,
+	ck_assert_msg(strcmp(own3, "eeeeeeeeeeeeeeee") == 0 && strcmp(n2, "5") == 0,
 	              "after an adoption with the count: owner '%s', count '%s'", own3, n2);
 	rc_close(r);
 	free(n1);

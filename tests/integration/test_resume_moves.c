@@ -512,6 +512,59 @@ START_TEST(moved_split_refill)
 }
 END_TEST
 
+/* Interleaving 16: a record written back carries its owner's adoption
+ * count. The session is adopted once on A (count 1), then moves to B
+ * while master 2 is stopped (masters 0 and 1 name B with count 2, master
+ * 2 still A with 1). Master 1 loses the record and B writes it back;
+ * then master 0 loses it while B is stopped. A reads missing, B's, its
+ * own: B's record on master 1 outranks A's, so A writes nothing. B
+ * writes master 0 back and keeps its client's hold. Before a record
+ * written back carried the count, B's on master 1 read 0, A wrote
+ * master 0 with its own name (with master 2, a majority), and B dropped
+ * the session it served and closed its client (safety_soak, ASan build,
+ * in a CI rehearsal). */
+START_TEST(refill_keeps_count)
+{
+	struct cl *c;
+	struct sess s;
+	int b;
+	unsigned long long f = move_start(&c, &s, &b);
+	cl_close(c);
+	c = cl_open(); /* A again: adopted there, count 1 */
+	resume(c, &s, "OK 1");
+	char *aname = record_owner(2, s.id);
+	ck_assert_msg(aname && strlen(aname) == 16, "master 2's record owner: '%s'",
+	              aname ? aname : "(none)");
+
+	h_lockd_signal(0, SIGSTOP);
+	h_master_stop(2);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, &s, "OK 1");
+	h_sleep_ms(H_REDIS_TMO + 500); /* B's adoption never reaches master 2 */
+	h_master_cont(2);
+	char *bname = record_owner(1, s.id), *w = record_owner(2, s.id);
+	ck_assert_msg(bname && strlen(bname) == 16 && strcmp(bname, aname) != 0 && w &&
+	                  strcmp(w, aname) == 0,
+	              "after the RESUME on B: master 1 names '%s', master 2 '%s' (A is %s)",
+	              bname ? bname : "(none)", w ? w : "(none)", aname);
+	free(w);
+	lose_record(2, s.id);
+	comes_back(2, s.id, bname); /* B writes master 1 back */
+
+	h_lockd_signal(b, SIGSTOP);
+	lose_record(1, s.id);
+	h_lockd_signal(0, SIGCONT);
+	stays_lost(1, s.id, "master 1 names B (written back), master 2 A");
+	h_lockd_signal(b, SIGCONT);
+	comes_back(1, s.id, bname);
+	b_keeps(c2, f);
+	free(aname);
+	free(bname);
+	cl_close(c2);
+	cl_close(c);
+}
+END_TEST
+
 TCase *tc_resume_moves(void)
 {
 	TCase *tc = tcase_create("resume_moves");
@@ -525,5 +578,6 @@ TCase *tc_resume_moves(void)
 	H_ADD(tc, failed_resume_keeps_fault_tolerance);
 	H_ADD(tc, stale_copy_does_not_refill);
 	H_ADD(tc, moved_split_refill);
+	H_ADD(tc, refill_keeps_count);
 	return tc;
 }

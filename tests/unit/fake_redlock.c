@@ -265,6 +265,14 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
 	return NULL;
 }
 
+struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
+                               int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                               long long count, rl_done_fn *done, void *owner)
+{
+	ck_abort_msg("rl_sess_refill without a resumable session");
+	return NULL;
+}
+
 int rl_adopting(void)
 {
 	return 0;
