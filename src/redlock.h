@@ -223,10 +223,10 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
                             int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                             rl_done_fn *done, void *owner);
 /* rl_sess_put of a record some master lost (the touch found it missing),
- * with this lockd's adoption count (>= 0; < 0: none): a record written
- * back carries the count its owner's records have, so that a copy of
- * the session left on another lockd, whose count is smaller, never
- * outranks it (doc/design.md, interleaving 16). */
+ * with this lockd's adoption count (> 0; else none), raised to it where
+ * lower, never lowered: a record written back carries its owner's count,
+ * so that a copy of the session left on another lockd, whose count is
+ * smaller, never outranks it (doc/design.md, interleaving 16). */
 struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
                                int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                                long long count, rl_done_fn *done, void *owner);
@@ -243,8 +243,10 @@ struct rl_sess_item {
 	int missing;       /* some master lacks the record */
 	int yes, other;    /* counting masters: ours, another's */
 	/* the largest adoption count of the records of counting masters that
-	 * are ours, another's (LLONG_MAX: a tombstone); -1 when none */
-	long long own_a, other_a;
+	 * name another lockd (LLONG_MAX: a tombstone); -1 when none. Our own
+	 * side is the count our adoption wrote (struct rl_adoption), not
+	 * what our records read: a late master's may be higher. */
+	long long other_a;
 	char id[24];
 };
 /* Refresh many records' expiry; the call owns items (malloc'ed). */
@@ -278,8 +280,11 @@ struct rl_adoption {
 	int64_t grace_ms;
 	struct rl_adopted *holds;
 	int n;
-	int raced;      /* masters where another adoption came between our rounds */
-	int incomplete; /* masters whose holds were not all taken over (a round failed) */
+	long long count; /* the adoption count written on every master: one above
+	                    every count a majority's first rounds read (this lockd's
+	                    rank as the session's owner) */
+	int raced;       /* masters where another adoption came between our rounds */
+	int incomplete;  /* masters whose holds were not all taken over (a round failed) */
 };
 /* RESUME: take the session's record over (it names this instance from
  * now on) with every hold still held for it, each given a token of this

@@ -65,6 +65,7 @@ struct rsess {
 	char secret[RS_SECRET_LEN + 1];
 	char digest[SHA1_HEX_LEN + 1]; /* what the masters see of the secret (digest_of) */
 	int64_t grace_ms;
+	long long count;        /* the adoption count our adoption wrote (0: none yet) */
 	int64_t want_grace;     /* SESSION in flight: the grace asked */
 	int64_t grace_end_us;   /* detached: when its grace ends */
 	struct event *grace_ev; /* detached: its grace ends */
@@ -336,7 +337,7 @@ static void moved(struct rsess *r)
 
 /* --- SESSION --- */
 
-/* Write r's record (count >= 0: a refill, with that adoption count). */
+/* Write r's record (count > 0: a refill, with that adoption count). */
 static int put_holds(struct rsess *r, const char *secret, int64_t grace, long long count,
                      rl_done_fn *done, void *owner, struct rl_call **out)
 {
@@ -346,8 +347,8 @@ static int put_holds(struct rsess *r, const char *secret, int64_t grace, long lo
 		return -1;
 	lt_holds_of(&r->lt, h, n);
 	int64_t exp = cfg->lease_ms + grace;
-	*out = count >= 0 ? rl_sess_refill(r->id, secret, grace, exp, h, n, count, done, owner)
-	                  : rl_sess_put(r->id, secret, grace, exp, h, n, done, owner);
+	*out = count > 0 ? rl_sess_refill(r->id, secret, grace, exp, h, n, count, done, owner)
+	                 : rl_sess_put(r->id, secret, grace, exp, h, n, done, owner);
 	free(h);
 	return *out ? 0 : -1;
 }
@@ -486,6 +487,7 @@ static void adopted(struct rl_call *c, void *owner)
 		memcpy(r->id, id, RS_ID_LEN);
 		r->id[RS_ID_LEN] = '\0';
 		r->grace_ms = a->grace_ms;
+		r->count = a->count;
 		list(r);
 		/* Lines of holds lost meanwhile are kept, to follow the OK. */
 		void *ctx = r->lt.ctx;
@@ -553,22 +555,24 @@ static void touched(struct rl_call *c, void *owner)
 		if (it[i].moved) {
 			moved(r);
 		} else if (it[i].missing && !r->call &&
-		           (!it[i].other || it[i].own_a > it[i].other_a)) {
+		           (!it[i].other || r->count > it[i].other_a)) {
 			/* A master lost it (restarted empty): write it again,
 			 * unless a master names another lockd whose record is
-			 * as recent as ours (an adoption count as large), or
-			 * none of ours is left. Then the session moved there and
-			 * this copy is stale: writing would fill the lost
-			 * masters with this lockd's name and make a majority
-			 * that takes the session from the lockd serving it.
-			 * That one writes it back at its touch (its count is
-			 * the larger: each adoption raises it above every count
-			 * it read). The record written back carries our count
+			 * as recent as ours (an adoption count as large). Then
+			 * the session moved there and this copy is stale:
+			 * writing would fill the lost masters with this lockd's
+			 * name and make a majority that takes the session from
+			 * the lockd serving it. That one writes it back at its
+			 * touch (its count is the larger: each adoption writes
+			 * one above every count it read on a majority). Ours is
+			 * the count our adoption wrote on a majority, not the
+			 * largest our records read (a late master's may be
+			 * higher), and the record written back carries it
 			 * (interleaving 16): with none, it would read 0, below
-			 * a stale copy's elsewhere. */
+			 * a stale copy's. */
 			struct rl_call *p;
-			if (put_holds(r, r->digest, r->grace_ms, it[i].own_a, fire_and_forget,
-			              FORGET, &p) == 0)
+			if (put_holds(r, r->digest, r->grace_ms, r->count, fire_and_forget, FORGET,
+			              &p) == 0)
 				calls++;
 		}
 	}

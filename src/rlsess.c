@@ -3,6 +3,7 @@
  * The records and what each script does with them: scripts.c. */
 #include "config.h"
 
+#include <errno.h>
 #include <limits.h>
 
 #include <stdio.h>
@@ -98,7 +99,7 @@ static struct rl_call *put_call(const char *sid, const char *secret, int64_t gra
 		                    (unsigned long long)h->fence, h->holds, h->ttl ? 1 : 0);
 		p += c->dargvlen[a++] + 1;
 	}
-	if (count >= 0) {
+	if (count > 0) {
 		p = arg(c, a++, p, "a");
 		snprintf(num, sizeof(num), "%lld", count);
 		arg(c, a++, p, num);
@@ -163,8 +164,6 @@ static void touch_reply(struct master *m, redisReply *r, void *arg_)
 				a = LLONG_MAX; /* a tombstone: the session ended, after any owner */
 			it->yes += v == 1;
 			it->other += v == 0;
-			if (v == 1 && a > it->own_a)
-				it->own_a = a;
 			if (v == 0 && a > it->other_a)
 				it->other_a = a;
 		}
@@ -203,7 +202,7 @@ struct rl_call *rl_sess_touch(struct rl_sess_item *items, int n, rl_done_fn *don
 		snprintf(items[k].id, sizeof(items[k].id), "%s", items[k].sid);
 		items[k].sid = items[k].id; /* the caller's may go away before the verdict */
 		items[k].moved = items[k].missing = items[k].yes = items[k].other = 0;
-		items[k].own_a = items[k].other_a = -1;
+		items[k].other_a = -1;
 		c->dargv[a] = p;
 		c->dargvlen[a] = rl_record_at(p, items[k].sid);
 		p += c->dargvlen[a++] + 1;
@@ -514,8 +513,7 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 			am->counted = 1;
 			if (r->element[1]->integer > sp->a.grace_ms)
 				sp->a.grace_ms = r->element[1]->integer;
-			snprintf(am->acount, sizeof(am->acount), "%lld",
-			         (long long)r->element[2]->integer);
+			memcpy(am->acount, am->next, sizeof(am->acount)); /* what it set */
 		}
 		adopt_holds(c, i, r);
 		if (what == 2 && !more) { /* a large record: scan it from the start */
@@ -553,7 +551,7 @@ static void adopt_send(struct rl_call *c, int i)
 	}
 	am->v[SDA_COUNT] = am->count;
 	am->l[SDA_COUNT] = strlen(am->count);
-	snprintf(am->next, sizeof(am->next), "%lld", c->u.sess.next);
+	snprintf(am->next, sizeof(am->next), "%lld", c->u.sess.a.count);
 	am->v[SDA_NEXT] = am->next;
 	am->l[SDA_NEXT] = strlen(am->next);
 	if (master_call(master_get(i), SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) !=
@@ -574,7 +572,15 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 	struct sess_part *sp = &c->u.sess;
 	struct adopt_m *am = &sp->am[m->idx];
 	sp->peek_out--;
-	if (c->expired || !r || r->type != REDIS_REPLY_STRING || r->len >= sizeof(am->count)) {
+	long long a = -1;
+	if (r && r->type == REDIS_REPLY_STRING && r->len < sizeof(am->count)) {
+		char *end;
+		errno = 0;
+		a = strtoll(r->str, &end, 10);
+		if (errno || end == r->str || *end || a < 0 || a >= LLONG_MAX / 2)
+			a = -1; /* not a count lockd wrote: no adoption there */
+	}
+	if (c->expired || a < 0) {
 		c->pending--;
 		if (!c->expired) {
 			if (r && r->type == REDIS_REPLY_ERROR)
@@ -585,9 +591,8 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 		rl_call_progress(c);
 		memcpy(am->count, r->str, r->len);
 		am->count[r->len] = '\0';
-		long long a = atoll(am->count);
-		if (a >= sp->next) /* the new count: above every one read so far */
-			sp->next = a < LLONG_MAX ? a + 1 : a;
+		if (!sp->a.count && a >= sp->next) /* above every count the majority read */
+			sp->next = a + 1;
 		am->peeked = 1;
 		sp->npeeked += c->counts[m->idx];
 	}
@@ -595,6 +600,8 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 		if (!sp->am[i].peeked)
 			continue;
 		if (quorum_reached(sp->npeeked, c->maj)) {
+			if (!sp->a.count) /* our rank: what every second round writes */
+				sp->a.count = sp->next;
 			adopt_send(c, i);
 		} else if (!sp->peek_out) { /* no majority answered: write nothing */
 			sp->am[i].peeked = 0;
@@ -732,7 +739,7 @@ struct rl_call *rl_sess_adopt(const char *sid, const char *secret, int64_t lease
 	p = arg(c, SDA_LEASE, p, num);
 	p = arg(c, SDA_PREFIX, p, rl_prefix);
 	p = arg(c, SDA_COUNT, p, ""); /* each master's, from its first round */
-	arg(c, SDA_NEXT, p, "");      /* sp->next, once a majority's first rounds answered */
+	arg(c, SDA_NEXT, p, "");      /* a.count, once a majority's first rounds answered */
 	c->lease_ms = lease_ms;
 	c->done = done;
 	c->owner = owner;

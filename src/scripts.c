@@ -557,20 +557,26 @@ static const char *const bodies[SCR_COUNT] = {
      * write their hold's field (ACQUIRE_LUA, RELEASE_LUA); these scripts
      * do the rest.
      * SESS_PUT. KEYS: the record. ARGV: instance, the secret ("": keep),
-     * grace ("": keep), expiry ms (0: keep), then field, value pairs.
+     * grace ("": keep), expiry ms (0: keep), then field, value pairs
+     * (holds; "a", the adoption count of a record written back, which
+     * only raises the count there: a lower one is an older owner's).
      * Writes where the record is ours, or missing and the secret given.
      * Returns 1 written, 0 not (another lockd owns it, or it is gone). */
-    [SCR_SESS_PUT] =
-        "local o = redis.call('HGET', KEYS[1], 'o')\n"
-        "if (o and o ~= ARGV[1]) or (not o and ARGV[2] == '') then return 0 end\n"
-        "redis.call('HSET', KEYS[1], 'o', ARGV[1])\n"
-        "if ARGV[2] ~= '' then\n"
-        "  redis.call('HSET', KEYS[1], 's', redis.sha1hex(ARGV[2]))\n"
-        "end\n"
-        "if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'g', ARGV[3]) end\n"
-        "for i = 5, #ARGV - 1, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end\n"
-        "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
-        "return 1\n",
+    [SCR_SESS_PUT] = "local o = redis.call('HGET', KEYS[1], 'o')\n"
+                     "if (o and o ~= ARGV[1]) or (not o and ARGV[2] == '') then return 0 end\n"
+                     "redis.call('HSET', KEYS[1], 'o', ARGV[1])\n"
+                     "if ARGV[2] ~= '' then\n"
+                     "  redis.call('HSET', KEYS[1], 's', redis.sha1hex(ARGV[2]))\n"
+                     "end\n"
+                     "if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'g', ARGV[3]) end\n"
+                     "for i = 5, #ARGV - 1, 2 do\n"
+                     "  if ARGV[i] ~= 'a' or tonumber(redis.call('HGET', KEYS[1], 'a') or '0') < "
+                     "tonumber(ARGV[i + 1]) then\n"
+                     "    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])\n"
+                     "  end\n"
+                     "end\n"
+                     "if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end\n"
+                     "return 1\n",
     /* SESS_TOUCH. KEYS: n records. ARGV: instance, then n expiry ms. Per
      * record two numbers: 1 ours (its expiry set), 0 another lockd's, 2
      * missing; then its adoption count "a" (0 if none), -1 for a
@@ -613,10 +619,11 @@ static const char *const bodies[SCR_COUNT] = {
      * is read. The count ("a") makes it a compare-and-set: an adoption
      * that arrives late (lockd gave up on that connection, the client has
      * resumed elsewhere since) finds it moved on. The new count (ARGV[6])
-     * is above every count the first rounds read on a majority, not this
-     * record's plus one: masters' counts differ (an adoption that missed
-     * one), and the new owner's must outrank every earlier owner's
-     * wherever it lingers (doc/design.md, interleaving 16). The record names this
+     * is one above every count the first rounds read on a majority, the
+     * same on every master, not this record's plus one: masters' counts
+     * differ (an adoption that reached a minority), and an owner's rank
+     * must be one number, above the owner's before (doc/design.md,
+     * interleaving 16). The record names this
      * instance from now on, and each hold still held for the session
      * takes this instance's token (its random part kept): the lockd that
      * had it finds nothing of its own. A TTL hold keeps its expiry, any

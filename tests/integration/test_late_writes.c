@@ -254,6 +254,10 @@ START_TEST(adopt_compares_count)
 	rep = rc_cmdv(r, 10, late);
 	ck_assert_msg(rep && strncmp(rep, "1\n", 2) == 0, "an adoption with the count: '%s'",
 	              rep ? rep : "(none)");
+	/* {1, grace, the count it set, ...}: lockd compares later rounds with it */
+	const char *third = strchr(rep + 2, '\n');
+	ck_assert_msg(third && strncmp(third + 1, "5\n", 2) == 0,
+	              "an adoption with the count answered '%s', not the count 5 it set", rep);
 	free(rep);
 	char *own3 = record_field(0, id, "o"), *n2 = record_field(0, id, "a");
 	ck_assert_msg(strcmp(own3, "eeeeeeeeeeeeeeee") == 0 && strcmp(n2, "5") == 0,

@@ -284,6 +284,17 @@ static char *record_owner(int i, const char *id)
 	return h_redis(i, "HGET", rkey, "o", NULL);
 }
 
+/* Master i's record of session id has adoption count want. */
+static void count_is(int i, const char *id, const char *want)
+{
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	char *a = h_redis(i, "HGET", rkey, "a", NULL);
+	ck_assert_msg(a && strcmp(a, want) == 0, "master %d: session %s's count '%s', not %s", i,
+	              id, a ? a : "(no answer)", want);
+	free(a);
+}
+
 /* A RESUME on B that reaches only master 1 (B's links to masters 0 and 2
  * are cut) answers ERR QUORUM and changes nothing: master 1's record
  * still names A, so that A keeps renewing k on every master, and
@@ -532,6 +543,8 @@ START_TEST(refill_keeps_count)
 	cl_close(c);
 	c = cl_open(); /* A again: adopted there, count 1 */
 	resume(c, &s, "OK 1");
+	for (int i = 0; i < 3; i++)
+		count_is(i, s.id, "1");
 	char *aname = record_owner(2, s.id);
 	ck_assert_msg(aname && strlen(aname) == 16, "master 2's record owner: '%s'",
 	              aname ? aname : "(none)");
@@ -548,8 +561,11 @@ START_TEST(refill_keeps_count)
 	              "after the RESUME on B: master 1 names '%s', master 2 '%s' (A is %s)",
 	              bname ? bname : "(none)", w ? w : "(none)", aname);
 	free(w);
+	count_is(0, s.id, "2");
+	count_is(2, s.id, "1");
 	lose_record(2, s.id);
-	comes_back(2, s.id, bname); /* B writes master 1 back */
+	comes_back(2, s.id, bname); /* B writes master 1 back, with its count */
+	count_is(1, s.id, "2");
 
 	h_lockd_signal(b, SIGSTOP);
 	lose_record(1, s.id);
@@ -560,6 +576,68 @@ START_TEST(refill_keeps_count)
 	b_keeps(c2, f);
 	free(aname);
 	free(bname);
+	cl_close(c2);
+	cl_close(c);
+}
+END_TEST
+
+/* An owner's rank is one count, written on every master its adoption
+ * reaches, even where a master's first round came after the majority's
+ * and read a higher count (what an adoption that reached a minority
+ * leaves; here 5, put on A's record by hand on master 2): no record of
+ * the owner outranks it, so that it is the owner's rank a stale copy's
+ * is compared with (interleaving 16). Master 2 is stopped while B's
+ * RESUME reads masters 0 and 1 (0 and 0: B's rank is 1), then runs again
+ * within redis.timeout_ms. Before, master 2 got 6, and B compared its
+ * records' largest count (found by a review). */
+START_TEST(late_master_count)
+{
+	static const char *sx = "sessions:\n  grace_ms: 10000\n";
+	const struct h_opts o = {.lease_ms = MOVE_LEASE, .timeout_ms = 1500, .top_extra = sx};
+	h_std(&o);
+	int b = h_lockd_start(&o);
+	struct cl *c = cl_open();
+	struct sess s;
+	session(c, "SESSION GRACE 10000", 10000, &s);
+	unsigned long long f = cl_lock(c, "LOCK k");
+	char rkey[128];
+	snprintf(rkey, sizeof(rkey), "lockd: session %s", s.id);
+	free(h_redis(2, "HSET", rkey, "a", "5", NULL));
+
+	h_master_stop(2);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	char req[96];
+	snprintf(req, sizeof(req), "RESUME %s %s\n", s.id, s.secret);
+	cl_send(c2, req);
+	h_sleep_ms(300); /* masters 0 and 1 answer both rounds meanwhile */
+	h_master_cont(2);
+	const char *l = cl_reply(c2, H_TMO);
+	ck_assert_msg(l && strcmp(l, "OK 1") == 0, "RESUME on B: '%s'", l ? l : "(none)");
+	char *bname = record_owner(0, s.id);
+	for (int i = 0; i < 3; i++) {
+		char *w = record_owner(i, s.id);
+		ck_assert_msg(w && bname && strcmp(w, bname) == 0,
+		              "master %d names '%s', not B (%s)", i, w ? w : "(none)",
+		              bname ? bname : "(none)");
+		free(w);
+		count_is(i, s.id, "1");
+	}
+	/* B's the session: A drops its copy, B keeps the hold */
+	struct cl *x = cl_tcp(h_lockd(0)->port);
+	char *n = NULL;
+	double t0 = h_now_ms();
+	for (int t = 0; t < 1000 && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
+		free(n);
+		n = cl_stat(x, "sessions_resumable");
+		if (strcmp(n, "0") == 0)
+			break;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(strcmp(n, "0") == 0, "A still has %s resumable session(s)", n);
+	free(n);
+	b_keeps(c2, f);
+	free(bname);
+	cl_close(x);
 	cl_close(c2);
 	cl_close(c);
 }
@@ -579,5 +657,6 @@ TCase *tc_resume_moves(void)
 	H_ADD(tc, stale_copy_does_not_refill);
 	H_ADD(tc, moved_split_refill);
 	H_ADD(tc, refill_keeps_count);
+	H_ADD(tc, late_master_count);
 	return tc;
 }
