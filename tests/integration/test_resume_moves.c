@@ -413,12 +413,59 @@ static void comes_back(unsigned mask, const char *id, const char *owner)
 	              id, TOUCH_MS + H_LOADED);
 }
 
+/* Within a touch period and its headroom, A (lockd 0) drops its copy of
+ * the session: it has no resumable session left. */
+static void a_drops(void)
+{
+	struct cl *x = cl_tcp(h_lockd(0)->port);
+	char *n = NULL;
+	double t0 = h_now_ms();
+	for (int t = 0; t < 1000 && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
+		free(n);
+		n = cl_stat(x, "sessions_resumable");
+		if (strcmp(n, "0") == 0)
+			break;
+		h_sleep_ms(20);
+	}
+	ck_assert_msg(strcmp(n, "0") == 0, "A still has %s resumable session(s)", n);
+	free(n);
+	cl_close(x);
+}
+
 /* B's client still holds k at fence f, and heard no LOST. */
 static void b_keeps(struct cl *c2, unsigned long long f)
 {
 	expect_held(c2, "KEY k %llu 1 *", f);
 	ck_assert_msg(!c2->eof && c2->nlost == 0, "B's client: eof %d, lost '%s'", c2->eof,
 	              c2->nlost ? c2->lost[0] : "");
+}
+
+/* A (lockd 0) and master 2 are stopped while the session moves to B
+ * (lockd b): B gives its requests to master 2 up (redis.timeout_ms)
+ * before master 2 runs again, so its adoption never reaches master 2.
+ * B's client. */
+static struct cl *move_past_master2(const struct sess *s, int b)
+{
+	h_lockd_signal(0, SIGSTOP);
+	h_master_stop(2);
+	struct cl *c2 = cl_tcp(h_lockd(b)->port);
+	resume(c2, s, "OK 1");
+	h_sleep_ms(H_REDIS_TMO + 500);
+	h_master_cont(2);
+	return c2;
+}
+
+/* B stopped, the masters of mask lose session id's record; A (stopped
+ * before) runs a touch and writes none of them back (others: what the
+ * other masters hold); then B runs and writes them back, naming bname. */
+static void a_then_b(unsigned mask, const char *id, int b, const char *bname, const char *others)
+{
+	h_lockd_signal(b, SIGSTOP);
+	lose_record(mask, id);
+	h_lockd_signal(0, SIGCONT);
+	stays_lost(mask, id, others);
+	h_lockd_signal(b, SIGCONT);
+	comes_back(mask, id, bname);
 }
 
 /* A lockd left with a stale copy of a session must not write its record
@@ -452,21 +499,9 @@ START_TEST(stale_copy_does_not_refill)
 	stays_lost(3, s.id, "master 2 names B");
 	h_lockd_signal(b, SIGCONT);
 	comes_back(7, s.id, bname);
-	struct cl *x = cl_tcp(h_lockd(0)->port);
-	char *n = NULL;
-	double t0 = h_now_ms();
-	for (int t = 0; t < 1000 && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
-		free(n);
-		n = cl_stat(x, "sessions_resumable");
-		if (strcmp(n, "0") == 0)
-			break;
-		h_sleep_ms(20);
-	}
-	ck_assert_msg(strcmp(n, "0") == 0, "A still has %s resumable session(s)", n);
-	free(n);
+	a_drops();
 	b_keeps(c2, f);
 	free(bname);
-	cl_close(x);
 	cl_close(c2);
 	cl_close(c);
 }
@@ -492,14 +527,7 @@ START_TEST(moved_split_refill)
 	ck_assert_msg(aname && strlen(aname) == 16, "master 2's record owner: '%s'",
 	              aname ? aname : "(none)");
 
-	h_lockd_signal(0, SIGSTOP);
-	h_master_stop(2);
-	struct cl *c2 = cl_tcp(h_lockd(b)->port);
-	resume(c2, &s, "OK 1");
-	/* B gives its request to master 2 up (redis.timeout_ms) before master 2
-	 * runs again: its adoption never reaches master 2 */
-	h_sleep_ms(H_REDIS_TMO + 500);
-	h_master_cont(2);
+	struct cl *c2 = move_past_master2(&s, b);
 	char *bname = record_owner(1, s.id);
 	ck_assert_msg(bname && strlen(bname) == 16 && strcmp(bname, aname) != 0,
 	              "master 1's record owner after the RESUME on B: '%s' (A is %s)",
@@ -508,13 +536,7 @@ START_TEST(moved_split_refill)
 	ck_assert_msg(w && strcmp(w, aname) == 0, "master 2 (stopped during the RESUME) names '%s'",
 	              w ? w : "(none)");
 	free(w);
-	h_lockd_signal(b, SIGSTOP);
-	lose_record(1, s.id);
-
-	h_lockd_signal(0, SIGCONT);
-	stays_lost(1, s.id, "master 1 names B, master 2 A");
-	h_lockd_signal(b, SIGCONT);
-	comes_back(1, s.id, bname);
+	a_then_b(1, s.id, b, bname, "master 1 names B, master 2 A");
 	b_keeps(c2, f);
 	free(aname);
 	free(bname);
@@ -549,12 +571,7 @@ START_TEST(refill_keeps_count)
 	ck_assert_msg(aname && strlen(aname) == 16, "master 2's record owner: '%s'",
 	              aname ? aname : "(none)");
 
-	h_lockd_signal(0, SIGSTOP);
-	h_master_stop(2);
-	struct cl *c2 = cl_tcp(h_lockd(b)->port);
-	resume(c2, &s, "OK 1");
-	h_sleep_ms(H_REDIS_TMO + 500); /* B's adoption never reaches master 2 */
-	h_master_cont(2);
+	struct cl *c2 = move_past_master2(&s, b);
 	char *bname = record_owner(1, s.id), *w = record_owner(2, s.id);
 	ck_assert_msg(bname && strlen(bname) == 16 && strcmp(bname, aname) != 0 && w &&
 	                  strcmp(w, aname) == 0,
@@ -567,12 +584,7 @@ START_TEST(refill_keeps_count)
 	comes_back(2, s.id, bname); /* B writes master 1 back, with its count */
 	count_is(1, s.id, "2");
 
-	h_lockd_signal(b, SIGSTOP);
-	lose_record(1, s.id);
-	h_lockd_signal(0, SIGCONT);
-	stays_lost(1, s.id, "master 1 names B (written back), master 2 A");
-	h_lockd_signal(b, SIGCONT);
-	comes_back(1, s.id, bname);
+	a_then_b(1, s.id, b, bname, "master 1 names B (written back), master 2 A");
 	b_keeps(c2, f);
 	free(aname);
 	free(bname);
@@ -623,21 +635,9 @@ START_TEST(late_master_count)
 		count_is(i, s.id, "1");
 	}
 	/* B's the session: A drops its copy, B keeps the hold */
-	struct cl *x = cl_tcp(h_lockd(0)->port);
-	char *n = NULL;
-	double t0 = h_now_ms();
-	for (int t = 0; t < 1000 && h_now_ms() - t0 < TOUCH_MS + H_LOADED; t++) {
-		free(n);
-		n = cl_stat(x, "sessions_resumable");
-		if (strcmp(n, "0") == 0)
-			break;
-		h_sleep_ms(20);
-	}
-	ck_assert_msg(strcmp(n, "0") == 0, "A still has %s resumable session(s)", n);
-	free(n);
+	a_drops();
 	b_keeps(c2, f);
 	free(bname);
-	cl_close(x);
 	cl_close(c2);
 	cl_close(c);
 }
