@@ -569,6 +569,56 @@ describe('lockd-client', { concurrency: false }, () => {
     await obs.close();
   });
 
+  it('after close() resolves, no lock, shared hold, permit or leadership says it is held', { timeout: 60000 }, async (t) => {
+    // The Go client had this flaw (commit ac7726a: a leadership still held
+    // after Close until its reader saw the close). Here close() ends each
+    // session itself (Conn.quit, then die: the holder is marked lost)
+    // before it resolves, not when a socket's close event comes.
+    if (skipUnless(t, await speaks('LEADER x'))) return;
+    const c = await client(env.LOCKD_A);
+    const other = await client(env.LOCKD_B);
+    const [k, ks, kp, name, kw] = ['close', 'close-sh', 'close-pm', 'close-lead', 'close-wait'].map(key);
+    const holds = [
+      await c.acquire(k, { wait: 5000 }),
+      await c.acquire(ks, { wait: 5000, shared: true }),
+      await c.acquire(kp, { wait: 5000, permits: 2 }),
+      await c.campaign(name, 'v1', { wait: 5000 }),
+    ];
+    const lost = [];
+    for (const h of holds) {
+      assert.equal(h.lost, false);
+      h.signal.addEventListener('abort', () => lost.push(h.key));
+    }
+    await c.close();
+    // at once, no polling
+    for (const h of holds) {
+      assert.equal(h.lost, true, `${h.key} still held after close()`);
+      assert.ok(h.signal.reason instanceof LockLostError);
+      assert.throws(() => h.check(), LockLostError);
+    }
+    assert.deepEqual(lost.sort(), holds.map((h) => h.key).sort());
+    // a LOCK waiting at close (its QUIT waits behind it): the acquire
+    // fails, and a hold of the same client is lost all the same
+    const c2 = await client(env.LOCKD_A);
+    const blocker = await other.acquire(kw, { wait: 5000 });
+    const held2 = await c2.acquire(key('close-2'), { wait: 5000 });
+    const waiting = c2.acquire(kw, { wait: 30000 });
+    waiting.catch(() => {});
+    await sleep(300); // its LOCK waits at lockd A
+    await c2.close();
+    assert.equal(held2.lost, true, 'held after close()');
+    await assert.rejects(waiting, LockdConnectionError);
+    // and lockd released them (QUIT), not a detached session's grace
+    await blocker.release();
+    for (const x of [k, ks, kw, held2.key]) {
+      const l = await tryUntil(() => other.tryAcquire(x));
+      assert.ok(l, `${x} not free after close()`);
+      await l.release();
+    }
+    assert.equal((await other.status(kp, { permits: 2 })).held, 0);
+    assert.equal(await other.leader(name), null);
+  });
+
   it('the README example runs', { timeout: 60000 }, async () => {
     const text = readFileSync(join(root, 'README.md'), 'utf8');
     const blocks = [...text.matchAll(/<!-- example -->\n```js\n([\s\S]*?)```/g)].map((m) => m[1]);

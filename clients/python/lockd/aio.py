@@ -222,11 +222,17 @@ class _Conn:
                 self.client._prefer = idx
                 return
             except OSError as e:
+                if self.state == "dead":
+                    raise
                 last = e
         raise ConnectionError(f"no lockd reachable ({last})")
 
     async def _dial(self, addr: Tuple[str, str, Optional[int]]) -> None:
-        self.reader, self.writer = await self.client._open_stream(addr)
+        reader, writer = await self.client._open_stream(addr)
+        if self.state == "dead":  # ended while connecting (the client closed)
+            writer.close()
+            raise ConnectionError("session ended")
+        self.reader, self.writer = reader, writer
         self.task = self.loop.create_task(self._read_loop(self.reader, self.writer))
 
     @staticmethod
@@ -699,14 +705,17 @@ class _Conn:
 
     async def quit(self) -> None:
         """End the session politely: QUIT and wait for its answer (at most a
-        second), or abandon() when a LOCK waits or the session resumes."""
-        if self.state == "open" and not any(p.kind for p in self.pending):
+        second), or abandon() when a LOCK waits, the session resumes or the
+        connection is still being made. Either way the session is dead, and
+        its holder and observers told, when quit returns (or raises)."""
+        if self.state == "open" and self.writer is not None and not any(p.kind for p in self.pending):
             self.sid = None
             try:
                 await asyncio.wait_for(self.call("QUIT"), 1.0)
             except (LockdError, asyncio.TimeoutError, OSError):
                 pass
-            self._die("client closed")
+            finally:
+                self._die("client closed")
         else:
             self.abandon("client closed")
 
@@ -843,7 +852,12 @@ class Lock:
         self.fence = fence
         self._conn = conn
         conn.holder = self
-        if conn.early_lost or (watch and ttl is None):
+        if conn.state == "dead":
+            # the session ended (the client closed, the connection broke
+            # for good) between the grant's reply and this task's turn:
+            # _die found no holder to tell, and nothing is held any more
+            lost_why = "the session ended right after the grant"
+        if conn.state == "dead" or conn.early_lost or (watch and ttl is None):
             self._mark_lost("lockd sent LOST right after the grant" if conn.early_lost else lost_why or "lockd did not list it as held right after the grant")
             if not conn.early_lost:
                 conn.holder = None
@@ -872,8 +886,8 @@ class Lock:
 
     def _owned(self) -> bool:
         conn = self._conn
-        if conn is None or self._is_lost:
-            return False
+        if conn is None or self._is_lost or conn.state == "dead":
+            return False  # an ended session holds nothing
         until = conn.surely_until
         return until is None or conn.loop.time() < until
 

@@ -58,6 +58,9 @@ final class Conn {
     volatile State state = State.OPEN;
     volatile String sessId, secret;
     volatile Owner owner;
+    /** Guards toldEnded: the owner hears of the session's end once, and tellEnded returns only once it has. */
+    private final Object endedLock = new Object();
+    private boolean toldEnded;
     // I/O thread only:
     private final ByteBuffer in = ByteBuffer.allocate(16384);
     private final StringBuilder partial = new StringBuilder();
@@ -278,7 +281,6 @@ final class Conn {
         List<Call> calls;
         boolean resume;
         boolean wasResuming;
-        Owner o;
         lock.lock();
         try {
             if (which == null || which == handled || which != ch) {
@@ -297,7 +299,6 @@ final class Conn {
             } else if (!wasResuming) {
                 state = State.DEAD;
             }
-            o = owner;
             closeQuietly(which);
         } finally {
             lock.unlock();
@@ -314,9 +315,29 @@ final class Conn {
             client.bg(this::resume);
             return;
         }
+        tellEnded();
         client.untrack(this);
-        if (o != null) {
-            o.ended();
+    }
+
+    /**
+     * Tells the owner that the session ended for good, once per
+     * connection, whoever ends it: quit, abandon (so LockdClient.close(),
+     * which does not wait for the I/O thread to see the close), the end of
+     * a read, a resume that failed. A second caller returns only once the
+     * owner was told (the owner's ended() does not block). The connection
+     * is untracked only after this, so once close() returns, nothing of the
+     * client says it holds anything.
+     */
+    void tellEnded() {
+        synchronized (endedLock) {
+            if (toldEnded) {
+                return;
+            }
+            toldEnded = true;
+            Owner o = owner;
+            if (o != null) {
+                o.ended();
+            }
         }
     }
 
@@ -414,11 +435,8 @@ final class Conn {
             lock.unlock();
         }
         client.loop.execute(() -> shutdown(c, false));
+        tellEnded();
         client.untrack(this);
-        Owner o = owner;
-        if (o != null) {
-            o.ended();
-        }
     }
 
     /**
@@ -426,16 +444,17 @@ final class Conn {
      * waiting LOCK (the protocol has no cancel command) and releases what
      * the session holds. A resumable session would only be detached by a
      * close, so it is resumed on a fresh connection and ended with QUIT in
-     * the background.
+     * the background. The owner is told before abandon returns (also when
+     * the session had ended already), not when the I/O thread sees the
+     * close.
      */
     void abandon() {
         String id, sec;
         SocketChannel c;
+        boolean wasDead;
         lock.lock();
         try {
-            if (state == State.DEAD) {
-                return;
-            }
+            wasDead = state == State.DEAD;
             state = State.DEAD;
             c = ch;
             id = sessId;
@@ -443,13 +462,16 @@ final class Conn {
         } finally {
             lock.unlock();
         }
-        client.loop.execute(() -> shutdown(c, false));
-        if (id != null) {
-            client.bg(() -> client.endDetached(id, sec));
+        if (!wasDead) {
+            client.loop.execute(() -> shutdown(c, false));
+            if (id != null) {
+                client.bg(() -> client.endDetached(id, sec));
+            }
         }
+        tellEnded();
     }
 
-    /** End the session with QUIT (bounded), then close. */
+    /** End the session with QUIT (bounded), then close; the owner is told before quit returns. */
     void quit() {
         if (state != State.OPEN) {
             abandon();
@@ -473,5 +495,6 @@ final class Conn {
             lock.unlock();
         }
         client.loop.execute(() -> shutdown(c, false));
+        tellEnded(); // now, not when the I/O thread runs that shutdown
     }
 }

@@ -359,6 +359,15 @@ public final class LockdClient implements AutoCloseable {
         }
         Conn c = new Conn(this, link);
         all.add(c);
+        if (closed) { // close() may have gone through all before c was in it
+            c.abandon();
+            try {
+                link.ch().close(); // the I/O thread may be gone: not left to it
+            } catch (IOException e) {
+                // closed anyway
+            }
+            throw new IllegalStateException("lockd: client closed");
+        }
         try {
             c.key = loop.register(link.ch(), c).get(connectTimeoutMs, TimeUnit.MILLISECONDS);
             if (password != null) {
@@ -776,7 +785,12 @@ public final class LockdClient implements AutoCloseable {
         return o;
     }
 
-    /** Ends every session of the client (QUIT: their locks are released) and stops its threads. */
+    /**
+     * Ends every session of the client (QUIT: their locks are released) and
+     * stops its threads. When it returns, every LockHandle, DistributedLock,
+     * read or write lock, permit and Leadership of the client reports not
+     * held (lost), without waiting for the I/O thread to see the closes.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -798,7 +812,7 @@ public final class LockdClient implements AutoCloseable {
             }
         }
         for (Conn c : all) {
-            c.abandon();
+            c.abandon(); // also tells the owner of a session that had ended already
         }
         loop.execute(loop::close);
         timer.shutdownNow();

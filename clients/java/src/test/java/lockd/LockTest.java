@@ -319,6 +319,80 @@ class LockTest {
         l.unlock();
     }
 
+    /**
+     * Once close() returns, nothing of the client says it holds anything
+     * (the Go client's "old leadership still held after Close", commit
+     * ac7726a): a handle, a thread's lock, a read lock, a permit, a
+     * leadership. The client's I/O thread is held up here (as a busy core
+     * may hold it), so that no reply and no end of a connection is read
+     * before close() returns: close() itself must end the holds. Heartbeat
+     * off, so that no local deadline ends them during the wait instead.
+     */
+    @Test
+    void closeEndsEveryHoldBeforeReturning() throws Exception {
+        TestEnv.need13();
+        LockdClient c = LockdClient.builder().address(TestEnv.a()).heartbeat(false).build();
+        CountDownLatch stall = new CountDownLatch(1);
+        AtomicReference<Throwable> waited = new AtomicReference<>();
+        Thread waiter = null;
+        LockHandle blocker = cb.acquire("java-close-wait", Duration.ofSeconds(5));
+        try {
+            LockHandle h = c.acquire("java-close-h", Duration.ofSeconds(5));
+            DistributedLock dl = c.getLock("java-close-dl");
+            dl.lock();
+            LockdReadWriteLock rw = c.getReadWriteLock("java-close-rw");
+            rw.readLock().lock();
+            LockHandle permit = c.getSemaphore("java-close-sem", 2).acquire();
+            Leadership lead = c.campaign("java-close-lead", "v1");
+            assertTrue(h.isHeld() && dl.isHeld() && rw.readLock().isHeld() && permit.isHeld() && lead.isLeader());
+            waiter = new Thread(() -> {
+                try {
+                    c.acquire("java-close-wait", Duration.ofSeconds(30));
+                    waited.set(new AssertionError("granted after close"));
+                } catch (Throwable e) {
+                    waited.set(e);
+                }
+            });
+            waiter.start();
+            TestEnv.waitFor(3000, () -> ca.status("java-close-wait").waiters() == 1); // its LOCK waits at A
+            CountDownLatch stalled = new CountDownLatch(1);
+            c.loop.execute(() -> {
+                stalled.countDown();
+                try {
+                    stall.await(20, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            assertTrue(stalled.await(5, TimeUnit.SECONDS));
+            c.close();
+            // at once: no waiting for the I/O thread
+            assertFalse(h.isHeld(), "handle held after close");
+            assertTrue(h.isLost());
+            assertFalse(dl.isHeld(), "DistributedLock held after close");
+            assertThrows(LockLostException.class, dl::checkHeld);
+            assertFalse(rw.readLock().isHeld(), "read lock held after close");
+            assertFalse(permit.isHeld(), "permit held after close");
+            assertFalse(lead.isLeader(), "leadership held after close");
+            assertThrows(LockLostException.class, lead::checkLeader);
+        } finally {
+            stall.countDown();
+            c.close();
+        }
+        waiter.join(10000);
+        assertFalse(waiter.isAlive());
+        // the waiting acquire failed (connection broke, then "client closed" on its retry): nothing granted
+        assertInstanceOf(RuntimeException.class, waited.get());
+        // and lockd ended the sessions (QUIT), releasing what they held
+        for (String k : List.of("java-close-h", "java-close-dl", "java-close-rw")) {
+            TestEnv.waitFor(3000, () -> cb.status(k).state().equals("FREE"));
+        }
+        TestEnv.waitFor(3000, () -> cb.status("java-close-sem", 2).holders() == 0);
+        TestEnv.waitFor(3000, () -> cb.leader("java-close-lead").isEmpty());
+        blocker.release();
+        TestEnv.waitFor(3000, () -> cb.status("java-close-wait").state().equals("FREE"));
+    }
+
     /** 1.3: election, failover and observation across both lockd. */
     @Test
     void electionFailoverAndObserve() throws Exception {
