@@ -908,14 +908,25 @@ START_TEST(lock_volume_observer)
 			                              "LOCK v%d_%d WAIT 1000\n", s, i);
 	}
 	double t_start = h_now_ms(), t_rss = t_start;
-	double vol_ms = 50000 * time_scale(); /* lockd's own throughput, as release_ms */
+	/* A cap on this loop, not a speed claim (lockd-benchmark measures
+	 * that; the time is printed below): make check runs the unit tests
+	 * beside this one, and with a core kept busy the 100,000 LOCKs took
+	 * 25 s in CI rehearsals and once more than 50 s (10 s alone here).
+	 * Below the observer's own cap (150 s), within the tcase's timeout. */
+	double vol_ms = 120000 * time_scale();
 	long rss_peak_seen = rss_before;
 	int done = 0;
 	long iter = 0;
 	for (; done < VOL_SESSIONS && iter < 10000000; iter++) {
-		ck_assert_msg(h_now_ms() - t_start < vol_ms,
-		              "the 10 x %d LOCKs not answered within %.0f s (%d sessions done)",
-		              vol_locks(), vol_ms / 1000, done);
+		if (h_now_ms() - t_start >= vol_ms) {
+			long got = 0;
+			for (int s = 0; s < VOL_SESSIONS; s++)
+				got += bs[s].got;
+			ck_abort_msg(
+			    "the 10 x %d LOCKs not answered within %.0f s (%d sessions done, "
+			    "%ld replies)",
+			    vol_locks(), vol_ms / 1000, done, got);
+		}
 		struct pollfd pf[VOL_SESSIONS];
 		for (int s = 0; s < VOL_SESSIONS; s++) {
 			pf[s].fd = bs[s].c->fd;
@@ -1143,8 +1154,9 @@ TCase *tc_restarts(void)
 {
 	TCase *tc = tcase_create("restarts");
 	tcase_add_checked_fixture(tc, h_setup, h_teardown);
-	/* lock_volume_observer's bounds scale with the ASan build's slowness */
-	tcase_set_timeout(tc, 60 * time_scale());
+	/* lock_volume_observer's bounds scale with the ASan build's slowness;
+	 * its LOCKs may take up to 120 s of it (vol_ms) */
+	tcase_set_timeout(tc, 180 * time_scale());
 	H_ADD(tc, majority_restart_3);
 	H_ADD(tc, all_restart_3);
 	H_ADD(tc, majority_restart_5);
