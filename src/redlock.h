@@ -223,7 +223,7 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
                             int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                             rl_done_fn *done, void *owner);
 /* rl_sess_put of a record some master lost (the touch found it missing),
- * with this lockd's adoption count (> 0; else none), raised to it where
+ * with this lockd's adoption count (> 0; else none: rl_sess_put), raised to it where
  * lower, never lowered: a record written back carries its owner's count,
  * so that a copy of the session left on another lockd, whose count is
  * smaller, never outranks it (doc/design.md, interleaving 16). */

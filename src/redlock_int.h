@@ -98,6 +98,7 @@ struct sess_part {
 	int peek_out;         /* RK_ADOPT: first rounds not answered yet */
 	int npeeked;          /* RK_ADOPT: counting masters whose first round answered */
 	long long next;       /* RK_ADOPT: one above every count read, until a.count is set */
+	char count_s[24];     /* RK_ADOPT: a.count, as SDA_NEXT sends it */
 	struct adopt_m *am;   /* RK_ADOPT; c->n of them: each master's second round */
 };
 /* RK_ADOPT: one master's SCR_SESS_ADOPT, sent once its SCR_SESS_PEEK
@@ -106,7 +107,6 @@ struct adopt_m {
 	const char *v[SDA_ARGC];
 	size_t l[SDA_ARGC];
 	char count[24];
-	char next[24]; /* SDA_NEXT: the call's new count (its a.count) */
 	/* A record of more than ADOPT_CHUNK holds (SCR_SESS_ADOPT answered
 	 * 2): its holds are taken over in rounds, one after the other, each a
 	 * bounded time on the master: an HSCAN of the record, then

@@ -346,9 +346,8 @@ static int put_holds(struct rsess *r, const char *secret, int64_t grace, long lo
 	if (!h)
 		return -1;
 	lt_holds_of(&r->lt, h, n);
-	int64_t exp = cfg->lease_ms + grace;
-	*out = count > 0 ? rl_sess_refill(r->id, secret, grace, exp, h, n, count, done, owner)
-	                 : rl_sess_put(r->id, secret, grace, exp, h, n, done, owner);
+	*out =
+	    rl_sess_refill(r->id, secret, grace, cfg->lease_ms + grace, h, n, count, done, owner);
 	free(h);
 	return *out ? 0 : -1;
 }
@@ -398,7 +397,7 @@ void rs_session(struct rsess *r, int has_grace, uint32_t grace_ms)
 	 * resumable one's new grace only where the record is ours: a copy of
 	 * a session that moved must not fill masters that lost the record
 	 * with this lockd's name (doc/design.md, interleaving 15). */
-	if (put_holds(r, r->state == RS_PLAIN ? r->digest : NULL, grace, -1, session_put, r,
+	if (put_holds(r, r->state == RS_PLAIN ? r->digest : NULL, grace, 0, session_put, r,
 	              &r->call) != 0)
 		reply(r, "%s", MSG_OOM);
 }

@@ -68,16 +68,16 @@ static void check_record(struct rl_call *c)
 	}
 }
 
-/* rl_sess_put, and with count >= 0 the adoption count too (field "a",
- * written as the holds are: SCR_SESS_PUT sets each field, value pair). */
-static struct rl_call *put_call(const char *sid, const char *secret, int64_t grace_ms,
-                                int64_t expire_ms, const struct rl_sess_hold *holds, int n,
-                                long long count, rl_done_fn *done, void *owner)
+/* With count > 0 the adoption count goes as a field, value pair after
+ * the holds' ("a": SCR_SESS_PUT only raises it); else it is rl_sess_put. */
+struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
+                               int64_t expire_ms, const struct rl_sess_hold *holds, int n,
+                               long long count, rl_done_fn *done, void *owner)
 {
 	size_t bytes = 160 + (secret ? strlen(secret) : 0);
 	for (int k = 0; k < n; k++)
 		bytes += 2 * holds[k].klen + TOKEN_LEN + 96;
-	struct rl_call *c = one_record(RK_SESS, sid, 4 + 2 * n + (count >= 0 ? 2 : 0), bytes);
+	struct rl_call *c = one_record(RK_SESS, sid, 4 + 2 * n + (count > 0 ? 2 : 0), bytes);
 	if (!c)
 		return NULL;
 	char *p = c->dbuf + c->klen, num[24];
@@ -115,14 +115,7 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
                             int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                             rl_done_fn *done, void *owner)
 {
-	return put_call(sid, secret, grace_ms, expire_ms, holds, n, -1, done, owner);
-}
-
-struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
-                               int64_t expire_ms, const struct rl_sess_hold *holds, int n,
-                               long long count, rl_done_fn *done, void *owner)
-{
-	return put_call(sid, secret, grace_ms, expire_ms, holds, n, count, done, owner);
+	return rl_sess_refill(sid, secret, grace_ms, expire_ms, holds, n, 0, done, owner);
 }
 
 struct rl_call *rl_sess_end(const char *sid, int64_t keep_ms, rl_done_fn *done, void *owner)
@@ -513,7 +506,7 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 			am->counted = 1;
 			if (r->element[1]->integer > sp->a.grace_ms)
 				sp->a.grace_ms = r->element[1]->integer;
-			memcpy(am->acount, am->next, sizeof(am->acount)); /* what it set */
+			memcpy(am->acount, sp->count_s, sizeof(am->acount)); /* what it set */
 		}
 		adopt_holds(c, i, r);
 		if (what == 2 && !more) { /* a large record: scan it from the start */
@@ -551,9 +544,8 @@ static void adopt_send(struct rl_call *c, int i)
 	}
 	am->v[SDA_COUNT] = am->count;
 	am->l[SDA_COUNT] = strlen(am->count);
-	snprintf(am->next, sizeof(am->next), "%lld", c->u.sess.a.count);
-	am->v[SDA_NEXT] = am->next;
-	am->l[SDA_NEXT] = strlen(am->next);
+	am->v[SDA_NEXT] = c->u.sess.count_s;
+	am->l[SDA_NEXT] = strlen(c->u.sess.count_s);
 	if (master_call(master_get(i), SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) !=
 	    0) {
 		c->pending--;
@@ -600,8 +592,10 @@ static void peek_reply(struct master *m, redisReply *r, void *arg_)
 		if (!sp->am[i].peeked)
 			continue;
 		if (quorum_reached(sp->npeeked, c->maj)) {
-			if (!sp->a.count) /* our rank: what every second round writes */
+			if (!sp->a.count) { /* our rank: what every second round writes */
 				sp->a.count = sp->next;
+				snprintf(sp->count_s, sizeof(sp->count_s), "%lld", sp->a.count);
+			}
 			adopt_send(c, i);
 		} else if (!sp->peek_out) { /* no majority answered: write nothing */
 			sp->am[i].peeked = 0;

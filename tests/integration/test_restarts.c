@@ -614,6 +614,16 @@ END_TEST
 
 /* ------------------------------------------------------------------ volume */
 
+/* How much slower than a normal build this lockd is allowed to be where a
+ * bound measures its own throughput: .ci/sanitizers sets
+ * LOCKD_TEST_TIME_SCALE for the ASan build (several times slower). */
+static double time_scale(void)
+{
+	const char *v = getenv("LOCKD_TEST_TIME_SCALE");
+	double f = v ? atof(v) : 1.0;
+	return f >= 1.0 ? f : 1.0;
+}
+
 #define VOL_SESSIONS 10
 /* Locks per session: 10,000; a quarter in the sanitized build
  * (LOCKD_TEST_SANITIZED), whose lockd, several times slower, could not
@@ -800,8 +810,7 @@ static void observer(int fd, int stop, int res)
 	unsigned long long last = 0;
 	int stops = 0;
 	double t_start = h_now_ms();
-	const char *scale = getenv("LOCKD_TEST_TIME_SCALE"); /* time_scale(), below */
-	double cap_ms = 150000 * (scale && atof(scale) > 1.0 ? atof(scale) : 1.0);
+	double cap_ms = 150000 * time_scale();
 	while (stops < 2 && h_now_ms() - t_start < cap_ms) {
 		if (obs_req(fd, buf, &len, sizeof(buf), "TRYLOCK o", r, sizeof(r), &o, t_start))
 			break;
@@ -852,16 +861,6 @@ struct bulk {
 	int got, ok, tmo, bad, lost;
 	char first_bad[160];
 };
-
-/* How much slower than a normal build this lockd is allowed to be where a
- * bound measures its own throughput: .ci/sanitizers sets
- * LOCKD_TEST_TIME_SCALE for the ASan build (several times slower). */
-static double time_scale(void)
-{
-	const char *v = getenv("LOCKD_TEST_TIME_SCALE");
-	double f = v ? atof(v) : 1.0;
-	return f >= 1.0 ? f : 1.0;
-}
 
 /* 10 sessions pipeline 10,000 LOCKs each (distinct keys, WAIT 1000), then
  * disconnect, while an observer session runs TRYLOCK o / UNLOCK o. The

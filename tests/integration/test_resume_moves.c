@@ -276,20 +276,25 @@ START_TEST(resume_at_the_limit)
 }
 END_TEST
 
+/* Session id's record key, in buf. */
+static const char *rec_key(char *buf, size_t len, const char *id)
+{
+	snprintf(buf, len, "lockd: session %s", id);
+	return buf;
+}
+
 /* The owner named by master i's record of session id (malloc'd). */
 static char *record_owner(int i, const char *id)
 {
 	char rkey[128];
-	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
-	return h_redis(i, "HGET", rkey, "o", NULL);
+	return h_redis(i, "HGET", rec_key(rkey, sizeof(rkey), id), "o", NULL);
 }
 
 /* Master i's record of session id has adoption count want. */
 static void count_is(int i, const char *id, const char *want)
 {
 	char rkey[128];
-	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
-	char *a = h_redis(i, "HGET", rkey, "a", NULL);
+	char *a = h_redis(i, "HGET", rec_key(rkey, sizeof(rkey), id), "a", NULL);
 	ck_assert_msg(a && strcmp(a, want) == 0, "master %d: session %s's count '%s', not %s", i,
 	              id, a ? a : "(no answer)", want);
 	free(a);
@@ -368,7 +373,7 @@ static unsigned long long move_start(struct cl **c, struct sess *s, int *b)
 static void lose_record(unsigned mask, const char *id)
 {
 	char rkey[128];
-	snprintf(rkey, sizeof(rkey), "lockd: session %s", id);
+	rec_key(rkey, sizeof(rkey), id);
 	for (int i = 0; i < 3; i++)
 		if (mask & 1u << i)
 			free(h_redis(i, "DEL", rkey, NULL));
@@ -613,8 +618,7 @@ START_TEST(late_master_count)
 	session(c, "SESSION GRACE 10000", 10000, &s);
 	unsigned long long f = cl_lock(c, "LOCK k");
 	char rkey[128];
-	snprintf(rkey, sizeof(rkey), "lockd: session %s", s.id);
-	free(h_redis(2, "HSET", rkey, "a", "5", NULL));
+	free(h_redis(2, "HSET", rec_key(rkey, sizeof(rkey), s.id), "a", "5", NULL));
 
 	h_master_stop(2);
 	struct cl *c2 = cl_tcp(h_lockd(b)->port);

@@ -390,15 +390,13 @@ START_TEST(sentinel_no_replica_fails_fast)
 	 * wait at the primary behind a blocked one and run later, maybe in
 	 * the window below: start it when no client there is blocked, so
 	 * that every WAIT it counts was sent in it. */
-	long long wc0 = -1;
-	for (double tb = h_now_ms(); wc0 < 0;) {
+	long long wc0;
+	for (double tb = h_now_ms();;) {
 		if (!any_blocked(u.s.primary)) {
 			wc0 = wait_calls(u.s.primary);
-			if (any_blocked(u.s.primary))
-				wc0 = -1; /* one ran between the two: again */
+			if (!any_blocked(u.s.primary))
+				break; /* else one ran between the two: again */
 		}
-		if (wc0 >= 0)
-			break;
 		ck_assert_msg(h_now_ms() - tb < 2000 + H_LOADED,
 		              "a client of the primary still blocked %.0f ms after ROLE listed no "
 		              "replica",
