@@ -385,6 +385,9 @@ static const char *const bodies[SCR_COUNT] = {
      * A hold of a resumable session is renewed and written back only
      * where its record names this instance (1.2: a session resumed
      * elsewhere is that lockd's, whatever this one still believes).
+     * A plain hold has no record: "" (a cluster entry's form of "" is
+     * "{T}", a name in the hold's slot that ends with '}', which no
+     * record's name does: src/ckey.h).
      * Per item: 1 extended, 2 written back (missing, or a stale token of
      * ours where it should be), 3 a leader's lock extended or written back
      * where its record (its value) is missing (lead.c writes the value back:
@@ -409,7 +412,7 @@ static const char *const bodies[SCR_COUNT] = {
     "  local tok, ls = tk(val), lease + dl(val)\n"
     "  local inst = string.sub(tok, 1, 16)\n"
     "  local v = redis.call('GET', KEYS[i])\n"
-    "  if rk ~= '' and redis.call('HGET', rk, 'o') ~= inst then\n"
+    "  if rk ~= '' and string.byte(rk, -1) ~= 125 and redis.call('HGET', rk, 'o') ~= inst then\n"
     "    r[i] = 0\n"
     "  elseif kind == 's' then\n"
     "    now = now or clock()\n"

@@ -35,6 +35,7 @@ int main(void)
 	srunner_add_suite(sr, cluster_suite());
 	srunner_add_suite(sr, cluster_errors_suite());
 	srunner_add_suite(sr, ktag_suite());
+	srunner_add_suite(sr, ckey_suite());
 	srunner_add_suite(sr, csl_router_suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);

@@ -25,6 +25,7 @@ Suite *sha1_suite(void);           /* test_sha1.c */
 Suite *cluster_suite(void);        /* test_cluster.c: Redis Cluster slots, maps, redirections */
 Suite *cluster_errors_suite(void); /* test_cluster_errors.c: broken cluster maps */
 Suite *ktag_suite(void);           /* test_ktag.c: a hash tag per slot for cluster key names */
+Suite *ckey_suite(void);           /* test_ckey.c: script calls in a cluster entry's form */
 Suite *csl_router_suite(void);     /* test_csl_router.c: the cluster router's pure helpers */
 
 #endif
