@@ -21,8 +21,8 @@
  *   replaced;
  * - no reply (connection lost, timed out): failed; the command may have
  *   run, so it is never sent again.
- * Redirections are bounded (CSR_MAX_REDIRECTS) and so are retries (the
- * deadline, and CSR_MAX_RETRIES); a call on the wire past its deadline
+ * Redirections are bounded (CSR_MAX_REDIRECTS between two retries) and so
+ * are retries (the deadline, and CSR_MAX_RETRIES); a call on the wire past its deadline
  * fails then, its reply dropped when it comes. */
 #include "config.h"
 
@@ -376,6 +376,12 @@ static void reply_cb(redisAsyncContext *ac, void *reply, void *priv)
 			c->st.tryagain++;
 			q->to_port = 0; /* by the map again: the migration may end meanwhile */
 			q->asking = 0;
+			/* The retry starts over from the map, after a backoff: its
+			 * redirections are counted anew. A call whose keys are on
+			 * neither node of a migrating slot goes ASK, TRYAGAIN, ASK,
+			 * TRYAGAIN... until the slot has moved, and must last as
+			 * long as its deadline lets it, not 5 rounds. */
+			q->redirects = 0;
 			retry_later(q);
 			return;
 		default:

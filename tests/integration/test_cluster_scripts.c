@@ -41,10 +41,16 @@ static void keep_cb(const redisReply *r, void *arg)
 	ck_assert(!r || k->r);
 }
 
+static void lens(int argc, const char **argv, size_t *len)
+{
+	for (int i = 0; i < argc; i++)
+		len[i] = strlen(argv[i]);
+}
+
 /* Send script id's call (argv as a standalone master takes it) in its
- * cluster form for slot, by EVAL of its body; run it to its end. */
-static redisReply *run_script(int id, unsigned slot, int argc, const char **argv,
-                              const size_t *argvlen)
+ * cluster form for slot, by EVAL of its body; k gets the reply. */
+static void send_script(struct kept *k, int deadline_ms, int id, unsigned slot, int argc,
+                        const char **argv, const size_t *argvlen)
 {
 	const char *out[64];
 	size_t outlen[64];
@@ -58,40 +64,54 @@ static redisReply *run_script(int id, unsigned slot, int argc, const char **argv
 	outlen[SA_CMD] = 4;
 	out[SA_SHA] = script_body(id);
 	outlen[SA_SHA] = strlen(out[SA_SHA]);
-	struct kept k = {0};
-	ck_assert(csr_command(rt, slot, deadline_in(3000), keep_cb, &k, argc, out, outlen));
-	free(buf);
+	*k = (struct kept){0};
+	ck_assert(csr_command(rt, slot, deadline_in(deadline_ms), keep_cb, k, argc, out, outlen));
+	free(buf); /* csr_command copied it */
+}
+
+/* The same, run to its end: the reply (the call failing fails the test). */
+static redisReply *run_script(int id, unsigned slot, int argc, const char **argv,
+                              const size_t *argvlen)
+{
+	struct kept k;
+	send_script(&k, 3000, id, slot, argc, argv, argvlen);
 	ck_assert_msg(run_until(&k.done, 5000), "script %d: no callback", id);
 	ck_assert_msg(k.r, "script %d on slot %u: the call failed", id, slot);
 	return k.r;
 }
 
-static void lens(int argc, const char **argv, size_t *len)
+/* An ACQUIRE of name's lock with token, lease 20 s, as a standalone
+ * master takes it. */
+struct acq {
+	const char *argv[AA_ARGC];
+	size_t len[AA_ARGC];
+	char key[64], inst[17];
+	unsigned slot;
+};
+
+static void acq_fill(struct acq *q, const char *name, const char *token, const char *wait)
 {
-	for (int i = 0; i < argc; i++)
-		len[i] = strlen(argv[i]);
+	snprintf(q->key, sizeof(q->key), PFX "%.40s", name);
+	snprintf(q->inst, sizeof(q->inst), "%.16s", token);
+	const char *argv[AA_ARGC] = {[SA_CMD] = "",           [SA_SHA] = "",
+	                             [AA_NKEYS] = "3",        [AA_GEN] = PFX "gen " INST_A,
+	                             [AA_KEY] = q->key,       [AA_SESSION] = "",
+	                             [AA_INSTANCE] = q->inst, [AA_IDLE] = "60000",
+	                             [AA_EPOCH] = "1",        [AA_TOKEN] = token,
+	                             [AA_LEASE] = "20000",    [AA_OLD] = "",
+	                             [AA_WAIT] = wait,        [AA_KIND] = "x",
+	                             [AA_PERMIT] = "",        [AA_RECORD] = "",
+	                             [AA_DELAY] = "0"};
+	memcpy(q->argv, argv, sizeof(argv));
+	lens(AA_ARGC, q->argv, q->len);
+	q->slot = csl_keyslot(name, strlen(name));
 }
 
-/* ACQUIRE of name (its lock) with token, lease 20 s; the reply. */
 static redisReply *acquire(const char *name, const char *token, const char *wait)
 {
-	char key[64];
-	snprintf(key, sizeof(key), PFX "%.40s", name);
-	const char *argv[AA_ARGC] = {[SA_CMD] = "",        [SA_SHA] = "",
-	                             [AA_NKEYS] = "3",     [AA_GEN] = PFX "gen " INST_A,
-	                             [AA_KEY] = key,       [AA_SESSION] = "",
-	                             [AA_INSTANCE] = "",   [AA_IDLE] = "60000",
-	                             [AA_EPOCH] = "1",     [AA_TOKEN] = token,
-	                             [AA_LEASE] = "20000", [AA_OLD] = "",
-	                             [AA_WAIT] = wait,     [AA_KIND] = "x",
-	                             [AA_PERMIT] = "",     [AA_RECORD] = "",
-	                             [AA_DELAY] = "0"};
-	char inst[17];
-	snprintf(inst, sizeof(inst), "%.16s", token);
-	argv[AA_INSTANCE] = inst;
-	size_t len[AA_ARGC];
-	lens(AA_ARGC, argv, len);
-	return run_script(SCR_ACQUIRE, csl_keyslot(name, strlen(name)), AA_ARGC, argv, len);
+	struct acq q;
+	acq_fill(&q, name, token, wait);
+	return run_script(SCR_ACQUIRE, q.slot, AA_ARGC, q.argv, q.len);
 }
 
 static redisReply *release(const char *name, const char *token)
@@ -300,11 +320,136 @@ START_TEST(cluster_scripts_locks)
 }
 END_TEST
 
+static void setslot(int i, const char *slot, const char *what, const char *id)
+{
+	char *r = h_redis(C.first + i, "CLUSTER", "SETSLOT", slot, what, id, NULL);
+	ck_assert_msg(r && strcmp(r, "OK") == 0, "SETSLOT %s %s on node %d: %s", slot, what, i,
+	              r ? r : "NULL");
+	free(r);
+}
+
+/* A renewal of name's lock with token (one item, lease 20 s). */
+static void renew_one(struct kept *k, int deadline_ms, const char *name, const char *token)
+{
+	char key[64], shared[72];
+	snprintf(key, sizeof(key), PFX "%.40s", name);
+	snprintf(shared, sizeof(shared), PFX "%.40s shared", name);
+	const char *argv[] = {"",      "",  "4",   key, shared, "", PFX "gen " INST_A,
+	                      "20000", "1", token, "x"};
+	size_t len[11];
+	lens(11, argv, len);
+	send_script(k, deadline_ms, SCR_RENEW, csl_keyslot(name, strlen(name)), 11, argv, len);
+}
+
+/* The slot of "{mig}" moved from its primary o to t the way
+ * redis-cli --cluster reshard moves it (IMPORTING on t, MIGRATING on o,
+ * MIGRATE of its keys, SETSLOT NODE everywhere), with a lock of it held
+ * by A. While the slot is split, nothing runs: every call (A's renewal,
+ * B's ACQUIRE of A's lock, C's of a new lock of the slot) declares a key
+ * that is on neither node ("{T}", or the new lock's), so Redis answers
+ * TRYAGAIN on both (retried by the router within each call's time), and
+ * no script reads half a lock. Once the slot is t's, within the calls'
+ * time: A's renewal extends its lock, B is refused, C is granted; and
+ * the keys are on t with those values. */
+START_TEST(cluster_scripts_migration)
+{
+	if (start() < 0)
+		return;
+	ck_assert_int_eq(ktag_init(), 0);
+	const unsigned slot = csl_keyslot("{mig}", 5);
+	int o = owner_of("{mig}"), t = -1;
+	for (int i = 0; i < C.n && t < 0; i++)
+		if (i != o && is_master(i))
+			t = i;
+	ck_assert(o >= 0 && t >= 0);
+	char tok_a[33], tok_b[33], tok_c[33];
+	snprintf(tok_a, sizeof(tok_a), "%s%016d", INST_A, 1);
+	snprintf(tok_b, sizeof(tok_b), "%s%016d", INST_B, 2);
+	snprintf(tok_c, sizeof(tok_c), "%s%016d", "cccccccccccccccc", 3);
+	redisReply *r = acquire("{mig}a", tok_a, "0");
+	ck_assert(r->type == REDIS_REPLY_ARRAY && r->element[0]->integer > 0);
+	long long fence_a = r->element[0]->integer;
+	freeReplyObject(r);
+
+	char sslot[8];
+	snprintf(sslot, sizeof(sslot), "%u", slot);
+	char *oid = h_redis(C.first + o, "CLUSTER", "MYID", NULL);
+	char *tid = h_redis(C.first + t, "CLUSTER", "MYID", NULL);
+	ck_assert(oid && tid);
+	setslot(t, sslot, "IMPORTING", oid);
+	setslot(o, sslot, "MIGRATING", tid);
+	char *keys = h_redis(C.first + o, "CLUSTER", "GETKEYSINSLOT", sslot, "100", NULL);
+	ck_assert(keys);
+	int nkeys = 0;
+	char port[16];
+	snprintf(port, sizeof(port), "%d", port_of(t));
+	for (char *p = strtok(keys, "\n"); p; p = strtok(NULL, "\n"), nkeys++) {
+		char *m = h_redis(C.first + o, "MIGRATE", "127.0.0.1", port, p, "0", "5000", NULL);
+		ck_assert_msg(m && strcmp(m, "OK") == 0, "MIGRATE %s: %s", p, m ? m : "NULL");
+		free(m);
+	}
+	free(keys);
+	ck_assert_int_eq(nkeys, 2); /* A's lock and its fence counter */
+
+	struct kept ka, kb, kc;
+	struct acq qb, qc;
+	acq_fill(&qb, "{mig}a", tok_b, "0");
+	acq_fill(&qc, "{mig}b", tok_c, "0");
+	renew_one(&ka, 6000, "{mig}a", tok_a);
+	send_script(&kb, 6000, SCR_ACQUIRE, qb.slot, AA_ARGC, qb.argv, qb.len);
+	send_script(&kc, 6000, SCR_ACQUIRE, qc.slot, AA_ARGC, qc.argv, qc.len);
+	run_ms(500);
+	const struct kept *ks[] = {&ka, &kb, &kc};
+	for (int i = 0; i < 3; i++)
+		if (ks[i]->done)
+			fprintf(stderr, "call %d: %s type %d str '%s' el0 %lld\n", i,
+			        ks[i]->r ? "reply" : "NULL", ks[i]->r ? ks[i]->r->type : -1,
+			        ks[i]->r && ks[i]->r->str ? ks[i]->r->str : "",
+			        ks[i]->r && ks[i]->r->elements ? ks[i]->r->element[0]->integer
+			                                       : -9);
+	ck_assert_msg(!ka.done && !kb.done && !kc.done,
+	              "a call answered while its slot was split (renewal %d, B %d, C %d)", ka.done,
+	              kb.done, kc.done);
+	ck_assert(stats_of(port_of(t)).tryagain + stats_of(port_of(o)).tryagain > 0);
+
+	double moved_ms = h_now_ms();
+	for (int i = 0; i < C.n; i++)
+		if (is_master(i))
+			setslot(i, sslot, "NODE", tid);
+	free(oid);
+	free(tid);
+	ck_assert(run_until(&ka.done, 5000) && run_until(&kb.done, 5000) &&
+	          run_until(&kc.done, 5000));
+	ck_assert_msg(ka.r && ka.r->type == REDIS_REPLY_ARRAY && ka.r->elements == 1 &&
+	                  ka.r->element[0]->integer == 1,
+	              "A's renewal after the move: not extended");
+	ck_assert_msg(kb.r && kb.r->type == REDIS_REPLY_ARRAY && kb.r->element[0]->integer == 0,
+	              "B granted A's lock after the move");
+	ck_assert_msg(kc.r && kc.r->type == REDIS_REPLY_ARRAY && kc.r->element[0]->integer > 0,
+	              "C's new lock in the moved slot: not granted");
+	fprintf(stderr, "%s: the calls answered within %.0f ms of the slot's move\n", tcase_name(),
+	        h_now_ms() - moved_ms);
+	freeReplyObject(ka.r);
+	freeReplyObject(kb.r);
+	freeReplyObject(kc.r);
+	char *v = get_tagged("{mig}a", "");
+	ck_assert_msg(v && strcmp(v, tok_a) == 0, "A's lock after the move: '%s'", v ? v : "-");
+	free(v);
+	v = get_tagged("{mig}a", " fence");
+	ck_assert_msg(v && atoll(v) == fence_a, "A's fence after the move: %s, not %lld",
+	              v ? v : "-", fence_a);
+	free(v);
+	ck_assert_int_eq(owner_of("{mig}"), t);
+	finish_rt();
+}
+END_TEST
+
 TCase *tc_cluster_scripts(void)
 {
 	TCase *tc = tcase_create("cluster_scripts");
 	tcase_add_checked_fixture(tc, h_setup, h_teardown);
 	tcase_set_timeout(tc, 90);
 	H_ADD(tc, cluster_scripts_locks);
+	H_ADD(tc, cluster_scripts_migration);
 	return tc;
 }
