@@ -45,10 +45,10 @@ static struct master *masters;
 static int nmasters;
 static struct master_opts opts;
 static char marker_key[128];
-/* Connection epochs (master_epoch): the key's expiry, raised again on the
- * next request after GEN_REFRESH_US. It must outlive any request of an
- * older connection still on its way (TCP gives up on those long before). */
-#define GEN_EXPIRE_MS  "3600000"
+/* Connection epochs (master_epoch): the key's expiry (SCR_GEN_EXPIRE_MS),
+ * raised again on the next request after GEN_REFRESH_US. It must outlive
+ * any request of an older connection still on its way (TCP gives up on
+ * those long before). */
 #define GEN_REFRESH_US (600 * 1000000LL)
 static uint64_t epoch;
 static char epoch_str[MASTER_EPOCH_LEN + 1] = "00000000000000000000";
@@ -566,7 +566,7 @@ static void send_gen(struct master *m, master_reply_fn *fn)
 	m->gen_argv[GA_NKEYS] = "1";
 	m->gen_argv[GA_KEY] = gen_key;
 	m->gen_argv[GA_EPOCH] = m->gen;
-	m->gen_argv[GA_EXPIRE] = GEN_EXPIRE_MS;
+	m->gen_argv[GA_EXPIRE] = SCR_GEN_EXPIRE_MS;
 	for (int i = GA_NKEYS; i < GA_ARGC; i++)
 		m->gen_len[i] = strlen(m->gen_argv[i]);
 	m->gen_at_us = now_us();

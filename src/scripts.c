@@ -93,6 +93,29 @@
 	"local function dl(v) return v and tonumber(string.sub(v, 34)) or 0 end\n"                 \
 	"local function delayed(v, pttl) local d = dl(v); return d > 0 and pttl <= d end\n"
 
+/* The connection epoch on a cluster entry (doc/cluster.md, "The choice:
+ * slot by slot"): its key is per slot ("{T}P gen INST"), and no handshake
+ * can raise 16384 of them, so a request of a cluster entry carries its
+ * epoch as "+E" and each script that writes a token raises its slot's key
+ * to E in the same script (a grant, a renewal's write-back). Then the
+ * head comment's argument holds per slot: every token lockd wrote in a
+ * slot since it gave a connection up was written by a script that raised
+ * the slot's key above that connection's epochs, so a late request of it
+ * finds the key newer than itself and takes no token of ours for stale.
+ * A slot whose key is missing (never raised, or expired an hour after its
+ * last raise) makes no request current: a stale token of ours there waits
+ * for its own expiry, and the next grant raises the key. A standalone
+ * master's requests carry "E" (its handshake raised its key): nothing
+ * written, one byte compared. */
+#define LUA_GEN_BY_USE                                                                             \
+	"local function gen_by_use(gk, e)\n"                                                       \
+	"  if string.byte(e) ~= 43 then return end\n"                                              \
+	"  local g = redis.call('GET', gk)\n"                                                      \
+	"  if g == false or tonumber(g) < tonumber(e) then\n"                                      \
+	"    redis.call('SET', gk, string.sub(e, 2), 'PX', " SCR_GEN_EXPIRE_MS ")\n"               \
+	"  end\n"                                                                                  \
+	"end\n"
+
 /* Positions: enum acq_arg (scripts.h).
  * KEYS: shared, the epoch; the call's own, the key (K, "P K": the lock of
  * kinds "x" and "s", and what the others are named after: the permit's
@@ -132,6 +155,7 @@
  * that, or not at all while they last: the same argument holds for a
  * counter of any age (test_upgrade.c, upgrade_fence_counter_restarts). */
 #define ACQUIRE_FNS                                                                                \
+	LUA_GEN_BY_USE                                                                             \
 	"local eg_cur\n"                                                                           \
 	"local function ours(v, inst)\n"                                                           \
 	"  if string.sub(v, 1, 16) ~= inst then return false end\n"                                \
@@ -220,6 +244,7 @@
 	"  redis.call('HSET', rk, string.sub(rf, 2), ARGV[ab + 1] .. ' ' .. "                      \
 	"string.format('%.0f', f) .. ' 1 ' .. string.sub(rf, 1, 1))\n"                             \
 	"end\n"                                                                                    \
+	"gen_by_use(KEYS[1], ARGV[3])\n"                                                           \
 	"return {f, 0, (w and w ~= inst) and 1 or 0}\n"
 
 /* Positions: enum rel_arg (scripts.h).
@@ -385,6 +410,8 @@ static const char *const bodies[SCR_COUNT] = {
      * A hold of a resumable session is renewed and written back only
      * where its record names this instance (1.2: a session resumed
      * elsewhere is that lockd's, whatever this one still believes).
+     * A write-back on a cluster entry raises its slot's connection epoch
+     * (LUA_GEN_BY_USE); an extension writes no token and raises nothing.
      * A plain hold has no record: "" (a cluster entry's form of "" is
      * "{T}", a name in the hold's slot that ends with '}', which no
      * record's name does: src/ckey.h).
@@ -394,10 +421,10 @@ static const char *const bodies[SCR_COUNT] = {
      * the renewal does not carry it), 0 held by another (a shared hold: the
      * key's lock of another instance; the key's lock: live shared holders
      * of another instance too). */
-    [SCR_RENEW] = LUA_NOW
+    [SCR_RENEW] = LUA_NOW LUA_GEN_BY_USE
     "local n = (#KEYS - 1) / 3\n"
     "local lease = tonumber(ARGV[1])\n"
-    "local now, cur\n"
+    "local now, cur, wrote\n"
     "local r = {}\n"
     "local function ours(v, inst)\n"
     "  if string.sub(v, 1, 16) ~= inst then return false end\n"
@@ -423,7 +450,7 @@ static const char *const bodies[SCR_COUNT] = {
     "      r[i] = 0\n"
     "    else\n"
     "      if v then redis.call('DEL', KEYS[i]) end\n"
-    "      r[i] = 2\n"
+    "      r[i] = 2; wrote = true\n"
     "    end\n"
     "    if r[i] > 0 then\n"
     "      redis.call('ZADD', z, string.format('%.0f', now + lease), tok)\n"
@@ -444,7 +471,7 @@ static const char *const bodies[SCR_COUNT] = {
     "      end\n"
     "    end\n"
     "    if r[i] == 2 then\n"
-    "      redis.call('SET', KEYS[i], val, 'PX', ls)\n"
+    "      redis.call('SET', KEYS[i], val, 'PX', ls); wrote = true\n"
     "      if kind == 'l' and redis.call('PEXPIRE', KEYS[i] .. ' leader', ls) == 0 then\n"
     "        r[i] = 3\n"
     "      end\n"
@@ -453,6 +480,7 @@ static const char *const bodies[SCR_COUNT] = {
     "    r[i] = 0\n"
     "  end\n"
     "end\n"
+    "if wrote then gen_by_use(KEYS[#KEYS], ARGV[2]) end\n"
     "return r\n",
     /* Positions: enum raise_arg (scripts.h).
      * KEYS: fence counter. ARGV: value, fence idle ms. Returns the

@@ -107,6 +107,10 @@ enum raise_arg {
 	WA_ARGC
 };
 
+/* The expiry of a connection epoch's key (ms): SCR_GEN's on a standalone
+ * master, and a cluster entry's per slot, raised by use (scripts.c). */
+#define SCR_GEN_EXPIRE_MS "3600000"
+
 /* SCR_GEN: a master's connection epoch (see master_epoch), raised only. */
 enum gen_arg {
 	GA_NKEYS = SA_NKEYS, /* "1" */

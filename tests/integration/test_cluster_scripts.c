@@ -89,7 +89,8 @@ struct acq {
 	unsigned slot;
 };
 
-static void acq_fill(struct acq *q, const char *name, const char *token, const char *wait)
+static void acq_fill_at(struct acq *q, const char *name, const char *token, const char *wait,
+                        const char *epoch)
 {
 	snprintf(q->key, sizeof(q->key), PFX "%.40s", name);
 	snprintf(q->inst, sizeof(q->inst), "%.16s", token);
@@ -97,7 +98,7 @@ static void acq_fill(struct acq *q, const char *name, const char *token, const c
 	                             [AA_NKEYS] = "3",        [AA_GEN] = PFX "gen " INST_A,
 	                             [AA_KEY] = q->key,       [AA_SESSION] = "",
 	                             [AA_INSTANCE] = q->inst, [AA_IDLE] = "60000",
-	                             [AA_EPOCH] = "1",        [AA_TOKEN] = token,
+	                             [AA_EPOCH] = epoch,      [AA_TOKEN] = token,
 	                             [AA_LEASE] = "20000",    [AA_OLD] = "",
 	                             [AA_WAIT] = wait,        [AA_KIND] = "x",
 	                             [AA_PERMIT] = "",        [AA_RECORD] = "",
@@ -105,6 +106,18 @@ static void acq_fill(struct acq *q, const char *name, const char *token, const c
 	memcpy(q->argv, argv, sizeof(argv));
 	lens(AA_ARGC, q->argv, q->len);
 	q->slot = csl_keyslot(name, strlen(name));
+}
+
+static void acq_fill(struct acq *q, const char *name, const char *token, const char *wait)
+{
+	acq_fill_at(q, name, token, wait, "1");
+}
+
+static redisReply *acquire_at(const char *name, const char *token, const char *epoch)
+{
+	struct acq q;
+	acq_fill_at(&q, name, token, "0", epoch);
+	return run_script(SCR_ACQUIRE, q.slot, AA_ARGC, q.argv, q.len);
 }
 
 static redisReply *acquire(const char *name, const char *token, const char *wait)
@@ -328,17 +341,24 @@ static void setslot(int i, const char *slot, const char *what, const char *id)
 	free(r);
 }
 
-/* A renewal of name's lock with token (one item, lease 20 s). */
-static void renew_one(struct kept *k, int deadline_ms, const char *name, const char *token)
+/* A renewal of name's lock with token (one item, lease 20 s), written at
+ * epoch. */
+static void renew_one_at(struct kept *k, int deadline_ms, const char *name, const char *token,
+                         const char *epoch)
 {
 	char key[64], shared[72];
 	snprintf(key, sizeof(key), PFX "%.40s", name);
 	snprintf(shared, sizeof(shared), PFX "%.40s shared", name);
-	const char *argv[] = {"",      "",  "4",   key, shared, "", PFX "gen " INST_A,
-	                      "20000", "1", token, "x"};
+	const char *argv[] = {"",      "",    "4",   key, shared, "", PFX "gen " INST_A,
+	                      "20000", epoch, token, "x"};
 	size_t len[11];
 	lens(11, argv, len);
 	send_script(k, deadline_ms, SCR_RENEW, csl_keyslot(name, strlen(name)), 11, argv, len);
+}
+
+static void renew_one(struct kept *k, int deadline_ms, const char *name, const char *token)
+{
+	renew_one_at(k, deadline_ms, name, token, "1");
 }
 
 /* The slot of "{mig}" moved from its primary o to t the way
@@ -444,6 +464,110 @@ START_TEST(cluster_scripts_migration)
 }
 END_TEST
 
+/* The connection epoch's key of name's slot ("{T}" PFX "gen " INST_A). */
+static char *get_gen(const char *name)
+{
+	unsigned slot = csl_keyslot(name, strlen(name));
+	char key[128];
+	snprintf(key, sizeof(key), "{%s}" PFX "gen " INST_A, ktag_of_slot(slot));
+	struct kept k = {0};
+	ck_assert(csr_command(rt, slot, deadline_in(3000), keep_cb, &k, 2,
+	                      (const char *[]){"GET", key}, NULL));
+	ck_assert(run_until(&k.done, 5000) && k.r);
+	char *v = k.r->type == REDIS_REPLY_STRING ? strdup(k.r->str) : NULL;
+	freeReplyObject(k.r);
+	return v;
+}
+
+/* A SET of name's key (suffix "") in its slot's tagged form. */
+static void set_tagged(const char *name, const char *suffix, const char *value)
+{
+	unsigned slot = csl_keyslot(name, strlen(name));
+	char key[128];
+	snprintf(key, sizeof(key), "{%s}" PFX "%.40s%s", ktag_of_slot(slot), name, suffix);
+	struct kept k = {0};
+	ck_assert(csr_command(rt, slot, deadline_in(3000), keep_cb, &k, 5,
+	                      (const char *[]){"SET", key, value, "PX", "20000"}, NULL));
+	ck_assert(run_until(&k.done, 5000) && k.r && k.r->type == REDIS_REPLY_STATUS);
+	freeReplyObject(k.r);
+}
+
+static int granted(redisReply *r)
+{
+	int ok = r->type == REDIS_REPLY_ARRAY && r->elements >= 2 && r->element[0]->integer > 0;
+	freeReplyObject(r);
+	return ok;
+}
+
+/* The connection epoch per slot, raised by use (scripts.c,
+ * LUA_GEN_BY_USE): a cluster entry's grant ("+E") raises its slot's key
+ * to E; a late request (an older epoch) then takes no stale token of
+ * ours there, a current one does; a slot whose key is missing makes no
+ * request current; and a standalone master's form ("E") writes no key. */
+START_TEST(cluster_scripts_epoch)
+{
+	if (start() < 0)
+		return;
+	ck_assert_int_eq(ktag_init(), 0);
+	char t1[33], t2[33], t3[33], stale[33];
+	snprintf(t1, sizeof(t1), "%s%016d", INST_A, 1);
+	snprintf(t2, sizeof(t2), "%s%016d", INST_A, 2);
+	snprintf(t3, sizeof(t3), "%s%016d", INST_A, 3);
+	snprintf(stale, sizeof(stale), "%s%016d", INST_A, 99);
+
+	ck_assert(granted(acquire_at("{ep}a", t1, "+00000000000000000005")));
+	char *g = get_gen("{ep}");
+	ck_assert_msg(g && atoll(g) == 5, "the slot's epoch after a grant at +5: '%s'",
+	              g ? g : "-");
+	free(g);
+	ck_assert(granted(acquire_at("{ep}b", t2, "+00000000000000000007")));
+	g = get_gen("{ep}");
+	ck_assert_msg(g && atoll(g) == 7, "the slot's epoch after a grant at +7: '%s'",
+	              g ? g : "-");
+	free(g);
+
+	/* a stale token of ours: a late request (epoch 6) leaves it, a
+	 * current one (7) takes it */
+	set_tagged("{ep}c", "", stale);
+	ck_assert_msg(!granted(acquire_at("{ep}c", t3, "+00000000000000000006")),
+	              "a request of epoch 6 took a token of ours after one of 7 wrote in the slot");
+	char *v = get_tagged("{ep}c", "");
+	ck_assert_msg(v && strcmp(v, stale) == 0, "{ep}c: '%s'", v ? v : "-");
+	free(v);
+	ck_assert_msg(granted(acquire_at("{ep}c", t3, "+00000000000000000007")),
+	              "a current request did not take a stale token of ours");
+	g = get_gen("{ep}");
+	ck_assert(g && atoll(g) == 7); /* raised only, never lowered */
+	free(g);
+
+	/* a renewal raises it where it writes a token back, not where it
+	 * extends one */
+	struct kept k;
+	renew_one_at(&k, 3000, "{ep}a", t1, "+00000000000000000008");
+	ck_assert(run_until(&k.done, 5000) && k.r && k.r->element[0]->integer == 1);
+	freeReplyObject(k.r);
+	g = get_gen("{ep}");
+	ck_assert_msg(g && atoll(g) == 7, "an extension at +8 raised the epoch to '%s'",
+	              g ? g : "-");
+	free(g);
+	renew_one_at(&k, 3000, "{ep}d", t1, "+00000000000000000008");
+	ck_assert(run_until(&k.done, 5000) && k.r && k.r->element[0]->integer == 2);
+	freeReplyObject(k.r);
+	g = get_gen("{ep}");
+	ck_assert_msg(g && atoll(g) == 8, "a write-back at +8: the epoch '%s'", g ? g : "-");
+	free(g);
+
+	/* a slot with no epoch key: no request is current there */
+	set_tagged("{ep2}c", "", stale);
+	ck_assert(!granted(acquire_at("{ep2}c", t3, "+00000000000000000009")));
+	ck_assert_ptr_null(get_gen("{ep2}"));
+	/* a standalone master's form writes no epoch key */
+	ck_assert(granted(acquire_at("{ep3}x", t1, "00000000000000000009")));
+	ck_assert_ptr_null(get_gen("{ep3}"));
+	finish_rt();
+}
+END_TEST
+
 TCase *tc_cluster_scripts(void)
 {
 	TCase *tc = tcase_create("cluster_scripts");
@@ -451,5 +575,6 @@ TCase *tc_cluster_scripts(void)
 	tcase_set_timeout(tc, 90);
 	H_ADD(tc, cluster_scripts_locks);
 	H_ADD(tc, cluster_scripts_migration);
+	H_ADD(tc, cluster_scripts_epoch);
 	return tc;
 }
