@@ -162,6 +162,15 @@ function parseAddresses(spec) {
   });
 }
 
+/** A new socket to addr (TCP, TLS or a Unix socket), and the event that
+ * says it is ready. */
+function openSocket(client, addr) {
+  const t = client.tls;
+  if (addr.path) return { sock: net.connect({ path: addr.path }), ready: 'connect' };
+  if (t) return { sock: tls.connect({ host: addr.host, port: addr.port, servername: addr.host, ...(t === true ? {} : t) }), ready: 'secureConnect' };
+  return { sock: net.connect({ host: addr.host, port: addr.port }), ready: 'connect' };
+}
+
 function replyError(r) {
   if (r.startsWith('ERR ')) return fromReply(r);
   return new LockdError('PROTOCOL', `unexpected reply ${JSON.stringify(r)}`);
@@ -183,7 +192,6 @@ class Conn {
     this.holder = null; // the Lock or Leadership that owns this session
     this.heldKey = null; // key granted here, before the holder exists
     this.earlyLost = false; // LOST came before the holder existed
-    this.quitOnResume = null; // why: the session is given up, resumed only to QUIT it
     this.observers = new Map(); // name -> Observer (observe connections)
     // 'open': requests go out at once; 'resuming': the connection broke,
     // requests wait in backlog; 'reopening': a new connection is being set
@@ -232,12 +240,7 @@ class Conn {
 
   dial(addr) {
     return new Promise((resolve, reject) => {
-      const t = this.client.tls;
-      let sock;
-      const ev = t && !addr.path ? 'secureConnect' : 'connect';
-      if (addr.path) sock = net.connect({ path: addr.path });
-      else if (t) sock = tls.connect({ host: addr.host, port: addr.port, servername: addr.host, ...(t === true ? {} : t) });
-      else sock = net.connect({ host: addr.host, port: addr.port });
+      const { sock, ready: ev } = openSocket(this.client, addr);
       const timer = setTimeout(() => {
         sock.destroy();
         reject(new Error(`connect to ${addr.path || `${addr.host}:${addr.port}`} timed out`));
@@ -431,10 +434,11 @@ class Conn {
   }
 
   /** Connect again (the same lockd first, then the others) and RESUME the
-   * session within its grace; then send again what was not answered, or
-   * QUIT the session when it was given up meanwhile. The holder's local
-   * deadline runs on while this tries: a resume that takes too long
-   * reports the hold lost at its deadline, not at the end of the grace. */
+   * session within its grace; then send again what was not answered. The
+   * holder's local deadline runs on while this tries: a resume that takes
+   * too long reports the hold lost at its deadline, not at the end of the
+   * grace. A session given up meanwhile (close) is dead: this stops, and
+   * the client ends the session on a connection of its own (close). */
   async resume() {
     const deadline = now() + Math.max(this.graceMs, 1000);
     const addrs = this.client.addresses;
@@ -452,13 +456,6 @@ class Conn {
         }
         check(r);
         this.addrIndex = idx;
-        if (this.quitOnResume !== null) {
-          // given up while resuming: end it, lockd releases what it kept
-          await Promise.race([this.call('QUIT', { now: true }).catch(() => {}), sleep(1000, true)]);
-          this.sid = null;
-          this.die(this.quitOnResume);
-          return;
-        }
         const { reply: lines, sentAt } = await this.call('HELD', { multi: true, now: true, timed: true });
         const held = new Map();
         for (const ln of lines) {
@@ -481,7 +478,7 @@ class Conn {
         }
       }
     }
-    if (this.state !== 'open') this.die(this.quitOnResume ?? 'client closed');
+    if (this.state !== 'open') this.die('client closed');
   }
 
   replay(held) {
@@ -537,36 +534,48 @@ class Conn {
   }
 
   /** End the session (lockd releases what it held): QUIT, then close,
-   * never a bare close, which only detaches a resumable session. A
-   * session that is resuming is resumed only to be QUIT; its waiting
+   * never a bare close, which only detaches a resumable session. Where
+   * that QUIT cannot end it, the client also ends it on a new connection
+   * (RESUME, then QUIT: Client._endSession), in the background, after the
+   * holder was told: a session that is resuming (its QUIT goes nowhere, or
+   * behind a RESUME that may never be answered), one where a LOCK waits
+   * (lockd drops the QUIT queued behind it when the connection ends, so
+   * the session is only detached), and, with elsewhere, one whose lockd
+   * may not be answering (a hold's lease went unconfirmed). Either way
+   * lockd releases the holds now, not when the grace runs out. Waiting
    * requests fail now. */
-  close(why = 'connection closed by the client') {
-    if ((this.state === 'resuming' || this.state === 'reopening') && this.sid !== null && !this.client.closed) {
-      if (this.quitOnResume === null) this.quitOnResume = why;
-      const waiting = [...this.retry, ...this.backlog];
-      this.retry = [];
-      this.backlog = [];
-      for (const p of waiting) p.reject(new LockdConnectionError(why));
-      if (this.holder) this.holder._markLost(why);
-      return;
-    }
+  close(why = 'connection closed by the client', elsewhere = false) {
+    if (this.state === 'dead') return;
+    const { sid, secret } = this;
     this.sid = null; // a deliberate close is never resumed
+    const endThere = sid !== null && (elsewhere || this.state !== 'open' || this.pending.some((p) => p.kind));
     this.die(why, true);
+    if (endThere) this.client._spawnEnd(sid, secret, this.addrIndex, this.graceMs);
   }
 
-  /** End the session politely, waiting (a second at most) for QUIT's OK. */
+  /** End the session politely, waiting (a second at most) for QUIT's OK.
+   * Without it (no answer in time, the connection broke first) lockd may
+   * never have read the QUIT: the session may live on, attached to a
+   * connection lockd has not seen die or detached, for its grace; so it
+   * is ended on a new connection too (see close). A session whose QUIT
+   * would wait behind a LOCK is closed at once. */
   async quit() {
-    if (this.state === 'open') {
+    if (this.state === 'open' && !this.pending.some((p) => p.kind)) {
+      const { sid, secret } = this;
       this.sid = null;
       this.sock?.ref(); // an idle session's socket is unref'd: wait for the OK
+      let r = null;
       try {
-        await Promise.race([this.call('QUIT'), sleep(1000, true)]);
+        r = await Promise.race([this.call('QUIT'), sleep(1000, true)]);
       } catch {
         // closing anyway
       }
       const s = this.sock;
       this.sock = null; // QUIT was sent: no second one
       s?.destroy();
+      this.close();
+      if (r !== 'OK' && sid !== null) this.client._spawnEnd(sid, secret, this.addrIndex, this.graceMs);
+      return;
     }
     this.close();
   }
@@ -733,7 +742,10 @@ class Lock {
         });
       }
     }
-    if (endSession) this._conn.close(why);
+    // a ttl hold lapses on the masters at its ttl whatever lockd does: QUIT
+    // is enough; a renewed one may go on being renewed by a lockd that
+    // no longer answers us, so the session is ended on any that answers
+    if (endSession) this._conn.close(why, !this._fixed);
   }
 
   /** Throws the LockLostError once the hold is lost. */
@@ -930,6 +942,7 @@ class Client {
     this.closed = false;
     this._idle = [];
     this._all = new Set();
+    this._ending = new Set(); // _endSession()s under way
   }
 
   /** A client whose first session is open (so a wrong address fails here). */
@@ -969,6 +982,82 @@ class Client {
     this._all.delete(conn);
     const i = this._idle.indexOf(conn);
     if (i >= 0) this._idle.splice(i, 1);
+  }
+
+  /** End a session that its own connection could not end (Conn.close),
+   * in the background: close() waits for it, a while. */
+  _spawnEnd(sid, secret, start, graceMs) {
+    const p = this._endSession(sid, secret, start, graceMs)
+      .catch(() => {}) // best effort: at worst lockd ends it at the grace's end
+      .finally(() => this._ending.delete(p));
+    this._ending.add(p);
+  }
+
+  /** RESUME the session on a new connection and QUIT it there at once, so
+   * that lockd releases its holds now rather than at the end of its grace.
+   * The session's lockd first, then the others; again while lockd answers
+   * ERR QUORUM or nothing, until the grace has passed (after it no lockd
+   * keeps the session: nothing is left to end). A RESUME wins over the
+   * session's old connection (lockd closes it); ERR NOSESSION means it
+   * already ended. */
+  async _endSession(sid, secret, start, graceMs) {
+    let data = `RESUME ${sid} ${secret}\r\nQUIT\r\n`;
+    if (this.password != null) data = `AUTH ${this.password}\r\n${data}`;
+    const n = this.addresses.length;
+    const end = now() + Math.max(graceMs, 1000);
+    let delay = 50;
+    for (let i = 1; ; i++) {
+      const left = end - now();
+      const answer = await this._endOn(this.addresses[(start + i - 1) % n], data, Math.max(1, Math.min(this.connectTimeout, left)));
+      if (answer !== null && !answer.startsWith('ERR QUORUM')) return; // ended, or gone
+      if (now() >= end) return;
+      if (i % n === 0) {
+        await sleep(delay, true);
+        delay = Math.min(delay * 2, 500);
+      }
+    }
+  }
+
+  /** One try of _endSession on addr, within ms: resolves (never rejects)
+   * with RESUME's answer once lockd closed the connection after the QUIT
+   * (so that lockd has ended the session when close() returns), or null
+   * (no answer, refused, broken). Nothing of it keeps the process alive:
+   * close() does, for as long as it waits. */
+  _endOn(addr, data, ms) {
+    return new Promise((resolve) => {
+      let answer = null;
+      let skip = this.password != null ? 1 : 0; // AUTH's answer
+      let buf = '';
+      let sock;
+      let ready;
+      try {
+        ({ sock, ready } = openSocket(this, addr));
+      } catch {
+        resolve(null); // tls options it refuses, say: the next try fails alike, within the bound
+        return;
+      }
+      const timer = setTimeout(() => sock.destroy(), ms);
+      timer.unref();
+      sock.unref();
+      sock.setEncoding('latin1');
+      sock.on('error', () => {});
+      sock.once(ready, () => sock.write(data, 'latin1'));
+      sock.on('data', (d) => {
+        buf += d;
+        let j;
+        while (answer === null && (j = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, j).replace(/\r$/, '');
+          buf = buf.slice(j + 1);
+          if (EVENTS.has(line.split(' ', 1)[0])) continue;
+          if (skip > 0) skip--;
+          else answer = line;
+        }
+      });
+      sock.on('close', () => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
+    });
   }
 
   async _simple(line, multi = false) {
@@ -1215,11 +1304,20 @@ class Client {
     return it;
   }
 
-  /** End every session (lockd releases their holds). */
+  /** End every session (lockd releases their holds). Every hold is
+   * reported ended before the sessions that their connection could not
+   * end are ended on new ones (Conn.close); close() waits for those, at
+   * most connectTimeout: its timer keeps the process alive meanwhile (an
+   * exit would leave them to the grace), and after it they go on only
+   * while the process lives, never past the grace. */
   async close() {
     this.closed = true;
     this._idle = [];
     await Promise.allSettled([...this._all].map((c) => c.quit()));
+    if (this._ending.size === 0) return;
+    let timer;
+    await Promise.race([Promise.allSettled([...this._ending]), new Promise((r) => (timer = setTimeout(r, this.connectTimeout)))]);
+    clearTimeout(timer);
   }
 }
 

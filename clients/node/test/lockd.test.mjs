@@ -126,29 +126,43 @@ async function tryUntil(fn, limitMs = 5000) {
 }
 
 /** A TCP proxy in front of a lockd, to cut the link between the client
- * and lockd (cut(): both directions are dropped, every socket stays open,
- * as when a network path fails without a reset) and to watch lockd's
- * replies (onReply(text) runs before a chunk is passed on). held counts
- * the HELD requests that went through. */
+ * and lockd (cut: both directions are dropped, every socket stays open,
+ * as when a network path fails without a reset; cutOpen(): the same for
+ * the connections open now only, a new one goes through) and to watch
+ * lockd's replies (onReply(text) runs before a chunk is passed on). held
+ * counts the HELD requests that went through. reset(): every connection
+ * open now is closed on both sides (the client and lockd see it end).
+ * hold: a connection accepted while it is set never reaches lockd (what
+ * the client sends there is counted in swallowed and dropped). */
 async function proxy(target) {
   const i = target.lastIndexOf(':');
   const pairs = new Set();
-  const px = { cut: false, onReply: null, held: 0 };
+  const cutPairs = new WeakSet();
+  const held = new Set();
+  const px = { cut: false, onReply: null, held: 0, hold: false, swallowed: 0 };
   const server = net.createServer((c) => {
+    if (px.hold) {
+      held.add(c);
+      c.on('data', (d) => (px.swallowed += d.length));
+      c.on('error', () => {});
+      c.on('close', () => held.delete(c));
+      return;
+    }
     const u = net.connect({ host: target.slice(0, i), port: Number(target.slice(i + 1)) });
     const pair = [c, u];
     pairs.add(pair);
+    const isCut = () => px.cut || cutPairs.has(pair);
     c.on('data', (d) => {
-      if (px.cut) return;
+      if (isCut()) return;
       px.held += (d.toString('latin1').match(/^HELD\r?$/gm) || []).length;
       u.write(d);
     });
     u.on('data', (d) => {
       px.onReply?.(d.toString('latin1'));
-      if (!px.cut) c.write(d);
+      if (!isCut()) c.write(d);
     });
-    c.on('end', () => px.cut || u.end());
-    u.on('end', () => px.cut || c.end());
+    c.on('end', () => isCut() || u.end());
+    u.on('end', () => isCut() || c.end());
     const gone = () => {
       c.destroy();
       u.destroy();
@@ -161,12 +175,19 @@ async function proxy(target) {
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   px.address = `127.0.0.1:${server.address().port}`;
-  px.close = () => {
-    server.close();
+  px.cutOpen = () => {
+    for (const pair of pairs) cutPairs.add(pair);
+  };
+  px.reset = () => {
     for (const [c, u] of [...pairs]) {
       c.destroy();
       u.destroy();
     }
+  };
+  px.close = () => {
+    server.close();
+    px.reset();
+    for (const c of [...held]) c.destroy();
   };
   return px;
 }
@@ -617,6 +638,56 @@ describe('lockd-client', { concurrency: false }, () => {
     }
     assert.equal((await other.status(kp, { permits: 2 })).held, 0);
     assert.equal(await other.leader(name), null);
+  });
+
+  /** c (its session on the proxy px, graceMs GRACE_MS) holds a key that
+   * it cannot end with QUIT on its connection (how() does that); close()
+   * must still end the session on lockd: another client is granted the
+   * key right after close() returns, not once the grace ran out. */
+  const GRACE_MS = 10000;
+  async function endedByClose(how) {
+    const px = await proxy(env.LOCKD_A);
+    try {
+      const c = await client(px.address, { graceMs: GRACE_MS });
+      const other = await client(env.LOCKD_A);
+      const k = key('close-ends');
+      const l = await c.acquire(k, { wait: 5000 });
+      await how(px, l);
+      const t0 = mono();
+      await c.close();
+      const closedAt = mono();
+      assert.equal(l.lost, true, 'held after close()');
+      const l2 = await other.acquire(k, { wait: 2 * GRACE_MS });
+      const took = mono() - closedAt;
+      // 3 s: far below the grace, with room for a loaded machine
+      assert.ok(took < 3000, `the key was granted ${took.toFixed(0)} ms after close() returned (grace ${GRACE_MS} ms): the session was left to its grace`);
+      console.log(`figure: close() took ${(closedAt - t0).toFixed(0)} ms, the key was granted to another client ${took.toFixed(0)} ms after it`);
+      await l2.release();
+    } finally {
+      px.close();
+    }
+  }
+
+  it('close() while a resumable session resumes ends it on a new connection (RESUME, QUIT), not at the end of the grace', { timeout: 60000 }, async (t) => {
+    if (skipUnless(t, await speaks('SESSION'))) return;
+    await endedByClose(async (px, l) => {
+      // the connection ends (lockd detaches the session and keeps its
+      // holds for the grace); the resume reaches a lockd that never answers
+      px.hold = true;
+      px.reset();
+      const end = mono() + 5000;
+      while (px.swallowed === 0 && mono() < end) await sleep(10);
+      assert.ok(px.swallowed > 0, 'the client did not try to resume');
+      assert.notEqual(l._conn.state, 'open');
+      px.hold = false; // a new connection gets through again
+    });
+  });
+
+  it('close() whose QUIT goes unanswered ends the session on a new connection, not at the end of the grace', { timeout: 60000 }, async (t) => {
+    if (skipUnless(t, await speaks('SESSION'))) return;
+    // the QUIT is lost on the way (a new connection gets through); the
+    // client then drops its connection, which lockd sees end: detached
+    await endedByClose(async (px) => px.cutOpen());
   });
 
   it('the README example runs', { timeout: 60000 }, async () => {
