@@ -707,15 +707,25 @@ class _Conn:
         """End the session politely: QUIT and wait for its answer (at most a
         second), or abandon() when a LOCK waits, the session resumes or the
         connection is still being made. Either way the session is dead, and
-        its holder and observers told, when quit returns (or raises)."""
+        its holder and observers told, when quit returns (or raises). A
+        QUIT left unanswered (no answer within the second, the connection
+        broke first) may never have reached lockd, which then keeps the
+        session, attached to a connection it has not seen die or detached,
+        with its holds: it is ended on a new connection too (abandon's
+        RESUME, then QUIT), in the background."""
         if self.state == "open" and self.writer is not None and not any(p.kind for p in self.pending):
+            sid, secret = self.sid, self.secret
             self.sid = None
+            answered = False
             try:
                 await asyncio.wait_for(self.call("QUIT"), 1.0)
+                answered = True
             except (LockdError, asyncio.TimeoutError, OSError):
                 pass
             finally:
                 self._die("client closed")
+                if not answered and sid is not None and secret is not None:
+                    self.client._spawn_end(sid, secret, self.addr_index, self.grace_ms)
         else:
             self.abandon("client closed")
 

@@ -17,6 +17,7 @@ import pytest
 
 import lockd
 from lockd import aio
+from proxy import Proxy
 
 
 def key(name):
@@ -157,3 +158,31 @@ def test_aio_close_while_a_connection_is_made(env):
             assert (await other.status(k)).free
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_aio_close_whose_quit_goes_unanswered(env):
+    """close() whose QUIT gets no answer (the link went silent, no reset):
+    lockd may keep the session, attached to a connection it has not seen
+    die, with its holds. close() ends it on a new connection (RESUME on the
+    other lockd, QUIT), so another client gets the key at once, not when
+    the session's grace (10 s) or the link's end would free it."""
+    px = Proxy(env.a)
+
+    async def main():
+        c = aio.Client([px.addr, env.b], connect_timeout=1.0, grace=10)
+        k = key("quit-unanswered")
+        await c.lock(k)
+        px.cut()
+        await c.close()
+        t_closed = time.monotonic()
+        async with aio.Client(env.b) as other:
+            got = await other.lock(k, wait=20)
+            dt = time.monotonic() - t_closed
+            await got.release()
+        print(f"FIGURE quit-unanswered: granted {dt:.3f} s after close() returned")
+        assert dt < 3.0, f"granted {dt:.3f} s after close(): the session was left to lockd"
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 40))
+    finally:
+        px.stop()
