@@ -40,12 +40,18 @@ final class Conn {
 
     private static final class Call {
         final boolean multi;
+        /** A LOCK or CAMPAIGN: may wait, and every request behind it with it. */
+        final boolean waits;
         final CompletableFuture<Reply> f = new CompletableFuture<>();
 
-        Call(boolean multi) {
+        Call(boolean multi, String line) {
             this.multi = multi;
+            this.waits = line.startsWith("LOCK ") || line.startsWith("CAMPAIGN ");
         }
     }
+
+    /** sessions.grace_ms's default, for a SESSION reply without a number. */
+    static final long DEFAULT_GRACE_MS = 10000;
 
     final LockdClient client;
     private final ReentrantLock lock = new ReentrantLock();
@@ -57,6 +63,8 @@ final class Conn {
     private final ArrayDeque<ByteBuffer> out = new ArrayDeque<>();
     volatile State state = State.OPEN;
     volatile String sessId, secret;
+    /** How long lockd keeps the session's holds once its connection ends without QUIT. */
+    volatile long graceMs = DEFAULT_GRACE_MS;
     volatile Owner owner;
     /** Guards toldEnded: the owner hears of the session's end once, and tellEnded returns only once it has. */
     private final Object endedLock = new Object();
@@ -108,12 +116,12 @@ final class Conn {
                 return List.of(CompletableFuture.failedFuture(new Broken()),
                         CompletableFuture.failedFuture(new Broken()));
             }
-            Call c1 = new Call(m1);
+            Call c1 = new Call(m1, l1);
             pending.add(c1);
             Call c2 = null;
             String text = l1 + "\r\n";
             if (l2 != null) {
-                c2 = new Call(m2);
+                c2 = new Call(m2, l2);
                 pending.add(c2);
                 text += l2 + "\r\n";
             }
@@ -153,6 +161,21 @@ final class Conn {
                     k.interestOps(SelectionKey.OP_READ | SelectionKey.OP_WRITE);
                 }
             });
+        }
+    }
+
+    /** Whether a LOCK or CAMPAIGN waits for its reply. */
+    private boolean waiting() {
+        lock.lock();
+        try {
+            for (Call c : pending) {
+                if (c.waits) {
+                    return true;
+                }
+            }
+            return false;
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -443,10 +466,11 @@ final class Conn {
      * End the session now: close the connection, so that lockd cancels a
      * waiting LOCK (the protocol has no cancel command) and releases what
      * the session holds. A resumable session would only be detached by a
-     * close, so it is resumed on a fresh connection and ended with QUIT in
-     * the background. The owner is told before abandon returns (also when
-     * the session had ended already), not when the I/O thread sees the
-     * close.
+     * close (or is detached already, while it is being resumed), so it is
+     * resumed on a connection of its own and ended with QUIT in the
+     * background (SessionEnd), also when the client is being closed. The
+     * owner is told before abandon returns (also when the session had
+     * ended already), not when the I/O thread sees the close.
      */
     void abandon() {
         String id, sec;
@@ -465,15 +489,20 @@ final class Conn {
         if (!wasDead) {
             client.loop.execute(() -> shutdown(c, false));
             if (id != null) {
-                client.bg(() -> client.endDetached(id, sec));
+                client.endInBackground(id, sec, graceMs);
             }
         }
         tellEnded();
     }
 
-    /** End the session with QUIT (bounded), then close; the owner is told before quit returns. */
+    /**
+     * End the session with QUIT (bounded), then close; the owner is told
+     * before quit returns. A session that QUIT cannot end here (being
+     * resumed; a LOCK waiting, which lockd answers before the QUIT; the
+     * QUIT unanswered) is abandoned, and so ended in the background.
+     */
     void quit() {
-        if (state != State.OPEN) {
+        if (state != State.OPEN || waiting()) {
             abandon();
             return;
         }

@@ -75,6 +75,8 @@ public final class LockdClient implements AutoCloseable {
     private volatile boolean closed;
     private final ArrayDeque<Conn> idle = new ArrayDeque<>();
     private final Set<Conn> all = ConcurrentHashMap.newKeySet();
+    /** The sessions being ended in the background (endInBackground). */
+    private final Set<CompletableFuture<Void>> ends = ConcurrentHashMap.newKeySet();
     final ConcurrentHashMap<ThreadKey, ThreadHold> threadHolds = new ConcurrentHashMap<>();
     private static final int MAX_IDLE = 64;
 
@@ -310,8 +312,18 @@ public final class LockdClient implements AutoCloseable {
 
     /** Connects to the first address that answers (TLS: and completes the handshake). */
     Link openChannel() throws IOException {
+        return openChannel(0);
+    }
+
+    /**
+     * As openChannel(), trying the addresses from the first-th on (modulo
+     * their number), so that retries do not all go to one lockd that
+     * accepts connections but does not answer.
+     */
+    Link openChannel(int first) throws IOException {
         IOException last = null;
-        for (String a : addresses) {
+        for (int i = 0; i < addresses.size(); i++) {
+            String a = addresses.get((first + i) % addresses.size());
             SocketChannel ch = null;
             try {
                 Tls t = null;
@@ -382,6 +394,7 @@ public final class LockdClient implements AutoCloseable {
                 if (w.length == 4 && w[0].equals("SESSION")) {
                     c.sessId = w[1];
                     c.secret = w[2];
+                    c.graceMs = graceMs(w[3]);
                 } else if (r.line().startsWith("ERR PROTOCOL")) {
                     noSession.set(true); // lockd speaks 1.0/1.1: plain sessions from now on
                 }
@@ -467,33 +480,51 @@ public final class LockdClient implements AutoCloseable {
         return resume && !noSession.get();
     }
 
-    /** Resumes a detached session and ends it with QUIT. */
-    void endDetached(String id, String secret) {
-        for (int i = 0; i < 3 && !closed; i++) {
-            Conn c = null;
+    /** The grace_ms of a SESSION reply; lockd's default when it is not a number. */
+    private static long graceMs(String word) {
+        try {
+            return Long.parseLong(word);
+        } catch (NumberFormatException e) {
+            return Conn.DEFAULT_GRACE_MS;
+        }
+    }
+
+    /**
+     * Ends a resumable session in the background, on a connection of its
+     * own (see SessionEnd). Also once the client is closed: close() itself
+     * ends sessions this way, and waits for them (bounded).
+     */
+    void endInBackground(String id, String secret, long graceMs) {
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        ends.add(f);
+        f.whenComplete((v, e) -> ends.remove(f));
+        Runnable r = () -> {
             try {
-                c = newConn(false);
-                Reply r = timed(c, c.send("RESUME " + id + " " + secret, false));
-                if (r.line().startsWith("OK")) {
-                    c.quit();
-                } else {
-                    c.abandon();
-                }
-                return;
-            } catch (RuntimeException e) {
-                if (c != null) {
-                    c.abandon();
-                }
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException ie) {
-                    return;
-                }
+                new SessionEnd(this, id, secret, graceMs).run();
+            } finally {
+                f.complete(null);
             }
+        };
+        try {
+            background.execute(r);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            daemon(r, "lockd-end").start(); // after close(): ended all the same
         }
     }
 
     // ---- waiting for replies ----
+
+    /** Waits for fs until end (System.nanoTime()), keeping an interrupt. */
+    private static void awaitAll(List<CompletableFuture<Void>> fs, long end) {
+        try {
+            CompletableFuture.allOf(fs.toArray(CompletableFuture<?>[]::new))
+                    .get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
 
     /** A reply within the request timeout; the connection is abandoned otherwise. */
     Reply timed(Conn c, CompletableFuture<Reply> f) {
@@ -789,7 +820,11 @@ public final class LockdClient implements AutoCloseable {
      * Ends every session of the client (QUIT: their locks are released) and
      * stops its threads. When it returns, every LockHandle, DistributedLock,
      * read or write lock, permit and Leadership of the client reports not
-     * held (lost), without waiting for the I/O thread to see the closes.
+     * held (lost), without waiting for the I/O thread to see the closes. A
+     * resumable session that QUIT cannot end on its connection (being
+     * resumed, a LOCK waiting, the QUIT unanswered) is resumed on a
+     * connection of its own and ended there, within the same 3 s bound or,
+     * past it, in the background.
      */
     @Override
     public void close() {
@@ -800,20 +835,20 @@ public final class LockdClient implements AutoCloseable {
         synchronized (idle) {
             idle.clear();
         }
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         List<CompletableFuture<Void>> fs = new ArrayList<>();
         for (Conn c : all) {
             fs.add(CompletableFuture.runAsync(c::quit, background));
         }
-        try {
-            CompletableFuture.allOf(fs.toArray(CompletableFuture<?>[]::new)).get(3, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
-        }
+        awaitAll(fs, end);
         for (Conn c : all) {
             c.abandon(); // also tells the owner of a session that had ended already
         }
+        // Every hold reports ended now. The sessions that QUIT could not end
+        // are being ended on connections of their own: waited for within the
+        // same bound, so that a process exiting after close() leaves lockd
+        // no holds to keep for their grace; they go on after it if need be.
+        awaitAll(new ArrayList<>(ends), end);
         loop.execute(loop::close);
         timer.shutdownNow();
         events.shutdown();

@@ -320,6 +320,76 @@ class LockTest {
     }
 
     /**
+     * 1.2: closing the client while a resumable session is being resumed
+     * (its connection ended, and the RESUME on the new one is not answered
+     * yet) ends the session at once: it is resumed on a connection of its
+     * own and ended there with QUIT. Otherwise lockd keeps the hold for the
+     * session's grace (10 s here), which the bound below would miss.
+     */
+    @Test
+    void closeWhileResumingEndsTheSession() throws Exception {
+        TestEnv.need12();
+        String key = "java-close-resuming";
+        try (TcpProxy p = new TcpProxy(TestEnv.a())) {
+            LockdClient c = LockdClient.builder().address(p.address()).build();
+            LockHandle h;
+            try {
+                h = c.acquire(key, Duration.ofSeconds(5));
+                p.reset(); // lockd detaches the session (its grace starts), the client resumes it
+                TestEnv.waitFor(5000, () -> p.blackholed() >= 1); // the resume's RESUME goes nowhere
+                p.heal();
+                assertEquals(Conn.State.RESUMING, h.conn.state);
+            } finally {
+                c.close();
+            }
+            assertFalse(h.isHeld());
+            assertGrantedSoon(key, System.nanoTime());
+        }
+    }
+
+    /**
+     * A QUIT that goes unanswered (a link cut without a reset, which
+     * neither side sees end) ends no session either: close() then resumes
+     * it on a connection of its own and ends it there, instead of leaving
+     * it to lockd as long as its old connection looks alive.
+     */
+    @Test
+    void closeAfterAnUnansweredQuitEndsTheSession() throws Exception {
+        TestEnv.need12();
+        String key = "java-close-unanswered";
+        try (TcpProxy p = new TcpProxy(TestEnv.a())) {
+            LockdClient c = LockdClient.builder().address(p.address()).build();
+            LockHandle h;
+            try {
+                h = c.acquire(key, Duration.ofSeconds(5));
+                p.cut(); // close()'s QUIT goes nowhere
+                p.heal(); // a new connection reaches lockd
+            } finally {
+                c.close();
+            }
+            assertFalse(h.isHeld());
+            assertGrantedSoon(key, System.nanoTime());
+        }
+    }
+
+    /**
+     * A client of lockd B is granted key within 3 s of since: far less
+     * than the 10 s grace of a session that was only detached.
+     */
+    void assertGrantedSoon(String key, long since) throws InterruptedException {
+        LockHandle w;
+        try {
+            w = cb.acquire(key, Duration.ofSeconds(12));
+        } catch (LockdException e) {
+            throw new AssertionError(key + " still held 12 s after close returned", e);
+        }
+        long ms = (System.nanoTime() - since) / 1_000_000;
+        w.release();
+        System.out.printf("%s: granted on lockd B %d ms after close returned%n", key, ms);
+        assertTrue(ms < 3000, key + " granted " + ms + " ms after close returned, want < 3000 (grace 10000)");
+    }
+
+    /**
      * Once close() returns, nothing of the client says it holds anything
      * (the Go client's "old leadership still held after Close", commit
      * ac7726a): a handle, a thread's lock, a read lock, a permit, a

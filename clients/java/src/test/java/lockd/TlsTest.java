@@ -171,6 +171,22 @@ class TlsTest {
         }
     }
 
+    /**
+     * A resumable session abandoned over TLS (with AUTH) is resumed on a
+     * TLS connection of its own and ended there with QUIT: lockd frees its
+     * key within 3 s, not at the end of the 10 s grace.
+     */
+    @Test
+    void abandonedSessionEndsOverTls() throws Exception {
+        try (LockdClient c = client(plainTls, ctx(true, false));
+                LockdClient a = LockdClient.connect(TestEnv.a())) {
+            LockHandle h = c.acquire("java-tls-end", Duration.ofSeconds(2));
+            h.conn.abandon(); // the connection closed: lockd detaches the session
+            assertFalse(h.isHeld());
+            TestEnv.waitFor(3000, () -> a.status("java-tls-end").state().equals("FREE"));
+        }
+    }
+
     @Test
     void refusesWhatItMustRefuse() {
         LockdException e = assertThrows(LockdException.class, () -> client(plainTls, ctx(false, false)),
