@@ -32,9 +32,26 @@ static enum ck_prefix prefix_of(int script)
 	}
 }
 
+/* Where a script takes the connection epoch (ARGV[j], 0: nowhere): a
+ * cluster entry's is "+E", raised by use in the slot (scripts.c,
+ * LUA_GEN_BY_USE). AA_EPOCH is shared: ARGV[3] in the batch form too. */
+static int epoch_arg_of(int script)
+{
+	switch (script) {
+	case SCR_ACQUIRE:
+	case SCR_ACQUIRE_N:
+		return AA_EPOCH - AA_INSTANCE + 1;
+	case SCR_RENEW:
+		return 2; /* enum batch_arg: ARGV[2] the epoch */
+	default:
+		return 0;
+	}
+}
+
 size_t ck_call_size(int argc, const size_t *argvlen, int nkeys)
 {
 	size_t n = 32 + CK_TAG_MAX; /* a prefix's length, or the prefix's tag */
+	n += 2 + CK_EPOCH_MAX;      /* "+E" */
 	for (int i = SA_KEYS; i < SA_KEYS + nkeys && i < argc; i++)
 		n += CK_TAG_MAX + argvlen[i] + 1;
 	if (SA_KEYS + nkeys + CK_PREFIX_ARG - 1 < argc)
@@ -132,6 +149,18 @@ int ck_call(int script, unsigned slot, int argc, const char **argv, const size_t
 	if (kind != CKP_NONE &&
 	    (a >= argc || put_prefix(kind, a, out, outlen, &p, &left, tag, tlen) != 0))
 		return -1;
+	int e = epoch_arg_of(script);
+	if (e > 0) { /* "E" becomes "+E" */
+		a = SA_KEYS + nkeys + e - 1;
+		if (a >= argc || argvlen[a] == 0 || argvlen[a] > CK_EPOCH_MAX ||
+		    left < argvlen[a] + 2)
+			return -1;
+		p[0] = '+';
+		memcpy(p + 1, argv[a], argvlen[a]);
+		p[argvlen[a] + 1] = '\0';
+		out[a] = p;
+		outlen[a] = argvlen[a] + 1;
+	}
 	return 0;
 }
 

@@ -13,7 +13,9 @@
  *   "{T}" before each key it names, and the argument that carries the
  *   prefix (SCR_RELEASE's length of it, which says what a release
  *   announces; SCR_SESS_ADOPT's prefix, which names the holds its record
- *   lists) says "{T}P": ck_call;
+ *   lists) says "{T}P", and the connection epoch (SCR_ACQUIRE's, SCR_RENEW's)
+ *   says "+E": the scripts then raise their slot's epoch key by use
+ *   (scripts.c, LUA_GEN_BY_USE): ck_call;
  * - a call over items of several locks (SCR_RENEW, SCR_RELEASE_MANY,
  *   SCR_RAISE_MANY) is split into one call per slot, items in their
  *   order, and the replies are joined back in the items' order:
@@ -33,7 +35,8 @@
 
 #include "ktag.h"
 
-#define CK_TAG_MAX (KTAG_LEN_MAX + 2) /* "{T}": what a name grows by */
+#define CK_TAG_MAX   (KTAG_LEN_MAX + 2) /* "{T}": what a name grows by */
+#define CK_EPOCH_MAX 24                 /* digits of a connection epoch ck_call takes */
 
 /* Bytes ck_call needs in its buffer for a call of argc arguments (their
  * lengths argvlen) with nkeys keys. */

@@ -75,9 +75,11 @@ START_TEST(ckey_acquire_tags_every_key)
 	/* every key is of the name's slot, whatever braces the name holds */
 	for (int i = AA_GEN; i <= AA_SESSION; i++)
 		ck_assert_uint_eq(csl_keyslot(out[i], len[i]), slot);
+	/* the epoch "+E": raised by use in the slot */
+	ck_assert_str_eq(at(out, len, AA_EPOCH), "+42");
 	/* the rest is passed as it is, the same pointers */
 	for (int i = 0; i < v.argc; i++)
-		if (i < AA_GEN || i > AA_SESSION)
+		if ((i < AA_GEN || i > AA_SESSION) && i != AA_EPOCH)
 			ck_assert_ptr_eq(out[i], v.argv[i]);
 }
 END_TEST
