@@ -33,6 +33,7 @@
 #include "log.h"
 #include "master.h"
 #include "master_int.h"
+#include "mcluster.h"
 #include "rdup.h"
 #include "sentinel.h"
 
@@ -50,6 +51,7 @@ static char marker_key[128];
  * any request of an older connection still on its way (TCP gives up on
  * those long before). */
 #define GEN_REFRESH_US (600 * 1000000LL)
+static int any_cluster; /* some master is a cluster entry */
 static uint64_t epoch;
 static char epoch_str[MASTER_EPOCH_LEN + 1] = "00000000000000000000";
 static char gen_key[160];
@@ -518,8 +520,8 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 {
 	struct mreq *r;
 
-	if (m->state != MS_UP)
-		return -1;
+	if (m->state != MS_UP || m->cl)
+		return -1; /* a cluster entry's calls need their slots: master_call_at */
 	if (script_batch_of((enum script_id)script) < 0) {
 		flush_pend(m, 0); /* keep the order of everything else */
 		return call_any(m, script, argc, argv, argvlen, fn, arg);
@@ -531,6 +533,21 @@ int master_call(struct master *m, int script, int argc, const char **argv, const
 	ilist_push(&m->pend, &r->link);
 	mark_dirty(m);
 	return 0;
+}
+
+int master_call_at(struct master *m, const unsigned *slots, int nslots, int script, int argc,
+                   const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg)
+{
+	if (!m->cl)
+		return master_call(m, script, argc, argv, argvlen, fn, arg);
+	if (m->state != MS_UP)
+		return -1;
+	return mcl_call(m->cl, slots, nslots, script, argc, argv, argvlen, fn, arg);
+}
+
+int masters_any_cluster(void)
+{
+	return any_cluster;
 }
 
 /* --- the name, the connection epoch, the marker, going up --- */
@@ -710,6 +727,42 @@ static void start_connect(struct master *m)
 	arm_timer(m);
 }
 
+/* A cluster entry's router covers every slot (mcluster.c): up. Its
+ * restarts are the router's (a node's run_id, a promotion without every
+ * counted write), not the marker's: one key cannot be on every node. */
+static void cl_up(struct master *m, int restarted)
+{
+	char node[sizeof(m->node)];
+	if (mcl_any_node(m->cl, node, sizeof(node)) && addr_parse(node, 0, 0, &m->addr) == 0)
+		snprintf(m->node, sizeof(m->node), "%s", node); /* the subscriber's node */
+	set_state(m, MS_UP);
+	m->last_error[0] = '\0';
+	m->has_marker = 1;
+	log_info("master %s up (cluster, subscribed through %s)%s", m->name, m->node,
+	         restarted ? ": a node may have lost data" : "");
+	snprintf(m->prev_run_id, sizeof(m->prev_run_id), "%s", m->run_id);
+	if (restarted)
+		snprintf(m->run_id, sizeof(m->run_id), "cluster-%llu",
+		         (unsigned long long)++m->reconnects);
+	m->sub_backoff_ms = 10;
+	sub_start(m);
+	if (opts.on_up)
+		opts.on_up(m, restarted, 1);
+}
+
+static void cl_down(struct master *m, const char *why)
+{
+	if (m->state == MS_UP)
+		log_warn("master %s down: %s", m->name, why);
+	snprintf(m->last_error, sizeof(m->last_error), "%s", why);
+	set_state(m, MS_DOWN);
+	sub_close(m, 1);
+	if (opts.on_down && !shutting_down)
+		opts.on_down(m);
+}
+
+static const struct mcl_ops cl_ops = {cl_up, cl_down};
+
 /* A sentinel entry: the Sentinels named its primary (or none did). */
 static void resolved_cb(struct master *m, const char *host, int port, const char *why)
 {
@@ -763,6 +816,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 	opts.password = strdup(o->password);
 	opts.prefix = NULL; /* the config's copy goes away on reload; used only here */
 	opts.sentinel = NULL;
+	opts.cluster = NULL;           /* mcl_new copies them */
 	opts.sentinel_password = NULL; /* sn_new copies them */
 	mrepl_init(&repl_ops);
 	mrepl_set_opts(&opts);
@@ -797,7 +851,18 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		snprintf(m->node, sizeof(m->node), "-");
 		snprintf(m->layout, sizeof(m->layout), "-");
 		const struct cfg_sentinel *c = o->sentinel ? &o->sentinel[i] : NULL;
-		if (c && c->nseeds > 0) {
+		const struct master_cluster *k = o->cluster ? &o->cluster[i] : NULL;
+		if (k && k->nseeds > 0) {
+			char err[256];
+			struct mcl_cfg cc = {k->seeds, k->nseeds, opts.password, o->timeout_ms,
+			                     (int)o->wait_replicas};
+			if (!(m->cl = mcl_new(m, base, &cc, &cl_ops, err, sizeof(err)))) {
+				log_error("master %s: %s", m->name, err);
+				return -1;
+			}
+			any_cluster = 1;
+			set_state(m, MS_CONNECTING);
+		} else if (c && c->nseeds > 0) {
 			struct sn_opts so = {o->sentinel_password ? o->sentinel_password : "",
 			                     o->timeout_ms, o->reconnect_max_ms, switch_cb};
 			if (!(m->sn = sn_new(base, m, c, &so)))
@@ -819,6 +884,9 @@ void masters_set_opts(const struct master_opts *o)
 	opts.reconnect_max_ms = o->reconnect_max_ms;
 	opts.wait_replicas = o->wait_replicas;
 	mrepl_set_opts(&opts);
+	for (int i = 0; i < nmasters; i++)
+		if (masters[i].cl)
+			mcl_set_opts(masters[i].cl, o->timeout_ms);
 	if (o->name && (!lockd_name || strcmp(o->name, lockd_name) != 0)) {
 		char *n = strdup(o->name);
 		if (!n)
@@ -842,12 +910,16 @@ void masters_shutdown(void)
 		event_del(m->retry);
 		if (m->ac || m->sub)
 			master_drop(m, "shutting down", 1);
+		if (m->cl)
+			mcl_close(m->cl); /* its calls fail now, as a connection's do */
 	}
 	for (int i = 0; i < nmasters; i++) {
 		struct master *m = &masters[i];
 		event_del(m->retry);
 		sn_free(m->sn);
 		m->sn = NULL;
+		mcl_free(m->cl);
+		m->cl = NULL;
 		event_free(m->retry);
 		event_free(m->timer);
 		event_free(m->sub_timer);
@@ -864,6 +936,7 @@ void masters_shutdown(void)
 	mfmt_free();
 	masters = NULL;
 	nmasters = 0;
+	any_cluster = 0;
 	mreq_destroy();
 }
 

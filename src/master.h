@@ -18,6 +18,14 @@ struct event_base;
 struct master;
 struct sn_entry;
 struct cfg_sentinel;
+struct mcl;
+
+/* A redis.masters entry that is a Redis Cluster (mcluster.c): some of its
+ * nodes' "HOST:PORT"; nseeds 0: the entry is not one. */
+struct master_cluster {
+	const char *const *seeds;
+	int nseeds;
+};
 
 #define MASTER_EPOCH_LEN 20 /* master_epoch()'s length, always (zero-padded) */
 
@@ -99,8 +107,10 @@ struct master_opts {
 	                                  masters_set_opts; "" or NULL: none written */
 	int64_t wait_replicas;         /* WAIT for this many replicas after each batch of writes */
 	const char *sentinel_password; /* AUTH on Sentinels; "" or NULL: none (masters_init) */
-	const struct cfg_sentinel *sentinel; /* of each master (nseeds 0: standalone), or
-	                                        NULL: all standalone (masters_init) */
+	const struct cfg_sentinel *sentinel;  /* of each master (nseeds 0: standalone), or
+	                                         NULL: all standalone (masters_init) */
+	const struct master_cluster *cluster; /* of each master (nseeds 0: not a cluster),
+	                                         or NULL: none is (masters_init) */
 	const char *instance; /* this lockd's instance (as in its tokens), which names its
 	                         connections on the masters; copied at masters_init */
 };
@@ -111,6 +121,7 @@ struct master {
 	struct addr addr;      /* connected or being connected (a sentinel entry: as resolved) */
 	char node[300];        /* addr as "host:port" ("-": not resolved yet) */
 	struct sn_entry *sn;   /* a sentinel entry's Sentinels, or NULL */
+	struct mcl *cl;        /* a cluster entry's router and calls (mcluster.c), or NULL */
 	char up_node[300];     /* node of the last connection that went up */
 	int replicas;          /* replicas ROLE listed on the connection that is (was last) up */
 	int hs_replicas;       /* the same, at the handshake in progress */
@@ -202,6 +213,15 @@ const char *master_state_name(enum master_state s);
  * (script_batch_of) made in one turn go out as one script call. */
 int master_call(struct master *m, int script, int argc, const char **argv, const size_t *argvlen,
                 master_reply_fn *fn, void *arg);
+/* master_call for the lock of slot slots[0] (nslots 1), or over nslots
+ * items, item i of slot slots[i] (a renewal, releases, fence raises: the
+ * slot of each item's lock name, csl_keyslot). A cluster entry routes it
+ * by them (mcluster.c) and refuses a call without them (-1: it counts as
+ * a no); any other master ignores them. */
+int master_call_at(struct master *m, const unsigned *slots, int nslots, int script, int argc,
+                   const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg);
+/* 1 when some master is a cluster entry (its calls need their slots). */
+int masters_any_cluster(void);
 
 /* The connection epoch now, in decimal: every command connection takes the
  * next one at its connect, and its handshake raises master_opts.gen_key on

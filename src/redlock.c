@@ -14,6 +14,7 @@
 
 #include <event2/event.h>
 
+#include "cluster.h"
 #include "log.h"
 #include "master.h"
 #include "memtrim.h"
@@ -335,8 +336,9 @@ static void send_raise(struct rl_call *c, int i)
 	c->u.acq.wargv[WA_IDLE] = rl_fence_idle;
 	c->u.acq.wargvlen[WA_IDLE] = strlen(rl_fence_idle);
 	c->u.acq.raise_st[i] = MR_FAIL;
-	if (master_call(master_get(i), SCR_RAISE, WA_ARGC, c->u.acq.wargv, c->u.acq.wargvlen,
-	                raise_reply, c) == 0) {
+	unsigned slot = masters_any_cluster() ? csl_keyslot(c->keyp, c->klen) : 0;
+	if (master_call_at(master_get(i), &slot, 1, SCR_RAISE, WA_ARGC, c->u.acq.wargv,
+	                   c->u.acq.wargvlen, raise_reply, c) == 0) {
 		c->u.acq.raise_st[i] = MR_WAIT;
 		c->pending++;
 	}
@@ -540,11 +542,45 @@ static void after_fanout(struct rl_call *c)
 	event_active(defer_ev, EV_TIMEOUT, 0);
 }
 
+/* The slots of c's lock names, for a cluster entry (master_call_at): its
+ * key's, or each item's (a renewal; releases, whose keys are in the
+ * call's arguments: enum batch_arg); 0 (a call a cluster entry refuses)
+ * for a call without, or when no master is a cluster entry. many: NULL,
+ * or a malloc'd array for the items. */
+static int call_slots(const struct rl_call *c, unsigned *one, unsigned **many)
+{
+	*many = NULL;
+	if (!masters_any_cluster())
+		return 0;
+	int n = c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY ? c->u.batch.nitems : 0;
+	if (c->kind == RK_RELEASE_MANY) /* the item count, from numkeys */
+		n = (int)(strtol(c->argv[SA_NKEYS], NULL, 10) / RMA_KEYS);
+	if (n > 0 && (*many = malloc(sizeof(**many) * (size_t)n))) {
+		for (int k = 0; k < n; k++) {
+			int a =
+			    SA_KEYS + RMA_KEYS * n + RMA_FIXED + n + k; /* ARGV[3 + n + k + 1] */
+			(*many)[k] = c->kind == RK_RENEW ? csl_keyslot(c->u.batch.items[k].key,
+			                                               c->u.batch.items[k].klen)
+			                                 : csl_keyslot(c->argv[a], c->argvlen[a]);
+		}
+		return n;
+	}
+	if (n == 0 && c->keyp) {
+		*one = csl_keyslot(c->keyp, c->klen);
+		return 1;
+	}
+	return 0;
+}
+
 void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 {
+	unsigned one, *many;
+	int nslots = call_slots(c, &one, &many);
+	const unsigned *slots = many ? many : &one;
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
-		if (master_call(master_get(i), script, c->argc, c->argv, c->argvlen, fn, c) == 0) {
+		if (master_call_at(master_get(i), slots, nslots, script, c->argc, c->argv,
+		                   c->argvlen, fn, c) == 0) {
 			c->st[i] = MR_WAIT;
 			c->pending++;
 		} else {
@@ -552,6 +588,7 @@ void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 		}
 	}
 	c->in_fanout = 0;
+	free(many);
 	after_fanout(c);
 }
 

@@ -473,6 +473,7 @@ TCase *tc_cluster_live(void);     /* test_cluster_live.c */
 TCase *tc_cluster_router(void);   /* test_cluster_router.c */
 TCase *tc_cluster_events(void);   /* test_cluster_events.c */
 TCase *tc_cluster_scripts(void);  /* test_cluster_scripts.c */
+TCase *tc_cluster_master(void);   /* test_cluster_master.c */
 TCase *tc_upgrade(void);          /* test_upgrade.c */
 TCase *tc_layout_switch(void);    /* test_layout_switch.c */
 

@@ -1,0 +1,357 @@
+/* mcluster: see mcluster.h.
+ *
+ * A request (struct mcl_req) is one master_call: one slot's call, or a
+ * call over items of several slots split per slot (ck_split), each part a
+ * struct mcl_sub on the router. A part is sent as EVALSHA when a master
+ * has reported the script's SHA, else by its body; a NOSCRIPT answer (a
+ * node that has not loaded it: a new primary, a flushed cache) sends it
+ * once more by its body, which loads it there. A write (script_writes)
+ * goes by csr_write when redis.wait_replicas asks for replicas. A reply
+ * counts only if no node of the entry may have lost data since its part
+ * was sent (gen): the router tells such a loss before that node's first
+ * reply (csr_event), and the entry goes down at once, for its user to
+ * exclude it as a master that restarted empty. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "ckey.h"
+#include "csl_router.h"
+#include "ilist.h"
+#include "log.h"
+#include "mcluster.h"
+#include "rdup.h"
+#include "scripts.h"
+#include "util.h"
+
+#define POLL_US 100000 /* how often the router's cover is looked at */
+
+struct mcl_req;
+
+/* One slot's call of a request. */
+struct mcl_sub {
+	struct mcl_req *q;
+	int k; /* its part (0 for a call of one slot) */
+	unsigned slot;
+	struct csr_req *cr; /* on the router; NULL once answered */
+	redisReply *r;      /* a split call: its reply, kept until every part answered */
+	int evald;          /* sent again by its body after NOSCRIPT */
+	uint64_t gen;       /* the entry's data generation when sent */
+};
+
+/* One master_call. */
+struct mcl_req {
+	struct ilink link; /* on mcl.reqs until fn has run */
+	struct mcl *cl;
+	master_reply_fn *fn;
+	void *arg;
+	int script;
+	int argc;
+	const char **argv; /* the caller's, valid until fn runs */
+	const size_t *argvlen;
+	int n;                 /* items of a split call; 0: one slot */
+	struct ck_part *parts; /* a split call's */
+	int nparts;
+	struct mcl_sub *subs; /* nsubs: nparts, or 1 */
+	int nsubs, pending;
+};
+
+struct mcl {
+	struct master *m;
+	struct csr_router *rt;
+	struct mcl_ops ops;
+	struct event *poll;
+	struct ilist reqs;
+	int64_t timeout_ms;
+	int wait_replicas;
+	int up;       /* the master layer was told up (ops.up), and not down since */
+	int ever_up;  /* it was up once */
+	int lost;     /* a node may have lost data since the entry was last up */
+	int closed;   /* mcl_close: no new calls */
+	uint64_t gen; /* raised at each possible loss of data */
+};
+
+static void sub_cb(const redisReply *r, void *arg);
+
+static int is_noscript(const redisReply *r)
+{
+	return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
+	       strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+/* numkeys of a call, or -1 */
+static int nkeys_of(int argc, const char **argv, const size_t *argvlen)
+{
+	if (argc <= SA_NKEYS || argvlen[SA_NKEYS] == 0 || argvlen[SA_NKEYS] > 9)
+		return -1;
+	int n = 0;
+	for (size_t i = 0; i < argvlen[SA_NKEYS]; i++) {
+		char ch = argv[SA_NKEYS][i];
+		if (ch < '0' || ch > '9')
+			return -1;
+		n = n * 10 + (ch - '0');
+	}
+	return n;
+}
+
+/* Send part s of its request, in its cluster form: 0 or -1. */
+static int send_sub(struct mcl_sub *s)
+{
+	struct mcl_req *q = s->q;
+	struct mcl *cl = q->cl;
+	int argc = q->parts ? q->parts[s->k].argc : q->argc;
+	const char **argv = q->parts ? q->parts[s->k].argv : q->argv;
+	const size_t *len = q->parts ? q->parts[s->k].argvlen : q->argvlen;
+	int nkeys = nkeys_of(argc, argv, len);
+	if (nkeys < 0)
+		return -1;
+	size_t cap = ck_call_size(argc, len, nkeys);
+	char *buf = malloc(cap);
+	const char **out = malloc(sizeof(*out) * (size_t)argc);
+	size_t *outlen = malloc(sizeof(*outlen) * (size_t)argc);
+	int rc = -1;
+	if (buf && out && outlen &&
+	    ck_call(q->script, s->slot, argc, argv, len, out, outlen, buf, cap) == 0) {
+		const char *sha = s->evald ? NULL : script_sha((enum script_id)q->script);
+		out[SA_CMD] = sha ? "EVALSHA" : "EVAL";
+		out[SA_SHA] = sha ? sha : script_body((enum script_id)q->script);
+		outlen[SA_CMD] = strlen(out[SA_CMD]);
+		outlen[SA_SHA] = strlen(out[SA_SHA]);
+		int64_t deadline = now_us() + cl->timeout_ms * 1000;
+		int write = cl->wait_replicas > 0 && script_writes((enum script_id)q->script);
+		s->gen = cl->gen;
+		s->cr = (write ? csr_write : csr_command)(cl->rt, s->slot, deadline, sub_cb, s,
+		                                          argc, out, outlen);
+		rc = s->cr ? 0 : -1;
+	}
+	free(buf);
+	free(out);
+	free(outlen);
+	return rc;
+}
+
+static void req_free(struct mcl_req *q)
+{
+	for (int i = 0; i < q->nsubs; i++)
+		if (q->subs[i].r)
+			freeReplyObject(q->subs[i].r);
+	ck_parts_free(q->parts, q->nparts);
+	free(q->subs);
+	free(q);
+}
+
+/* The request's answer (NULL: it failed): off the list, fn once, freed. */
+static void finish(struct mcl_req *q, const redisReply *r)
+{
+	struct mcl *cl = q->cl;
+	ilist_remove(&cl->reqs, &q->link);
+	q->fn(cl->m, (redisReply *)r, q->arg);
+	req_free(q);
+}
+
+static void finish_split(struct mcl_req *q)
+{
+	redisReply **replies = malloc(sizeof(*replies) * (size_t)q->nparts);
+	redisReply *j = NULL;
+	if (replies) {
+		for (int k = 0; k < q->nparts; k++)
+			replies[k] = q->subs[k].r;
+		j = ck_join(q->script, q->n, q->parts, q->nparts, replies);
+		free(replies);
+	}
+	finish(q, j);
+	if (j)
+		freeReplyObject(j);
+}
+
+static void sub_cb(const redisReply *r, void *arg)
+{
+	struct mcl_sub *s = arg;
+	struct mcl_req *q = s->q;
+	s->cr = NULL;
+	if (r && s->gen != q->cl->gen)
+		r = NULL; /* a node of the entry may have lost data since: counts nowhere */
+	if (is_noscript(r) && !s->evald) {
+		s->evald = 1; /* its body loads it on that node for the next EVALSHAs */
+		if (send_sub(s) == 0)
+			return;
+		r = NULL;
+	}
+	if (!q->parts) {
+		finish(q, r);
+		return;
+	}
+	s->r = r ? rdup_reply(r) : NULL;
+	if (--q->pending == 0)
+		finish_split(q);
+}
+
+int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int argc,
+             const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg)
+{
+	if (!cl->up || cl->closed || script < 0 || nslots < 1)
+		return -1;
+	struct mcl_req *q = calloc(1, sizeof(*q));
+	if (!q)
+		return -1;
+	*q = (struct mcl_req){.cl = cl,
+	                      .fn = fn,
+	                      .arg = arg,
+	                      .script = script,
+	                      .argc = argc,
+	                      .argv = argv,
+	                      .argvlen = argvlen};
+	if (ck_cols_of(script)) {
+		q->n = nslots;
+		q->nparts = ck_split(script, nslots, slots, argc, argv, argvlen, &q->parts);
+		if (q->nparts < 1) {
+			req_free(q);
+			return -1;
+		}
+		q->nsubs = q->nparts;
+	} else if (nslots == 1) {
+		q->nsubs = 1;
+	} else {
+		req_free(q);
+		return -1; /* one script call cannot span slots */
+	}
+	if (!(q->subs = calloc((size_t)q->nsubs, sizeof(*q->subs)))) {
+		req_free(q);
+		return -1;
+	}
+	for (int k = 0; k < q->nsubs; k++) {
+		q->subs[k] = (struct mcl_sub){
+		    .q = q, .k = k, .slot = q->parts ? q->parts[k].slot : slots[0]};
+		if (send_sub(&q->subs[k]) != 0) {
+			/* none of it answers: the parts sent are left to the router */
+			for (int i = 0; i < k; i++)
+				csr_detach(q->subs[i].cr);
+			req_free(q);
+			return -1;
+		}
+	}
+	q->pending = q->nsubs;
+	ilist_push(&cl->reqs, &q->link);
+	return 0;
+}
+
+/* The router's cover, looked at: up when every slot has a live primary,
+ * down when one has none. */
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mcl *cl = arg;
+	int covered = csr_covered(cl->rt);
+	if (cl->up && !covered) {
+		cl->up = 0;
+		cl->ops.down(cl->m, "a slot has no live primary");
+	} else if (!cl->up && covered && !cl->closed) {
+		int restarted = cl->lost;
+		cl->lost = 0;
+		cl->up = cl->ever_up = 1;
+		cl->ops.up(cl->m, restarted);
+	}
+}
+
+/* Where the slots' data comes from changed: a node that may have lost
+ * data takes the entry down now (no reply of it has reached a call yet),
+ * and up again as one that restarted. */
+static void event_cb(const struct csr_event *ev, void *arg)
+{
+	struct mcl *cl = arg;
+	static const char *const kinds[] = {"restarted", "promoted", "resharded", "new"};
+	log_info("master %s: %s:%d %s (%d slots, %s)", cl->m->name, ev->host, ev->port,
+	         kinds[ev->kind], ev->slots, ev->with_data ? "with the data" : "data may be lost");
+	if (ev->with_data)
+		return;
+	cl->gen++;
+	if (!cl->ever_up)
+		return; /* nothing counted there yet */
+	cl->lost = 1;
+	if (cl->up) {
+		cl->up = 0;
+		cl->ops.down(cl->m, "a node may have lost data");
+	}
+}
+
+struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_cfg *cfg,
+                    const struct mcl_ops *ops, char *err, size_t errlen)
+{
+	struct mcl *cl = calloc(1, sizeof(*cl));
+	if (!cl || ktag_init() != 0) {
+		snprintf(err, errlen, "out of memory");
+		free(cl);
+		return NULL;
+	}
+	cl->m = m;
+	cl->ops = *ops;
+	cl->timeout_ms = cfg->timeout_ms;
+	cl->wait_replicas = cfg->wait_replicas;
+	ilist_init(&cl->reqs);
+	int to = (int)(cfg->timeout_ms < 100 ? 100 : cfg->timeout_ms);
+	struct csr_cfg rc = {.seeds = cfg->seeds,
+	                     .n_seeds = cfg->nseeds,
+	                     .password = cfg->password,
+	                     .connect_timeout_ms = to * 4,
+	                     .command_timeout_ms = to * 4,
+	                     .refresh_ms = 5000,
+	                     .wait_replicas = cfg->wait_replicas,
+	                     .wait_timeout_ms = to / 2,
+	                     .on_event = event_cb,
+	                     .event_arg = cl};
+	cl->poll = event_new(base, -1, EV_PERSIST, poll_cb, cl);
+	if (!cl->poll || !(cl->rt = csr_new(base, &rc, err, errlen))) {
+		if (cl->poll)
+			event_free(cl->poll);
+		free(cl);
+		return NULL;
+	}
+	event_add(cl->poll, &(struct timeval){0, POLL_US});
+	return cl;
+}
+
+void mcl_set_opts(struct mcl *cl, int64_t timeout_ms)
+{
+	cl->timeout_ms = timeout_ms;
+}
+
+const char *mcl_any_node(struct mcl *cl, char *buf, size_t len)
+{
+	char host[CSL_HOST_MAX + 1];
+	int port;
+	for (unsigned s = 0; s < CSL_SLOTS; s += 1024)
+		if (csr_slot_owner(cl->rt, s, host, sizeof(host), &port) == 0) {
+			snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+			return buf;
+		}
+	return NULL;
+}
+
+void mcl_close(struct mcl *cl)
+{
+	struct ilink *l;
+	cl->closed = 1;
+	cl->up = 0;
+	while ((l = ilist_first(&cl->reqs))) {
+		struct mcl_req *q = ilist_entry(l, struct mcl_req, link);
+		for (int k = 0; k < q->nsubs; k++)
+			if (q->subs[k].cr) {
+				csr_detach(q->subs[k].cr);
+				q->subs[k].cr = NULL;
+			}
+		finish(q, NULL);
+	}
+}
+
+void mcl_free(struct mcl *cl)
+{
+	if (!cl)
+		return;
+	mcl_close(cl);
+	event_free(cl->poll);
+	csr_free(cl->rt);
+	free(cl);
+}

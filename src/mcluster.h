@@ -1,0 +1,71 @@
+/* mcluster: a redis.masters entry that is a Redis Cluster (issue 31;
+ * doc/cluster.md, "The choice: slot by slot"), prefix mcl_. One master of
+ * lockd's majority, as a standalone or a Sentinel entry is, whatever its
+ * number of primaries: its own router (csl_router.c) over the cluster's
+ * primaries, and the master layer's calls routed by the slot of the lock
+ * they are about, in their cluster form (ckey.c): one call per slot, a
+ * call over several slots split and its replies joined.
+ *
+ * Below master.c, which owns the struct master and its state and hands
+ * down what it needs (struct mcl_ops): the entry is up while the router
+ * has a live primary for every slot, and goes down and up again when the
+ * router says a node may have lost data (a restart, a promotion without
+ * every counted write, a node it did not know), so that the master
+ * layer's user handles it as a master that restarted empty. Not
+ * reachable from a configuration yet: cfg refuses cluster entries until
+ * the sessions, elections, WHO and LOCKALL work on them (doc/cluster.md,
+ * the build plan). */
+#ifndef LOCKD_MCLUSTER_H
+#define LOCKD_MCLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master.h"
+
+struct event_base;
+struct mcl;
+
+/* What master.c hands down. */
+struct mcl_ops {
+	/* m's router now covers every slot: m is up (restarted: a node of
+	 * it may have lost data since it was last up, or it never was) */
+	void (*up)(struct master *m, int restarted);
+	/* m is down (why: what the router lacks) */
+	void (*down)(struct master *m, const char *why);
+};
+
+struct mcl_cfg {
+	const char *const *seeds; /* "HOST:PORT" of some of its nodes */
+	int nseeds;
+	const char *password; /* "" or NULL: none */
+	int64_t timeout_ms;   /* a call's deadline (redis.timeout_ms) */
+	int wait_replicas;    /* redis.wait_replicas: WAIT behind each write */
+};
+
+/* The entry of m, its router's first map refresh started; NULL with err
+ * filled when cfg is unusable (csr_new's reasons). */
+struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_cfg *cfg,
+                    const struct mcl_ops *ops, char *err, size_t errlen);
+void mcl_set_opts(struct mcl *cl, int64_t timeout_ms);
+
+/* master_call for a cluster entry: script's call (argv as a standalone
+ * master takes it, valid until fn runs) for the lock of slot slots[0]
+ * (nslots 1), or over nslots items, item i of slot slots[i] (a script
+ * ckey.h's ck_cols_of takes). fn runs once, on the loop, never inside
+ * mcl_call; -1 (fn never runs) when the entry is not up, the call has no
+ * slot (a command that is not a script, a session's record: not yet on
+ * cluster entries), or out of memory. */
+int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int argc,
+             const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg);
+
+/* A primary's "HOST:PORT" for the subscriber (release notices: PUBLISH
+ * reaches every node of a cluster), or NULL when none is known. */
+const char *mcl_any_node(struct mcl *cl, char *buf, size_t len);
+
+/* Fail every call in flight (each fn once, with NULL) and refuse new
+ * ones: masters_shutdown, before mcl_free. */
+void mcl_close(struct mcl *cl);
+void mcl_free(struct mcl *cl);
+
+#endif
