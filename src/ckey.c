@@ -48,6 +48,12 @@ static int epoch_arg_of(int script)
 	}
 }
 
+int ck_epoch_at(int script, int nkeys)
+{
+	int e = epoch_arg_of(script);
+	return e > 0 ? SA_KEYS + nkeys + e - 1 : -1;
+}
+
 size_t ck_call_size(int argc, const size_t *argvlen, int nkeys)
 {
 	size_t n = 32 + CK_TAG_MAX; /* a prefix's length, or the prefix's tag */
@@ -59,8 +65,7 @@ size_t ck_call_size(int argc, const size_t *argvlen, int nkeys)
 	return n;
 }
 
-/* numkeys of a call, or -1 when argv[SA_NKEYS] is not one for argc. */
-static int nkeys_of(int argc, const char **argv, const size_t *argvlen)
+int ck_nkeys(int argc, const char **argv, const size_t *argvlen)
 {
 	if (argc <= SA_NKEYS || argvlen[SA_NKEYS] == 0 || argvlen[SA_NKEYS] > 9)
 		return -1;
@@ -127,7 +132,7 @@ static int put_prefix(enum ck_prefix kind, int a, const char **out, size_t *outl
 int ck_call(int script, unsigned slot, int argc, const char **argv, const size_t *argvlen,
             const char **out, size_t *outlen, char *buf, size_t cap)
 {
-	int nkeys = nkeys_of(argc, argv, argvlen);
+	int nkeys = ck_nkeys(argc, argv, argvlen);
 	if (nkeys < 0 || slot >= KTAG_SLOTS)
 		return -1;
 	const char *tag = ktag_of_slot(slot);
@@ -149,9 +154,8 @@ int ck_call(int script, unsigned slot, int argc, const char **argv, const size_t
 	if (kind != CKP_NONE &&
 	    (a >= argc || put_prefix(kind, a, out, outlen, &p, &left, tag, tlen) != 0))
 		return -1;
-	int e = epoch_arg_of(script);
-	if (e > 0) { /* "E" becomes "+E" */
-		a = SA_KEYS + nkeys + e - 1;
+	a = ck_epoch_at(script, nkeys);
+	if (a > 0) { /* "E" becomes "+E" */
 		if (a >= argc || argvlen[a] == 0 || argvlen[a] > CK_EPOCH_MAX ||
 		    left < argvlen[a] + 2)
 			return -1;
@@ -164,9 +168,9 @@ int ck_call(int script, unsigned slot, int argc, const char **argv, const size_t
 	return 0;
 }
 
-static const struct ck_cols renew_cols = {RNA_KEYS, 1, 2, RNA_ARGV, 0, 0};
-static const struct ck_cols release_many_cols = {RMA_KEYS, 0, RMA_FIXED, RMA_ARGV, 0, 1};
-static const struct ck_cols raise_many_cols = {1, 0, 0, 1, 2, 1};
+static const struct ck_cols renew_cols = {RNA_KEYS, 1, 2, RNA_ARGV, 0, 0, 0};
+static const struct ck_cols release_many_cols = {RMA_KEYS, 0, RMA_FIXED, RMA_ARGV, 0, 1, 0};
+static const struct ck_cols raise_many_cols = {1, 0, 0, 1, 2, 1, 1};
 
 const struct ck_cols *ck_cols_of(int script)
 {
@@ -240,7 +244,7 @@ int ck_split(int script, int n, const unsigned *slots, int argc, const char **ar
 	if (!cs || n <= 0 ||
 	    argc != SA_KEYS + (cs->item_keys + cs->item_args) * n + cs->fixed_keys +
 	                cs->args_before + cs->args_after ||
-	    nkeys_of(argc, argv, argvlen) != cs->item_keys * n + cs->fixed_keys)
+	    ck_nkeys(argc, argv, argvlen) != cs->item_keys * n + cs->fixed_keys)
 		return -1;
 	struct ck_part *pt = calloc((size_t)n, sizeof(*pt));
 	int np = 0;
@@ -277,7 +281,7 @@ static redisReply *new_reply(int type)
 	return r;
 }
 
-static redisReply *join_sum(int nparts, redisReply *const *replies)
+static redisReply *join_sum(int nparts, redisReply *const *replies, int all)
 {
 	long long sum = 0;
 	int answered = 0;
@@ -286,7 +290,8 @@ static redisReply *join_sum(int nparts, redisReply *const *replies)
 			sum += replies[k]->integer;
 			answered++;
 		}
-	redisReply *r = answered ? new_reply(REDIS_REPLY_INTEGER) : NULL;
+	redisReply *r =
+	    answered && (!all || answered == nparts) ? new_reply(REDIS_REPLY_INTEGER) : NULL;
 	if (r)
 		r->integer = sum;
 	return r;
@@ -299,7 +304,7 @@ redisReply *ck_join(int script, int n, const struct ck_part *parts, int nparts,
 	if (!cs || n <= 0)
 		return NULL;
 	if (cs->sum)
-		return join_sum(nparts, replies);
+		return join_sum(nparts, replies, cs->all);
 	redisReply *r = new_reply(REDIS_REPLY_ARRAY);
 	int answered = 0;
 	if (!r || !(r->element = calloc((size_t)n, sizeof(*r->element)))) {

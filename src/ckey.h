@@ -38,6 +38,9 @@
 #define CK_TAG_MAX   (KTAG_LEN_MAX + 2) /* "{T}": what a name grows by */
 #define CK_EPOCH_MAX 24                 /* digits of a connection epoch ck_call takes */
 
+/* numkeys of a call (argv[SA_NKEYS], at most argc - SA_KEYS), or -1. */
+int ck_nkeys(int argc, const char **argv, const size_t *argvlen);
+
 /* Bytes ck_call needs in its buffer for a call of argc arguments (their
  * lengths argvlen) with nkeys keys. */
 size_t ck_call_size(int argc, const size_t *argvlen, int nkeys);
@@ -49,11 +52,16 @@ size_t ck_call_size(int argc, const size_t *argvlen, int nkeys);
  * into buf (cap bytes, ck_call_size). An empty key (a call without a
  * session record) becomes "{T}": Redis Cluster reads "" as a name of slot
  * 0, and the scripts read a name that ends with '}' as no record (no
- * record's name ends so; the scripts read one only where the call names
- * a record field, but SCR_RENEW, which tests the name). 0, or -1 when numkeys is not a number of
+ * record's name ends so; the scripts read a record only where the call
+ * names a record field, except SCR_RENEW, which tests the name). 0, or -1
+ * when numkeys is not a number of
  * argc's call or buf is too small. ktag_init must have returned 0. */
 int ck_call(int script, unsigned slot, int argc, const char **argv, const size_t *argvlen,
             const char **out, size_t *outlen, char *buf, size_t cap);
+
+/* Where a call of script with nkeys keys takes its connection epoch
+ * (the argument ck_call writes as "+E"), or -1 for a script without. */
+int ck_epoch_at(int script, int nkeys);
 
 /* The scripts over items of several locks, and how their arguments go:
  * each kind of argument for every item in turn (all locks, then all
@@ -65,6 +73,8 @@ struct ck_cols {
 	int item_args;   /* arguments per item */
 	int args_after;  /* arguments that do not repeat, after the items' */
 	int sum;         /* the reply: 1 a count (summed), 0 an array, one per item */
+	int all;         /* a count: NULL unless every part answered one (the catch-up acts
+	                    on it); 0: summed over the parts that did (nobody counts it) */
 };
 /* Its shape, or NULL for a script ck_split does not take. */
 const struct ck_cols *ck_cols_of(int script);
@@ -92,7 +102,8 @@ int ck_split(int script, int n, const unsigned *slots, int argc, const char **ar
 void ck_parts_free(struct ck_part *parts, int nparts);
 
 /* The whole call's reply from its parts' (replies[k] part k's; NULL:
- * that part failed): a count, summed over the parts that answered one;
+ * that part failed): a count, summed over the parts that answered one
+ * (NULL unless all did, for a script whose ck_cols say all);
  * or an array with each item's element at the item's own index, nil for
  * the items of a part that failed or answered other than its shape (an
  * error, a short array): those items are a "no" from this entry, the

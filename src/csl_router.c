@@ -74,6 +74,8 @@ struct csr_req {
 	int argc;
 	const char **argv;
 	size_t *argvlen;
+	int stamp_at;   /* csr_stamp's argument, 0: none */
+	char stamp[48]; /* its value at the last send */
 };
 
 /* ---- pure helpers ---- */
@@ -280,6 +282,11 @@ static void dispatch(struct csr_req *q)
 	}
 	s->c = c;
 	s->q = q;
+	if (q->stamp_at > 0 && rt->stamp) { /* read now: the connection it goes on is live */
+		int n = snprintf(q->stamp, sizeof(q->stamp), "+%s", rt->stamp(rt->event_arg));
+		q->argv[q->stamp_at] = q->stamp;
+		q->argvlen[q->stamp_at] = n > 0 && (size_t)n < sizeof(q->stamp) ? (size_t)n : 0;
+	}
 	if (q->asking)
 		redisAsyncCommand(c->ac, NULL, NULL, "ASKING");
 	if (redisAsyncCommandArgv(c->ac, reply_cb, s, q->argc, q->argv, q->argvlen) != REDIS_OK) {
@@ -481,6 +488,12 @@ void csr_detach(struct csr_req *q)
 	req_free(q);
 }
 
+void csr_stamp(struct csr_req *q, int at)
+{
+	if (at > 0 && at < q->argc)
+		q->stamp_at = at;
+}
+
 /* ---- the router ---- */
 
 static void periodic_cb(evutil_socket_t fd, short what, void *arg)
@@ -533,6 +546,8 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	rt->password = cfg->password && cfg->password[0] ? strdup(cfg->password) : NULL;
 	rt->on_event = cfg->on_event;
 	rt->event_arg = cfg->event_arg;
+	rt->stamp = cfg->stamp;
+	rt->on_lost = cfg->on_lost;
 	rt->map = malloc(sizeof(*rt->map));
 	rt->scratch = malloc(sizeof(*rt->scratch));
 	rt->runids = calloc(CSL_MAX_NODES, sizeof(*rt->runids));

@@ -75,6 +75,15 @@ struct csr_event {
 
 typedef void csr_event_fn(const struct csr_event *ev, void *arg);
 
+/* A call's stamped argument (csr_stamp), read at each send of the call:
+ * lockd's connection epoch, which must be newer in every command written
+ * after a connection was lost than in any written on it (a command on
+ * the lost connection may still arrive late). */
+typedef const char *csr_stamp_fn(void *arg);
+/* A node connection was lost (or given up): told before any of its calls
+ * fails, so that what those calls' callers send next is stamped anew. */
+typedef void csr_lost_fn(void *arg);
+
 struct csr_cfg {
 	const char *const *seeds; /* "host:port" ("[v6]:port"), n_seeds of them, at least one */
 	int n_seeds;
@@ -88,7 +97,9 @@ struct csr_cfg {
 	int wait_replicas;
 	int wait_timeout_ms;
 	csr_event_fn *on_event; /* NULL: none told; never calls csr_free */
-	void *event_arg;
+	void *event_arg;        /* on_event's, stamp's and on_lost's */
+	csr_stamp_fn *stamp;    /* NULL: csr_stamp does nothing */
+	csr_lost_fn *on_lost;   /* NULL: none told; never calls csr_free */
 };
 
 /* r NULL: the call failed (no node, lost connection, timeout, deadline).
@@ -126,6 +137,12 @@ struct csr_req *csr_write(struct csr_router *rt, unsigned slot, int64_t deadline
 /* The caller is gone: fn is never called; the call's memory goes when its
  * reply comes back, or at once when it is not on the wire. */
 void csr_detach(struct csr_req *q);
+
+/* Argument `at` of the call (0 < at < argc) is written, at each send of
+ * it (the first, and after a redirection or a retry), as "+" and what
+ * cfg.stamp says then. Call it right after csr_command: the first send
+ * is on the loop, never inside csr_command. */
+void csr_stamp(struct csr_req *q, int at);
 
 /* 1 when every slot has a primary with a live connection. */
 int csr_covered(const struct csr_router *rt);

@@ -74,6 +74,8 @@ void csr_conn_arm(struct csr_conn *c)
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx)
 {
 	redisAsyncContext *ac = c->ac;
+	if (c->rt->on_lost && ac) /* before its calls fail: what follows them is stamped anew */
+		c->rt->on_lost(c->rt->event_arg);
 	snprintf(c->st.last_error, sizeof(c->st.last_error), "%s", why);
 	c->ac = NULL;
 	if (ac)

@@ -78,6 +78,8 @@ struct csr_router {
 	char wait_n[16], wait_ms[16]; /* WAIT's arguments */
 	csr_event_fn *on_event;
 	void *event_arg;
+	csr_stamp_fn *stamp;
+	csr_lost_fn *on_lost;
 	/* the run_id each node had when the router last connected to it, by
 	 * node id (by host and port for a node no map named): a node that
 	 * comes back empty at another address is still told as a restart */

@@ -604,10 +604,17 @@ static void gen_cb(struct master *m, redisReply *r, void *arg)
 
 /* The handshake's epoch: the next one, taken before any request on this
  * connection (see master_epoch). */
-static void hs_gen(struct master *m, master_reply_fn *fn)
+/* The next connection epoch: at each handshake, and when a cluster
+ * entry's router loses a node connection (mcluster.c). */
+static void epoch_next(void)
 {
 	snprintf(epoch_str, sizeof(epoch_str), "%0*llu", MASTER_EPOCH_LEN,
 	         (unsigned long long)++epoch);
+}
+
+static void hs_gen(struct master *m, master_reply_fn *fn)
+{
+	epoch_next();
 	memcpy(m->gen, epoch_str, sizeof(epoch_str));
 	send_gen(m, fn);
 }
@@ -761,7 +768,7 @@ static void cl_down(struct master *m, const char *why)
 		opts.on_down(m);
 }
 
-static const struct mcl_ops cl_ops = {cl_up, cl_down};
+static const struct mcl_ops cl_ops = {cl_up, cl_down, master_epoch, epoch_next};
 
 /* A sentinel entry: the Sentinels named its primary (or none did). */
 static void resolved_cb(struct master *m, const char *host, int port, const char *why)
@@ -880,6 +887,11 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 
 void masters_set_opts(const struct master_opts *o)
 {
+	if (any_cluster && o->wait_replicas != opts.wait_replicas)
+		log_warn(
+		    "redis.wait_replicas: cluster entries keep %lld until lockd restarts (their "
+		    "routers judge a failover by the value their writes were counted under)",
+		    (long long)opts.wait_replicas);
 	opts.timeout_ms = o->timeout_ms;
 	opts.reconnect_max_ms = o->reconnect_max_ms;
 	opts.wait_replicas = o->wait_replicas;

@@ -26,6 +26,7 @@
 #include "mcluster.h"
 #include "rdup.h"
 #include "scripts.h"
+#include "sha1.h"
 #include "util.h"
 
 #define POLL_US 100000 /* how often the router's cover is looked at */
@@ -83,21 +84,6 @@ static int is_noscript(const redisReply *r)
 	       strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-/* numkeys of a call, or -1 */
-static int nkeys_of(int argc, const char **argv, const size_t *argvlen)
-{
-	if (argc <= SA_NKEYS || argvlen[SA_NKEYS] == 0 || argvlen[SA_NKEYS] > 9)
-		return -1;
-	int n = 0;
-	for (size_t i = 0; i < argvlen[SA_NKEYS]; i++) {
-		char ch = argv[SA_NKEYS][i];
-		if (ch < '0' || ch > '9')
-			return -1;
-		n = n * 10 + (ch - '0');
-	}
-	return n;
-}
-
 /* Send part s of its request, in its cluster form: 0 or -1. */
 static int send_sub(struct mcl_sub *s)
 {
@@ -106,7 +92,7 @@ static int send_sub(struct mcl_sub *s)
 	int argc = q->parts ? q->parts[s->k].argc : q->argc;
 	const char **argv = q->parts ? q->parts[s->k].argv : q->argv;
 	const size_t *len = q->parts ? q->parts[s->k].argvlen : q->argvlen;
-	int nkeys = nkeys_of(argc, argv, len);
+	int nkeys = ck_nkeys(argc, argv, len);
 	if (nkeys < 0)
 		return -1;
 	size_t cap = ck_call_size(argc, len, nkeys);
@@ -126,6 +112,13 @@ static int send_sub(struct mcl_sub *s)
 		s->gen = cl->gen;
 		s->cr = (write ? csr_write : csr_command)(cl->rt, s->slot, deadline, sub_cb, s,
 		                                          argc, out, outlen);
+		/* the epoch is read when the part goes on the wire, on a live
+		 * connection, not now: it may wait for a reconnect, and one
+		 * written after a connection was lost must be newer than any
+		 * written on it */
+		int at = ck_epoch_at(q->script, nkeys);
+		if (s->cr && at > 0)
+			csr_stamp(s->cr, at);
 		rc = s->cr ? 0 : -1;
 	}
 	free(buf);
@@ -227,7 +220,9 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
 		q->subs[k] = (struct mcl_sub){
 		    .q = q, .k = k, .slot = q->parts ? q->parts[k].slot : slots[0]};
 		if (send_sub(&q->subs[k]) != 0) {
-			/* none of it answers: the parts sent are left to the router */
+			/* none of it answers: the parts handed to the router are
+			 * dropped there before they go out (csr_detach; the first send
+			 * is on the loop) */
 			for (int i = 0; i < k; i++)
 				csr_detach(q->subs[i].cr);
 			req_free(q);
@@ -256,6 +251,18 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static const char *stamp_cb(void *arg)
+{
+	struct mcl *cl = arg;
+	return cl->ops.epoch();
+}
+
+static void lost_cb(void *arg)
+{
+	struct mcl *cl = arg;
+	cl->ops.epoch_next();
+}
+
 /* Where the slots' data comes from changed: a node that may have lost
  * data takes the entry down now (no reply of it has reached a call yet),
  * and up again as one that restarted. */
@@ -277,6 +284,21 @@ static void event_cb(const struct csr_event *ev, void *arg)
 	}
 }
 
+/* The scripts' SHAs, where no master reported them yet (a configuration
+ * of cluster entries only): Redis names a script by the SHA-1 of its
+ * body, so each part goes by EVALSHA, and a node that lacks it answers
+ * NOSCRIPT once and gets the body. */
+static void know_shas(void)
+{
+	for (int id = 0; id < SCR_COUNT; id++)
+		if (!script_sha((enum script_id)id)) {
+			char hex[SHA1_HEX_LEN + 1];
+			const char *body = script_body((enum script_id)id);
+			sha1_hex(body, strlen(body), hex);
+			script_set_sha((enum script_id)id, hex, SHA1_HEX_LEN);
+		}
+}
+
 struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_cfg *cfg,
                     const struct mcl_ops *ops, char *err, size_t errlen)
 {
@@ -286,6 +308,7 @@ struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_
 		free(cl);
 		return NULL;
 	}
+	know_shas();
 	cl->m = m;
 	cl->ops = *ops;
 	cl->timeout_ms = cfg->timeout_ms;
@@ -301,7 +324,9 @@ struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_
 	                     .wait_replicas = cfg->wait_replicas,
 	                     .wait_timeout_ms = to / 2,
 	                     .on_event = event_cb,
-	                     .event_arg = cl};
+	                     .event_arg = cl,
+	                     .stamp = stamp_cb,
+	                     .on_lost = lost_cb};
 	cl->poll = event_new(base, -1, EV_PERSIST, poll_cb, cl);
 	if (!cl->poll || !(cl->rt = csr_new(base, &rc, err, errlen))) {
 		if (cl->poll)

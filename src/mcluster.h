@@ -33,6 +33,11 @@ struct mcl_ops {
 	void (*up)(struct master *m, int restarted);
 	/* m is down (why: what the router lacks) */
 	void (*down)(struct master *m, const char *why);
+	/* The connection epoch now (master_epoch), and the next one: a node
+	 * connection of the entry was lost, so every command written after
+	 * it must carry a newer epoch than any written on it (scripts.c). */
+	const char *(*epoch)(void);
+	void (*epoch_next)(void);
 };
 
 struct mcl_cfg {

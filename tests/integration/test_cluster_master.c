@@ -295,6 +295,61 @@ START_TEST(cluster_master_promotion_restarts)
 }
 END_TEST
 
+/* A late request (review of step 3): lockd gives a node's connection up
+ * (the node kills it here), so every command written after it carries a
+ * newer connection epoch than any written on it, read when the command
+ * goes on the wire (csr_stamp), however long it waited for the new
+ * connection. B's grant on the new connection then raises the slot's
+ * epoch above A's, and A's ACQUIRE, written on the old connection and
+ * arriving only now (sent here by hand, as the node would read it), takes
+ * no token of ours for stale: B's live lock stays B's. */
+START_TEST(cluster_master_epoch_after_reconnect)
+{
+	if (start() < 0)
+		return;
+	ck_assert_int_eq(ktag_init(), 0);
+	struct master *m = entry_start();
+	const char *name = "late";
+	int p = owner_of(name);
+	unsigned slot = csl_keyslot(name, strlen(name));
+	const char *t = ktag_of_slot(slot);
+	char e0[MASTER_EPOCH_LEN + 2], gen[64], key[64], rec[16], tok_a[33];
+	snprintf(e0, sizeof(e0), "+%s", master_epoch()); /* as A was written */
+	snprintf(gen, sizeof(gen), "{%s}" PFX "gen " INST, t);
+	snprintf(key, sizeof(key), "{%s}" PFX "%s", t, name);
+	snprintf(rec, sizeof(rec), "{%s}", t);
+	snprintf(tok_a, sizeof(tok_a), "%s%016d", INST, 1);
+
+	long long killed = h_redis_int(C.first + p, "CLIENT", "KILL", "TYPE", "normal", NULL);
+	ck_assert_int_ge(killed, 1);
+	struct acq qb;
+	struct got gb = {0};
+	int ok = 0;
+	for (double t0 = h_now_ms(); !ok && h_now_ms() - t0 < 10000;) {
+		run_ms(50);
+		if (m->state != MS_UP)
+			continue;
+		acq_call(m, &qb, name, 2, &gb);
+		ck_assert(run_until(&gb.done, 5000));
+		ok = !gb.null && gb.type == REDIS_REPLY_ARRAY && gb.el[0] > 0;
+	}
+	ck_assert_msg(ok, "B not granted within 10 s of the node's reconnect");
+	ck_assert_msg(strcmp(master_epoch(), e0 + 1) != 0,
+	              "the connection epoch did not move when the node's connection was lost");
+
+	char *r = h_redis(C.first + p, "EVAL", script_body(SCR_ACQUIRE), "3", gen, key, rec, INST,
+	                  "60000", e0, tok_a, "20000", "", "0", "x", "", "", "0", NULL);
+	ck_assert(r);
+	free(r);
+	char *v = h_redis(C.first + p, "GET", key, NULL);
+	ck_assert_msg(v && strcmp(v, qb.tok) == 0,
+	              "A's late ACQUIRE took B's live lock: it holds %s", v ? v : "-");
+	free(v);
+	masters_shutdown();
+	finish_rt();
+}
+END_TEST
+
 TCase *tc_cluster_master(void)
 {
 	TCase *tc = tcase_create("cluster_master");
@@ -302,5 +357,6 @@ TCase *tc_cluster_master(void)
 	tcase_set_timeout(tc, 90);
 	H_ADD(tc, cluster_master_calls);
 	H_ADD(tc, cluster_master_promotion_restarts);
+	H_ADD(tc, cluster_master_epoch_after_reconnect);
 	return tc;
 }
