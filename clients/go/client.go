@@ -34,6 +34,9 @@ type Client struct {
 	idle      []*conn
 	all       map[*conn]struct{}
 	closed    bool
+	// ends: the background ends of sessions under way (endSession), each
+	// closing its channel when done.
+	ends map[chan struct{}]struct{}
 }
 
 type config struct {
@@ -97,7 +100,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	c := &Client{cfg: cfg, all: map[*conn]struct{}{}}
+	c := &Client{cfg: cfg, all: map[*conn]struct{}{}, ends: map[chan struct{}]struct{}{}}
 	cn, err := c.dialConn(ctx, true)
 	if err != nil {
 		return nil, err
@@ -122,7 +125,13 @@ func (c *Client) Resumable() bool { return c.cfg.resume && !c.noSession.Load() }
 
 // Close ends every session of the client (QUIT, so resumable sessions end
 // too and their locks are released) and closes every connection. Locks
-// still held are then lost (their Context is cancelled).
+// still held are then lost (their Context is cancelled) when Close
+// returns. A resumable session that QUIT cannot end on its own connection
+// (it is being resumed, a Lock waits on it, or its QUIT goes unanswered
+// for a second: the link went silent) is resumed on a new connection and
+// ended there with QUIT, in the background: the session's lockd first,
+// then the other addresses, tried again until the session's grace has
+// passed. Close waits for those ends at most the dial timeout (5 s).
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -142,6 +151,7 @@ func (c *Client) Close() error {
 		go func(cn *conn) { defer wg.Done(); cn.quit() }(cn)
 	}
 	wg.Wait()
+	c.waitEnds(c.cfg.dialTimeout)
 	return nil
 }
 
@@ -151,14 +161,20 @@ func (c *Client) isClosed() bool {
 	return c.closed
 }
 
-func (c *Client) track(cn *conn, add bool) {
+// track adds cn to the connections Close ends (false when the client was
+// closed meanwhile: Close will not see it), or removes it.
+func (c *Client) track(cn *conn, add bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if add {
-		c.all[cn] = struct{}{}
-	} else {
+	if !add {
 		delete(c.all, cn)
+		return true
 	}
+	if c.closed {
+		return false
+	}
+	c.all[cn] = struct{}{}
+	return true
 }
 
 // get takes a pooled connection or dials a new one.

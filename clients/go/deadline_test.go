@@ -245,17 +245,26 @@ func TestCancelRacingGrantLeavesNothing(t *testing.T) {
 // proxy forwards TCP connections to a lockd, line by line, and can cut
 // them all (stop forwarding both ways, connections left open, new ones
 // accepted and left unanswered), count the HELD requests, and hold back a
-// reply line.
+// reply line. A cut link carries no close either (as when a network path
+// fails without a reset): a side that closes it is the only one to know.
+// reset cuts and closes every connection open now, so that both sides see
+// their link end; heal lets new connections through again (a link cut
+// before stays cut).
 type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	isCut  bool
-	held   int
-	hold   string // hold back the first reply line starting with this word...
-	onHold func() // ...calling this, then forwarding it 100 ms later
+	ln        net.Listener
+	target    string
+	mu        sync.Mutex
+	conns     []net.Conn
+	links     []*proxyLink
+	isCut     bool
+	swallowed int // bytes received on connections accepted while cut
+	held      int
+	hold      string // hold back the first reply line starting with this word...
+	onHold    func() // ...calling this, then forwarding it 100 ms later
 }
+
+// proxyLink is one forwarded connection; cut under proxy.mu.
+type proxyLink struct{ cut bool }
 
 func newProxy(t *testing.T, target string) *proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -273,7 +282,35 @@ func (p *proxy) addr() string { return p.ln.Addr().String() }
 func (p *proxy) cut() {
 	p.mu.Lock()
 	p.isCut = true
+	for _, l := range p.links {
+		l.cut = true
+	}
 	p.mu.Unlock()
+}
+
+// reset cuts, and closes every connection open now (both sides see it end).
+func (p *proxy) reset() {
+	p.cut()
+	p.mu.Lock()
+	conns := append([]net.Conn(nil), p.conns...)
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
+// heal lets new connections reach lockd again.
+func (p *proxy) heal() {
+	p.mu.Lock()
+	p.isCut = false
+	p.mu.Unlock()
+}
+
+// swallowedBytes: what was sent on connections accepted while cut.
+func (p *proxy) swallowedBytes() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.swallowed
 }
 
 func (p *proxy) helds() int {
@@ -292,6 +329,12 @@ func (p *proxy) cutNow() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.isCut
+}
+
+func (p *proxy) linkCut(l *proxyLink) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return l.cut
 }
 
 func (p *proxy) track(c net.Conn) bool {
@@ -315,6 +358,15 @@ func (p *proxy) close() {
 	}
 }
 
+type swallowCounter struct{ p *proxy }
+
+func (w swallowCounter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	w.p.swallowed += len(b)
+	w.p.mu.Unlock()
+	return len(b), nil
+}
+
 func (p *proxy) accept() {
 	for {
 		cc, err := p.ln.Accept()
@@ -326,7 +378,7 @@ func (p *proxy) accept() {
 			return
 		}
 		if p.cutNow() {
-			go io.Copy(io.Discard, cc) // accepted, never answered
+			go io.Copy(swallowCounter{p}, cc) // accepted, never answered
 			continue
 		}
 		sc, err := net.DialTimeout("tcp", p.target, 5*time.Second)
@@ -334,23 +386,31 @@ func (p *proxy) accept() {
 			cc.Close()
 			continue
 		}
-		go p.pipe(cc, sc, true)
-		go p.pipe(sc, cc, false)
+		l := &proxyLink{}
+		p.mu.Lock()
+		p.links = append(p.links, l)
+		p.mu.Unlock()
+		go p.pipe(l, cc, sc, true)
+		go p.pipe(l, sc, cc, false)
 	}
 }
 
 // pipe copies lines from src to dst until either closes; after the cut it
-// reads and drops them.
-func (p *proxy) pipe(src, dst net.Conn, requests bool) {
-	defer src.Close()
-	defer dst.Close()
+// reads and drops them, and a close of src is not passed on to dst.
+func (p *proxy) pipe(l *proxyLink, src, dst net.Conn, requests bool) {
+	defer func() {
+		src.Close()
+		if !p.linkCut(l) {
+			dst.Close()
+		}
+	}()
 	br := bufio.NewReader(src)
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
 			return
 		}
-		if p.cutNow() {
+		if p.linkCut(l) {
 			continue
 		}
 		word, _, _ := strings.Cut(strings.TrimSpace(line), " ")
