@@ -302,11 +302,11 @@ START_TEST(ckey_split_release_many)
 {
 	/* KEYS 5 per item; ARGV channel, instance, reserve ms, then 4 per item */
 	struct vec v;
-	char names[16][8];
+	char names[16][32];
 	head(&v, "10");
 	for (int c = 0; c < 5; c++)
 		for (int i = 0; i < 2; i++) {
-			snprintf(names[c * 2 + i], 8, "K%d%d", c, i);
+			snprintf(names[c * 2 + i], sizeof(names[0]), "K%d%d", c, i);
 			push(&v, names[c * 2 + i]);
 		}
 	push(&v, "ch");
