@@ -151,11 +151,9 @@ static redisReply *release(const char *name, const char *token)
 
 /* GET of a name's key on the cluster, as the cluster entry names it
  * ("{T}" PFX name suffix); NULL when missing. */
-static char *get_tagged(const char *name, const char *suffix)
+/* GET of key (of slot) through the router; NULL when missing. */
+static char *get_at(unsigned slot, const char *key)
 {
-	unsigned slot = csl_keyslot(name, strlen(name));
-	char key[128];
-	snprintf(key, sizeof(key), "{%s}" PFX "%.40s%s", ktag_of_slot(slot), name, suffix);
 	ck_assert_uint_eq(csl_keyslot(key, strlen(key)), slot);
 	struct kept k = {0};
 	ck_assert(csr_command(rt, slot, deadline_in(3000), keep_cb, &k, 2,
@@ -164,6 +162,14 @@ static char *get_tagged(const char *name, const char *suffix)
 	char *v = k.r->type == REDIS_REPLY_STRING ? strdup(k.r->str) : NULL;
 	freeReplyObject(k.r);
 	return v;
+}
+
+static char *get_tagged(const char *name, const char *suffix)
+{
+	unsigned slot = csl_keyslot(name, strlen(name));
+	char key[128];
+	snprintf(key, sizeof(key), "{%s}" PFX "%.40s%s", ktag_of_slot(slot), name, suffix);
+	return get_at(slot, key);
 }
 
 /* Announcements read from a subscriber on node i, until n or 5 s. */
@@ -476,13 +482,7 @@ static char *get_gen(const char *name)
 	unsigned slot = csl_keyslot(name, strlen(name));
 	char key[128];
 	snprintf(key, sizeof(key), "{%s}" PFX "gen " INST_A, ktag_of_slot(slot));
-	struct kept k = {0};
-	ck_assert(csr_command(rt, slot, deadline_in(3000), keep_cb, &k, 2,
-	                      (const char *[]){"GET", key}, NULL));
-	ck_assert(run_until(&k.done, 5000) && k.r);
-	char *v = k.r->type == REDIS_REPLY_STRING ? strdup(k.r->str) : NULL;
-	freeReplyObject(k.r);
-	return v;
+	return get_at(slot, key);
 }
 
 /* A SET of name's key (suffix "") in its slot's tagged form. */
@@ -507,8 +507,7 @@ static int granted(redisReply *r)
 
 /* The connection epoch per slot, raised by use (scripts.c,
  * LUA_GEN_BY_USE): a cluster entry's grant ("+E", ck_call's form of the
- * epoch) raises its slot's key
- * to E; a late request (an older epoch) then takes no stale token of
+ * epoch) raises its slot's key to E; a late request (an older epoch) then takes no stale token of
  * ours there, a current one does; a slot whose key is missing makes no
  * request current; and a standalone master's form ("E") writes no key. */
 START_TEST(cluster_scripts_epoch)
