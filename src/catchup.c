@@ -19,6 +19,7 @@
 
 #include "catchup.h"
 #include "cfg.h"
+#include "cluster.h"
 #include "log.h"
 #include "master.h"
 
@@ -41,6 +42,8 @@ struct catchup {
 	char **vals;       /* copies of their values from MGET */
 	const char **argv; /* MGET, then the raise script */
 	size_t *argvlen;
+	unsigned *slots; /* a cluster target: each raised counter's lock name's slot */
+	size_t plen;     /* the prefix's length: a counter is "PREFIX<key> fence" */
 	char nbuf[16];
 };
 
@@ -65,9 +68,11 @@ static void batch_free(struct catchup *cu)
 	free(cu->vals);
 	free(cu->argv);
 	free(cu->argvlen);
+	free(cu->slots);
 	cu->keys = cu->vals = NULL;
 	cu->argv = NULL;
 	cu->argvlen = NULL;
+	cu->slots = NULL;
 	cu->nkeys = 0;
 }
 
@@ -105,6 +110,25 @@ static void raise_cb(struct master *m, redisReply *r, void *arg)
 	}
 	cu->raised += r->integer;
 	next_batch(cu);
+}
+
+/* A cluster target raises each counter in its lock name's slot (the name
+ * between the prefix and " fence", as the scripts name a counter after
+ * its lock): the raise's keys, in order. NULL: out of memory, or a key
+ * not of that shape (SCAN's pattern matched it). */
+static unsigned *counter_slots(const struct catchup *cu, int n)
+{
+	static const size_t sfx = sizeof(" fence") - 1;
+	unsigned *slots = malloc(sizeof(*slots) * (size_t)n);
+	for (int k = 0; slots && k < n; k++) {
+		size_t len = cu->argvlen[3 + k];
+		if (len < cu->plen + sfx) {
+			free(slots);
+			return NULL;
+		}
+		slots[k] = csl_keyslot(cu->argv[3 + k] + cu->plen, len - cu->plen - sfx);
+	}
+	return slots;
 }
 
 static void mget_cb(struct master *m, redisReply *r, void *arg)
@@ -155,8 +179,12 @@ static void mget_cb(struct master *m, redisReply *r, void *arg)
 	cu->argvlen[3 + 2 * n] = strlen(cu->idle);
 	cu->argv[4 + 2 * n] = cu->clock_floor ? "1" : "0";
 	cu->argvlen[4 + 2 * n] = 1;
-	if (master_call(cu->target, SCR_RAISE_MANY, 5 + 2 * n, cu->argv, cu->argvlen, raise_cb,
-	                cu) != 0)
+	if (cu->target->cl && !(cu->slots = counter_slots(cu, n))) {
+		finish(cu, 0);
+		return;
+	}
+	if (master_call_at(cu->target, cu->slots, cu->slots ? n : 0, SCR_RAISE_MANY, 5 + 2 * n,
+	                   cu->argv, cu->argvlen, raise_cb, cu) != 0)
 		finish(cu, 0);
 }
 
@@ -222,6 +250,7 @@ int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_
 	snprintf(cu->idle, sizeof(cu->idle), "%lld", (long long)fence_idle_ms);
 	cu->target = target;
 	cu->done = done;
+	cu->plen = strlen(prefix);
 	/* Counters are "PREFIX<key> fence": glob-escape the prefix. */
 	char *p = cu->pattern;
 	for (const char *s = prefix; *s && p < cu->pattern + sizeof(cu->pattern) - 12; s++) {
