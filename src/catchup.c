@@ -31,7 +31,13 @@ struct catchup {
 	int clock_floor; /* raise to at least the target's clock too */
 	char idle[24];   /* fence idle ms */
 	char cursor[32];
-	char pattern[300];
+	char pattern[300];  /* "PREFIX* fence", glob-escaped */
+	char cpattern[310]; /* a cluster source's: "{*}PREFIX* fence" (ckey.h's names) */
+	uint64_t moves[CONFIG_MAX_MASTERS]; /* each cluster entry's slot moves at the start */
+	/* a cluster source: one slot of each of its primaries, read one after
+	 * the other (a SCAN is per node) */
+	unsigned nodes[CSL_MAX_NODES];
+	int nnodes, inode;
 	catchup_done_fn *done;
 	long long raised;
 	const char *scan_argv[6];
@@ -42,20 +48,37 @@ struct catchup {
 	char **vals;       /* copies of their values from MGET */
 	const char **argv; /* MGET, then the raise script */
 	size_t *argvlen;
-	unsigned *slots; /* a cluster target: each raised counter's lock name's slot */
-	size_t plen;     /* the prefix's length: a counter is "PREFIX<key> fence" */
+	unsigned *slots;  /* a cluster target: each raised counter's lock name's slot */
+	unsigned *kslots; /* a cluster source: each key's slot, for its MGET */
+	size_t plen;      /* the prefix's length: a counter is "PREFIX<key> fence" */
 	char nbuf[16];
 };
 
 static int scan_step(struct catchup *cu);
 
-/* Every master involved still on the connection it had at the start. */
+/* Every master involved still on the connection it had at the start, and
+ * no cluster entry's slot moved to another primary (a key moved between
+ * two of its SCANs may be read on neither). */
 static int same_run(const struct catchup *cu)
 {
 	for (int i = 0; i < masters_count(); i++)
-		if (master_get(i)->reconnects != cu->gen[i])
+		if (master_get(i)->reconnects != cu->gen[i] ||
+		    master_cluster_moves(master_get(i)) != cu->moves[i])
 			return 0;
 	return 1;
+}
+
+static struct master *source(const struct catchup *cu)
+{
+	return master_get(cu->src[cu->isrc]);
+}
+
+/* The source now read starts: a cluster entry's primaries, as its map
+ * names them now (same_run fails the walk if that changes). */
+static void source_start(struct catchup *cu)
+{
+	cu->inode = 0;
+	cu->nnodes = master_cluster_nodes(source(cu), cu->nodes, CSL_MAX_NODES);
 }
 
 static void batch_free(struct catchup *cu)
@@ -69,10 +92,11 @@ static void batch_free(struct catchup *cu)
 	free(cu->argv);
 	free(cu->argvlen);
 	free(cu->slots);
+	free(cu->kslots);
 	cu->keys = cu->vals = NULL;
 	cu->argv = NULL;
 	cu->argvlen = NULL;
-	cu->slots = NULL;
+	cu->slots = cu->kslots = NULL;
 	cu->nkeys = 0;
 }
 
@@ -93,9 +117,12 @@ static void finish(struct catchup *cu, int ok)
 static void next_batch(struct catchup *cu)
 {
 	batch_free(cu);
-	if (strcmp(cu->cursor, "0") == 0 && ++cu->isrc == cu->nsrc) {
-		finish(cu, 1);
-		return;
+	if (strcmp(cu->cursor, "0") == 0 && ++cu->inode >= cu->nnodes) { /* the source is read */
+		if (++cu->isrc == cu->nsrc) {
+			finish(cu, 1);
+			return;
+		}
+		source_start(cu);
 	}
 	if (scan_step(cu) != 0)
 		finish(cu, 0);
@@ -164,8 +191,14 @@ static void mget_cb(struct master *m, redisReply *r, void *arg)
 			finish(cu, 0);
 			return;
 		}
-		cu->argv[3 + k] = cu->keys[i];
-		cu->argvlen[3 + k] = strlen(cu->keys[i]);
+		/* a cluster source's names have its slot's tag in front: the
+		 * raise takes the standalone names (a cluster target tags them
+		 * again, by their own slots) */
+		const char *key = cu->keys[i];
+		if (source(cu)->cl && key[0] == '{' && strchr(key, '}'))
+			key = strchr(key, '}') + 1;
+		cu->argv[3 + k] = key;
+		cu->argvlen[3 + k] = strlen(key);
 		cu->argv[3 + n + k] = cu->vals[i];
 		cu->argvlen[3 + n + k] = strlen(cu->vals[i]);
 		k++;
@@ -222,16 +255,32 @@ static void scan_cb(struct master *m, redisReply *r, void *arg)
 		cu->argv[1 + i] = cu->keys[i];
 		cu->argvlen[1 + i] = strlen(e->str);
 	}
-	if (master_call(m, -1, 1 + cu->nkeys, cu->argv, cu->argvlen, mget_cb, cu) != 0)
+	if (m->cl) { /* an MGET per slot, joined (mcluster.c) */
+		if (!(cu->kslots = malloc(sizeof(*cu->kslots) * (size_t)cu->nkeys))) {
+			finish(cu, 0);
+			return;
+		}
+		for (int i = 0; i < cu->nkeys; i++)
+			cu->kslots[i] = csl_keyslot(cu->keys[i], cu->argvlen[1 + i]);
+	}
+	if (master_call_at(m, cu->kslots, cu->kslots ? cu->nkeys : 0, -1, 1 + cu->nkeys, cu->argv,
+	                   cu->argvlen, mget_cb, cu) != 0)
 		finish(cu, 0);
 }
 
 static int scan_step(struct catchup *cu)
 {
+	struct master *m = source(cu);
 	cu->scan_argv[1] = cu->cursor;
 	cu->scan_len[1] = strlen(cu->cursor);
-	return master_call(master_get(cu->src[cu->isrc]), -1, 6, cu->scan_argv, cu->scan_len,
-	                   scan_cb, cu);
+	cu->scan_argv[3] = m->cl ? cu->cpattern : cu->pattern;
+	cu->scan_len[3] = strlen(cu->scan_argv[3]);
+	if (m->cl) /* its primaries one after the other, by a slot of each */
+		return cu->inode < cu->nnodes
+		           ? master_call_at(m, &cu->nodes[cu->inode], 1, -1, 6, cu->scan_argv,
+		                            cu->scan_len, scan_cb, cu)
+		           : -1;
+	return master_call(m, -1, 6, cu->scan_argv, cu->scan_len, scan_cb, cu);
 }
 
 int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_ms, const int *src,
@@ -244,8 +293,10 @@ int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_
 		return -1;
 	for (int i = 0; i < nsrc && i < CONFIG_MAX_MASTERS; i++)
 		cu->src[cu->nsrc++] = src[i];
-	for (int i = 0; i < masters_count(); i++)
+	for (int i = 0; i < masters_count(); i++) {
 		cu->gen[i] = master_get(i)->reconnects;
+		cu->moves[i] = master_cluster_moves(master_get(i));
+	}
 	cu->clock_floor = clock_floor;
 	snprintf(cu->idle, sizeof(cu->idle), "%lld", (long long)fence_idle_ms);
 	cu->target = target;
@@ -259,6 +310,7 @@ int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_
 		*p++ = *s;
 	}
 	strcpy(p, "* fence");
+	snprintf(cu->cpattern, sizeof(cu->cpattern), "{*}%s", cu->pattern);
 	strcpy(cu->cursor, "0");
 	for (int i = 0; i < 6; i++) {
 		cu->scan_argv[i] = i == 3 ? cu->pattern : fixed[i];
@@ -270,6 +322,7 @@ int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_
 		free(cu);
 		return 1;
 	}
+	source_start(cu);
 	if (scan_step(cu) != 0) {
 		free(cu);
 		return -1;

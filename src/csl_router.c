@@ -336,7 +336,10 @@ static void redirect(struct csr_req *q, struct csr_conn *c, const struct csl_red
 		return;
 	}
 	if (!ask && rt->node_conn[n]) /* the next calls of the slot go there too */
-		rt->map->slot[rd->slot] = (uint16_t)n;
+		if (rt->map->slot[rd->slot] != (uint16_t)n) {
+			rt->map->slot[rd->slot] = (uint16_t)n;
+			rt->moves++;
+		}
 	dispatch(q);
 }
 
@@ -577,6 +580,26 @@ int csr_covered(const struct csr_router *rt)
 			return 0;
 	}
 	return 1;
+}
+
+int csr_primaries(const struct csr_router *rt, unsigned *slots, int max)
+{
+	int k = 0;
+	for (int i = 0; rt->have_map && i < rt->map->n_nodes && k < max; i++) {
+		if (rt->map->nodes[i].role != CSL_PRIMARY)
+			continue;
+		for (unsigned s = 0; s < CSL_SLOTS; s++)
+			if (rt->map->slot[s] == i) {
+				slots[k++] = s;
+				break;
+			}
+	}
+	return k;
+}
+
+uint64_t csr_slot_moves(const struct csr_router *rt)
+{
+	return rt->moves;
 }
 
 int csr_slot_owner(const struct csr_router *rt, unsigned slot, char *host, size_t hlen, int *port)

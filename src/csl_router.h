@@ -147,6 +147,16 @@ void csr_stamp(struct csr_req *q, int at);
 /* 1 when every slot has a primary with a live connection. */
 int csr_covered(const struct csr_router *rt);
 
+/* One slot of each primary that serves one in the map (the first it
+ * serves), up to max: a command without a key (SCAN) sent for that slot
+ * reaches that primary. Their number. */
+int csr_primaries(const struct csr_router *rt, unsigned *slots, int max);
+
+/* How many times a slot group's primary changed in the router's map (a
+ * new map, or a MOVED it learned from): a walk over the primaries is
+ * whole only if this did not change meanwhile. */
+uint64_t csr_slot_moves(const struct csr_router *rt);
+
 /* Ask for a map refresh now (rate-limited; one at a time). */
 void csr_refresh(struct csr_router *rt);
 

@@ -444,6 +444,7 @@ static void tell_all_new(struct csr_router *rt, const struct csl_map *m)
 static void tell_changes(struct csr_router *rt, const struct csl_map *old, const struct csl_map *m)
 {
 	int n = csl_map_diff(old, m, rt->changes, CSL_DIFF_MAX);
+	rt->moves += n < 0 ? 1 : (uint64_t)n;
 	if (n < 0) {
 		tell_all_new(rt, m);
 		return;

@@ -115,6 +115,7 @@ struct csr_router {
 	int n_cands, ri;
 	unsigned rot; /* where the next refresh starts among the primaries */
 	uint64_t refreshes;
+	uint64_t moves; /* slot groups whose primary changed: by a new map, or a MOVED */
 	char rwhy[200]; /* the last refresh attempt's failure */
 };
 

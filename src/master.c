@@ -550,6 +550,16 @@ int masters_any_cluster(void)
 	return any_cluster;
 }
 
+int master_cluster_nodes(struct master *m, unsigned *slots, int max)
+{
+	return m->cl ? mcl_primaries(m->cl, slots, max) : 0;
+}
+
+uint64_t master_cluster_moves(struct master *m)
+{
+	return m->cl ? mcl_slot_moves(m->cl) : 0;
+}
+
 /* --- the name, the connection epoch, the marker, going up --- */
 
 /* A name that did not reach the master: WHO elsewhere says "-" for this

@@ -222,6 +222,12 @@ int master_call_at(struct master *m, const unsigned *slots, int nslots, int scri
                    const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg);
 /* 1 when some master is a cluster entry (its calls need their slots). */
 int masters_any_cluster(void);
+/* A cluster entry: one slot of each of its primaries (a command without
+ * a key sent for it reaches that primary: a SCAN), and how many times its
+ * slots changed primaries (a walk over them is whole only if this did
+ * not change). 0 for any other master. */
+int master_cluster_nodes(struct master *m, unsigned *slots, int max);
+uint64_t master_cluster_moves(struct master *m);
 
 /* The connection epoch now, in decimal: every command connection takes the
  * next one at its connect, and its handshake raises master_opts.gen_key on

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/event.h>
 
@@ -92,6 +93,12 @@ static int send_sub(struct mcl_sub *s)
 	int argc = q->parts ? q->parts[s->k].argc : q->argc;
 	const char **argv = q->parts ? q->parts[s->k].argv : q->argv;
 	const size_t *len = q->parts ? q->parts[s->k].argvlen : q->argvlen;
+	if (q->script < 0) { /* a command, its keys the cluster's names already: as it is */
+		s->gen = cl->gen;
+		s->cr = csr_command(cl->rt, s->slot, now_us() + cl->timeout_ms * 1000, sub_cb, s,
+		                    argc, argv, len);
+		return s->cr ? 0 : -1;
+	}
 	int nkeys = ck_nkeys(argc, argv, len);
 	if (nkeys < 0)
 		return -1;
@@ -146,16 +153,43 @@ static void finish(struct mcl_req *q, const redisReply *r)
 	req_free(q);
 }
 
+/* An MGET's reply from its parts': all of them, or nothing (a value
+ * missing for want of a part would read as a key that does not exist). */
+static redisReply *join_mget(const struct mcl_req *q)
+{
+	redisReply *r = calloc(1, sizeof(*r));
+	if (!r || !(r->element = calloc((size_t)q->n, sizeof(*r->element)))) {
+		free(r);
+		return NULL;
+	}
+	r->type = REDIS_REPLY_ARRAY;
+	r->elements = (size_t)q->n;
+	for (int k = 0; k < q->nparts; k++) {
+		const redisReply *e = q->subs[k].r;
+		if (!e || e->type != REDIS_REPLY_ARRAY || e->elements != (size_t)q->parts[k].nitems)
+			goto fail;
+		for (int j = 0; j < q->parts[k].nitems; j++)
+			if (!(r->element[q->parts[k].items[j]] = rdup_reply(e->element[j])))
+				goto fail;
+	}
+	return r;
+fail:
+	freeReplyObject(r);
+	return NULL;
+}
+
 static void finish_split(struct mcl_req *q)
 {
 	redisReply **replies = malloc(sizeof(*replies) * (size_t)q->nparts);
 	redisReply *j = NULL;
-	if (replies) {
+	if (q->script < 0) {
+		j = join_mget(q);
+	} else if (replies) {
 		for (int k = 0; k < q->nparts; k++)
 			replies[k] = q->subs[k].r;
 		j = ck_join(q->script, q->n, q->parts, q->nparts, replies);
-		free(replies);
 	}
+	free(replies);
 	finish(q, j);
 	if (j)
 		freeReplyObject(j);
@@ -183,10 +217,45 @@ static void sub_cb(const redisReply *r, void *arg)
 		finish_split(q);
 }
 
+/* An MGET over keys of several slots (key i of slots[i]): one MGET per
+ * slot, keys in their order. The number of parts, or -1. */
+static int split_mget(int n, const unsigned *slots, const char **argv, const size_t *argvlen,
+                      struct ck_part **parts)
+{
+	struct ck_part *pt = calloc((size_t)n, sizeof(*pt));
+	int np = 0;
+	if (!pt)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		int k = 0;
+		while (k < np && pt[k].slot != slots[i])
+			k++;
+		if (k == np) {
+			pt[k].slot = slots[i];
+			pt[k].items = malloc(sizeof(int) * (size_t)n);
+			pt[k].argv = malloc(sizeof(*pt[k].argv) * (size_t)(n + 1));
+			pt[k].argvlen = malloc(sizeof(*pt[k].argvlen) * (size_t)(n + 1));
+			np++;
+			if (!pt[k].items || !pt[k].argv || !pt[k].argvlen) {
+				ck_parts_free(pt, np);
+				return -1;
+			}
+			pt[k].argv[0] = argv[0];
+			pt[k].argvlen[0] = argvlen[0];
+			pt[k].argc = 1;
+		}
+		pt[k].items[pt[k].nitems++] = i;
+		pt[k].argv[pt[k].argc] = argv[1 + i];
+		pt[k].argvlen[pt[k].argc++] = argvlen[1 + i];
+	}
+	*parts = pt;
+	return np;
+}
+
 int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int argc,
              const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg)
 {
-	if (!cl->up || cl->closed || script < 0 || nslots < 1)
+	if (!cl->up || cl->closed || nslots < 1)
 		return -1;
 	struct mcl_req *q = calloc(1, sizeof(*q));
 	if (!q)
@@ -198,7 +267,16 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
 	                      .argc = argc,
 	                      .argv = argv,
 	                      .argvlen = argvlen};
-	if (ck_cols_of(script)) {
+	int mget = script < 0 && nslots > 1 && argc == nslots + 1 && argvlen[0] == 4 &&
+	           strncasecmp(argv[0], "MGET", 4) == 0;
+	if (mget) {
+		q->n = nslots;
+		if ((q->nparts = split_mget(nslots, slots, argv, argvlen, &q->parts)) < 1) {
+			req_free(q);
+			return -1;
+		}
+		q->nsubs = q->nparts;
+	} else if (script >= 0 && ck_cols_of(script)) {
 		q->n = nslots;
 		q->nparts = ck_split(script, nslots, slots, argc, argv, argvlen, &q->parts);
 		if (q->nparts < 1) {
@@ -210,7 +288,7 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
 		q->nsubs = 1;
 	} else {
 		req_free(q);
-		return -1; /* one script call cannot span slots */
+		return -1; /* one call cannot span slots (but those split above) */
 	}
 	if (!(q->subs = calloc((size_t)q->nsubs, sizeof(*q->subs)))) {
 		req_free(q);
@@ -341,6 +419,16 @@ struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_
 void mcl_set_opts(struct mcl *cl, int64_t timeout_ms)
 {
 	cl->timeout_ms = timeout_ms;
+}
+
+int mcl_primaries(struct mcl *cl, unsigned *slots, int max)
+{
+	return csr_primaries(cl->rt, slots, max);
+}
+
+uint64_t mcl_slot_moves(struct mcl *cl)
+{
+	return csr_slot_moves(cl->rt);
 }
 
 const char *mcl_any_node(struct mcl *cl, char *buf, size_t len)

@@ -57,12 +57,20 @@ void mcl_set_opts(struct mcl *cl, int64_t timeout_ms);
 /* master_call for a cluster entry: script's call (argv as a standalone
  * master takes it, valid until fn runs) for the lock of slot slots[0]
  * (nslots 1), or over nslots items, item i of slot slots[i] (a script
- * ckey.h's ck_cols_of takes). fn runs once, on the loop, never inside
- * mcl_call; -1 (fn never runs) when the entry is not up, the call has no
- * slot (a command that is not a script, a session's record: not yet on
+ * ckey.h's ck_cols_of takes). A command that is not a script (script -1)
+ * goes as it is, its keys the cluster's names already: to the primary of
+ * slots[0] (a SCAN of that primary, a GET), or, an MGET of nslots keys,
+ * split per slot and joined (NULL unless every part answered). fn runs
+ * once, on the loop, never inside mcl_call; -1 (fn never runs) when the
+ * entry is not up, the call has no slot (a session's record: not yet on
  * cluster entries), or out of memory. */
 int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int argc,
              const char **argv, const size_t *argvlen, master_reply_fn *fn, void *arg);
+
+/* One slot of each primary (csr_primaries), and how many times slots
+ * changed primaries (csr_slot_moves): catch-up's walk over the nodes. */
+int mcl_primaries(struct mcl *cl, unsigned *slots, int max);
+uint64_t mcl_slot_moves(struct mcl *cl);
 
 /* A primary's "HOST:PORT" for the subscriber (release notices: PUBLISH
  * reaches every node of a cluster), or NULL when none is known. */

@@ -251,11 +251,8 @@ static void rejoin(struct master *m)
 	int degraded = trusted < need;
 	for (int i = 0; i < nmembers && (degraded || nsrc < need); i++) {
 		struct master *o = master_get(i);
-		/* a cluster entry is read per node, which catch-up does not do
-		 * yet (doc/cluster.md, the build plan): not a source */
-		if (o != m && !o->cl &&
-		    (degraded ? o->state == MS_UP && members[i].state != MB_JUDGING
-		              : mb_counts(o) && members[i].trusted))
+		if (o != m && (degraded ? o->state == MS_UP && members[i].state != MB_JUDGING
+		                        : mb_counts(o) && members[i].trusted))
 			src[nsrc++] = i;
 	}
 	if ((degraded ? nsrc + 1 : nsrc) < need) {

@@ -379,7 +379,8 @@ static void caught_up_cb(struct master *target, int ok)
 /* A cluster entry caught up from a standalone master (catchup.c, as
  * membership does for a master that restarted): every fence counter of
  * the source raised on the cluster in its lock name's slot (a name with
- * a hash tag of its own, one with a space), one already higher kept. */
+ * a hash tag of its own, one with a space), one already higher kept; then
+ * a standalone master caught up from the cluster entry. */
 START_TEST(cluster_master_catchup)
 {
 	if (start() < 0)
@@ -417,6 +418,26 @@ START_TEST(cluster_master_catchup)
 		snprintf(key, sizeof(key), "{%s}" PFX "%s fence", ktag_of_slot(s), names[i]);
 		char *v = h_redis(C.first + owner_of(names[i]), "GET", key, NULL);
 		ck_assert_msg(v && strcmp(v, want[i]) == 0, "%s: '%s', not %s", key, v ? v : "-",
+		              want[i]);
+		free(v);
+	}
+
+	/* and the other way: the cluster entry as the source of a standalone
+	 * master's catch-up, read primary by primary (SCAN), its values by an
+	 * MGET per slot, the names untagged on the standalone master */
+	r = h_redis(sa, "FLUSHALL", NULL);
+	free(r);
+	caught_up = -1;
+	src[0] = 1;
+	ck_assert_int_eq(catchup_start(master_get(0), PFX, 60000, src, 1, 0, caught_up_cb), 0);
+	for (double t0 = h_now_ms(); caught_up < 0 && h_now_ms() - t0 < 5000;)
+		run_ms(10);
+	ck_assert_msg(caught_up == 1, "catch-up from the cluster entry: %d", caught_up);
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), PFX "%s fence", names[i]);
+		char *v = h_redis(sa, "GET", key, NULL);
+		ck_assert_msg(v && strcmp(v, want[i]) == 0,
+		              "%s on the standalone master: '%s', not %s", key, v ? v : "-",
 		              want[i]);
 		free(v);
 	}
