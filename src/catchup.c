@@ -57,14 +57,19 @@ struct catchup {
 static int scan_step(struct catchup *cu);
 
 /* Every master involved still on the connection it had at the start, and
- * no cluster entry's slot moved to another primary (a key moved between
- * two of its SCANs may be read on neither). */
+ * no slot of a cluster entry involved moved to another primary as far as
+ * its router learned (a key moved between two of its SCANs may be read on
+ * neither). */
 static int same_run(const struct catchup *cu)
 {
 	for (int i = 0; i < masters_count(); i++)
-		if (master_get(i)->reconnects != cu->gen[i] ||
-		    master_cluster_moves(master_get(i)) != cu->moves[i])
+		if (master_get(i)->reconnects != cu->gen[i])
 			return 0;
+	for (int k = 0; k <= cu->nsrc; k++) {
+		struct master *m = k < cu->nsrc ? master_get(cu->src[k]) : cu->target;
+		if (master_cluster_moves(m) != cu->moves[m->idx])
+			return 0;
+	}
 	return 1;
 }
 

@@ -283,9 +283,14 @@ static void dispatch(struct csr_req *q)
 	s->c = c;
 	s->q = q;
 	if (q->stamp_at > 0 && rt->stamp) { /* read now: the connection it goes on is live */
-		int n = snprintf(q->stamp, sizeof(q->stamp), "+%s", rt->stamp(rt->event_arg));
+		const char *v = rt->stamp(rt->event_arg);
+		int n = v ? snprintf(q->stamp, sizeof(q->stamp), "+%s", v) : -1;
+		if (n <= 1 || (size_t)n >= sizeof(q->stamp)) {
+			finish(q, NULL); /* never sent without its stamp */
+			return;
+		}
 		q->argv[q->stamp_at] = q->stamp;
-		q->argvlen[q->stamp_at] = n > 0 && (size_t)n < sizeof(q->stamp) ? (size_t)n : 0;
+		q->argvlen[q->stamp_at] = (size_t)n;
 	}
 	if (q->asking)
 		redisAsyncCommand(c->ac, NULL, NULL, "ASKING");
@@ -339,6 +344,7 @@ static void redirect(struct csr_req *q, struct csr_conn *c, const struct csl_red
 		if (rt->map->slot[rd->slot] != (uint16_t)n) {
 			rt->map->slot[rd->slot] = (uint16_t)n;
 			rt->moves++;
+			csr_late(rt); /* before this call goes there, stamped */
 		}
 	dispatch(q);
 }
@@ -424,7 +430,12 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 		csr_timer_in(q->timer, left);
 		return;
 	}
-	finish(q, NULL); /* on the wire or held past its deadline: its reply is dropped */
+	/* on the wire or held past its deadline: its reply is dropped, but the
+	 * command may still run, late: what the caller sends next is stamped
+	 * anew (csr_lost_fn) */
+	if (q->state == QS_SENT)
+		csr_late(q->rt);
+	finish(q, NULL);
 }
 
 static struct csr_req *submit(struct csr_router *rt, unsigned slot, int64_t deadline_us,

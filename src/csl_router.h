@@ -80,8 +80,11 @@ typedef void csr_event_fn(const struct csr_event *ev, void *arg);
  * after a connection was lost than in any written on it (a command on
  * the lost connection may still arrive late). */
 typedef const char *csr_stamp_fn(void *arg);
-/* A node connection was lost (or given up): told before any of its calls
- * fails, so that what those calls' callers send next is stamped anew. */
+/* A command may still reach its node late: its connection was lost (or
+ * given up), or a call was given up on the wire at its deadline; or slots
+ * changed primaries (a late command of the old one may run after the
+ * slot comes back to it). Told before any caller hears of it, so that
+ * what the callers send next is stamped anew. */
 typedef void csr_lost_fn(void *arg);
 
 struct csr_cfg {

@@ -74,8 +74,8 @@ void csr_conn_arm(struct csr_conn *c)
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx)
 {
 	redisAsyncContext *ac = c->ac;
-	if (c->rt->on_lost && ac) /* before its calls fail: what follows them is stamped anew */
-		c->rt->on_lost(c->rt->event_arg);
+	if (ac) /* before its calls fail: what follows them is stamped anew */
+		csr_late(c->rt);
 	snprintf(c->st.last_error, sizeof(c->st.last_error), "%s", why);
 	c->ac = NULL;
 	if (ac)
@@ -445,6 +445,8 @@ static void tell_changes(struct csr_router *rt, const struct csl_map *old, const
 {
 	int n = csl_map_diff(old, m, rt->changes, CSL_DIFF_MAX);
 	rt->moves += n < 0 ? 1 : (uint64_t)n;
+	if (n != 0)
+		csr_late(rt); /* slots changed primaries: before a call goes by the new map */
 	if (n < 0) {
 		tell_all_new(rt, m);
 		return;

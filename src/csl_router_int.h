@@ -124,6 +124,14 @@ void csr_timer_in(struct event *ev, int64_t us);
 struct csr_conn *csr_conn_get(struct csr_router *rt, const char *host, int port);
 void csr_conn_sent(struct csr_conn *c, struct csr_send *s, int64_t now);
 void csr_conn_send_done(struct csr_conn *c, struct csr_send *s, int replied);
+/* A command may reach its node late (its connection was lost, or the
+ * call was given up on the wire at its deadline), or a slot changed
+ * primaries: cfg.on_lost is told, before any caller hears of it. */
+static inline void csr_late(struct csr_router *rt)
+{
+	if (rt->on_lost)
+		rt->on_lost(rt->event_arg);
+}
 void csr_conn_lost(struct csr_conn *c, const char *why, int free_ctx);
 void csr_conn_arm(struct csr_conn *c);
 /* Only with nothing on c's wire and no write held (none can be held

@@ -423,10 +423,27 @@ START_TEST(cluster_master_catchup)
 	}
 
 	/* and the other way: the cluster entry as the source of a standalone
-	 * master's catch-up, read primary by primary (SCAN), its values by an
-	 * MGET per slot, the names untagged on the standalone master */
+	 * master's catch-up, read primary by primary (SCAN, several pages on
+	 * each: 3000 more counters), its values by an MGET per slot, the names
+	 * untagged on the standalone master */
 	r = h_redis(sa, "FLUSHALL", NULL);
 	free(r);
+	enum { MANY = 3000 };
+	static struct call set[MANY];
+	static char mkey[MANY][48], mval[MANY][16];
+	for (int i = 0; i < MANY; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "n%d", i);
+		unsigned s = csl_keyslot(name, strlen(name));
+		snprintf(mkey[i], sizeof(mkey[i]), "{%s}" PFX "%s fence", ktag_of_slot(s), name);
+		snprintf(mval[i], sizeof(mval[i]), "%d", 7 * i + 1);
+		send_cmd(&set[i], mkey[i], 5000, (const char *[]){"SET", mkey[i], mval[i], NULL});
+	}
+	for (int i = 0; i < MANY; i++)
+		ck_assert(run_until(&set[i].done, 5000) && !set[i].null);
+	for (int i = 0; i < C.n; i++)
+		if (is_master(i))
+			ck_assert_int_gt(h_redis_int(C.first + i, "DBSIZE", NULL), 600);
 	caught_up = -1;
 	src[0] = 1;
 	ck_assert_int_eq(catchup_start(master_get(0), PFX, 60000, src, 1, 0, caught_up_cb), 0);
@@ -439,6 +456,14 @@ START_TEST(cluster_master_catchup)
 		ck_assert_msg(v && strcmp(v, want[i]) == 0,
 		              "%s on the standalone master: '%s', not %s", key, v ? v : "-",
 		              want[i]);
+		free(v);
+	}
+	ck_assert_int_eq(h_redis_int(sa, "DBSIZE", NULL), 3 + MANY);
+	for (int i = 0; i < MANY; i += 499) {
+		snprintf(key, sizeof(key), PFX "n%d fence", i);
+		char *v = h_redis(sa, "GET", key, NULL);
+		ck_assert_msg(v && strcmp(v, mval[i]) == 0, "%s: '%s', not %s", key, v ? v : "-",
+		              mval[i]);
 		free(v);
 	}
 	masters_shutdown();

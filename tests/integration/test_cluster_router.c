@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ktag.h"
 #include "router_fix.h"
 
 /* The node's count of calls of cmd it refused (MOVED among them): INFO
@@ -693,6 +694,79 @@ START_TEST(cluster_router_detach_and_free)
 }
 END_TEST
 
+static char stamp_now[32];
+static int lost_told;
+
+static const char *stamp_cb(void *arg)
+{
+	return stamp_now;
+}
+
+static void lost_cb(void *arg)
+{
+	lost_told++;
+}
+
+/* A call's stamped argument (csr_stamp) is read when the call goes on
+ * the wire, not when it is made: a call made, then the stamp changed
+ * before the loop sends it, carries the new one; so does a call that
+ * waited through a retry. And a lost connection is told (csr_lost_fn)
+ * before its call fails, so what its caller sends next is newer. */
+START_TEST(cluster_router_stamp)
+{
+	if (h_cluster_start(&C, 3, 1) < 0)
+		return;
+	loop_start();
+	static char seed[32];
+	snprintf(seed, sizeof(seed), "127.0.0.1:%d", h_master(C.first)->port);
+	const char *seeds[] = {seed};
+	struct csr_cfg cfg = {.seeds = seeds,
+	                      .n_seeds = 1,
+	                      .connect_timeout_ms = 500,
+	                      .command_timeout_ms = 1000,
+	                      .refresh_ms = 5000,
+	                      .stamp = stamp_cb,
+	                      .on_lost = lost_cb};
+	char err[200];
+	rt = csr_new(base, &cfg, err, sizeof(err));
+	ck_assert_msg(rt, "csr_new: %s", err);
+	wait_covered(rt);
+
+	const char *eval[] = {"EVAL", "return ARGV[1]", "0", "unstamped"};
+	snprintf(stamp_now, sizeof(stamp_now), "1");
+	struct call a = {0};
+	struct csr_req *q = csr_command(rt, 0, deadline_in(3000), call_cb, &a, 4, eval, NULL);
+	ck_assert(q);
+	csr_stamp(q, 3);
+	snprintf(stamp_now, sizeof(stamp_now), "2"); /* before the loop sends it */
+	ck_assert(run_until(&a.done, 5000) && !a.null);
+	ck_assert_str_eq(a.str, "+2");
+
+	/* the node of slot 0 loses its connection with a call on it */
+	int p = -1;
+	char host[CSL_HOST_MAX + 1];
+	int port;
+	ck_assert_int_eq(csr_slot_owner(rt, 0, host, sizeof(host), &port), 0);
+	p = node_of_port(port);
+	ck_assert(p >= 0);
+	struct call b = {0};
+	char never[16];
+	ck_assert_int_eq(ktag_init(), 0);
+	snprintf(never, sizeof(never), "{%s}never", ktag_of_slot(0)); /* a key of slot 0 */
+	q = csr_command(rt, 0, deadline_in(3000), call_cb, &b, 3,
+	                (const char *[]){"BLPOP", never, "5"}, NULL);
+	ck_assert(q);
+	run_ms(100);
+	lost_told = 0;
+	long long killed = h_redis_int(C.first + p, "CLIENT", "KILL", "TYPE", "normal", NULL);
+	ck_assert_int_ge(killed, 1);
+	ck_assert(run_until(&b.done, 5000));
+	ck_assert(b.null);
+	ck_assert_msg(lost_told >= 1, "a lost connection not told");
+	finish_rt();
+}
+END_TEST
+
 TCase *tc_cluster_router(void)
 {
 	TCase *tc = tcase_create("cluster_router");
@@ -704,5 +778,6 @@ TCase *tc_cluster_router(void)
 	H_ADD(tc, cluster_router_kill);
 	H_ADD(tc, cluster_router_detach_and_free);
 	H_ADD(tc, cluster_router_wait);
+	H_ADD(tc, cluster_router_stamp);
 	return tc;
 }
