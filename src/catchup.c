@@ -38,6 +38,13 @@ struct catchup {
 	 * the other (a SCAN is per node) */
 	unsigned nodes[CSL_MAX_NODES];
 	int nnodes, inode;
+	/* and what each of its primaries says it serves (its own line of
+	 * CLUSTER NODES), read before the walk and after it: a slot migrating
+	 * then, or served elsewhere after, and a key may have been read on
+	 * neither node. checking: 1 before the walk, 2 after it, 0 walking. */
+	int checking, icheck;
+	char *shape, *shape_before; /* the lines' id and slot fields, one primary after another */
+	size_t shape_len;
 	catchup_done_fn *done;
 	long long raised;
 	const char *scan_argv[6];
@@ -78,12 +85,24 @@ static struct master *source(const struct catchup *cu)
 	return master_get(cu->src[cu->isrc]);
 }
 
+static int check_step(struct catchup *cu);
+
 /* The source now read starts: a cluster entry's primaries, as its map
- * names them now (same_run fails the walk if that changes). */
-static void source_start(struct catchup *cu)
+ * names them now (same_run fails the walk if that changes), and what
+ * they say they serve. 0, or -1 when its first call cannot be made. */
+static int source_start(struct catchup *cu)
 {
 	cu->inode = 0;
 	cu->nnodes = master_cluster_nodes(source(cu), cu->nodes, CSL_MAX_NODES);
+	free(cu->shape);
+	free(cu->shape_before);
+	cu->shape = cu->shape_before = NULL;
+	cu->shape_len = 0;
+	if (!source(cu)->cl)
+		return scan_step(cu);
+	cu->checking = 1;
+	cu->icheck = 0;
+	return check_step(cu);
 }
 
 static void batch_free(struct catchup *cu)
@@ -108,6 +127,8 @@ static void batch_free(struct catchup *cu)
 static void finish(struct catchup *cu, int ok)
 {
 	batch_free(cu);
+	free(cu->shape);
+	free(cu->shape_before);
 	ok = ok && same_run(cu);
 	if (ok)
 		log_info("master %s: fence counters caught up from %d master(s), %lld raised",
@@ -119,18 +140,115 @@ static void finish(struct catchup *cu, int ok)
 	free(cu);
 }
 
+/* The source is read (and, a cluster entry, checked after): the next. */
+static void source_done(struct catchup *cu)
+{
+	if (++cu->isrc == cu->nsrc) {
+		finish(cu, 1);
+		return;
+	}
+	if (source_start(cu) != 0)
+		finish(cu, 0);
+}
+
 static void next_batch(struct catchup *cu)
 {
 	batch_free(cu);
 	if (strcmp(cu->cursor, "0") == 0 && ++cu->inode >= cu->nnodes) { /* the source is read */
-		if (++cu->isrc == cu->nsrc) {
-			finish(cu, 1);
+		if (!source(cu)->cl) {
+			source_done(cu);
 			return;
 		}
-		source_start(cu);
+		cu->checking = 2; /* what its primaries serve now */
+		cu->icheck = 0;
+		if (check_step(cu) != 0)
+			finish(cu, 0);
+		return;
 	}
 	if (scan_step(cu) != 0)
 		finish(cu, 0);
+}
+
+/* A primary's own line of CLUSTER NODES ("ID ADDR FLAGS ... SLOT..."):
+ * its id and slot fields appended to the shape; -1 when a slot is
+ * migrating or importing ("[SLOT->-ID]", "[SLOT-<-ID]") or the line is
+ * not there. */
+static int shape_add(struct catchup *cu, const char *nodes)
+{
+	const char *l = nodes;
+	while (l && *l) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		const char *f = memchr(l, ' ', n);
+		const char *flags = f ? f + 1 : NULL;
+		if (flags && (flags = memchr(flags, ' ', n - (size_t)(flags - l))) &&
+		    strncmp(flags + 1, "myself", 6) == 0) {
+			if (memchr(l, '[', n))
+				return -1;
+			/* id, then the fields after the 8th: the slots */
+			const char *p = l;
+			for (int k = 0; k < 8 && p; k++) {
+				p = memchr(p, ' ', n - (size_t)(p - l));
+				p = p ? p + 1 : NULL;
+			}
+			size_t idn = (size_t)(f - l), sn = p ? n - (size_t)(p - l) : 0;
+			char *s = realloc(cu->shape, cu->shape_len + idn + sn + 3);
+			if (!s)
+				return -1;
+			cu->shape = s;
+			memcpy(s + cu->shape_len, l, idn);
+			s[cu->shape_len + idn] = ' ';
+			if (sn)
+				memcpy(s + cu->shape_len + idn + 1, p, sn);
+			cu->shape_len += idn + 1 + sn;
+			s[cu->shape_len++] = ';';
+			s[cu->shape_len] = '\0';
+			return 0;
+		}
+		l = e ? e + 1 : NULL;
+	}
+	return -1;
+}
+
+static void check_cb(struct master *m, redisReply *r, void *arg)
+{
+	struct catchup *cu = arg;
+	if (!r || r->type != REDIS_REPLY_STRING || !same_run(cu) || shape_add(cu, r->str) != 0) {
+		finish(cu, 0);
+		return;
+	}
+	if (++cu->icheck < cu->nnodes) {
+		if (check_step(cu) != 0)
+			finish(cu, 0);
+		return;
+	}
+	if (cu->checking == 1) { /* before the walk: keep it, walk */
+		cu->shape_before = cu->shape;
+		cu->shape = NULL;
+		cu->shape_len = 0;
+		cu->checking = 0;
+		if (scan_step(cu) != 0)
+			finish(cu, 0);
+		return;
+	}
+	int same = cu->shape && cu->shape_before && strcmp(cu->shape, cu->shape_before) == 0;
+	if (!same) {
+		log_info("master %s: its slots moved while its fence counters were read: again",
+		         m->name);
+		finish(cu, 0);
+		return;
+	}
+	source_done(cu);
+}
+
+static int check_step(struct catchup *cu)
+{
+	static const char *argv[2] = {"CLUSTER", "NODES"};
+	static const size_t len[2] = {7, 5};
+	if (cu->icheck >= cu->nnodes)
+		return -1;
+	return master_call_at(source(cu), &cu->nodes[cu->icheck], 1, -1, 2, argv, len, check_cb,
+	                      cu);
 }
 
 static void raise_cb(struct master *m, redisReply *r, void *arg)
@@ -327,8 +445,8 @@ int catchup_start(struct master *target, const char *prefix, int64_t fence_idle_
 		free(cu);
 		return 1;
 	}
-	source_start(cu);
-	if (scan_step(cu) != 0) {
+	if (source_start(cu) != 0) {
+		free(cu->shape);
 		free(cu);
 		return -1;
 	}
