@@ -652,8 +652,12 @@ void master_set_marker(struct master *m)
 	len[1] = strlen(marker_key);
 	argv[2] = "1";
 	len[2] = 1;
-	if (!m->has_marker)
+	if (m->cl && !m->has_marker) {
+		mcl_set_marker(m->cl);
+		m->has_marker = 1;
+	} else if (!m->has_marker) {
 		call_any(m, -1, 3, argv, len, marker_cb, NULL);
+	}
 }
 
 static void go_up(struct master *m)
@@ -747,16 +751,17 @@ static void start_connect(struct master *m)
 /* A cluster entry's router covers every slot (mcluster.c): up. Its
  * restarts are the router's (a node's run_id, a promotion without every
  * counted write), not the marker's: one key cannot be on every node. */
-static void cl_up(struct master *m, int restarted)
+static void cl_up(struct master *m, int restarted, int has_marker)
 {
 	char node[sizeof(m->node)];
 	if (mcl_any_node(m->cl, node, sizeof(node)) && addr_parse(node, 0, 0, &m->addr) == 0)
 		snprintf(m->node, sizeof(m->node), "%s", node); /* the subscriber's node */
 	set_state(m, MS_UP);
 	m->last_error[0] = '\0';
-	m->has_marker = 1;
-	log_info("master %s up (cluster, subscribed through %s)%s", m->name, m->node,
-	         restarted ? ": a node may have lost data" : "");
+	m->has_marker = has_marker;
+	log_info("master %s up (cluster, subscribed through %s)%s%s", m->name, m->node,
+	         restarted ? ": a node may have lost data" : "",
+	         has_marker ? "" : ": a primary lacks lockd's marker");
 	snprintf(m->prev_run_id, sizeof(m->prev_run_id), "%s", m->run_id);
 	if (restarted)
 		snprintf(m->run_id, sizeof(m->run_id), "cluster-%llu",
@@ -764,7 +769,7 @@ static void cl_up(struct master *m, int restarted)
 	m->sub_backoff_ms = 10;
 	sub_start(m);
 	if (opts.on_up)
-		opts.on_up(m, restarted, 1);
+		opts.on_up(m, restarted, has_marker);
 }
 
 static void cl_down(struct master *m, const char *why)
@@ -871,8 +876,8 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 		const struct master_cluster *k = o->cluster ? &o->cluster[i] : NULL;
 		if (k && k->nseeds > 0) {
 			char err[256];
-			struct mcl_cfg cc = {k->seeds, k->nseeds, opts.password, o->timeout_ms,
-			                     (int)o->wait_replicas};
+			struct mcl_cfg cc = {k->seeds,      marker_key,    k->nseeds,
+			                     opts.password, o->timeout_ms, (int)o->wait_replicas};
 			if (!(m->cl = mcl_new(m, base, &cc, &cl_ops, err, sizeof(err)))) {
 				log_error("master %s: %s", m->name, err);
 				return -1;

@@ -75,6 +75,9 @@ struct mcl {
 	int lost;     /* a node may have lost data since the entry was last up */
 	int closed;   /* mcl_close: no new calls */
 	uint64_t gen; /* raised at each possible loss of data */
+	char marker[160];
+	/* the markers' GETs before going up: how many are out, missing, failed */
+	int marking, mark_missing, mark_failed;
 };
 
 static void sub_cb(const redisReply *r, void *arg);
@@ -312,8 +315,68 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
 	return 0;
 }
 
-/* The router's cover, looked at: up when every slot has a live primary,
- * down when one has none. */
+/* The marker's name in slot s: "{T}" and lockd's marker. */
+static void marker_at(const struct mcl *cl, unsigned s, char *out, size_t len)
+{
+	snprintf(out, len, "{%s}%s", ktag_of_slot(s), cl->marker);
+}
+
+static void go_up(struct mcl *cl)
+{
+	int restarted = cl->lost;
+	cl->lost = 0;
+	cl->up = cl->ever_up = 1;
+	cl->ops.up(cl->m, restarted, cl->mark_missing == 0);
+}
+
+static void mark_cb(const redisReply *r, void *arg)
+{
+	struct mcl *cl = arg;
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		cl->mark_failed++;
+	else if (r->type == REDIS_REPLY_NIL)
+		cl->mark_missing++;
+	if (--cl->marking > 0 || cl->closed)
+		return;
+	/* every primary answered: up, unless one failed or a slot lost its
+	 * primary meanwhile (the next poll tries again) */
+	if (!cl->mark_failed && !cl->up && csr_covered(cl->rt))
+		go_up(cl);
+}
+
+/* Read the markers, then go up (mark_cb). */
+static void check_markers(struct mcl *cl)
+{
+	unsigned slots[CSL_MAX_NODES];
+	int n = csr_primaries(cl->rt, slots, CSL_MAX_NODES);
+	cl->mark_missing = cl->mark_failed = 0;
+	for (int i = 0; i < n; i++) {
+		char key[200];
+		marker_at(cl, slots[i], key, sizeof(key));
+		const char *argv[2] = {"GET", key};
+		if (csr_command(cl->rt, slots[i], now_us() + cl->timeout_ms * 1000, mark_cb, cl, 2,
+		                argv, NULL))
+			cl->marking++;
+	}
+}
+
+static void ignore_cb(const redisReply *r, void *arg) {}
+
+void mcl_set_marker(struct mcl *cl)
+{
+	unsigned slots[CSL_MAX_NODES];
+	int n = csr_primaries(cl->rt, slots, CSL_MAX_NODES);
+	for (int i = 0; i < n; i++) {
+		char key[200];
+		marker_at(cl, slots[i], key, sizeof(key));
+		const char *argv[3] = {"SET", key, "1"};
+		csr_command(cl->rt, slots[i], now_us() + cl->timeout_ms * 1000, ignore_cb, NULL, 3,
+		            argv, NULL);
+	}
+}
+
+/* The router's cover, looked at: up when every slot has a live primary
+ * (once the markers are read), down when one has none. */
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcl *cl = arg;
@@ -321,11 +384,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	if (cl->up && !covered) {
 		cl->up = 0;
 		cl->ops.down(cl->m, "a slot has no live primary");
-	} else if (!cl->up && covered && !cl->closed) {
-		int restarted = cl->lost;
-		cl->lost = 0;
-		cl->up = cl->ever_up = 1;
-		cl->ops.up(cl->m, restarted);
+	} else if (!cl->up && covered && !cl->closed && !cl->marking) {
+		check_markers(cl);
 	}
 }
 
@@ -389,6 +449,7 @@ struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_
 	know_shas();
 	cl->m = m;
 	cl->ops = *ops;
+	snprintf(cl->marker, sizeof(cl->marker), "%s", cfg->marker ? cfg->marker : "marker");
 	cl->timeout_ms = cfg->timeout_ms;
 	cl->wait_replicas = cfg->wait_replicas;
 	ilist_init(&cl->reqs);

@@ -29,8 +29,9 @@ struct mcl;
 /* What master.c hands down. */
 struct mcl_ops {
 	/* m's router now covers every slot: m is up (restarted: a node of
-	 * it may have lost data since it was last up, or it never was) */
-	void (*up)(struct master *m, int restarted);
+	 * it may have lost data since it was last up; has_marker: every
+	 * primary has lockd's marker, mcl_set_marker) */
+	void (*up)(struct master *m, int restarted, int has_marker);
 	/* m is down (why: what the router lacks) */
 	void (*down)(struct master *m, const char *why);
 	/* The connection epoch now (master_epoch), and the next one: a node
@@ -42,6 +43,7 @@ struct mcl_ops {
 
 struct mcl_cfg {
 	const char *const *seeds; /* "HOST:PORT" of some of its nodes */
+	const char *marker;       /* lockd's marker key, "P marker" (copied) */
 	int nseeds;
 	const char *password; /* "" or NULL: none */
 	int64_t timeout_ms;   /* a call's deadline (redis.timeout_ms) */
@@ -75,6 +77,14 @@ uint64_t mcl_slot_moves(struct mcl *cl);
 /* A primary's "HOST:PORT" for the subscriber (release notices: PUBLISH
  * reaches every node of a cluster), or NULL when none is known. */
 const char *mcl_any_node(struct mcl *cl, char *buf, size_t len);
+
+/* The marker (restart detection at startup, membership.c): "{T}" and
+ * marker, T the tag of each primary's first slot, SET on every primary
+ * (fire and forget: one missing makes the next start judge that primary
+ * as one that restarted empty, the safe way). The entry reads them (GET)
+ * each time before it goes up: a primary whose first slot changed since
+ * reads as lacking it, the safe way too. */
+void mcl_set_marker(struct mcl *cl);
 
 /* Fail every call in flight (each fn once, with NULL) and refuse new
  * ones: masters_shutdown, before mcl_free. */
