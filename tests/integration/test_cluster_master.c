@@ -218,6 +218,24 @@ START_TEST(cluster_master_calls)
 	for (int i = 0; i < N; i++)
 		ck_assert_msg(r.el[i] == 1, "renewal of %s: %lld, not 1", names[i], r.el[i]);
 
+	/* one primary answers nothing within the call's time (CLIENT PAUSE:
+	 * no failover, its cluster bus goes on): its items read as a no, the
+	 * others' as renewed */
+	int paused = owner_of(names[0]);
+	char *pr = h_redis(C.first + paused, "CLIENT", "PAUSE", "1800", "ALL", NULL);
+	ck_assert_str_eq(pr, "OK");
+	free(pr);
+	r = (struct got){0};
+	ck_assert_int_eq(master_call_at(m, slots, N, SCR_RENEW, a, argv, len, got_cb, &r), 0);
+	wait_got(&r, "RENEW with a primary paused");
+	ck_assert_int_eq(r.n, N);
+	for (int i = 0; i < N; i++) {
+		long long want = owner_of(names[i]) == paused ? -100 : 1; /* -100: nil */
+		ck_assert_msg(r.el[i] == want, "renewal of %s (on %s primary): %lld, not %lld",
+		              names[i], want == 1 ? "a live" : "the paused", r.el[i], want);
+	}
+	run_ms(1000); /* the pause ends */
+
 	/* releases by EVALSHA: the SHA is known, but only one primary has
 	 * the script; the others answer NOSCRIPT and get its body */
 	char *sha = h_redis(C.first + 0, "SCRIPT", "LOAD", script_body(SCR_RELEASE), NULL);
