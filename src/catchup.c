@@ -43,8 +43,10 @@ struct catchup {
 	 * then, or served elsewhere after, and a key may have been read on
 	 * neither node. checking: 1 before the walk, 2 after it, 0 walking. */
 	int checking, icheck;
-	char *shape, *shape_before; /* the lines' id and slot fields, one primary after another */
+	char *shape, *shape_before; /* the lines' id, epoch and slot fields, one primary after
+	                               another */
 	size_t shape_len;
+	unsigned char covered[CSL_SLOTS / 8]; /* the slots the lines of a check serve */
 	catchup_done_fn *done;
 	long long raised;
 	const char *scan_argv[6];
@@ -98,6 +100,7 @@ static int source_start(struct catchup *cu)
 	free(cu->shape_before);
 	cu->shape = cu->shape_before = NULL;
 	cu->shape_len = 0;
+	memset(cu->covered, 0, sizeof(cu->covered));
 	if (!source(cu)->cl)
 		return scan_step(cu);
 	cu->checking = 1;
@@ -169,45 +172,85 @@ static void next_batch(struct catchup *cu)
 		finish(cu, 0);
 }
 
-/* A primary's own line of CLUSTER NODES ("ID ADDR FLAGS ... SLOT..."):
- * its id and slot fields appended to the shape; -1 when a slot is
- * migrating or importing ("[SLOT->-ID]", "[SLOT-<-ID]") or the line is
- * not there. */
+/* Append s (n bytes) and a separator to the shape: 0 or -1. */
+static int shape_put(struct catchup *cu, const char *s, size_t n, char sep)
+{
+	char *b = realloc(cu->shape, cu->shape_len + n + 2);
+	if (!b)
+		return -1;
+	cu->shape = b;
+	memcpy(b + cu->shape_len, s, n);
+	cu->shape_len += n;
+	b[cu->shape_len++] = sep;
+	b[cu->shape_len] = '\0';
+	return 0;
+}
+
+/* One field of a primary's own line: the slots it serves ("A-B" or "A")
+ * marked in the phase's bitmap; -1 for a slot migrating or importing
+ * ("[A->-ID]", "[A-<-ID]") or a field that is not a slot. */
+static int shape_slots(struct catchup *cu, const char *f)
+{
+	char *end;
+	if (f[0] == '[')
+		return -1;
+	unsigned long a = strtoul(f, &end, 10), b = a;
+	if (end == f || (*end && (*end != '-' || (b = strtoul(end + 1, &end, 10), *end))) ||
+	    a > b || b >= CSL_SLOTS)
+		return -1;
+	for (unsigned long k = a; k <= b; k++)
+		cu->covered[k / 8] |= (unsigned char)(1u << (k % 8));
+	return 0;
+}
+
+/* A primary's own line of CLUSTER NODES ("ID ADDR FLAGS MASTER PING PONG
+ * EPOCH LINK SLOT..."): its id, config epoch (a node that takes a slot
+ * takes a new one: a slot that moved away and back shows) and slots
+ * appended to the shape, its slots marked; -1 when its line is not there,
+ * it is not a primary, or a slot of it is migrating or importing. */
 static int shape_add(struct catchup *cu, const char *nodes)
 {
-	const char *l = nodes;
-	while (l && *l) {
+	for (const char *l = nodes; l && *l;) {
 		const char *e = strchr(l, '\n');
 		size_t n = e ? (size_t)(e - l) : strlen(l);
-		const char *f = memchr(l, ' ', n);
-		const char *flags = f ? f + 1 : NULL;
-		if (flags && (flags = memchr(flags, ' ', n - (size_t)(flags - l))) &&
-		    strncmp(flags + 1, "myself", 6) == 0) {
-			if (memchr(l, '[', n))
-				return -1;
-			/* id, then the fields after the 8th: the slots */
-			const char *p = l;
-			for (int k = 0; k < 8 && p; k++) {
-				p = memchr(p, ' ', n - (size_t)(p - l));
-				p = p ? p + 1 : NULL;
-			}
-			size_t idn = (size_t)(f - l), sn = p ? n - (size_t)(p - l) : 0;
-			char *s = realloc(cu->shape, cu->shape_len + idn + sn + 3);
-			if (!s)
-				return -1;
-			cu->shape = s;
-			memcpy(s + cu->shape_len, l, idn);
-			s[cu->shape_len + idn] = ' ';
-			if (sn)
-				memcpy(s + cu->shape_len + idn + 1, p, sn);
-			cu->shape_len += idn + 1 + sn;
-			s[cu->shape_len++] = ';';
-			s[cu->shape_len] = '\0';
-			return 0;
+		char *line = strndup(l, n), *save = NULL;
+		if (!line)
+			return -1;
+		char *f[8];
+		int k = 0;
+		while (k < 8 && (f[k] = strtok_r(k ? NULL : line, " \r", &save)))
+			k++; /* the fields before the slots, and no more */
+		int rc = 1;  /* not this line */
+		if (k == 8 && strstr(f[2], "myself")) {
+			rc = strstr(f[2], "master") &&
+			             shape_put(cu, f[0], strlen(f[0]), ' ') == 0 &&
+			             shape_put(cu, f[6], strlen(f[6]), ' ') == 0
+			         ? 0
+			         : -1;
+			for (char *t; rc == 0 && (t = strtok_r(NULL, " \r", &save));)
+				rc =
+				    shape_slots(cu, t) == 0 && shape_put(cu, t, strlen(t), ' ') == 0
+				        ? 0
+				        : -1;
+			if (rc == 0)
+				rc = shape_put(cu, ";", 1, ' ');
 		}
+		free(line);
+		if (rc <= 0)
+			return rc;
 		l = e ? e + 1 : NULL;
 	}
 	return -1;
+}
+
+/* Every slot marked in the phase's bitmap: the primaries read serve them
+ * all (a primary the router's map did not name yet would leave some). */
+static int shape_covers_all(const struct catchup *cu)
+{
+	for (size_t i = 0; i < sizeof(cu->covered); i++)
+		if (cu->covered[i] != 0xff)
+			return 0;
+	return 1;
 }
 
 static void check_cb(struct master *m, redisReply *r, void *arg)
@@ -222,7 +265,16 @@ static void check_cb(struct master *m, redisReply *r, void *arg)
 			finish(cu, 0);
 		return;
 	}
-	if (cu->checking == 1) { /* before the walk: keep it, walk */
+	if (!shape_covers_all(cu)) {
+		log_info("master %s: its primaries as read do not serve every slot (a map not "
+		         "refreshed yet?): its fence counters are read again",
+		         m->name);
+		master_cluster_refresh(m);
+		finish(cu, 0);
+		return;
+	}
+	memset(cu->covered, 0, sizeof(cu->covered)); /* for the check after the walk */
+	if (cu->checking == 1) {                     /* before the walk: keep it, walk */
 		cu->shape_before = cu->shape;
 		cu->shape = NULL;
 		cu->shape_len = 0;

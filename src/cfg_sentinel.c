@@ -103,9 +103,9 @@ char *cfg_master_entry(struct cfgy *y, struct cfg_sentinel *s, const yaml_mark_t
 			rc = cfgy_fail(y, ev.start_mark, WHAT ": expected a key, got %s",
 			               cfgy_type_name(ev.type));
 		else if (!is_seeds && !is_name)
-			rc = cfgy_fail(y, ev.start_mark,
-			               WHAT ": unknown key \"%s\" in an entry (sentinel, name)",
-			               key);
+			rc = cfgy_fail(
+			    y, ev.start_mark,
+			    WHAT ": unknown key \"%s\" in an entry (sentinel, name; cluster)", key);
 		else if ((is_seeds && has_seeds) || (is_name && s->name))
 			rc =
 			    cfgy_fail(y, ev.start_mark,

@@ -560,6 +560,12 @@ uint64_t master_cluster_moves(struct master *m)
 	return m->cl ? mcl_slot_moves(m->cl) : 0;
 }
 
+void master_cluster_refresh(struct master *m)
+{
+	if (m->cl)
+		mcl_refresh(m->cl);
+}
+
 /* --- the name, the connection epoch, the marker, going up --- */
 
 /* A name that did not reach the master: WHO elsewhere says "-" for this
@@ -653,8 +659,7 @@ void master_set_marker(struct master *m)
 	argv[2] = "1";
 	len[2] = 1;
 	if (m->cl && !m->has_marker) {
-		mcl_set_marker(m->cl);
-		m->has_marker = 1;
+		mcl_set_marker(m->cl); /* has_marker once every slot has it: cl_marked */
 	} else if (!m->has_marker) {
 		call_any(m, -1, 3, argv, len, marker_cb, NULL);
 	}
@@ -748,9 +753,10 @@ static void start_connect(struct master *m)
 	arm_timer(m);
 }
 
-/* A cluster entry's router covers every slot (mcluster.c): up. Its
- * restarts are the router's (a node's run_id, a promotion without every
- * counted write), not the marker's: one key cannot be on every node. */
+/* A cluster entry's router covers every slot (mcluster.c) and its
+ * markers were read: up. Its restarts while lockd runs are the router's
+ * (a node's run_id, a promotion without every counted write); at startup,
+ * the markers' (one in every slot, mcluster.c). */
 static void cl_up(struct master *m, int restarted, int has_marker)
 {
 	char node[sizeof(m->node)];
@@ -772,6 +778,11 @@ static void cl_up(struct master *m, int restarted, int has_marker)
 		opts.on_up(m, restarted, has_marker);
 }
 
+static void cl_marked(struct master *m)
+{
+	m->has_marker = 1;
+}
+
 static void cl_down(struct master *m, const char *why)
 {
 	if (m->state == MS_UP)
@@ -783,7 +794,7 @@ static void cl_down(struct master *m, const char *why)
 		opts.on_down(m);
 }
 
-static const struct mcl_ops cl_ops = {cl_up, cl_down, master_epoch, epoch_next};
+static const struct mcl_ops cl_ops = {cl_up, cl_down, master_epoch, epoch_next, cl_marked};
 
 /* A sentinel entry: the Sentinels named its primary (or none did). */
 static void resolved_cb(struct master *m, const char *host, int port, const char *why)

@@ -228,6 +228,8 @@ int masters_any_cluster(void);
  * not change). 0 for any other master. */
 int master_cluster_nodes(struct master *m, unsigned *slots, int max);
 uint64_t master_cluster_moves(struct master *m);
+/* A cluster entry: ask its router for a new map now (rate-limited). */
+void master_cluster_refresh(struct master *m);
 
 /* The connection epoch now, in decimal: every command connection takes the
  * next one at its connect, and its handshake raises master_opts.gen_key on

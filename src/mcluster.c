@@ -62,6 +62,13 @@ struct mcl_req {
 	int nsubs, pending;
 };
 
+/* Where the writing of the markers is (mcl_set_marker). */
+enum mk_state {
+	MK_NONE,    /* not written, or a write failed or lost data since: written when asked */
+	MK_WRITING, /* SETs out, MARK_WINDOW at a time */
+	MK_DONE,    /* every slot's written (ops.marked told) */
+};
+
 struct mcl {
 	struct master *m;
 	struct csr_router *rt;
@@ -76,8 +83,17 @@ struct mcl {
 	int closed;   /* mcl_close: no new calls */
 	uint64_t gen; /* raised at each possible loss of data */
 	char marker[160];
-	/* the markers' GETs before going up: how many are out, missing, failed */
+	/* the markers' GETs before going up: how many are out, missing,
+	 * failed, and the generation they were sent at */
 	int marking, mark_missing, mark_failed;
+	uint64_t mark_gen;
+	/* their SETs (mcl_set_marker): asked for, where the write is, the
+	 * next slot, SETs out, failed, the generation it started at */
+	int mk_wanted;
+	enum mk_state mk;
+	unsigned mk_next;
+	int mk_out, mk_failed;
+	uint64_t mk_gen;
 };
 
 static void sub_cb(const redisReply *r, void *arg);
@@ -315,7 +331,18 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
 	return 0;
 }
 
-/* The marker's name in slot s: "{T}" and lockd's marker. */
+/* ---- the marker (membership.c's restart detection at startup) ----
+ *
+ * On a cluster entry lockd's marker key is in every slot ("{T}" and the
+ * marker): it moves with its slot in a resharding, and goes with its
+ * primary's data. Written once the entry counts (mcl_set_marker: every
+ * slot, MARK_WINDOW SETs out at a time; the entry is marked once every
+ * one succeeded with no loss of data meanwhile), and read in one slot of
+ * each primary before the entry goes up: a primary that lost its data
+ * lost every slot's marker; one that took slots in a resharding took
+ * their markers. */
+#define MARK_WINDOW 256
+
 static void marker_at(const struct mcl *cl, unsigned s, char *out, size_t len)
 {
 	snprintf(out, len, "{%s}%s", ktag_of_slot(s), cl->marker);
@@ -323,6 +350,8 @@ static void marker_at(const struct mcl *cl, unsigned s, char *out, size_t len)
 
 static void go_up(struct mcl *cl)
 {
+	if (cl->mark_missing && cl->mk == MK_DONE)
+		cl->mk = MK_NONE; /* gone since (deleted by hand?): written again when asked */
 	int restarted = cl->lost;
 	cl->lost = 0;
 	cl->up = cl->ever_up = 1;
@@ -338,9 +367,10 @@ static void mark_cb(const redisReply *r, void *arg)
 		cl->mark_missing++;
 	if (--cl->marking > 0 || cl->closed)
 		return;
-	/* every primary answered: up, unless one failed or a slot lost its
-	 * primary meanwhile (the next poll tries again) */
-	if (!cl->mark_failed && !cl->up && csr_covered(cl->rt))
+	/* every primary answered: up, unless one failed, a node may have lost
+	 * data since the reads were sent (what they said is stale), or a slot
+	 * lost its primary meanwhile (the next poll reads again) */
+	if (!cl->mark_failed && cl->mark_gen == cl->gen && !cl->up && csr_covered(cl->rt))
 		go_up(cl);
 }
 
@@ -350,6 +380,7 @@ static void check_markers(struct mcl *cl)
 	unsigned slots[CSL_MAX_NODES];
 	int n = csr_primaries(cl->rt, slots, CSL_MAX_NODES);
 	cl->mark_missing = cl->mark_failed = 0;
+	cl->mark_gen = cl->gen;
 	for (int i = 0; i < n; i++) {
 		char key[200];
 		marker_at(cl, slots[i], key, sizeof(key));
@@ -357,22 +388,65 @@ static void check_markers(struct mcl *cl)
 		if (csr_command(cl->rt, slots[i], now_us() + cl->timeout_ms * 1000, mark_cb, cl, 2,
 		                argv, NULL))
 			cl->marking++;
+		else
+			cl->mark_failed++; /* never up on the markers of some primaries only */
 	}
 }
 
-static void ignore_cb(const redisReply *r, void *arg) {}
+static void write_markers(struct mcl *cl);
+
+static void marked_cb(const redisReply *r, void *arg)
+{
+	struct mcl *cl = arg;
+	cl->mk_out--;
+	if (!r || r->type != REDIS_REPLY_STATUS)
+		cl->mk_failed++;
+	if (cl->closed)
+		return;
+	if (!cl->mk_failed && cl->mk_next < CSL_SLOTS) {
+		write_markers(cl);
+		return;
+	}
+	if (cl->mk_out > 0)
+		return;
+	/* all answered: marked, unless one failed or a node may have lost data
+	 * meanwhile (written again by the poll while the entry is up) */
+	if (cl->mk_failed || cl->mk_gen != cl->gen) {
+		cl->mk = MK_NONE;
+		return;
+	}
+	cl->mk = MK_DONE;
+	cl->ops.marked(cl->m);
+}
+
+/* Send SETs until MARK_WINDOW are out or every slot has its own. */
+static void write_markers(struct mcl *cl)
+{
+	while (cl->mk_out < MARK_WINDOW && cl->mk_next < CSL_SLOTS && !cl->mk_failed) {
+		char key[200];
+		unsigned s = cl->mk_next++;
+		marker_at(cl, s, key, sizeof(key));
+		const char *argv[3] = {"SET", key, "1"};
+		if (csr_command(cl->rt, s, now_us() + cl->timeout_ms * 4000, marked_cb, cl, 3, argv,
+		                NULL))
+			cl->mk_out++;
+		else
+			cl->mk_failed++;
+	}
+	if (cl->mk_out == 0 && cl->mk_failed)
+		cl->mk = MK_NONE; /* nothing out to answer: the poll tries again */
+}
 
 void mcl_set_marker(struct mcl *cl)
 {
-	unsigned slots[CSL_MAX_NODES];
-	int n = csr_primaries(cl->rt, slots, CSL_MAX_NODES);
-	for (int i = 0; i < n; i++) {
-		char key[200];
-		marker_at(cl, slots[i], key, sizeof(key));
-		const char *argv[3] = {"SET", key, "1"};
-		csr_command(cl->rt, slots[i], now_us() + cl->timeout_ms * 1000, ignore_cb, NULL, 3,
-		            argv, NULL);
-	}
+	cl->mk_wanted = 1;
+	if (cl->mk != MK_NONE || !cl->up)
+		return;
+	cl->mk = MK_WRITING;
+	cl->mk_next = 0;
+	cl->mk_failed = 0;
+	cl->mk_gen = cl->gen;
+	write_markers(cl);
 }
 
 /* The router's cover, looked at: up when every slot has a live primary
@@ -386,6 +460,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		cl->ops.down(cl->m, "a slot has no live primary");
 	} else if (!cl->up && covered && !cl->closed && !cl->marking) {
 		check_markers(cl);
+	} else if (cl->up && cl->mk_wanted && cl->mk == MK_NONE) {
+		mcl_set_marker(cl); /* a write that failed, or lost to a node's loss of data */
 	}
 }
 
@@ -413,6 +489,8 @@ static void event_cb(const struct csr_event *ev, void *arg)
 	if (ev->with_data)
 		return;
 	cl->gen++;
+	if (cl->mk == MK_DONE)
+		cl->mk = MK_NONE; /* its markers may be gone: written again once it counts */
 	if (!cl->ever_up)
 		return; /* nothing counted there yet */
 	cl->lost = 1;
@@ -490,6 +568,11 @@ int mcl_primaries(struct mcl *cl, unsigned *slots, int max)
 uint64_t mcl_slot_moves(struct mcl *cl)
 {
 	return csr_slot_moves(cl->rt);
+}
+
+void mcl_refresh(struct mcl *cl)
+{
+	csr_refresh(cl->rt);
 }
 
 const char *mcl_any_node(struct mcl *cl, char *buf, size_t len)

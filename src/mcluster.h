@@ -39,6 +39,8 @@ struct mcl_ops {
 	 * it must carry a newer epoch than any written on it (scripts.c). */
 	const char *(*epoch)(void);
 	void (*epoch_next)(void);
+	/* every slot has lockd's marker now (mcl_set_marker) */
+	void (*marked)(struct master *m);
 };
 
 struct mcl_cfg {
@@ -73,17 +75,18 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
  * changed primaries (csr_slot_moves): catch-up's walk over the nodes. */
 int mcl_primaries(struct mcl *cl, unsigned *slots, int max);
 uint64_t mcl_slot_moves(struct mcl *cl);
+void mcl_refresh(struct mcl *cl); /* csr_refresh */
 
 /* A primary's "HOST:PORT" for the subscriber (release notices: PUBLISH
  * reaches every node of a cluster), or NULL when none is known. */
 const char *mcl_any_node(struct mcl *cl, char *buf, size_t len);
 
 /* The marker (restart detection at startup, membership.c): "{T}" and
- * marker, T the tag of each primary's first slot, SET on every primary
- * (fire and forget: one missing makes the next start judge that primary
- * as one that restarted empty, the safe way). The entry reads them (GET)
- * each time before it goes up: a primary whose first slot changed since
- * reads as lacking it, the safe way too. */
+ * marker in every slot, so that it moves with its slot and goes with its
+ * primary's data. Written now (the entry counts), or once the entry is up
+ * again, and again after a write failed or a node may have lost data;
+ * ops.marked once every slot has it. The entry reads it in one slot of
+ * each primary each time before it goes up (has_marker: all have it). */
 void mcl_set_marker(struct mcl *cl);
 
 /* Fail every call in flight (each fn once, with NULL) and refuse new

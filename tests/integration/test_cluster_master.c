@@ -519,11 +519,54 @@ START_TEST(cluster_master_catchup)
 }
 END_TEST
 
-/* The marker, per primary (the slot of its first): a fresh cluster lacks
- * it (at startup that is a master that may have restarted empty, while
- * the others have it: membership.c); written once the entry counts
- * (master_set_marker), it is read before the entry goes up again; a
- * primary that lost its data (FLUSHALL) makes the entry lack it again. */
+/* Move slot sl from primary o to primary t as redis-cli reshard does. */
+static void move_slot(unsigned sl, int o, int t)
+{
+	char ss[8], port[16];
+	snprintf(ss, sizeof(ss), "%u", sl);
+	snprintf(port, sizeof(port), "%d", port_of(t));
+	char *oid = h_redis(C.first + o, "CLUSTER", "MYID", NULL);
+	char *tid = h_redis(C.first + t, "CLUSTER", "MYID", NULL);
+	ck_assert(oid && tid);
+	char *r = h_redis(C.first + t, "CLUSTER", "SETSLOT", ss, "IMPORTING", oid, NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	r = h_redis(C.first + o, "CLUSTER", "SETSLOT", ss, "MIGRATING", tid, NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	char *keys = h_redis(C.first + o, "CLUSTER", "GETKEYSINSLOT", ss, "100", NULL);
+	ck_assert(keys);
+	for (char *p = strtok(keys, "\n"); p; p = strtok(NULL, "\n")) {
+		r = h_redis(C.first + o, "MIGRATE", "127.0.0.1", port, p, "0", "5000", NULL);
+		ck_assert_msg(r && strcmp(r, "OK") == 0, "MIGRATE %s: %s", p, r ? r : "-");
+		free(r);
+	}
+	free(keys);
+	for (int i = 0; i < C.n; i++)
+		if (is_master(i)) {
+			r = h_redis(C.first + i, "CLUSTER", "SETSLOT", ss, "NODE", tid, NULL);
+			ck_assert_str_eq(r, "OK");
+			free(r);
+		}
+	free(oid);
+	free(tid);
+}
+
+/* Until the entry says it has the marker (every slot written), or 10 s. */
+static void wait_marked(struct master *m)
+{
+	for (double t0 = h_now_ms(); !m->has_marker && h_now_ms() - t0 < 10000;)
+		run_ms(20);
+	ck_assert_msg(m->has_marker, "the markers not written within 10 s");
+}
+
+/* The marker, in every slot: a fresh cluster lacks it (at startup that
+ * is a master that may have restarted empty, while the others have it:
+ * membership.c); written once the entry counts (master_set_marker, every
+ * slot), it is read before the entry goes up again; a primary's first
+ * slot moved to another primary takes its marker with it (still marked);
+ * a primary that lost its data (FLUSHALL) makes the entry lack it, and
+ * it is written again. */
 START_TEST(cluster_master_marker)
 {
 	if (start() < 0)
@@ -531,33 +574,46 @@ START_TEST(cluster_master_marker)
 	ck_assert_int_eq(ktag_init(), 0);
 	struct master *m = entry_start();
 	ck_assert_int_eq(last_marker, 0);
+	ck_assert_int_eq(m->has_marker, 0);
 	master_set_marker(m);
-	ck_assert_int_eq(m->has_marker, 1);
-	run_ms(300);
-	unsigned slots[8];
-	int n = master_cluster_nodes(m, slots, 8);
-	ck_assert_int_eq(n, 3);
-	for (int i = 0; i < n; i++) {
-		char key[64];
-		snprintf(key, sizeof(key), "{%s}" PFX " marker", ktag_of_slot(slots[i]));
-		char host[CSL_HOST_MAX + 1];
-		int port;
-		ck_assert_int_eq(csr_slot_owner(rt, slots[i], host, sizeof(host), &port), 0);
-		char *v = h_redis(C.first + node_of_port(port), "GET", key, NULL);
-		ck_assert_msg(v && strcmp(v, "1") == 0, "%s on %d: '%s'", key, port, v ? v : "-");
-		free(v);
-	}
+	wait_marked(m);
+	long long keys = 0;
+	for (int i = 0; i < C.n; i++)
+		if (is_master(i))
+			keys += h_redis_int(C.first + i, "DBSIZE", NULL);
+	ck_assert_int_eq(keys, CSL_SLOTS); /* one marker a slot, nothing else */
 	masters_shutdown();
+
+	/* a resharding: the first slot of a primary moves to another */
+	unsigned slots[8];
 	m = entry_start();
 	ck_assert_msg(last_marker == 1, "the markers written were not read at the next start");
-	masters_shutdown();
+	int n = master_cluster_nodes(m, slots, 8);
+	ck_assert_int_eq(n, 3);
 	char host[CSL_HOST_MAX + 1];
 	int port;
 	ck_assert_int_eq(csr_slot_owner(rt, slots[1], host, sizeof(host), &port), 0);
-	char *r = h_redis(C.first + node_of_port(port), "FLUSHALL", NULL);
+	int o = node_of_port(port), t = -1;
+	for (int i = 0; i < C.n && t < 0; i++)
+		if (i != o && is_master(i))
+			t = i;
+	masters_shutdown();
+	move_slot(slots[1], o, t);
+	run_ms(300);
+	m = entry_start();
+	ck_assert_msg(last_marker == 1, "a resharding made the entry lack its marker");
+	masters_shutdown();
+
+	/* a primary that lost its data */
+	char *r = h_redis(C.first + o, "FLUSHALL", NULL);
 	free(r);
 	m = entry_start();
 	ck_assert_msg(last_marker == 0, "a primary that lost its data still reads as marked");
+	master_set_marker(m);
+	wait_marked(m);
+	masters_shutdown();
+	m = entry_start();
+	ck_assert_int_eq(last_marker, 1);
 	masters_shutdown();
 	finish_rt();
 }

@@ -172,7 +172,7 @@ static const struct {
     {"listen: [[\"127.0.0.1:1\"]]\n",
      "t.yml:1:10: listen: list items must be strings or mappings, got a list"},
     {"redis:\n  masters: [{address: \"127.0.0.1:1\"}]\n",
-     "t.yml:2:14: redis.masters: unknown key \"address\" in an entry (sentinel, name)"},
+     "t.yml:2:14: redis.masters: unknown key \"address\" in an entry (sentinel, name; cluster)"},
     {"redis:\n  masters: [[\"127.0.0.1:1\"]]\n",
      "t.yml:2:13: redis.masters: list items must be strings or mappings, got a list"},
     /* sentinel entries */
@@ -187,7 +187,7 @@ static const struct {
     {"redis:\n  masters:\n    - {sentinel: [\"a:0\"], name: locks}\n",
      "t.yml:3:19: redis.masters: sentinel: \"a:0\": port must be a number from 1 to 65535"},
     {"redis:\n  masters:\n    - {sentinel: [\"a:1\"], name: locks, db: 2}\n",
-     "t.yml:3:40: redis.masters: unknown key \"db\" in an entry (sentinel, name)"},
+     "t.yml:3:40: redis.masters: unknown key \"db\" in an entry (sentinel, name; cluster)"},
     {"redis:\n  masters:\n    - {sentinel: [\"a:1\"], name: a, name: b}\n",
      "t.yml:3:36: redis.masters: duplicate key \"name\" in an entry"},
     {"redis:\n  masters:\n    - {sentinel: \"a:1\", name: locks}\n",
