@@ -15,9 +15,8 @@
  * plan; tests/integration/test_cluster_router.c drives it against a live cluster (resharding,
  * failover, a killed primary).
  *
- * Not used by the daemon yet: lockd's master layer (src/master.c) talks
- * to standalone and Sentinel-managed masters only, and cfg refuses
- * `cluster:` entries.
+ * Its user is a cluster entry of lockd's master layer (src/mcluster.c),
+ * which cfg does not take yet (doc/cluster.md, the build plan).
  *
  * A call's outcome: fn gets the node's reply (any reply but a
  * redirection or a retry, error replies included), or NULL when the call

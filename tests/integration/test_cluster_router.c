@@ -4,9 +4,8 @@
  * primary, a slot resharded under a stream of calls (ASK, MOVED,
  * TRYAGAIN), a CLUSTER FAILOVER, a primary SIGKILLed until its replica
  * is promoted, calls detached or freed in flight, and writes counted
- * once a WAIT says a replica has them (issue 31). The
- * daemon does not use the router yet (doc/cluster.md). Skipped without
- * redis-cli. */
+ * once a WAIT says a replica has them, a call's stamp read when it is
+ * sent (issue 31; doc/cluster.md). Skipped without redis-cli. */
 #include "config.h"
 
 #include <stdio.h>
