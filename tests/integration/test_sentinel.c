@@ -584,7 +584,7 @@ START_TEST(sentinel_config_errors)
 	    {"redis:\n  masters:\n    - {sentinel: [\"127.0.0.1\"], name: locks}\n",
 	     ":3:19: redis.masters: sentinel: \"127.0.0.1\": expected HOST:PORT"},
 	    {"redis:\n  masters:\n    - {sentinel: [\"a:1\"], name: locks, port: 1}\n",
-	     ":3:40: redis.masters: unknown key \"port\" in an entry (sentinel, name)"},
+	     ":3:40: redis.masters: unknown key \"port\" in an entry (sentinel, name; cluster)"},
 	    {"redis:\n  masters:\n    - cluster: [\"a:1\"]\n",
 	     ":3:7: redis.masters: cluster entries are not supported yet (a standalone "
 	     "\"HOST:PORT\" or a sentinel entry)"},
