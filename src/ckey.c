@@ -236,18 +236,11 @@ static int fill_part(const struct ck_cols *cs, int n, struct ck_part *pt, const 
 	return 0;
 }
 
-int ck_split(int script, int n, const unsigned *slots, int argc, const char **argv,
-             const size_t *argvlen, struct ck_part **parts)
+int ck_group(int n, const unsigned *slots, struct ck_part **parts)
 {
-	const struct ck_cols *cs = ck_cols_of(script);
-	*parts = NULL;
-	if (!cs || n <= 0 ||
-	    argc != SA_KEYS + (cs->item_keys + cs->item_args) * n + cs->fixed_keys +
-	                cs->args_before + cs->args_after ||
-	    ck_nkeys(argc, argv, argvlen) != cs->item_keys * n + cs->fixed_keys)
-		return -1;
 	struct ck_part *pt = calloc((size_t)n, sizeof(*pt));
 	int np = 0;
+	*parts = NULL;
 	if (!pt)
 		return -1;
 	for (int i = 0; i < n; i++) { /* parts in the order of their first items */
@@ -264,6 +257,24 @@ int ck_split(int script, int n, const unsigned *slots, int argc, const char **ar
 		}
 		pt[k].items[pt[k].nitems++] = i;
 	}
+	*parts = pt;
+	return np;
+}
+
+int ck_split(int script, int n, const unsigned *slots, int argc, const char **argv,
+             const size_t *argvlen, struct ck_part **parts)
+{
+	const struct ck_cols *cs = ck_cols_of(script);
+	*parts = NULL;
+	if (!cs || n <= 0 ||
+	    argc != SA_KEYS + (cs->item_keys + cs->item_args) * n + cs->fixed_keys +
+	                cs->args_before + cs->args_after ||
+	    ck_nkeys(argc, argv, argvlen) != cs->item_keys * n + cs->fixed_keys)
+		return -1;
+	struct ck_part *pt;
+	int np = ck_group(n, slots, &pt);
+	if (np < 0)
+		return -1;
 	for (int k = 0; k < np; k++)
 		if (fill_part(cs, n, &pt[k], argv, argvlen) != 0) {
 			ck_parts_free(pt, np);

@@ -92,6 +92,12 @@ struct ck_part {
 	char nkeys[12];
 };
 
+/* Group n items, item i of slot slots[i], into one part per slot, in the
+ * order of each slot's first item: slot, nitems and items set, no
+ * arguments yet. The number of parts (*parts, freed with ck_parts_free),
+ * or -1 (out of memory). */
+int ck_group(int n, const unsigned *slots, struct ck_part **parts);
+
 /* Split a call of script (ck_cols_of not NULL) over n items, item i of
  * slot slots[i], into one part per slot, in the order of each slot's
  * first item. Returns the number of parts (*parts, freed with

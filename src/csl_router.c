@@ -340,12 +340,12 @@ static void redirect(struct csr_req *q, struct csr_conn *c, const struct csl_red
 		retry_later(q);
 		return;
 	}
-	if (!ask && rt->node_conn[n]) /* the next calls of the slot go there too */
-		if (rt->map->slot[rd->slot] != (uint16_t)n) {
-			rt->map->slot[rd->slot] = (uint16_t)n;
-			rt->moves++;
-			csr_late(rt); /* before this call goes there, stamped */
-		}
+	/* the next calls of the slot go there too */
+	if (!ask && rt->node_conn[n] && rt->map->slot[rd->slot] != (uint16_t)n) {
+		rt->map->slot[rd->slot] = (uint16_t)n;
+		rt->moves++;
+		csr_late(rt); /* before this call goes there, stamped */
+	}
 	dispatch(q);
 }
 

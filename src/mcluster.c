@@ -121,13 +121,14 @@ static int send_sub(struct mcl_sub *s)
 	int nkeys = ck_nkeys(argc, argv, len);
 	if (nkeys < 0)
 		return -1;
+	/* the cluster form's arguments and their bytes, in one block (the
+	 * router copies them: freed once sent) */
 	size_t cap = ck_call_size(argc, len, nkeys);
-	char *buf = malloc(cap);
-	const char **out = malloc(sizeof(*out) * (size_t)argc);
-	size_t *outlen = malloc(sizeof(*outlen) * (size_t)argc);
+	const char **out = malloc((sizeof(*out) + sizeof(size_t)) * (size_t)argc + cap);
+	size_t *outlen = out ? (size_t *)(out + argc) : NULL;
+	char *buf = out ? (char *)(outlen + argc) : NULL;
 	int rc = -1;
-	if (buf && out && outlen &&
-	    ck_call(q->script, s->slot, argc, argv, len, out, outlen, buf, cap) == 0) {
+	if (out && ck_call(q->script, s->slot, argc, argv, len, out, outlen, buf, cap) == 0) {
 		const char *sha = s->evald ? NULL : script_sha((enum script_id)q->script);
 		out[SA_CMD] = sha ? "EVALSHA" : "EVAL";
 		out[SA_SHA] = sha ? sha : script_body((enum script_id)q->script);
@@ -147,9 +148,7 @@ static int send_sub(struct mcl_sub *s)
 			csr_stamp(s->cr, at);
 		rc = s->cr ? 0 : -1;
 	}
-	free(buf);
 	free(out);
-	free(outlen);
 	return rc;
 }
 
@@ -241,33 +240,24 @@ static void sub_cb(const redisReply *r, void *arg)
 static int split_mget(int n, const unsigned *slots, const char **argv, const size_t *argvlen,
                       struct ck_part **parts)
 {
-	struct ck_part *pt = calloc((size_t)n, sizeof(*pt));
-	int np = 0;
-	if (!pt)
-		return -1;
-	for (int i = 0; i < n; i++) {
-		int k = 0;
-		while (k < np && pt[k].slot != slots[i])
-			k++;
-		if (k == np) {
-			pt[k].slot = slots[i];
-			pt[k].items = malloc(sizeof(int) * (size_t)n);
-			pt[k].argv = malloc(sizeof(*pt[k].argv) * (size_t)(n + 1));
-			pt[k].argvlen = malloc(sizeof(*pt[k].argvlen) * (size_t)(n + 1));
-			np++;
-			if (!pt[k].items || !pt[k].argv || !pt[k].argvlen) {
-				ck_parts_free(pt, np);
-				return -1;
-			}
-			pt[k].argv[0] = argv[0];
-			pt[k].argvlen[0] = argvlen[0];
-			pt[k].argc = 1;
+	int np = ck_group(n, slots, parts);
+	for (int k = 0; k < np; k++) {
+		struct ck_part *pt = &(*parts)[k];
+		pt->argc = 1 + pt->nitems;
+		pt->argv = malloc(sizeof(*pt->argv) * (size_t)pt->argc);
+		pt->argvlen = malloc(sizeof(*pt->argvlen) * (size_t)pt->argc);
+		if (!pt->argv || !pt->argvlen) {
+			ck_parts_free(*parts, np);
+			*parts = NULL;
+			return -1;
 		}
-		pt[k].items[pt[k].nitems++] = i;
-		pt[k].argv[pt[k].argc] = argv[1 + i];
-		pt[k].argvlen[pt[k].argc++] = argvlen[1 + i];
+		pt->argv[0] = argv[0];
+		pt->argvlen[0] = argvlen[0];
+		for (int j = 0; j < pt->nitems; j++) {
+			pt->argv[1 + j] = argv[1 + pt->items[j]];
+			pt->argvlen[1 + j] = argvlen[1 + pt->items[j]];
+		}
 	}
-	*parts = pt;
 	return np;
 }
 
