@@ -658,11 +658,29 @@ static const char *const bodies[SCR_COUNT] = {
      * instance from now on, and each hold still held for the session
      * takes this instance's token (its random part kept): the lockd that
      * had it finds nothing of its own. A TTL hold keeps its expiry, any
-     * other gets a new lease. */
+     * other gets a new lease.
+     * A cluster entry's session (doc/cluster.md, "Sessions on a cluster
+     * entry") has a record per slot it holds in, and a home record whose
+     * fields "i SLOT" (SESS_INDEX) list those slots: the home record is
+     * adopted as above, and its index comes back as entries {"i SLOT",
+     * "", 0, -1, 0} among the holds. Each listed slot's record is then
+     * adopted with ARGV[5] "": no count to compare, but the new count
+     * must be above the record's (a later adoption's ran there first, or
+     * this one's did: {-2}); a missing record is created with the
+     * secret, ARGV[7] its grace and the new count, so that the lockd the
+     * session left, whose grant there is still on its way, finds it
+     * another's. */
     [SCR_SESS_ADOPT] = ADOPT_ONE_LUA
     "local h = redis.call('HMGET', rk, 's', 'a', 'g')\n"
+    "local slot = ARGV[5] == ''\n"
+    "if slot and not h[1] and redis.call('EXISTS', rk) == 0 then\n"
+    "  h = {redis.sha1hex(ARGV[1]), '0', ARGV[7] or '0'}\n"
+    "  redis.call('HSET', rk, 's', h[1], 'g', h[3])\n"
+    "end\n"
     "if h[1] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"
-    "if (h[2] or '0') ~= ARGV[5] then return {-2} end\n"
+    "if slot then\n"
+    "  if tonumber(h[2] or '0') >= tonumber(ARGV[6]) then return {-2} end\n"
+    "elseif (h[2] or '0') ~= ARGV[5] then return {-2} end\n"
     "local a = tonumber(ARGV[6])\n"
     "redis.call('HSET', rk, 'a', ARGV[6])\n"
     "local g = tonumber(h[3] or '0')\n"
@@ -676,6 +694,8 @@ static const char *const bodies[SCR_COUNT] = {
     "  if nv then\n"
     "    r[#r + 1] = all[i]; r[#r + 1] = nv; r[#r + 1] = ok; r[#r + 1] = left\n"
     "    r[#r + 1] = d\n"
+    "  elseif string.sub(all[i], 1, 2) == 'i ' then\n"
+    "    r[#r + 1] = all[i]; r[#r + 1] = ''; r[#r + 1] = 0; r[#r + 1] = -1; r[#r + 1] = 0\n"
     "  end\n"
     "end\n"
     "return r\n",
@@ -798,6 +818,16 @@ static const char *const bodies[SCR_COUNT] = {
     /* SESS_PEEK. KEYS: the record. The adoption count SCR_SESS_ADOPT
      * compares, "0" before the first. */
     [SCR_SESS_PEEK] = "return redis.call('HGET', KEYS[1], 'a') or '0'\n",
+    /* SESS_INDEX (a cluster entry's session, doc/cluster.md, "Sessions on
+     * a cluster entry"). KEYS: the session's home record. ARGV: instance,
+     * a slot. Adds field "i SLOT" where the record is ours: 1; 0 where it
+     * is another lockd's, a tombstone or missing (an adoption took the
+     * session over first, or it ended: a grant in that slot must not
+     * count). A field with a space whose value is not a hold's four words
+     * is no hold to the adoption scripts (ADOPT_ONE_LUA's one). */
+    [SCR_SESS_INDEX] = "if redis.call('HGET', KEYS[1], 'o') ~= ARGV[1] then return 0 end\n"
+                       "redis.call('HSET', KEYS[1], 'i ' .. ARGV[2], '1')\n"
+                       "return 1\n",
     /* EL_EPOCH. Positions: enum elepoch_arg. Reserves an epoch for the
      * values of the leader whose lock holds the token (the lockd that
      * adopted it, 1.2), where no epoch as high is reserved: {1}; {0}
@@ -903,6 +933,7 @@ int script_writes(enum script_id id)
 	case SCR_SESS_TOUCH:
 	case SCR_SESS_ADOPT:
 	case SCR_SESS_ADOPT_MORE:
+	case SCR_SESS_INDEX:
 	case SCR_EL_PUT:
 	case SCR_EL_EPOCH:
 		return 1;

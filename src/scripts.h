@@ -26,6 +26,7 @@ enum script_id {
 	SCR_SESS_ADOPT_MORE, /* the holds SCR_SESS_ADOPT left, ADOPT_CHUNK at a time */
 	SCR_EL_EPOCH,        /* reserve an adopting lockd's version epoch of a leader (1.3) */
 	SCR_WHO,             /* every hold of a key on one master, read only (1.4) */
+	SCR_SESS_INDEX,      /* add a slot to a session's index, where it is ours (cluster) */
 	SCR_COUNT
 };
 
@@ -137,9 +138,13 @@ enum adopt_arg {
 	SDA_INSTANCE,             /* ARGV[2] this lockd's instance */
 	SDA_LEASE,                /* ARGV[3] lease ms */
 	SDA_PREFIX,               /* ARGV[4] the key prefix */
-	SDA_COUNT,                /* ARGV[5] the adoption count SCR_SESS_PEEK read there */
+	SDA_COUNT,                /* ARGV[5] the adoption count SCR_SESS_PEEK read there, or
+	                             "": a slot's record on a cluster entry (doc/cluster.md,
+	                             "Sessions on a cluster entry") */
 	SDA_NEXT,                 /* ARGV[6] the new count: above every count read */
-	SDA_ARGC
+	SDA_ARGC,
+	SDA_GRACE = SDA_ARGC, /* ARGV[7] a slot's record only: the grace of one it creates */
+	SDA_SLOT_ARGC
 };
 
 /* SCR_EL_PUT (1.3): a leader's value, "P NAME leader" beside its lock. */

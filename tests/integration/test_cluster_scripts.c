@@ -576,6 +576,172 @@ START_TEST(cluster_scripts_epoch)
 }
 END_TEST
 
+/* Sessions on a cluster entry (doc/cluster.md, "Sessions on a cluster
+ * entry"): session "s1" has a home record in its own slot and a record
+ * per slot it holds in, each "{T}lk:session s1". */
+#define SID    "s1"
+#define SECRET "0123456789abcdef0123456789abcdef"
+
+static unsigned home_slot(void)
+{
+	return csl_keyslot(SID, strlen(SID));
+}
+
+/* The record of SID in slot, in its cluster form: ck_call tags it. */
+static const char *rec_key = PFX "session " SID;
+
+/* Run script id on slot with argv[0 ..] after SA_NKEYS ("1" key). */
+static redisReply *run_rec(int id, unsigned slot, int n, const char **args)
+{
+	const char *argv[16] = {"", "", "1", rec_key};
+	size_t len[16];
+	ck_assert_int_le(n + 4, 16);
+	for (int i = 0; i < n; i++)
+		argv[4 + i] = args[i];
+	lens(4 + n, argv, len);
+	return run_script(id, slot, 4 + n, argv, len);
+}
+
+static long long int_reply(redisReply *r)
+{
+	ck_assert_int_eq(r->type, REDIS_REPLY_INTEGER);
+	long long v = r->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+/* SESS_PUT of SID's record in slot for inst (the secret given: it may
+ * create the record), with adoption count a. */
+static long long put_rec(unsigned slot, const char *inst, const char *a)
+{
+	return int_reply(run_rec(SCR_SESS_PUT, slot, 6,
+	                         (const char *[]){inst, SECRET, "5000", "30000", "a", a}));
+}
+
+static long long add_index(const char *inst, unsigned slot)
+{
+	char s[8];
+	snprintf(s, sizeof(s), "%u", slot);
+	return int_reply(run_rec(SCR_SESS_INDEX, home_slot(), 2, (const char *[]){inst, s}));
+}
+
+/* SESS_ADOPT of SID's record in slot by inst: count "" for a slot's
+ * record (the cluster form), else the count read; the reply. */
+static redisReply *adopt(unsigned slot, const char *inst, const char *secret, const char *count,
+                         const char *next)
+{
+	return run_rec(SCR_SESS_ADOPT, slot, 7,
+	               (const char *[]){secret, inst, "20000", PFX, count, next, "5000"});
+}
+
+/* The first element of an adoption's reply (1, 2: adopted; -1, -2 not). */
+static long long adopt_verdict(redisReply *r)
+{
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_int_ge(r->elements, 1);
+	long long v = r->element[0]->integer;
+	freeReplyObject(r);
+	return v;
+}
+
+/* An ACQUIRE of name for SID's hold, by inst (its record in name's slot). */
+static redisReply *acquire_rec(const char *name, const char *token)
+{
+	struct acq q;
+	acq_fill(&q, name, token, "0");
+	char field[80];
+	snprintf(field, sizeof(field), "0x0 %s", name);
+	q.argv[AA_SESSION] = rec_key;
+	q.argv[AA_RECORD] = field;
+	lens(AA_ARGC, q.argv, q.len);
+	return run_script(SCR_ACQUIRE, q.slot, AA_ARGC, q.argv, q.len);
+}
+
+/* Whether the reply of a home adoption lists slot in its index. */
+static int lists_slot(const redisReply *r, unsigned slot)
+{
+	char f[16];
+	snprintf(f, sizeof(f), "i %u", slot);
+	for (size_t i = 3; i < r->elements; i += 5)
+		if (r->element[i]->type == REDIS_REPLY_STRING && strcmp(r->element[i]->str, f) == 0)
+			return 1;
+	return 0;
+}
+
+/* The orders of doc/cluster.md, "Sessions on a cluster entry", on a live
+ * cluster: A (the lockd the session leaves) and B (adopting). */
+START_TEST(cluster_scripts_sessions)
+{
+	if (start() < 0)
+		return;
+	ck_assert_int_eq(ktag_init(), 0);
+	const char *k1 = "{sa}k1", *k2 = "{sb}k2", *k3 = "{sc}k3";
+	unsigned sa = csl_keyslot(k1, strlen(k1)), sb = csl_keyslot(k2, strlen(k2)),
+	         sc = csl_keyslot(k3, strlen(k3)), h = home_slot();
+	ck_assert(sa != h && sb != h && sc != h && sa != sb && sb != sc && sa != sc);
+	char ta[33], tb[33];
+	snprintf(ta, sizeof(ta), "%s%016d", INST_A, 1);
+	snprintf(tb, sizeof(tb), "%s%016d", INST_A, 2);
+
+	/* SESSION on A: the home record; a grant in sa: its slot's record
+	 * (pipelined before the grant), the index */
+	ck_assert_int_eq(put_rec(h, INST_A, "0"), 1);
+	ck_assert_int_eq(put_rec(sa, INST_A, "0"), 1);
+	ck_assert_int_eq(add_index(INST_A, sa), 1);
+	ck_assert(granted(acquire_rec(k1, ta)));
+	/* a grant in sb half done: its slot in the index, the grant not there yet */
+	ck_assert_int_eq(add_index(INST_A, sb), 1);
+
+	/* B adopts the home record: the index lists sa and sb */
+	redisReply *r = adopt(h, INST_B, SECRET, "0", "1");
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_int_eq(r->element[0]->integer, 1);
+	ck_assert_msg(lists_slot(r, sa) && lists_slot(r, sb), "the index of the home record");
+	ck_assert(!lists_slot(r, sc));
+	freeReplyObject(r);
+	/* A adds no slot once B has the home record (order 2) */
+	ck_assert_int_eq(add_index(INST_A, sc), 0);
+
+	/* each listed slot's record: sa's hold taken over for B */
+	r = adopt(sa, INST_B, SECRET, "", "1");
+	ck_assert_int_eq(r->type, REDIS_REPLY_ARRAY);
+	ck_assert_int_eq(r->element[0]->integer, 1);
+	ck_assert_int_eq(r->elements, 8); /* {1, grace, count, one hold's 5} */
+	ck_assert_str_eq(r->element[3]->str, "x0 {sa}k1");
+	ck_assert_int_eq(r->element[5]->integer, 1); /* held for B now */
+	freeReplyObject(r);
+	char *v = get_tagged(k1, "");
+	ck_assert_msg(v && strncmp(v, INST_B, 16) == 0, "{sa}k1 after the adoption: '%s'",
+	              v ? v : "-");
+	free(v);
+	/* sb's record did not exist: created for B, so A's grant on its way
+	 * there (order 1) finds another's record */
+	ck_assert_int_eq(adopt_verdict(adopt(sb, INST_B, SECRET, "", "1")), 1);
+	ck_assert_int_eq(put_rec(sb, INST_A, "0"), 0);
+	r = acquire_rec(k2, tb);
+	ck_assert_int_eq(r->element[0]->integer, 0);
+	ck_assert_int_eq(r->element[1]->integer, -3);
+	freeReplyObject(r);
+	ck_assert_ptr_null(get_tagged(k2, ""));
+
+	/* late or repeated slot adoptions change nothing: the same count, a
+	 * lower one, a wrong secret */
+	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, SECRET, "", "1")), -2);
+	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, SECRET, "", "0")), -2);
+	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, "wrong", "", "5")), -1);
+	v = get_tagged(k1, "");
+	ck_assert(v && strncmp(v, INST_B, 16) == 0);
+	free(v);
+	/* a later adoption (count 2) wins wherever it lands first */
+	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, SECRET, "", "2")), 1);
+	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_B, SECRET, "", "1")), -2);
+	v = get_tagged(k1, "");
+	ck_assert_msg(v && strncmp(v, INST_A, 16) == 0, "{sa}k1: '%s'", v ? v : "-");
+	free(v);
+	finish_rt();
+}
+END_TEST
+
 TCase *tc_cluster_scripts(void)
 {
 	TCase *tc = tcase_create("cluster_scripts");
@@ -584,5 +750,6 @@ TCase *tc_cluster_scripts(void)
 	H_ADD(tc, cluster_scripts_locks);
 	H_ADD(tc, cluster_scripts_migration);
 	H_ADD(tc, cluster_scripts_epoch);
+	H_ADD(tc, cluster_scripts_sessions);
 	return tc;
 }

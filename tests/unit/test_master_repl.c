@@ -443,7 +443,7 @@ START_TEST(writes_wait)
 	static const enum script_id writes[] = {SCR_ACQUIRE,    SCR_ACQUIRE_N,  SCR_RENEW,
 	                                        SCR_RAISE,      SCR_RAISE_MANY, SCR_SESS_PUT,
 	                                        SCR_SESS_TOUCH, SCR_SESS_ADOPT, SCR_SESS_ADOPT_MORE,
-	                                        SCR_EL_PUT,     SCR_EL_EPOCH};
+	                                        SCR_EL_PUT,     SCR_EL_EPOCH,   SCR_SESS_INDEX};
 	static const enum script_id others[] = {
 	    SCR_RELEASE, SCR_RELEASE_N, SCR_RELEASE_MANY, SCR_STATUS,    SCR_SESS_END,
 	    SCR_EL_READ, SCR_EL_RESIGN, SCR_GEN,          SCR_SESS_PEEK, SCR_WHO};
