@@ -33,7 +33,8 @@ struct loader {
 	struct config *c;
 	unsigned char seen[CFG_NKEYS_MAX];
 	yaml_mark_t marks[CFG_NKEYS_MAX]; /* where each key was set, for cross-key checks */
-	const char *dir;                  /* of the file, for relative paths; NULL: read no files */
+	yaml_mark_t entry_marks[CONFIG_MAX_MASTERS]; /* where each redis.masters entry is */
+	const char *dir; /* of the file, for relative paths; NULL: read no files */
 };
 
 enum ctype {
@@ -209,6 +210,7 @@ static const struct ckey keys[] = {
     {"redis.password_file", CT_STR, OFF(redis_password_file), 0, 0, 4096, NULL},
     {"redis.sentinel_password", CT_STR, OFF(sentinel_password), 0, 0, 256, v_password},
     {"redis.wait_replicas", CT_INT, OFF(wait_replicas), 0, 0, 16, NULL},
+    {"redis.experimental_cluster", CT_BOOL, OFF(experimental_cluster), 0, 0, 0, NULL},
     {"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
     {"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
     {"locks", CT_SECTION, 0, 0, 0, 0, NULL},
@@ -512,6 +514,8 @@ static int set_list(struct loader *l, const struct ckey *k, yaml_mark_t start)
 			free(v);
 			return -1;
 		}
+		if (masters)
+			l->entry_marks[n] = vm;
 		arr[n++] = v;
 		*count = n;
 	}
@@ -720,6 +724,14 @@ static int cross_checks(struct loader *l)
 		    "limits.max_output_bytes (%lld) must be 0 (no limit) or at least %lld "
 		    "(65536, and %d times limits.max_line)",
 		    (long long)c->max_output_bytes, (long long)least, CFG_MIN_OUTPUT_LINES);
+	for (int j = 0; j < c->nmasters && !c->experimental_cluster; j++)
+		if (c->sentinel[j].cluster)
+			return cfgy_fail(
+			    &l->y, l->entry_marks[j],
+			    "redis.masters: \"%s\": cluster entries need "
+			    "redis.experimental_cluster: true (sessions, elections, WHO "
+			    "and LOCKALL do not count on them yet: doc/cluster.md)",
+			    c->masters[j]);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)
 		return cfgy_fail(

@@ -2,8 +2,8 @@
  * Sentinels manage: {sentinel: ["HOST:PORT", ...], name: NAME}. Every
  * mistake is named at its node (FILE:LINE:COLUMN), as in cfg.c. A Redis
  * Cluster entry ({cluster: ["HOST:PORT", ...]}) is read and checked the
- * same way, then refused as not supported yet (doc/cluster.md, the build
- * plan): a malformed one is told what is wrong with it first. */
+ * same way; cfg.c takes it only with redis.experimental_cluster (doc/
+ * cluster.md, the build plan). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -141,12 +141,16 @@ char *cfg_master_entry(struct cfgy *y, struct cfg_sentinel *s, const yaml_mark_t
 		cfgy_fail(y, start, WHAT ": an entry needs sentinel, a list of \"HOST:PORT\"");
 		goto bad;
 	}
-	if (cluster) { /* well formed, and not taken yet (doc/cluster.md, the build plan) */
-		cfgy_fail(y, start,
-		          WHAT
-		          ": cluster entries are not supported yet (a standalone \"HOST:PORT\" "
-		          "or a sentinel entry)");
-		goto bad;
+	if (cluster) { /* cfg.c's cross checks want redis.experimental_cluster */
+		char *v = malloc(strlen(s->seeds[0]) + 9);
+		if (!v) {
+			cfgy_fail(y, start, "out of memory");
+			goto bad;
+		}
+		strcpy(v, "cluster:");
+		strcat(v, s->seeds[0]);
+		s->cluster = 1;
+		return v;
 	}
 	if (!s->name) {
 		cfgy_fail(y, start, WHAT ": a sentinel entry needs a name");

@@ -83,6 +83,17 @@ static void master_opts_from(const struct config *c, struct master_opts *o)
 	o->wait_replicas = c->wait_replicas;
 	o->sentinel_password = c->sentinel_password;
 	o->sentinel = c->sentinel;
+	/* a cluster entry's nodes are in the same struct; master.c asks
+	 * cluster first (mcl_new copies them) */
+	static struct master_cluster cl[CONFIG_MAX_MASTERS];
+	int any = 0;
+	for (int i = 0; i < c->nmasters; i++) {
+		const struct cfg_sentinel *s = &c->sentinel[i];
+		cl[i] = (struct master_cluster){(const char *const *)s->seeds,
+		                                s->cluster ? s->nseeds : 0};
+		any |= s->cluster;
+	}
+	o->cluster = any ? cl : NULL;
 }
 
 static void mb_opts_from(const struct config *c, struct mb_opts *o)
@@ -236,6 +247,7 @@ static void keep_fixed(struct config *n, const struct config *o)
 				free(ns->seeds[j]);
 			free(ns->name);
 			ns->name = os->name ? strdup(os->name) : NULL;
+			ns->cluster = os->cluster;
 			for (int j = 0; j < os->nseeds; j++)
 				ns->seeds[j] = strdup(os->seeds[j]);
 			ns->nseeds = os->nseeds;

@@ -769,9 +769,9 @@ static void cl_up(struct master *m, int restarted, int has_marker)
 	         restarted ? ": a node may have lost data" : "",
 	         has_marker ? "" : ": a primary lacks lockd's marker");
 	snprintf(m->prev_run_id, sizeof(m->prev_run_id), "%s", m->run_id);
-	if (restarted)
-		snprintf(m->run_id, sizeof(m->run_id), "cluster-%llu",
-		         (unsigned long long)++m->reconnects);
+	if (restarted) /* a run_id of the entry as a whole, in the 8 characters logs show */
+		snprintf(m->run_id, sizeof(m->run_id), "cl%06llu",
+		         (unsigned long long)++m->reconnects % 1000000);
 	m->sub_backoff_ms = 10;
 	sub_start(m);
 	if (opts.on_up)

@@ -202,8 +202,8 @@ static const struct {
      "    - {sentinel: [\"b:1\"], name: locks}\n",
      "t.yml:4:7: redis.masters: \"sentinel:locks\" is listed twice"},
     {"redis:\n  masters:\n    - cluster: [\"a:1\"]\n",
-     "t.yml:3:7: redis.masters: cluster entries are not supported yet (a standalone "
-     "\"HOST:PORT\" or a sentinel entry)"},
+     "t.yml:3:7: redis.masters: \"cluster:a:1\": cluster entries need redis.experimental_cluster: "
+     "true (sessions, elections, WHO and LOCKALL do not count on them yet: doc/cluster.md)"},
     /* cluster entries: read and checked, then refused (not taken yet) */
     {"redis:\n  masters:\n    - cluster: []\n",
      "t.yml:3:16: redis.masters: cluster: needs at least one \"HOST:PORT\""},

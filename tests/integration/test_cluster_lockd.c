@@ -1,0 +1,323 @@
+/* test_cluster_lockd: lockd with a Redis Cluster as its master (issue 31;
+ * redis.experimental_cluster, doc/cluster.md): two lockd on one live
+ * cluster of 3 primaries and 3 replicas, each with the cluster as its only
+ * redis.masters entry (a majority of one). Locks spread over every
+ * primary, each in its name's slot (a hash tag's, when the name has one),
+ * and exclusion between the two lockd; a release wakes a waiter of the
+ * other lockd; a held lock's slot moved to another primary the way
+ * redis-cli --cluster reshard moves one, held past two leases with no
+ * LOST and never granted to the other, and a new lock asked for in that
+ * slot while it is split granted once it has moved. Sessions (1.2) do not
+ * count on a cluster entry yet: SESSION answers ERR QUORUM. Skipped
+ * without redis-cli. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "harness.h"
+#include "ktag.h"
+#include "router_fix.h"
+
+#define LEASE 1500
+#define NAMES 24
+
+/* Two lockd on the cluster C (started), with lease ms and redis_extra
+ * lines; 0, or -1 (skip) without redis-cli. */
+static int start_two_with(int lease, const char *extra)
+{
+	if (h_cluster_start(&C, 3, 1) < 0) {
+		fprintf(stderr, "%s: no redis-cli: skipped\n", tcase_name());
+		return -1;
+	}
+	ck_assert_int_eq(ktag_init(), 0);
+	char entry[128];
+	snprintf(entry, sizeof(entry), "{cluster: [\"127.0.0.1:%d\", \"127.0.0.1:%d\"]}",
+	         port_of(0), port_of(1));
+	char redis[256];
+	snprintf(redis, sizeof(redis), "  experimental_cluster: true\n%s", extra);
+	struct h_opts o = {.lease_ms = lease, .masters = entry, .redis_extra = redis};
+	h_lockd_start(&o);
+	h_lockd_start(&o);
+	return 0;
+}
+
+static int start_two(void)
+{
+	return start_two_with(LEASE, "");
+}
+
+/* The cluster's name of lock name's key ("{T}lockd:NAME", doc/cluster.md). */
+static void key_of(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "{%s}lockd:%s", ktag_of_slot(csl_keyslot(name, strlen(name))), name);
+}
+
+/* The node (index from C.first) that serves name's key: the primary whose
+ * GET is not a MOVED; -1 if none. */
+static int primary_of(const char *name)
+{
+	char key[160];
+	key_of(name, key, sizeof(key));
+	for (int i = 0; i < C.n; i++) {
+		if (!is_master(i))
+			continue;
+		char *v = h_redis(C.first + i, "GET", key, NULL);
+		int here = v && strncmp(v, "-MOVED", 6) != 0;
+		free(v);
+		if (here)
+			return i;
+	}
+	return -1;
+}
+
+static long long pttl_on(int i, const char *name)
+{
+	char key[160];
+	key_of(name, key, sizeof(key));
+	return h_redis_int(C.first + i, "PTTL", key, NULL);
+}
+
+START_TEST(cluster_lockd_locks)
+{
+	if (start_two() < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	char names[NAMES][32], req[64];
+	int per[16] = {0};
+	for (int i = 0; i < NAMES; i++) {
+		if (i < 2)
+			snprintf(names[i], sizeof(names[i]), "{order-7}%s", i ? "ship" : "pay");
+		else
+			snprintf(names[i], sizeof(names[i]), "job-%d", i);
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_lock(a, req);
+		cl_expect(b, req, "BUSY");
+		int p = primary_of(names[i]);
+		ck_assert_msg(p >= 0, "%s: on no primary", names[i]);
+		ck_assert_msg(pttl_on(p, names[i]) > 0, "%s: no lease on its primary", names[i]);
+		per[p]++;
+	}
+	int used = 0;
+	for (int i = 0; i < C.n; i++)
+		used += per[i] > 0;
+	ck_assert_msg(used == 3, "locks on %d primaries of 3", used);
+	ck_assert_int_eq(primary_of("{order-7}pay"), primary_of("{order-7}ship"));
+
+	/* a release on A wakes B's LOCK: B's grant has a larger fence */
+	unsigned long long f0 = cl_lock(a, "LOCK handoff");
+	cl_send(b, "LOCK handoff WAIT 5000\n");
+	cl_silence(b, 200);
+	cl_expect_prefix(a, "UNLOCK handoff", "OK");
+	unsigned long long f1 = cl_want_ok(b, 5000);
+	ck_assert_msg(f1 > f0, "fence %llu after %llu", f1, f0);
+
+	/* locks outlive their lease: renewed on the cluster */
+	h_sleep_ms(2 * LEASE);
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_expect(b, req, "BUSY");
+	}
+	cl_silence(a, 100);
+	ck_assert_int_eq(a->nlost, 0);
+	/* not yet: session records are not written on a cluster entry */
+	cl_expect_prefix(a, "SESSION", "ERR QUORUM");
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
+static void setslot(int i, const char *slot, const char *what, const char *id)
+{
+	char *r = h_redis(C.first + i, "CLUSTER", "SETSLOT", slot, what, id, NULL);
+	ck_assert_msg(r && strcmp(r, "OK") == 0, "SETSLOT %s %s on node %d: %s", slot, what, i,
+	              r ? r : "NULL");
+	free(r);
+}
+
+/* A's lock "{mig}a" held while its slot moves from primary o to t as
+ * redis-cli --cluster reshard moves it; B asks for a new lock of the slot
+ * while it is split. */
+START_TEST(cluster_lockd_reshard)
+{
+	if (start_two() < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	unsigned long long fa = cl_lock(a, "LOCK {mig}a");
+	int o = primary_of("{mig}a"), t = -1;
+	for (int i = 0; i < C.n && t < 0; i++)
+		if (i != o && is_master(i))
+			t = i;
+	ck_assert(o >= 0 && t >= 0);
+	char sslot[8], port[16];
+	snprintf(sslot, sizeof(sslot), "%u", csl_keyslot("{mig}", 5));
+	snprintf(port, sizeof(port), "%d", port_of(t));
+	char *oid = h_redis(C.first + o, "CLUSTER", "MYID", NULL);
+	char *tid = h_redis(C.first + t, "CLUSTER", "MYID", NULL);
+	ck_assert(oid && tid);
+
+	setslot(t, sslot, "IMPORTING", oid);
+	setslot(o, sslot, "MIGRATING", tid);
+	cl_send(b, "LOCK {mig}b WAIT 5000\n");
+	char *keys = h_redis(C.first + o, "CLUSTER", "GETKEYSINSLOT", sslot, "1000", NULL);
+	ck_assert(keys);
+	int nkeys = 0;
+	for (char *p = strtok(keys, "\n"); p; p = strtok(NULL, "\n"), nkeys++) {
+		char *m = h_redis(C.first + o, "MIGRATE", "127.0.0.1", port, p, "0", "5000", NULL);
+		ck_assert_msg(m && strcmp(m, "OK") == 0, "MIGRATE %s: %s", p, m ? m : "NULL");
+		free(m);
+	}
+	free(keys);
+	ck_assert_int_ge(nkeys, 2); /* A's lock and its fence counter, at least */
+	for (int i = 0; i < C.n; i++)
+		if (is_master(i))
+			setslot(i, sslot, "NODE", tid);
+	free(oid);
+	free(tid);
+	/* B's new lock of the slot: granted once it moved */
+	unsigned long long fb = cl_want_ok(b, 5000);
+	ck_assert(fb > 0);
+	ck_assert_int_eq(primary_of("{mig}a"), t);
+
+	/* A's lock, held past two leases on its new primary */
+	double end = h_now_ms() + 2 * LEASE;
+	while (h_now_ms() < end) {
+		cl_expect(b, "TRYLOCK {mig}a", "BUSY");
+		h_sleep_ms(100);
+	}
+	ck_assert_msg(pttl_on(t, "{mig}a") > 0, "A's lock has no lease on the new primary");
+	cl_silence(a, 100);
+	ck_assert_msg(a->nlost == 0, "A was told %s", a->nlost ? a->lost[0] : "");
+	ck_assert_str_eq(cl_cmd(a, "UNLOCK {mig}a", 2000), "OK 0");
+	ck_assert(cl_lock(b, "TRYLOCK {mig}a") > fa);
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
+#define FO_LEASE 3000
+
+/* CLUSTER FAILOVER of the primary under some of A's locks, with
+ * redis.wait_replicas 1 (each primary has one replica): every write that
+ * counted is on the promoted replica, so the entry stays up and no hold
+ * is lost. A's locks stay A's through it and two leases after, and a new
+ * lock of the promoted replica's slots is granted. */
+START_TEST(cluster_lockd_failover)
+{
+	if (start_two_with(FO_LEASE, "  wait_replicas: 1\n") < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	char names[NAMES][32], req[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "fo-%d", i);
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
+		cl_lock(a, req);
+	}
+	int p = primary_of(names[0]), rep = replica_of(p);
+	int on_p = 0;
+	for (int i = 0; i < NAMES; i++)
+		on_p += primary_of(names[i]) == p;
+	char *r = h_redis(C.first + rep, "CLUSTER", "FAILOVER", NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	double t0 = h_now_ms();
+	while (!is_master(rep)) {
+		ck_assert_msg(h_now_ms() - t0 < 10000, "the replica is not a master after 10 s");
+		h_sleep_ms(20);
+	}
+	double promoted = h_now_ms();
+	fprintf(stderr, "%s: the replica took over in %.0f ms, under %d of %d locks\n",
+	        tcase_name(), promoted - t0, on_p, NAMES);
+	ck_assert_int_gt(on_p, 0);
+	/* a new lock of the promoted replica's slots (the same slot as
+	 * names[0]'s, by its hash tag) */
+	char fresh[64];
+	snprintf(fresh, sizeof(fresh), "LOCK {%s}new WAIT 10000", names[0]);
+	double ms;
+	char *rep_new = cl_timed(b, fresh, &ms);
+	ck_assert_msg(strncmp(rep_new, "OK ", 3) == 0, "%s: '%s'", fresh, rep_new);
+	fprintf(stderr,
+	        "%s: a new lock on the promoted replica granted %.0f ms after it said "
+	        "master\n",
+	        tcase_name(), h_now_ms() - promoted);
+	free(rep_new);
+	ck_assert_int_eq(primary_of(names[0]), rep);
+	double end = h_now_ms() + 2 * FO_LEASE;
+	while (h_now_ms() < end) {
+		for (int i = 0; i < NAMES; i++) {
+			snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+			cl_expect(b, req, "BUSY");
+		}
+		h_sleep_ms(200);
+	}
+	cl_silence(a, 100);
+	ck_assert_msg(a->nlost == 0, "A was told %s", a->nlost ? a->lost[0] : "");
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "UNLOCK %.31s", names[i]);
+		cl_expect(a, req, "OK 0");
+	}
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
+/* The same failover with redis.wait_replicas 0 (what WAIT buys): lockd
+ * cannot know that the promoted replica had every write, so the entry is
+ * a master that restarted and is kept out for the restart exclusion
+ * (lease + lock-delay). The entry is the only master, so every hold of A
+ * is lost, and A is told LOST for each before B is granted it. */
+START_TEST(cluster_lockd_failover_unacked)
+{
+	if (start_two_with(FO_LEASE, "") < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	char names[NAMES][32], req[64], want[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "fo-%d", i);
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
+		cl_lock(a, req);
+	}
+	int p = primary_of(names[0]), rep = replica_of(p);
+	char *r = h_redis(C.first + rep, "CLUSTER", "FAILOVER", NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	double t0 = h_now_ms();
+	while (!is_master(rep)) {
+		ck_assert_msg(h_now_ms() - t0 < 10000, "the replica is not a master after 10 s");
+		h_sleep_ms(20);
+	}
+	for (int i = 0; i < NAMES; i++) {
+		cl_silence(a, 20); /* LOSTs sent so far are recorded */
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 10000", names[i]);
+		const char *rep_b = cl_cmd(b, req, 12000);
+		ck_assert_msg(rep_b && strncmp(rep_b, "OK ", 3) == 0, "%s: '%s'", req,
+		              rep_b ? rep_b : "-");
+		cl_silence(a, 20);
+		snprintf(want, sizeof(want), "LOST %.31s ", names[i]);
+		int told = 0;
+		for (int j = 0; j < a->nlost && j < 32; j++)
+			told |= strncmp(a->lost[j], want, strlen(want)) == 0;
+		ck_assert_msg(told, "%s granted to B; A was not told LOST", names[i]);
+	}
+	fprintf(stderr,
+	        "%s: without WAIT, %d of %d holds lost, each told LOST before B was granted it "
+	        "(the last %.0f ms after the promotion began)\n",
+	        tcase_name(), NAMES, NAMES, h_now_ms() - t0);
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
+TCase *tc_cluster_lockd(void)
+{
+	TCase *tc = tcase_create("cluster_lockd");
+	tcase_add_checked_fixture(tc, h_setup, h_teardown);
+	tcase_set_timeout(tc, 120);
+	H_ADD(tc, cluster_lockd_locks);
+	H_ADD(tc, cluster_lockd_reshard);
+	H_ADD(tc, cluster_lockd_failover);
+	H_ADD(tc, cluster_lockd_failover_unacked);
+	return tc;
+}
