@@ -608,6 +608,19 @@ int csr_primaries(const struct csr_router *rt, unsigned *slots, int max)
 	return k;
 }
 
+int csr_serves(const struct csr_router *rt, const char *host, int port)
+{
+	if (!rt->have_map)
+		return 1; /* no map to say otherwise */
+	int n = csl_map_find(rt->map, host, port);
+	if (n < 0)
+		return 0;
+	for (unsigned s = 0; s < CSL_SLOTS; s++)
+		if (rt->map->slot[s] == n)
+			return 1;
+	return 0;
+}
+
 uint64_t csr_slot_moves(const struct csr_router *rt)
 {
 	return rt->moves;

@@ -169,6 +169,9 @@ const char *csr_refresh_error(const struct csr_router *rt);
 /* The primary the router's map names for slot: 0 and host, port; -1 when
  * the slot is not served. */
 int csr_slot_owner(const struct csr_router *rt, unsigned slot, char *host, size_t hlen, int *port);
+/* 1 if the map names host:port the primary of some slot (or there is no
+ * map yet); 0 if it serves none. */
+int csr_serves(const struct csr_router *rt, const char *host, int port);
 
 /* What csr_stats reports of one node. */
 enum csr_node_role {

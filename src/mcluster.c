@@ -69,6 +69,9 @@ enum mk_state {
 	MK_DONE,    /* every slot's written (ops.marked told) */
 };
 
+#define MCL_RESTARTS 16 /* restarted nodes judged at the next up; more: lost at once */
+#define UNCOVERED_REFRESH_US 250000 /* map refreshes while a slot has no live primary */
+
 struct mcl {
 	struct master *m;
 	struct csr_router *rt;
@@ -77,9 +80,17 @@ struct mcl {
 	struct ilist reqs;
 	int64_t timeout_ms;
 	int wait_replicas;
-	int up;       /* the master layer was told up (ops.up), and not down since */
-	int ever_up;  /* it was up once */
-	int lost;     /* a node may have lost data since the entry was last up */
+	int up;      /* the master layer was told up (ops.up), and not down since */
+	int ever_up; /* it was up once */
+	int lost;    /* a node may have lost data since the entry was last up */
+	/* nodes that restarted since the entry was last up: they lost data
+	 * only if they serve slots once it may go up again (restart_judge) */
+	struct {
+		char host[CSL_HOST_MAX + 1];
+		int port;
+	} restarted[MCL_RESTARTS];
+	int nrestarted;
+	int64_t uncovered_refresh_us; /* the last refresh asked for while not covered */
 	int closed;   /* mcl_close: no new calls */
 	uint64_t gen; /* raised at each possible loss of data */
 	char marker[160];
@@ -338,8 +349,27 @@ static void marker_at(const struct mcl *cl, unsigned s, char *out, size_t len)
 	snprintf(out, len, "{%s}%s", ktag_of_slot(s), cl->marker);
 }
 
+/* A node that restarted empty lost what lockd counted there if it still
+ * serves slots in the map the entry goes up with. One that serves none
+ * was failed over meanwhile: whoever serves its slots now came with an
+ * event of its own (a promotion with or without the data, a move, a new
+ * node) that judged them; and nothing it said after its restart counted
+ * (the entry went down at once). A map read before the failover still
+ * names it: judged lost, as before. */
+static void restart_judge(struct mcl *cl)
+{
+	for (int i = 0; i < cl->nrestarted; i++)
+		if (csr_serves(cl->rt, cl->restarted[i].host, cl->restarted[i].port)) {
+			log_info("master %s: %s:%d restarted and serves slots: data lost",
+			         cl->m->name, cl->restarted[i].host, cl->restarted[i].port);
+			cl->lost = 1;
+		}
+	cl->nrestarted = 0;
+}
+
 static void go_up(struct mcl *cl)
 {
+	restart_judge(cl);
 	if (cl->mark_missing && cl->mk == MK_DONE)
 		cl->mk = MK_NONE; /* gone since (deleted by hand?): written again when asked */
 	int restarted = cl->lost;
@@ -445,6 +475,13 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcl *cl = arg;
 	int covered = csr_covered(cl->rt);
+	if (!covered && !cl->closed && now_us() - cl->uncovered_refresh_us >= UNCOVERED_REFRESH_US) {
+		/* a failover may have named a new primary: the entry counts
+		 * again once a map says so, not at the next periodic refresh
+		 * (nothing asks one while the entry is down: no calls) */
+		cl->uncovered_refresh_us = now_us();
+		csr_refresh(cl->rt);
+	}
 	if (cl->up && !covered) {
 		cl->up = 0;
 		cl->ops.down(cl->m, "a slot has no live primary");
@@ -483,7 +520,14 @@ static void event_cb(const struct csr_event *ev, void *arg)
 		cl->mk = MK_NONE; /* its markers may be gone: written again once it counts */
 	if (!cl->ever_up)
 		return; /* nothing counted there yet */
-	cl->lost = 1;
+	if (ev->kind == CSR_EV_RESTARTED && cl->nrestarted < MCL_RESTARTS) {
+		/* judged when the entry may go up (restart_judge) */
+		snprintf(cl->restarted[cl->nrestarted].host, sizeof(cl->restarted[0].host), "%s",
+		         ev->host);
+		cl->restarted[cl->nrestarted++].port = ev->port;
+	} else {
+		cl->lost = 1;
+	}
 	if (cl->up) {
 		cl->up = 0;
 		cl->ops.down(cl->m, "a node may have lost data");

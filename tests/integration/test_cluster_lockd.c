@@ -310,6 +310,113 @@ START_TEST(cluster_lockd_failover_unacked)
 }
 END_TEST
 
+#define KILL_LEASE 10000
+
+/* A primary under some of A's locks SIGKILLed, with wait_replicas 1 and
+ * one replica per primary: its replica, which acknowledged every write
+ * that counted, is promoted with the data, so every hold is kept (each
+ * renewal of the dead primary's slots fails until then, within the
+ * lease). The promoted replica has no replica of its own until the
+ * killed node comes back (as systemd would restart it) and follows it:
+ * writes there count from then on, and a new lock of its slots is
+ * granted. */
+START_TEST(cluster_lockd_sigkill)
+{
+	if (start_two_with(KILL_LEASE, "  wait_replicas: 1\n") < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	char names[NAMES][32], req[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "kill-%d", i);
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
+		cl_lock(a, req);
+	}
+	int p = primary_of(names[0]), rep = replica_of(p), on_p = 0;
+	for (int i = 0; i < NAMES; i++)
+		on_p += primary_of(names[i]) == p;
+	h_master_kill(C.first + p);
+	double killed = h_now_ms();
+	while (!is_master(rep)) {
+		ck_assert_msg(h_now_ms() - killed < 15000,
+		              "the replica is not a master after 15 s");
+		h_sleep_ms(50);
+	}
+	double promoted = h_now_ms();
+	h_master_restart(C.first + p); /* it comes back as the new primary's replica */
+	char fresh[64];
+	snprintf(fresh, sizeof(fresh), "LOCK {%s}new WAIT 15000", names[0]);
+	double ms;
+	char *got = cl_timed(b, fresh, &ms);
+	ck_assert_msg(strncmp(got, "OK ", 3) == 0, "%s: '%s'", fresh, got);
+	free(got);
+	fprintf(stderr,
+	        "%s: %d of %d locks on the killed primary; its replica promoted %.0f ms after the "
+	        "kill, a new lock of its slots granted %.0f ms after the kill\n",
+	        tcase_name(), on_p, NAMES, promoted - killed, h_now_ms() - killed);
+	ck_assert_int_gt(on_p, 0);
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_expect(b, req, "BUSY");
+	}
+	cl_silence(a, 100);
+	ck_assert_msg(a->nlost == 0, "A was told %s", a->nlost ? a->lost[0] : "");
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "UNLOCK %.31s", names[i]);
+		cl_expect(a, req, "OK 0");
+	}
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
+/* A primary under some of A's locks restarted empty, its replica told
+ * not to take over (cluster-replica-no-failover): it comes back serving
+ * its slots without their keys. lockd judges the restart when the entry
+ * may count again: the node serves slots, so it lost what counted there,
+ * and the entry is a master that restarted (kept out for the restart
+ * exclusion). With the cluster the only master, every hold of A is lost,
+ * and A is told LOST before B is granted it. (A restarted node that a
+ * failover replaced serves no slots: cluster_lockd_sigkill.) */
+START_TEST(cluster_lockd_restart_empty)
+{
+	if (start_two_with(FO_LEASE, "") < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
+	char names[NAMES][32], req[64], want[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "rs-%d", i);
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
+		cl_lock(a, req);
+	}
+	int p = primary_of(names[0]), rep = replica_of(p);
+	char *r =
+	    h_redis(C.first + rep, "CONFIG", "SET", "cluster-replica-no-failover", "yes", NULL);
+	ck_assert_str_eq(r, "OK");
+	free(r);
+	h_master_restart(C.first + p);
+	double t0 = h_now_ms();
+	for (int i = 0; i < NAMES; i++) {
+		cl_silence(a, 20); /* LOSTs sent so far are recorded */
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 15000", names[i]);
+		const char *got = cl_cmd(b, req, 17000);
+		ck_assert_msg(got && strncmp(got, "OK ", 3) == 0, "%s: '%s'", req, got ? got : "-");
+		cl_silence(a, 20);
+		snprintf(want, sizeof(want), "LOST %.31s ", names[i]);
+		int told = 0;
+		for (int j = 0; j < a->nlost && j < 32; j++)
+			told |= strncmp(a->lost[j], want, strlen(want)) == 0;
+		ck_assert_msg(told, "%s granted to B; A was not told LOST", names[i]);
+	}
+	ck_assert_int_eq(primary_of(names[0]), p);
+	fprintf(stderr,
+	        "%s: %d of %d holds lost, each told LOST first (the last %.0f ms after "
+	        "the restart)\n",
+	        tcase_name(), NAMES, NAMES, h_now_ms() - t0);
+	cl_close(a);
+	cl_close(b);
+}
+END_TEST
+
 TCase *tc_cluster_lockd(void)
 {
 	TCase *tc = tcase_create("cluster_lockd");
@@ -319,5 +426,7 @@ TCase *tc_cluster_lockd(void)
 	H_ADD(tc, cluster_lockd_reshard);
 	H_ADD(tc, cluster_lockd_failover);
 	H_ADD(tc, cluster_lockd_failover_unacked);
+	H_ADD(tc, cluster_lockd_sigkill);
+	H_ADD(tc, cluster_lockd_restart_empty);
 	return tc;
 }
