@@ -69,7 +69,7 @@ enum mk_state {
 	MK_DONE,    /* every slot's written (ops.marked told) */
 };
 
-#define MCL_RESTARTS 16 /* restarted nodes judged at the next up; more: lost at once */
+#define MCL_RESTARTS         16     /* restarted nodes judged at the next up; more: lost at once */
 #define UNCOVERED_REFRESH_US 250000 /* map refreshes while a slot has no live primary */
 
 struct mcl {
@@ -91,8 +91,8 @@ struct mcl {
 	} restarted[MCL_RESTARTS];
 	int nrestarted;
 	int64_t uncovered_refresh_us; /* the last refresh asked for while not covered */
-	int closed;   /* mcl_close: no new calls */
-	uint64_t gen; /* raised at each possible loss of data */
+	int closed;                   /* mcl_close: no new calls */
+	uint64_t gen;                 /* raised at each possible loss of data */
 	char marker[160];
 	/* the markers' GETs before going up: how many are out, missing,
 	 * failed, and the generation they were sent at */
@@ -475,7 +475,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcl *cl = arg;
 	int covered = csr_covered(cl->rt);
-	if (!covered && !cl->closed && now_us() - cl->uncovered_refresh_us >= UNCOVERED_REFRESH_US) {
+	if (!covered && !cl->closed &&
+	    now_us() - cl->uncovered_refresh_us >= UNCOVERED_REFRESH_US) {
 		/* a failover may have named a new primary: the entry counts
 		 * again once a map says so, not at the next periodic refresh
 		 * (nothing asks one while the entry is down: no calls) */
