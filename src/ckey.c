@@ -168,9 +168,11 @@ int ck_call(int script, unsigned slot, int argc, const char **argv, const size_t
 	return 0;
 }
 
-static const struct ck_cols renew_cols = {RNA_KEYS, 1, 2, RNA_ARGV, 0, 0, 0};
-static const struct ck_cols release_many_cols = {RMA_KEYS, 0, RMA_FIXED, RMA_ARGV, 0, 1, 0};
-static const struct ck_cols raise_many_cols = {1, 0, 0, 1, 2, 1, 1};
+static const struct ck_cols renew_cols = {RNA_KEYS, 1, 2, RNA_ARGV, 0, 0, 0, 1};
+static const struct ck_cols release_many_cols = {RMA_KEYS, 0, RMA_FIXED, RMA_ARGV, 0, 1, 0, 1};
+static const struct ck_cols raise_many_cols = {1, 0, 0, 1, 2, 1, 1, 1};
+/* SESS_TOUCH: n records, the instance, n expiries; two numbers per record */
+static const struct ck_cols touch_cols = {1, 0, 1, 1, 0, 0, 0, 2};
 
 const struct ck_cols *ck_cols_of(int script)
 {
@@ -181,6 +183,8 @@ const struct ck_cols *ck_cols_of(int script)
 		return &release_many_cols;
 	case SCR_RAISE_MANY:
 		return &raise_many_cols;
+	case SCR_SESS_TOUCH:
+		return &touch_cols;
 	default:
 		return NULL;
 	}
@@ -317,25 +321,29 @@ redisReply *ck_join(int script, int n, const struct ck_part *parts, int nparts,
 	if (cs->sum)
 		return join_sum(nparts, replies, cs->all);
 	redisReply *r = new_reply(REDIS_REPLY_ARRAY);
-	int answered = 0;
-	if (!r || !(r->element = calloc((size_t)n, sizeof(*r->element)))) {
+	int answered = 0, per = cs->per_item > 0 ? cs->per_item : 1;
+	size_t total = (size_t)n * (size_t)per;
+	if (!r || !(r->element = calloc(total, sizeof(*r->element)))) {
 		free(r);
 		return NULL;
 	}
-	r->elements = (size_t)n;
+	r->elements = total;
 	for (int k = 0; k < nparts; k++) {
 		const redisReply *e = replies[k];
-		int whole =
-		    e && e->type == REDIS_REPLY_ARRAY && e->elements == (size_t)parts[k].nitems;
+		int whole = e && e->type == REDIS_REPLY_ARRAY &&
+		            e->elements == (size_t)parts[k].nitems * (size_t)per;
 		answered += whole;
 		for (int j = 0; whole && j < parts[k].nitems; j++) {
 			int i = parts[k].items[j];
-			if (i < 0 || i >= n || r->element[i] ||
-			    !(r->element[i] = rdup_reply(e->element[j])))
-				goto fail;
+			for (int q = 0; q < per; q++) {
+				size_t at = (size_t)i * (size_t)per + (size_t)q;
+				if (i < 0 || i >= n || r->element[at] ||
+				    !(r->element[at] = rdup_reply(e->element[(size_t)j * per + q])))
+					goto fail;
+			}
 		}
 	}
-	for (int i = 0; i < n; i++)
+	for (size_t i = 0; i < total; i++)
 		if (!r->element[i] && !(r->element[i] = new_reply(REDIS_REPLY_NIL)))
 			goto fail;
 	if (answered)

@@ -75,6 +75,7 @@ struct ck_cols {
 	int sum;         /* the reply: 1 a count (summed), 0 an array, one per item */
 	int all;         /* a count: NULL unless every part answered one (the catch-up acts
 	                    on it); 0: summed over the parts that did (nobody counts it) */
+	int per_item;    /* an array: its elements per item (0 counts as 1) */
 };
 /* Its shape, or NULL for a script ck_split does not take. */
 const struct ck_cols *ck_cols_of(int script);
@@ -110,7 +111,8 @@ void ck_parts_free(struct ck_part *parts, int nparts);
 /* The whole call's reply from its parts' (replies[k] part k's; NULL:
  * that part failed): a count, summed over the parts that answered one
  * (NULL unless all did, for a script whose ck_cols say all);
- * or an array with each item's element at the item's own index, nil for
+ * or an array with each item's elements (ck_cols.per_item) at the item's own
+ * place, nil for
  * the items of a part that failed or answered other than its shape (an
  * error, a short array): those items are a "no" from this entry, the
  * others count. NULL when no part answered its shape, or out of memory.

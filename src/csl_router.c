@@ -558,6 +558,8 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	snprintf(rt->wait_n, sizeof(rt->wait_n), "%d", rt->wait_replicas);
 	snprintf(rt->wait_ms, sizeof(rt->wait_ms), "%d", wms > 0 ? wms : 1);
 	rt->password = cfg->password && cfg->password[0] ? strdup(cfg->password) : NULL;
+	rt->scripts = cfg->scripts;
+	rt->n_scripts = cfg->scripts ? cfg->n_scripts : 0;
 	rt->on_event = cfg->on_event;
 	rt->event_arg = cfg->event_arg;
 	rt->stamp = cfg->stamp;

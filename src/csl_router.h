@@ -102,6 +102,13 @@ struct csr_cfg {
 	void *event_arg;        /* on_event's, stamp's and on_lost's */
 	csr_stamp_fn *stamp;    /* NULL: csr_stamp does nothing */
 	csr_lost_fn *on_lost;   /* NULL: none told; never calls csr_free */
+	/* Lua scripts every node connection loads (SCRIPT LOAD) right after
+	 * its INFO, before any call goes on it: an EVALSHA sent there then
+	 * finds its script, so no NOSCRIPT sends one call's body again
+	 * behind a later call of the same connection (lockd's calls of one
+	 * slot rely on their order). Not copied: they must outlive the router. */
+	const char *const *scripts;
+	int n_scripts;
 };
 
 /* r NULL: the call failed (no node, lost connection, timeout, deadline).

@@ -306,6 +306,9 @@ static void conn_connect(struct csr_conn *c)
 	if (c->rt->password)
 		redisAsyncCommand(ac, auth_cb, NULL, "AUTH %s", c->rt->password);
 	redisAsyncCommand(ac, info_cb, NULL, "INFO server");
+	for (int i = 0; i < c->rt->n_scripts; i++) /* ahead of every call: see csr_cfg */
+		redisAsyncCommand(ac, NULL, NULL, "SCRIPT LOAD %b", c->rt->scripts[i],
+		                  strlen(c->rt->scripts[i]));
 	c->state = CS_CONNECTING;
 	c->since_us = now_us();
 	csr_conn_arm(c);

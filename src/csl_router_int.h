@@ -72,7 +72,9 @@ struct csr_router {
 	char seed_host[CSR_MAX_SEEDS][CSL_HOST_MAX + 1];
 	int seed_port[CSR_MAX_SEEDS];
 	int n_seeds;
-	char *password; /* NULL: no AUTH */
+	char *password;             /* NULL: no AUTH */
+	const char *const *scripts; /* loaded on each node connection (csr_cfg.scripts) */
+	int n_scripts;
 	int connect_ms, command_ms, refresh_ms;
 	int wait_replicas;            /* 0: writes are not followed by WAIT */
 	char wait_n[16], wait_ms[16]; /* WAIT's arguments */

@@ -537,10 +537,17 @@ static void event_cb(const struct csr_event *ev, void *arg)
 
 /* The scripts' SHAs, where no master reported them yet (a configuration
  * of cluster entries only): Redis names a script by the SHA-1 of its
- * body, so each part goes by EVALSHA, and a node that lacks it answers
- * NOSCRIPT once and gets the body. */
+ * body, so each part goes by EVALSHA. Each node connection loads every
+ * script first (csr_cfg.scripts): a NOSCRIPT (the scripts flushed by
+ * hand) is answered by sending the body, which runs that call after the
+ * ones behind it on its connection, so a session's grant whose record
+ * write came back NOSCRIPT fails there (-3) and is asked again. */
+static const char *bodies[SCR_COUNT]; /* the scripts every node connection loads */
+
 static void know_shas(void)
 {
+	for (int id = 0; id < SCR_COUNT; id++)
+		bodies[id] = script_body((enum script_id)id);
 	for (int id = 0; id < SCR_COUNT; id++)
 		if (!script_sha((enum script_id)id)) {
 			char hex[SHA1_HEX_LEN + 1];
@@ -578,7 +585,9 @@ struct mcl *mcl_new(struct master *m, struct event_base *base, const struct mcl_
 	                     .on_event = event_cb,
 	                     .event_arg = cl,
 	                     .stamp = stamp_cb,
-	                     .on_lost = lost_cb};
+	                     .on_lost = lost_cb,
+	                     .scripts = bodies,
+	                     .n_scripts = SCR_COUNT};
 	cl->poll = event_new(base, -1, EV_PERSIST, poll_cb, cl);
 	if (!cl->poll || !(cl->rt = csr_new(base, &rc, err, errlen))) {
 		if (cl->poll)

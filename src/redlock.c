@@ -221,6 +221,16 @@ void rl_call_free(struct rl_call *c)
 	}
 	if (c->kind == RK_TOUCH)
 		free(c->u.sess.items);
+	if (c->kind == RK_ACQUIRE)
+		free(c->u.acq.x);
+	if (c->kind == RK_SESS && c->u.sess.rx) {
+		for (int k = 0; k < c->u.sess.rx->nparts; k++) {
+			free(c->u.sess.rx->p[k].v);
+			free(c->u.sess.rx->p[k].l);
+		}
+		free(c->u.sess.rx->p);
+		free(c->u.sess.rx);
+	}
 	if (c->kind == RK_ADOPT) {
 		rl_adopts--;
 		for (int i = 0; i < c->u.sess.a.n; i++)
@@ -235,6 +245,7 @@ void rl_call_free(struct rl_call *c)
 			free(am->plen);
 			free(am->mv);
 			free(am->ml);
+			free(am->slots);
 		}
 		free(c->u.sess.am);
 	}
@@ -552,9 +563,23 @@ static int call_slots(const struct rl_call *c, unsigned *one, unsigned **many)
 	*many = NULL;
 	if (!masters_any_cluster())
 		return 0;
+	if (c->homed) { /* a session's record: its home slot */
+		*one = c->home_slot;
+		return 1;
+	}
 	int n = c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY ? c->u.batch.nitems : 0;
 	if (c->kind == RK_RELEASE_MANY) /* the item count, from numkeys */
 		n = (int)(strtol(c->argv[SA_NKEYS], NULL, 10) / RMA_KEYS);
+	if (c->kind == RK_TOUCH) { /* each record: a session's home, or one of its slots */
+		n = c->u.sess.nitems;
+		if (n > 0 && (*many = malloc(sizeof(**many) * (size_t)n)))
+			for (int k = 0; k < n; k++) {
+				const struct rl_sess_item *it = &c->u.sess.items[k];
+				(*many)[k] =
+				    it->of_slot ? it->slot : csl_keyslot(it->sid, strlen(it->sid));
+			}
+		return *many ? n : 0;
+	}
 	if (n > 0 && (*many = malloc(sizeof(**many) * (size_t)n))) {
 		for (int k = 0; k < n; k++) {
 			int a =
@@ -579,6 +604,8 @@ void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 	const unsigned *slots = many ? many : &one;
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
+		if (c->skip_cl && master_get(i)->cl)
+			continue; /* its own calls were sent (st says how) */
 		if (master_call_at(master_get(i), slots, nslots, script, c->argc, c->argv,
 		                   c->argvlen, fn, c) == 0) {
 			c->st[i] = MR_WAIT;
@@ -590,6 +617,35 @@ void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 	c->in_fanout = 0;
 	free(many);
 	after_fanout(c);
+}
+
+/* Master i granted a session's hold and both of its cluster entry's
+ * extra writes answered (struct acq_x): the grant counts there only if
+ * both said 1. */
+static void x_granted(struct rl_call *c, int i)
+{
+	if (c->u.acq.x->fail[i]) {
+		c->st[i] = MR_FAIL; /* released with the others if the call fails */
+		return;
+	}
+	c->st[i] = MR_YES;
+	correct_late(c, i);
+}
+
+static void x_reply(struct master *m, redisReply *r, void *arg)
+{
+	struct rl_call *c = arg;
+	struct acq_x *x = c->u.acq.x;
+	int i = m->idx;
+	c->pending--;
+	if (!(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1)) {
+		if (r && r->type == REDIS_REPLY_ERROR)
+			log_warn("master %s: a session's record: %s", m->name, r->str);
+		x->fail[i] = 1;
+	}
+	if (--x->out[i] == 0 && x->granted[i] && !c->expired)
+		x_granted(c, i);
+	rl_check(c);
 }
 
 static void acquire_reply(struct master *m, redisReply *r, void *arg)
@@ -607,12 +663,19 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 	    r->element[0]->type == REDIS_REPLY_INTEGER &&
 	    r->element[1]->type == REDIS_REPLY_INTEGER) {
 		if (r->element[0]->integer > 0) {
-			c->st[i] = MR_YES;
 			c->u.acq.fence_of[i] = r->element[0]->integer;
 			if (r->elements > 2 && r->element[2]->type == REDIS_REPLY_INTEGER &&
 			    r->element[2]->integer > 0)
 				c->u.acq.grant.remote_waiters = 1;
-			correct_late(c, i);
+			struct acq_x *x = c->u.acq.x;
+			if (x && x->sent[i]) {
+				x->granted[i] = 1;
+				if (x->out[i] == 0)
+					x_granted(c, i);
+			} else {
+				c->st[i] = MR_YES;
+				correct_late(c, i);
+			}
 		} else if (r->element[1]->integer == -3) {
 			c->st[i] = MR_FAIL; /* the session's record names another lockd (1.2) */
 		} else {
@@ -725,6 +788,79 @@ static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const s
 #define REC_MAX(klen) (rl_prefix_len + 48 + (klen) + 16) /* a record key and a field */
 _Static_assert(WA_VALUE - WA_FENCE == 2, "enum raise_arg: 2 keys");
 
+static rl_sess_info_fn *sess_info;
+
+void rl_set_sess_info(rl_sess_info_fn *fn)
+{
+	sess_info = fn;
+}
+
+static void x_arg(const char **v, size_t *l, int at, const char *s)
+{
+	v[at] = s;
+	l[at] = strlen(s);
+}
+
+/* The extra writes of session sid's grant of key on a cluster entry, or
+ * NULL: not a resumable session here, a lock in the home record's own
+ * slot (the record SESSION wrote there is the one ACQUIRE checks), out
+ * of memory (the grant then fails on a cluster entry: no record). */
+static struct acq_x *x_new(const char *key, size_t klen, const char *sid)
+{
+	struct rl_sess_info in;
+	unsigned ls = csl_keyslot(key, klen), hs = csl_keyslot(sid, strlen(sid));
+	struct acq_x *x;
+	if (!sess_info || ls == hs || sess_info(sid, &in) != 0 || !(x = calloc(1, sizeof(*x))))
+		return NULL;
+	x->lock_slot = ls;
+	x->home_slot = hs;
+	if (rl_prefix_len + strlen(sid) + 16 > sizeof(x->rec) ||
+	    strlen(in.digest) >= sizeof(x->digest)) {
+		free(x);
+		return NULL;
+	}
+	rl_record_at(x->rec, sid);
+	snprintf(x->digest, sizeof(x->digest), "%s", in.digest);
+	snprintf(x->grace, sizeof(x->grace), "%lld", (long long)in.grace_ms);
+	snprintf(x->expire, sizeof(x->expire), "%lld", (long long)in.expire_ms);
+	snprintf(x->count, sizeof(x->count), "%lld", in.count);
+	snprintf(x->slot, sizeof(x->slot), "%u", ls);
+	/* SESS_PUT record instance secret grace expiry "a" count */
+	x_arg(x->pv, x->pl, SA_NKEYS, "1");
+	x_arg(x->pv, x->pl, SA_KEYS, x->rec);
+	const char *pa[] = {rl_instance, x->digest, x->grace, x->expire, "a", x->count};
+	for (int k = 0; k < 6; k++)
+		x_arg(x->pv, x->pl, SA_KEYS + 1 + k, pa[k]);
+	/* SESS_INDEX record instance slot */
+	x_arg(x->iv, x->il, SA_NKEYS, "1");
+	x_arg(x->iv, x->il, SA_KEYS, x->rec);
+	x_arg(x->iv, x->il, SA_KEYS + 1, rl_instance);
+	x_arg(x->iv, x->il, SA_KEYS + 2, x->slot);
+	return x;
+}
+
+/* Send script (SCR_SESS_PUT in the lock's slot, SCR_SESS_INDEX in the
+ * home slot) to every cluster entry; one that cannot take it will not
+ * count the grant. */
+static void x_send(struct rl_call *c, struct acq_x *x, int script)
+{
+	int put = script == SCR_SESS_PUT;
+	for (int i = 0; i < c->n; i++) {
+		struct master *m = master_get(i);
+		if (!m->cl)
+			continue;
+		x->sent[i] = 1;
+		if (master_call_at(m, put ? &x->lock_slot : &x->home_slot, 1, script,
+		                   put ? SA_KEYS + 7 : SA_KEYS + 3, put ? x->pv : x->iv,
+		                   put ? x->pl : x->il, x_reply, c) == 0) {
+			x->out[i]++;
+			c->pending++;
+		} else {
+			x->fail[i] = 1;
+		}
+	}
+}
+
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
                            const char *token, int64_t lease_ms, uint32_t delay_ms,
                            const char *old_token, enum rl_wait will_wait, const struct rl_rec *rec,
@@ -783,7 +919,14 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->u.acq.wargvlen[WA_FIELD] = c->fargvlen[AA_RECORD] ? c->fargvlen[AA_RECORD] - 1 : 0;
 	c->u.acq.wargv[WA_TOKEN] = c->fargv[AA_TOKEN];
 	c->u.acq.wargvlen[WA_TOKEN] = c->fargvlen[AA_TOKEN];
+	struct acq_x *x =
+	    rec && rec->sid && masters_any_cluster() ? x_new(key, klen, rec->sid) : NULL;
+	c->u.acq.x = x;
+	if (x)
+		x_send(c, x, SCR_SESS_PUT); /* ahead of the ACQUIRE on the same node */
 	rl_fanout(c, SCR_ACQUIRE, acquire_reply);
+	if (x)
+		x_send(c, x, SCR_SESS_INDEX);
 	return c;
 }
 

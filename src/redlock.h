@@ -230,6 +230,20 @@ struct rl_call *rl_sess_put(const char *sid, const char *secret, int64_t grace_m
 struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grace_ms,
                                int64_t expire_ms, const struct rl_sess_hold *holds, int n,
                                long long count, rl_done_fn *done, void *owner);
+/* What a cluster entry's grant of a resumable session's hold writes
+ * beside it, in the lock's slot and in the session's home slot
+ * (doc/cluster.md, "Sessions on a cluster entry"): the session's record
+ * there as SESS_PUT writes one. */
+struct rl_sess_info {
+	const char *digest; /* the secret as the masters see it */
+	int64_t grace_ms;
+	int64_t expire_ms; /* the record's expiry */
+	long long count;   /* this lockd's adoption count (0: none) */
+};
+/* Fills *out for session sid, or -1 (not a resumable session here). */
+typedef int rl_sess_info_fn(const char *sid, struct rl_sess_info *out);
+void rl_set_sess_info(rl_sess_info_fn *fn);
+
 /* End the session where its record is ours: the record becomes a
  * tombstone (it names no instance) for keep_ms plus its grace, so that a
  * lockd that still has the session (it was here before it moved) learns
@@ -239,9 +253,14 @@ struct rl_call *rl_sess_end(const char *sid, int64_t keep_ms, rl_done_fn *done, 
 struct rl_sess_item {
 	const char *sid;   /* copied */
 	int64_t expire_ms; /* the record's expiry, where it is ours */
-	int moved;         /* a majority of the counting masters name another owner */
-	int missing;       /* some master lacks the record */
-	int yes, other;    /* counting masters: ours, another's */
+	/* 1: the session's record of slot `slot` on a cluster entry, kept
+	 * beside its home record (doc/cluster.md, "Sessions on a cluster
+	 * entry"); the verdict is the home record's item only */
+	int of_slot;
+	unsigned slot;
+	int moved;      /* a majority of the counting masters name another owner */
+	int missing;    /* some master lacks the record */
+	int yes, other; /* counting masters: ours, another's */
 	/* the largest adoption count of the records of counting masters that
 	 * name another lockd (LLONG_MAX: a tombstone); -1 when none. Our own
 	 * side is the count our adoption wrote (struct rl_adoption), not

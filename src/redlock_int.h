@@ -52,8 +52,25 @@ enum acq_phase {
 };
 
 /* RK_ACQUIRE: the set round, then the fence write-back round. */
+/* A resumable session's grant on a cluster entry (doc/cluster.md,
+ * "Sessions on a cluster entry"): SCR_SESS_PUT of the session's record in
+ * the lock's slot, sent ahead of the ACQUIRE on the same node, and
+ * SCR_SESS_INDEX of that slot in its home record; the entry's grant
+ * counts only once both said 1. Allocated only for such a grant. */
+struct acq_x {
+	const char *pv[SA_KEYS + 1 + 6], *iv[SA_KEYS + 1 + 2];
+	size_t pl[SA_KEYS + 1 + 6], il[SA_KEYS + 1 + 2];
+	char rec[200], digest[48], grace[24], expire[24], count[24], slot[8];
+	unsigned lock_slot, home_slot;
+	unsigned char sent[CONFIG_MAX_MASTERS];    /* both were sent there */
+	unsigned char out[CONFIG_MAX_MASTERS];     /* their replies still to come */
+	unsigned char fail[CONFIG_MAX_MASTERS];    /* one did not say 1 */
+	unsigned char granted[CONFIG_MAX_MASTERS]; /* the ACQUIRE granted there */
+};
+
 struct acq_part {
 	enum acq_phase phase;
+	struct acq_x *x; /* a session's grant on a cluster entry; NULL otherwise */
 	int64_t fence_of[CONFIG_MAX_MASTERS];       /* counter each granting master returned */
 	unsigned char raise_st[CONFIG_MAX_MASTERS]; /* write-back answers (enum mr) */
 	struct rl_grant grant;
@@ -100,13 +117,42 @@ struct sess_part {
 	long long next;       /* RK_ADOPT: one above every count read, until a.count is set */
 	char count_s[24];     /* RK_ADOPT: a.count, as SDA_NEXT sends it */
 	struct adopt_m *am;   /* RK_ADOPT; c->n of them: each master's second round */
+	struct refill_x *rx;  /* RK_SESS with holds on a cluster entry (rlsess.c) */
+};
+
+/* A record written with holds (rl_sess_refill) on a cluster entry: a
+ * SCR_SESS_PUT per slot of the holds (the home record's with the rest),
+ * the slot's holds in its own record, and SCR_SESS_INDEX of each slot
+ * but the home one; the entry wrote it once every one said 1. */
+struct refill_part {
+	unsigned slot; /* the home slot's part is the first */
+	int argc;
+	const char **v; /* SESS_PUT's arguments: the record's, the holds of the slot */
+	size_t *l;
+	char num[8];         /* the slot in decimal */
+	const char *iv[6];   /* SESS_INDEX's (not for the home part) */
+	size_t il[6];
+};
+struct refill_x {
+	int nparts;
+	struct refill_part *p;
+	unsigned char out[CONFIG_MAX_MASTERS], fail[CONFIG_MAX_MASTERS];
 };
 /* RK_ADOPT: one master's SCR_SESS_ADOPT, sent once its SCR_SESS_PEEK
  * answered: the call's arguments with that master's adoption count. */
 struct adopt_m {
-	const char *v[SDA_ARGC];
-	size_t l[SDA_ARGC];
+	const char *v[SDA_SLOT_ARGC];
+	size_t l[SDA_SLOT_ARGC];
 	char count[24];
+	/* A cluster entry (doc/cluster.md, "Sessions on a cluster entry"):
+	 * the home record's index lists the slots with a record of the
+	 * session; each is adopted after the home record, one at a time
+	 * (SCR_SESS_ADOPT's slot form), the rounds below then about it. */
+	unsigned *slots; /* the listed slots but the home record's own */
+	int nslots;
+	int rec;          /* the record the rounds are about: 0 home, k slots[k - 1] */
+	char tagged[200]; /* its key as the cluster names it (an HSCAN's) */
+	char grace[24];   /* the slot form's SDA_GRACE */
 	/* A record of more than ADOPT_CHUNK holds (SCR_SESS_ADOPT answered
 	 * 2): its holds are taken over in rounds, one after the other, each a
 	 * bounded time on the master: an HSCAN of the record, then
@@ -193,6 +239,9 @@ struct rl_call {
 	int64_t wait_us;  /* masters' silence counts from here: start_us, or an
 	                     adoption's latest answer (rl_call_progress) */
 	int64_t lease_ms;
+	int homed;          /* a session record's call: a cluster entry sends it to home_slot */
+	int skip_cl;        /* rl_fanout leaves cluster entries alone: sent calls of their own */
+	unsigned home_slot; /* the slot of the session's id, its home record's (doc/cluster.md) */
 	enum rl_result rel_result; /* a release, or a handoff's release side */
 	const char *keyp;          /* the key it is about, without prefix (not for batches) */
 	size_t klen;

@@ -25,9 +25,11 @@
 #include <event2/event.h>
 
 #include "cfg.h"
+#include "cluster.h"
 #include "elect.h"
 #include "keytab.h"
 #include "log.h"
+#include "master.h"
 #include "proto.h"
 #include "redlock.h"
 #include "renew.h"
@@ -548,9 +550,9 @@ static void touched(struct rl_call *c, void *owner)
 	struct rl_sess_item *it = rl_sess_items(c, &n);
 	calls--;
 	for (int i = 0; i < n; i++) {
-		struct rsess *r = find(it[i].sid, RS_ID_LEN);
+		struct rsess *r = it[i].of_slot ? NULL : find(it[i].sid, RS_ID_LEN);
 		if (!r)
-			continue; /* ended meanwhile */
+			continue; /* ended meanwhile, or a slot's record: only kept */
 		if (it[i].moved) {
 			moved(r);
 		} else if (it[i].missing && !r->call &&
@@ -581,40 +583,81 @@ static void touched(struct rl_call *c, void *owner)
  * stays bounded (as a renewal batch's) whatever the number of sessions. */
 #define TOUCH_BATCH 256
 
-static void touch_batch(struct rsess *only, struct ilink **l, size_t n);
+/* The records being gathered for one touch call, sent when full. */
+struct touch_buf {
+	struct rl_sess_item *it;
+	int n;
+};
+
+static void touch_flush(struct touch_buf *b)
+{
+	if (b->it && b->n > 0 && rl_sess_touch(b->it, b->n, touched, &all))
+		calls++;
+	else
+		free(b->it);
+	b->it = NULL;
+	b->n = 0;
+}
+
+/* One more record to touch; 0, or -1 (out of memory: touched next time). */
+static int touch_add(struct touch_buf *b, const char *sid, int64_t expire_ms, int of_slot,
+                     unsigned slot)
+{
+	if (!b->it && !(b->it = calloc(TOUCH_BATCH, sizeof(*b->it))))
+		return -1;
+	b->it[b->n++] = (struct rl_sess_item){
+	    .sid = sid, .expire_ms = expire_ms, .of_slot = of_slot, .slot = slot};
+	if (b->n == TOUCH_BATCH)
+		touch_flush(b);
+	return 0;
+}
+
+/* On a cluster entry a session has a record in each slot it holds in
+ * (doc/cluster.md, "Sessions on a cluster entry"): those slots, but its
+ * home record's, each once, are touched with the home record, or their
+ * holds could not be renewed once the record lapsed. */
+static void touch_slots(struct touch_buf *b, struct rsess *r, int64_t expire_ms)
+{
+	int n = (int)r->lt.nlocks;
+	if (n == 0)
+		return;
+	struct rl_sess_hold *h = calloc((size_t)n, sizeof(*h));
+	unsigned *seen = calloc((size_t)n, sizeof(*seen));
+	if (h && seen) {
+		lt_holds_of(&r->lt, h, n);
+		unsigned home = csl_keyslot(r->id, strlen(r->id));
+		int ns = 0;
+		for (int k = 0; k < n; k++) {
+			unsigned s = csl_keyslot(h[k].key, h[k].klen);
+			int dup = s == home;
+			for (int j = 0; j < ns && !dup; j++)
+				dup = seen[j] == s;
+			if (!dup && touch_add(b, r->id, expire_ms, 1, s) == 0)
+				seen[ns++] = s;
+		}
+	}
+	free(h);
+	free(seen);
+}
 
 static void touch(struct rsess *only)
 {
 	size_t n = only ? 1 : all.len;
 	struct ilink *l = all.head.next;
-	for (size_t k = 0; k < n; k += TOUCH_BATCH)
-		touch_batch(only, &l, n - k < TOUCH_BATCH ? n - k : TOUCH_BATCH);
-}
-
-/* Touch n records: only's, or those of the sessions from *l on. */
-static void touch_batch(struct rsess *only, struct ilink **l, size_t n)
-{
-	size_t k = 0;
-	struct rl_sess_item *it = calloc(n, sizeof(*it));
-	if (!it) { /* these are touched next time; the others still now */
-		for (; k < n; k++)
-			*l = (*l)->next;
-		return;
-	}
+	struct touch_buf b = {NULL, 0};
 	int64_t now = now_us();
-	for (; k < n; k++, *l = (*l)->next) {
-		struct rsess *r = only ? only : ilist_entry(*l, struct rsess, link);
-		it[k].sid = r->id;
+	for (size_t k = 0; k < n; k++, l = l->next) {
+		struct rsess *r = only ? only : ilist_entry(l, struct rsess, link);
+		int64_t expire_ms;
 		if (r->state == RS_DETACHED) /* the grace ends where lockd saw it end */
-			it[k].expire_ms =
+			expire_ms =
 			    (r->grace_end_us - now) / 1000 > 1 ? (r->grace_end_us - now) / 1000 : 1;
 		else
-			it[k].expire_ms = expire_attached(r);
+			expire_ms = expire_attached(r);
+		if (touch_add(&b, r->id, expire_ms, 0, 0) == 0 && masters_any_cluster())
+			touch_slots(&b, r, expire_ms);
 	}
-	if (rl_sess_touch(it, (int)n, touched, &all))
-		calls++;
-	else
-		free(it);
+	touch_flush(&b);
 }
 
 void rs_verify(struct lt_client *c)
@@ -633,8 +676,24 @@ static void touch_cb(evutil_socket_t fd, short what, void *arg)
 
 /* --- setup --- */
 
+/* For a cluster entry's grant (redlock.h, rl_sess_info): the record it
+ * writes in the lock's slot is the one SESSION wrote, with the expiry
+ * put_holds gives. */
+static int sess_info_of(const char *sid, struct rl_sess_info *out)
+{
+	struct rsess *r = find(sid, strlen(sid));
+	if (!r || r->state == RS_PLAIN || !r->digest[0])
+		return -1;
+	out->digest = r->digest;
+	out->grace_ms = r->grace_ms;
+	out->expire_ms = cfg->lease_ms + r->grace_ms;
+	out->count = r->count;
+	return 0;
+}
+
 int rs_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
+	rl_set_sess_info(sess_info_of);
 	base = b;
 	cfg = c;
 	ops = o;

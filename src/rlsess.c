@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
+#include "ktag.h"
 #include "log.h"
+#include "master.h"
 #include "quorum.h"
 #include "redlock_int.h"
 #include "stats.h"
@@ -34,6 +37,10 @@ static struct rl_call *one_record(enum rl_kind kind, const char *sid, int nargs,
 	c->dargvlen[SA_KEYS] = rl_record_at(p, sid);
 	c->keyp = NULL;
 	c->klen = c->dargvlen[SA_KEYS] + 1; /* bytes used of dbuf */
+	if (masters_any_cluster()) {        /* a cluster entry: the home record (doc/cluster.md) */
+		c->homed = 1;
+		c->home_slot = csl_keyslot(sid, strlen(sid));
+	}
 	return c;
 }
 
@@ -66,6 +73,114 @@ static void check_record(struct rl_call *c)
 		if (c->rel_done && c->owner)
 			c->rel_done(c, c->owner);
 	}
+}
+
+/* One reply of a cluster entry's parts (struct refill_x): the entry
+ * wrote the record once every part said 1. */
+static void part_reply(struct master *m, redisReply *r, void *arg_)
+{
+	struct rl_call *c = arg_;
+	struct refill_x *rx = c->u.sess.rx;
+	int i = m->idx;
+	c->pending--;
+	if (!(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1))
+		rx->fail[i] = 1;
+	if (--rx->out[i] == 0 && !c->expired)
+		c->st[i] = rx->fail[i] ? MR_FAIL : MR_YES;
+	rl_check(c);
+}
+
+/* The part of slot s (made on first sight; the home part is made first). */
+static struct refill_part *part_of(struct refill_x *rx, unsigned s)
+{
+	for (int k = 0; k < rx->nparts; k++)
+		if (rx->p[k].slot == s)
+			return &rx->p[k];
+	struct refill_part *p = &rx->p[rx->nparts++];
+	p->slot = s;
+	snprintf(p->num, sizeof(p->num), "%u", s);
+	return p;
+}
+
+/* c's record with its n holds as a cluster entry keeps it (doc/
+ * cluster.md, "Sessions on a cluster entry"): each slot's holds in the
+ * record of that slot, listed in the home record's index. c's own
+ * arguments (SA_KEYS + 5 + 2k: hold k's field and value; the count's
+ * pair last when given) are the parts' strings. -1: out of memory. */
+static int refill_parts(struct rl_call *c, const struct rl_sess_hold *holds, int n, int with_count)
+{
+	struct refill_x *rx = calloc(1, sizeof(*rx));
+	if (!rx || !(rx->p = calloc((size_t)n + 1, sizeof(*rx->p)))) {
+		free(rx);
+		return -1;
+	}
+	c->u.sess.rx = rx;
+	part_of(rx, c->home_slot);
+	const int head = SA_KEYS + 5, tail = with_count ? 2 : 0; /* record .. expiry; "a" */
+	int *cnt = calloc((size_t)n + 1, sizeof(*cnt));
+	unsigned *slot = calloc((size_t)n + 1, sizeof(*slot));
+	if (!cnt || !slot)
+		goto fail;
+	for (int k = 0; k < n; k++) {
+		slot[k] = csl_keyslot(holds[k].key, holds[k].klen);
+		cnt[part_of(rx, slot[k]) - rx->p]++;
+	}
+	for (int j = 0; j < rx->nparts; j++) {
+		struct refill_part *p = &rx->p[j];
+		p->argc = head + 2 * cnt[j] + tail;
+		if (!(p->v = calloc((size_t)p->argc, sizeof(*p->v))) ||
+		    !(p->l = calloc((size_t)p->argc, sizeof(*p->l))))
+			goto fail;
+		for (int a = SA_NKEYS; a < head; a++) {
+			p->v[a] = c->dargv[a];
+			p->l[a] = c->dargvlen[a];
+		}
+		int a = head;
+		for (int k = 0; k < n; k++)
+			for (int f = 0; slot[k] == p->slot && f < 2; f++, a++) {
+				p->v[a] = c->dargv[head + 2 * k + f];
+				p->l[a] = c->dargvlen[head + 2 * k + f];
+			}
+		for (int f = 0; f < tail; f++, a++) {
+			p->v[a] = c->dargv[head + 2 * n + f];
+			p->l[a] = c->dargvlen[head + 2 * n + f];
+		}
+		const char *iv[6] = {NULL, NULL, "1", c->dargv[SA_KEYS], rl_instance, p->num};
+		for (int f = SA_NKEYS; f < 6; f++) {
+			p->iv[f] = iv[f];
+			p->il[f] = strlen(iv[f]);
+		}
+	}
+	free(cnt);
+	free(slot);
+	return 0;
+fail:
+	free(cnt);
+	free(slot);
+	return -1;
+}
+
+/* Send the parts to every cluster entry (rl_fanout then leaves them). */
+static void refill_send(struct rl_call *c)
+{
+	struct refill_x *rx = c->u.sess.rx;
+	for (int i = 0; i < c->n; i++) {
+		struct master *m = master_get(i);
+		if (!m->cl)
+			continue;
+		for (int j = 0; j < rx->nparts; j++) {
+			struct refill_part *p = &rx->p[j];
+			int put = master_call_at(m, &p->slot, 1, SCR_SESS_PUT, p->argc, p->v, p->l,
+			                         part_reply, c) == 0;
+			int idx = j == 0 || master_call_at(m, &c->home_slot, 1, SCR_SESS_INDEX, 6,
+			                                   p->iv, p->il, part_reply, c) == 0;
+			rx->out[i] += (unsigned char)(put + (j > 0 && idx));
+			c->pending += put + (j > 0 && idx);
+			rx->fail[i] |= !put || !idx;
+		}
+		c->st[i] = rx->out[i] ? MR_WAIT : MR_FAIL;
+	}
+	c->skip_cl = 1;
 }
 
 /* With count > 0 the adoption count goes as a field, value pair after
@@ -107,6 +222,13 @@ struct rl_call *rl_sess_refill(const char *sid, const char *secret, int64_t grac
 	c->rel_done = done;
 	c->owner = owner;
 	c->check_fn = check_record;
+	if (c->homed && n > 0) { /* a cluster entry keeps holds in their slots' records */
+		if (refill_parts(c, holds, n, count > 0) != 0) {
+			rl_call_free(c);
+			return NULL;
+		}
+		refill_send(c);
+	}
 	rl_fanout(c, SCR_SESS_PUT, record_reply);
 	return c;
 }
@@ -296,6 +418,8 @@ static int pend_add(struct adopt_m *am, const redisReply *s)
 	return 0;
 }
 
+static int index_field(const struct rl_call *c, struct adopt_m *am, const char *f, size_t flen);
+
 /* One master's {1, grace, count, field, value, ok, left, delay, ...}. A
  * field an HSCAN returned twice is counted once. */
 static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
@@ -308,6 +432,8 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 		if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
 		    ok->type != REDIS_REPLY_INTEGER || left->type != REDIS_REPLY_INTEGER ||
 		    dl->type != REDIS_REPLY_INTEGER)
+			continue;
+		if (c->homed && index_field(c, &sp->am[i], f->str, f->len))
 			continue;
 		struct rl_adopted *e = entry(c, f->str, f->len);
 		char tok[TOKEN_LEN + 1];
@@ -340,6 +466,41 @@ static void adopt_holds(struct rl_call *c, int i, const redisReply *r)
 static void adopt_reply(struct master *m, redisReply *r, void *arg_);
 static void scan_reply(struct master *m, redisReply *r, void *arg_);
 
+/* The slot of the record master i's rounds are about (nslots 1), for
+ * master_call_at: the home record, or a listed slot's. */
+static unsigned rec_slot(const struct rl_call *c, const struct adopt_m *am)
+{
+	return am->rec == 0 ? c->home_slot : am->slots[am->rec - 1];
+}
+
+/* A field "i SLOT" of a cluster entry's home record (SCR_SESS_INDEX):
+ * the slot joins am's list (once; not the home record's own). 1 if the
+ * field is one, whatever its slot. */
+static int index_field(const struct rl_call *c, struct adopt_m *am, const char *f, size_t flen)
+{
+	if (flen < 3 || f[0] != 'i' || f[1] != ' ')
+		return 0;
+	char num[8];
+	size_t n = flen - 2;
+	if (n >= sizeof(num) || am->rec != 0)
+		return 1;
+	memcpy(num, f + 2, n);
+	num[n] = '\0';
+	char *end;
+	unsigned long v = strtoul(num, &end, 10);
+	if (*end || end == num || v >= CSL_SLOTS || v == c->home_slot)
+		return 1;
+	for (int k = 0; k < am->nslots; k++)
+		if (am->slots[k] == v)
+			return 1;
+	unsigned *sl = realloc(am->slots, (size_t)(am->nslots + 1) * sizeof(*sl));
+	if (!sl)
+		return 1; /* that slot's holds are then not adopted: see master_done */
+	am->slots = sl;
+	am->slots[am->nslots++] = (unsigned)v;
+	return 1;
+}
+
 /* Room for a round's arguments (the last round was answered: master.c is
  * done with the old ones). */
 static int round_args(struct adopt_m *am, size_t n)
@@ -355,14 +516,25 @@ static int round_args(struct adopt_m *am, size_t n)
 static int scan_next(struct rl_call *c, struct master *m)
 {
 	struct adopt_m *am = &c->u.sess.am[m->idx];
-	const char *v[] = {"HSCAN", c->argv[SA_KEYS], am->cursor, "COUNT", ADOPT_SCAN_S};
-	size_t l[] = {5, c->argvlen[SA_KEYS], strlen(am->cursor), 5, strlen(ADOPT_SCAN_S)};
+	const char *key = c->argv[SA_KEYS];
+	size_t klen = c->argvlen[SA_KEYS];
+	unsigned slot = c->homed ? rec_slot(c, am) : 0;
+	if (m->cl) { /* a command goes as it is: its key named as the cluster's */
+		int n = snprintf(am->tagged, sizeof(am->tagged), "{%s}%.*s", ktag_of_slot(slot),
+		                 (int)klen, key);
+		if (n < 0 || (size_t)n >= sizeof(am->tagged))
+			return -1;
+		key = am->tagged;
+		klen = (size_t)n;
+	}
+	const char *v[] = {"HSCAN", key, am->cursor, "COUNT", ADOPT_SCAN_S};
+	size_t l[] = {5, klen, strlen(am->cursor), 5, strlen(ADOPT_SCAN_S)};
 	if (round_args(am, 5) != 0)
 		return -1;
 	memcpy(am->mv, v, sizeof(v));
 	memcpy(am->ml, l, sizeof(l));
 	am->rounds++;
-	return master_call(m, -1, 5, am->mv, am->ml, scan_reply, c);
+	return master_call_at(m, &slot, c->homed, -1, 5, am->mv, am->ml, scan_reply, c);
 }
 
 /* SCR_SESS_ADOPT_MORE of the holds the last HSCAN returned, ADOPT_CHUNK a
@@ -399,8 +571,9 @@ static int adopt_more(struct rl_call *c, struct master *m)
 		memcpy(am->ml + off, l, sizeof(l));
 		memcpy(am->mv + off + MORE_HEAD, am->pend + s, 2 * (size_t)p * sizeof(*am->mv));
 		memcpy(am->ml + off + MORE_HEAD, am->plen + s, 2 * (size_t)p * sizeof(*am->ml));
-		if (master_call(m, SCR_SESS_ADOPT_MORE, MORE_HEAD + 2 * p, am->mv + off,
-		                am->ml + off, adopt_reply, c) == 0)
+		unsigned slot = c->homed ? rec_slot(c, am) : 0;
+		if (master_call_at(m, &slot, c->homed, SCR_SESS_ADOPT_MORE, MORE_HEAD + 2 * p,
+		                   am->mv + off, am->ml + off, adopt_reply, c) == 0)
 			am->wave++;
 		off += MORE_HEAD + 2 * p;
 		s += 2 * p;
@@ -435,6 +608,26 @@ static void master_done(struct rl_call *c, struct master *m, int complete)
 	rl_check(c);
 }
 
+static void adopt_send_slot(struct rl_call *c, struct master *m);
+
+/* The record master m's rounds were about is done with (complete: every
+ * hold of it taken over): on a cluster entry, the next slot of the home
+ * record's index is adopted next; the master is done once the last is,
+ * or once one is not complete (its holds may be another lockd's). */
+static void record_done(struct rl_call *c, struct master *m, int complete)
+{
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	if (complete && !c->expired && !am->stop && am->rec < am->nslots) {
+		am->rec++;
+		am->rounds = 0;
+		am->wave = 0;
+		snprintf(am->cursor, sizeof(am->cursor), "%s", "");
+		adopt_send_slot(c, m);
+		return;
+	}
+	master_done(c, m, complete);
+}
+
 /* The scan of a large record is complete on this master. */
 static int scan_complete(const struct adopt_m *am)
 {
@@ -462,6 +655,8 @@ static void scan_reply(struct master *m, redisReply *r, void *arg_)
 			if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
 			    !memchr(f->str, ' ', f->len))
 				continue; /* o, s, g, a: not a hold */
+			if (c->homed && index_field(c, am, f->str, f->len))
+				continue; /* a slot of the index: adopted after this record */
 			if (pend_add(am, f) != 0 || pend_add(am, v) != 0) {
 				log_warn("adopt: out of memory: holds not adopted on %s", m->name);
 				pend_clear(am);
@@ -470,7 +665,7 @@ static void scan_reply(struct master *m, redisReply *r, void *arg_)
 		}
 		if (am->npend ? adopt_more(c, m) == 0 : scan_on(c, m) == 0)
 			return; /* the next round answers */
-		master_done(c, m, !am->npend && scan_complete(am));
+		record_done(c, m, !am->npend && scan_complete(am));
 		return;
 	}
 	if (r && r->type == REDIS_REPLY_ERROR)
@@ -483,7 +678,7 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 	struct rl_call *c = arg_;
 	struct sess_part *sp = &c->u.sess;
 	struct adopt_m *am = &sp->am[m->idx];
-	int i = m->idx, more = am->rounds > 0;
+	int i = m->idx, more = am->rounds > 0, home = am->rec == 0;
 	int answered = !c->expired && r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
 	               r->element[0]->type == REDIS_REPLY_INTEGER;
 	long long what = answered ? r->element[0]->integer : 0;
@@ -493,14 +688,14 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 		/* Adopted by another call between our rounds: no word (from
 		 * this round on: the holds of earlier rounds count). */
 		log_info("master %s: adopt: adopted elsewhere meanwhile", m->name);
-		if (!more)
+		if (!more && home)
 			c->st[i] = MR_FAIL;
 		sp->a.raced++;
 		am->stop = 1;
 	} else if (answered && (what == 1 || what == 2) && r->elements >= 3 &&
 	           r->element[1]->type == REDIS_REPLY_INTEGER &&
 	           r->element[2]->type == REDIS_REPLY_INTEGER) {
-		if (!more) {
+		if (!more && home) {
 			c->st[i] = MR_YES;
 			sp->found += c->counts[i];
 			am->counted = 1;
@@ -515,13 +710,13 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 				return;
 			am->stop = 1;
 		}
-	} else if (answered && !more) {
+	} else if (answered && !more && home) {
 		c->st[i] = MR_YES;
 		sp->none += c->counts[i];
-	} else if (!c->expired) {
+	} else if (!c->expired) { /* a slot's record: no session there (-1) is a fault */
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: adopt: %s", m->name, r->str);
-		if (!more)
+		if (!more && home)
 			c->st[i] = MR_FAIL;
 		am->stop = 1;
 	}
@@ -529,7 +724,31 @@ static void adopt_reply(struct master *m, redisReply *r, void *arg_)
 		return; /* the rest of the wave answers */
 	if (more && !am->stop && scan_on(c, m) == 0)
 		return; /* the next round answers */
-	master_done(c, m, !am->stop && (!more || scan_complete(am)));
+	record_done(c, m, !am->stop && (!more || scan_complete(am)));
+}
+
+/* SCR_SESS_ADOPT's slot form (doc/cluster.md, "Sessions on a cluster
+ * entry") of the record of am->rec's slot on master m: the secret, the
+ * count this adoption writes (above the record's, or -2), and the grace
+ * a record it creates gets. */
+static void adopt_send_slot(struct rl_call *c, struct master *m)
+{
+	struct adopt_m *am = &c->u.sess.am[m->idx];
+	for (int k = 0; k < SDA_ARGC; k++) {
+		am->v[k] = c->argv[k];
+		am->l[k] = c->argvlen[k];
+	}
+	snprintf(am->grace, sizeof(am->grace), "%lld", (long long)c->u.sess.a.grace_ms);
+	am->v[SDA_COUNT] = "";
+	am->l[SDA_COUNT] = 0;
+	am->v[SDA_NEXT] = c->u.sess.count_s;
+	am->l[SDA_NEXT] = strlen(c->u.sess.count_s);
+	am->v[SDA_GRACE] = am->grace;
+	am->l[SDA_GRACE] = strlen(am->grace);
+	unsigned slot = rec_slot(c, am);
+	if (master_call_at(m, &slot, 1, SCR_SESS_ADOPT, SDA_SLOT_ARGC, am->v, am->l, adopt_reply,
+	                   c) != 0)
+		master_done(c, m, 0);
 }
 
 /* The second round (SCR_SESS_ADOPT) to master i, comparing the count its
@@ -546,8 +765,8 @@ static void adopt_send(struct rl_call *c, int i)
 	am->l[SDA_COUNT] = strlen(am->count);
 	am->v[SDA_NEXT] = c->u.sess.count_s;
 	am->l[SDA_NEXT] = strlen(c->u.sess.count_s);
-	if (master_call(master_get(i), SCR_SESS_ADOPT, SDA_ARGC, am->v, am->l, adopt_reply, c) !=
-	    0) {
+	if (master_call_at(master_get(i), &c->home_slot, c->homed, SCR_SESS_ADOPT, SDA_ARGC, am->v,
+	                   am->l, adopt_reply, c) != 0) {
 		c->pending--;
 		c->st[i] = MR_FAIL;
 	}

@@ -673,8 +673,11 @@ static const char *const bodies[SCR_COUNT] = {
     [SCR_SESS_ADOPT] = ADOPT_ONE_LUA
     "local h = redis.call('HMGET', rk, 's', 'a', 'g')\n"
     "local slot = ARGV[5] == ''\n"
+    "if slot and not ((tonumber(ARGV[6]) or 0) > 0 and tonumber(ARGV[7] or '')) then\n"
+    "  return redis.error_reply('ERR a slot adoption needs a count above 0 and a grace')\n"
+    "end\n"
     "if slot and not h[1] and redis.call('EXISTS', rk) == 0 then\n"
-    "  h = {redis.sha1hex(ARGV[1]), '0', ARGV[7] or '0'}\n"
+    "  h = {redis.sha1hex(ARGV[1]), '0', ARGV[7]}\n"
     "  redis.call('HSET', rk, 's', h[1], 'g', h[3])\n"
     "end\n"
     "if h[1] ~= redis.sha1hex(ARGV[1]) then return {-1} end\n"

@@ -20,6 +20,7 @@
 #include "harness.h"
 #include "ktag.h"
 #include "router_fix.h"
+#include "sess_util.h"
 
 #define LEASE 1500
 #define NAMES 24
@@ -417,6 +418,105 @@ START_TEST(cluster_lockd_restart_empty)
 }
 END_TEST
 
+/* A resumable session (1.2) on a cluster entry (doc/cluster.md,
+ * "Sessions on a cluster entry"): its holds over every primary, each in
+ * a record of its lock's slot listed in the session's home record; its
+ * client leaves lockd A and resumes on lockd B, which adopts every hold
+ * (the same fences) and keeps them past two leases; A's late grant for
+ * the session counts nowhere; the session ends with QUIT on B and every
+ * lock is free. */
+START_TEST(cluster_lockd_sessions)
+{
+	if (start_two() < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *o = cl_tcp(h_lockd(1)->port);
+	struct sess s;
+	/* a short grace: the records must be kept by the touch, not by
+	 * their first expiry (lease + grace), for the test to pass */
+	session(a, "SESSION GRACE 1000", 1000, &s);
+	char names[NAMES][32], req[64], want[64];
+	unsigned long long fence[NAMES];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "ss-%d", i);
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
+		fence[i] = cl_lock(a, req);
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_expect(o, req, "BUSY");
+	}
+	blip(a); /* detached on A: its holds are kept for the grace (a is closed) */
+	struct cl *b = cl_tcp(h_lockd(1)->port);
+	snprintf(want, sizeof(want), "OK %d", NAMES);
+	resume(b, &s, want);
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_expect(o, req, "BUSY");
+	}
+	/* the same holds, fences and counts: a reentrant LOCK counts 2 */
+	snprintf(req, sizeof(req), "LOCK %.31s", names[0]);
+	ck_assert_uint_eq(cl_lock(b, req), fence[0]);
+	snprintf(req, sizeof(req), "UNLOCK %.31s", names[0]);
+	cl_expect(b, req, "OK 1");
+	/* and kept past three leases on B (longer than lease + grace) */
+	h_sleep_ms(3 * LEASE);
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_expect(o, req, "BUSY");
+	}
+	cl_silence(b, 100);
+	ck_assert_msg(b->nlost == 0, "B was told %s", b->nlost ? b->lost[0] : "");
+	/* a new hold on B, in a slot the session never held in */
+	cl_lock(b, "LOCK {ss-new}x");
+	cl_expect(o, "TRYLOCK {ss-new}x", "BUSY");
+	cl_expect(b, "QUIT", "OK"); /* the session ends: its holds are released */
+	cl_want_eof(b, 2000);
+	cl_close(b);
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_lock(o, req);
+	}
+	cl_lock(o, "TRYLOCK {ss-new}x");
+	cl_close(o);
+}
+END_TEST
+
+/* SESSION on a connection that holds locks already: its holds are
+ * written into the records of their slots (and the home record's index)
+ * at once, so that another lockd adopts them all. */
+START_TEST(cluster_lockd_session_refill)
+{
+	if (start_two() < 0)
+		return;
+	struct cl *a = cl_tcp(h_lockd(0)->port), *o = cl_tcp(h_lockd(1)->port);
+	char req[64], want[16];
+	enum { N = 8 };
+	for (int i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "LOCK rf-%d", i);
+		cl_lock(a, req);
+	}
+	struct sess s;
+	session(a, "SESSION GRACE 1000", 1000, &s);
+	blip(a);
+	struct cl *b = cl_tcp(h_lockd(1)->port);
+	snprintf(want, sizeof(want), "OK %d", N);
+	resume(b, &s, want);
+	h_sleep_ms(3 * LEASE); /* past lease + grace: the touch keeps the records */
+	for (int i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK rf-%d", i);
+		cl_expect(o, req, "BUSY");
+	}
+	cl_silence(b, 100);
+	ck_assert_msg(b->nlost == 0, "B was told %s", b->nlost ? b->lost[0] : "");
+	cl_expect(b, "QUIT", "OK");
+	cl_want_eof(b, 2000);
+	cl_close(b);
+	for (int i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK rf-%d", i);
+		cl_lock(o, req);
+	}
+	cl_close(o);
+}
+END_TEST
+
 TCase *tc_cluster_lockd(void)
 {
 	TCase *tc = tcase_create("cluster_lockd");
@@ -428,5 +528,7 @@ TCase *tc_cluster_lockd(void)
 	H_ADD(tc, cluster_lockd_failover_unacked);
 	H_ADD(tc, cluster_lockd_sigkill);
 	H_ADD(tc, cluster_lockd_restart_empty);
+	H_ADD(tc, cluster_lockd_sessions);
+	H_ADD(tc, cluster_lockd_session_refill);
 	return tc;
 }

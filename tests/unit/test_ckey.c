@@ -247,6 +247,62 @@ START_TEST(ckey_split_renew)
 }
 END_TEST
 
+/* SESS_TOUCH over 3 records, two of one slot: split per slot (the
+ * instance in each part), and its two numbers per record joined in
+ * record order, nil for a part that failed or answered a short array. */
+START_TEST(ckey_split_touch)
+{
+	struct vec v;
+	head(&v, "3");
+	push(&v, "r0");
+	push(&v, "r1");
+	push(&v, "r2");
+	push(&v, "inst");
+	push(&v, "e0");
+	push(&v, "e1");
+	push(&v, "e2");
+	unsigned slots[3] = {7, 9, 7};
+	struct ck_part *p;
+	int np = ck_split(SCR_SESS_TOUCH, 3, slots, v.argc, v.argv, v.len, &p);
+	ck_assert_int_eq(np, 2);
+	const char *want0[] = {"2", "r0", "r2", "inst", "e0", "e2"};
+	ck_assert_int_eq(p[0].argc, SA_NKEYS + 6);
+	for (int i = 0; i < 6; i++)
+		ck_assert_str_eq(p[0].argv[SA_NKEYS + i], want0[i]);
+	const char *want1[] = {"1", "r1", "inst", "e1"};
+	ck_assert_int_eq(p[1].argc, SA_NKEYS + 4);
+	for (int i = 0; i < 4; i++)
+		ck_assert_str_eq(p[1].argv[SA_NKEYS + i], want1[i]);
+	redisReply e[6];
+	for (int i = 0; i < 6; i++)
+		e[i] = (redisReply){.type = REDIS_REPLY_INTEGER, .integer = 10 + i};
+	redisReply *el0[] = {&e[0], &e[1], &e[2], &e[3]}, *el1[] = {&e[4], &e[5]};
+	redisReply r0 = {.type = REDIS_REPLY_ARRAY, .elements = 4, .element = el0};
+	redisReply r1 = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = el1};
+	redisReply *replies[2] = {&r0, &r1};
+	redisReply *j = ck_join(SCR_SESS_TOUCH, 3, p, np, replies);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_uint_eq(j->elements, 6);
+	long long want[6] = {10, 11, 14, 15, 12, 13}; /* r0's pair, r1's, r2's */
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(j->element[i]->integer, want[i]);
+	freeReplyObject(j);
+	/* part 1 failed: r1's pair is nil; a part of one number per record
+	 * is the wrong shape */
+	redisReply *part[2] = {&r0, NULL};
+	j = ck_join(SCR_SESS_TOUCH, 3, p, np, part);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(j->element[2]->type, REDIS_REPLY_NIL);
+	ck_assert_int_eq(j->element[3]->type, REDIS_REPLY_NIL);
+	ck_assert_int_eq(j->element[4]->integer, 12);
+	freeReplyObject(j);
+	redisReply shortr = {.type = REDIS_REPLY_ARRAY, .elements = 1, .element = el1};
+	redisReply *bad[2] = {NULL, &shortr};
+	ck_assert_ptr_null(ck_join(SCR_SESS_TOUCH, 3, p, np, bad));
+	ck_parts_free(p, np);
+}
+END_TEST
+
 START_TEST(ckey_split_counts)
 {
 	/* RAISE_MANY: KEYS counters; ARGV values, then idle ms and a flag */
@@ -339,6 +395,7 @@ Suite *ckey_suite(void)
 	tcase_add_test(tc, ckey_call_refuses);
 	tcase_add_test(tc, ckey_split_renew);
 	tcase_add_test(tc, ckey_split_counts);
+	tcase_add_test(tc, ckey_split_touch);
 	tcase_add_test(tc, ckey_split_release_many);
 	suite_add_tcase(s, tc);
 	return s;
