@@ -30,6 +30,8 @@
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
 
+#include "cluster.h"
+#include "ktag.h"
 #include "log.h"
 #include "master.h"
 #include "master_int.h"
@@ -580,6 +582,7 @@ static void send_name(struct master *m)
 {
 	static const char *argv[5];
 	static size_t len[5];
+	static char tagged[sizeof(name_key) + KTAG_LEN_MAX + 3];
 	if (!lockd_name || !lockd_name[0] || !name_key[0])
 		return;
 	argv[0] = "SET";
@@ -587,9 +590,17 @@ static void send_name(struct master *m)
 	argv[2] = lockd_name;
 	argv[3] = "PX";
 	argv[4] = NAME_EXPIRE_MS;
+	unsigned slot = csl_keyslot(name_key, strlen(name_key));
+	if (m->cl) { /* in the slot of the key itself, tagged: rlwho.c reads it there */
+		snprintf(tagged, sizeof(tagged), "{%s}%s", ktag_of_slot(slot), name_key);
+		argv[1] = tagged;
+	}
 	for (int i = 0; i < 5; i++)
 		len[i] = strlen(argv[i]);
-	call_any(m, -1, 5, argv, len, name_cb, NULL); /* hiredis copies the command */
+	if (m->cl) /* the router copies the command */
+		master_call_at(m, &slot, 1, -1, 5, argv, len, name_cb, NULL);
+	else
+		call_any(m, -1, 5, argv, len, name_cb, NULL); /* hiredis copies the command */
 }
 
 /* Raise the master's epoch key to this connection's epoch (m->gen), and
@@ -765,6 +776,7 @@ static void cl_up(struct master *m, int restarted, int has_marker)
 	set_state(m, MS_UP);
 	m->last_error[0] = '\0';
 	m->has_marker = has_marker;
+	send_name(m); /* WHO on every lockd names this one's holds (1.4) */
 	log_info("master %s up (cluster, subscribed through %s)%s%s", m->name, m->node,
 	         restarted ? ": a node may have lost data" : "",
 	         has_marker ? "" : ": a primary lacks lockd's marker");

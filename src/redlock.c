@@ -263,6 +263,10 @@ void rl_call_free(struct rl_call *c)
 		free(w->nargv);
 		free(w->nlen);
 		free(w->nbuf);
+		free(w->targv);
+		free(w->tlen);
+		free(w->tbuf);
+		free(w->tslots);
 	}
 	free(c->dargv);
 	free(c->dargvlen);

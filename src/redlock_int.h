@@ -129,8 +129,8 @@ struct refill_part {
 	int argc;
 	const char **v; /* SESS_PUT's arguments: the record's, the holds of the slot */
 	size_t *l;
-	char num[8];         /* the slot in decimal */
-	const char *iv[6];   /* SESS_INDEX's (not for the home part) */
+	char num[8];       /* the slot in decimal */
+	const char *iv[6]; /* SESS_INDEX's (not for the home part) */
 	size_t il[6];
 };
 struct refill_x {
@@ -197,6 +197,7 @@ struct who_seen {
 };
 struct who_part {
 	struct rl_who v;
+	unsigned slot;         /* the key's: a cluster entry's later rounds go there */
 	struct who_seen *seen; /* what every master answered (counted: once all of its
 	                          calls answered, st[] MR_YES) */
 	int nseen, cap;
@@ -216,6 +217,12 @@ struct who_part {
 	const char **nargv; /* the MGET's arguments */
 	size_t *nlen;
 	char *nbuf;
+	/* the same MGET as a cluster entry names the keys: each "{T}" and
+	 * the key, T the tag of the key's own slot (master.c writes them so) */
+	const char **targv;
+	size_t *tlen;
+	char *tbuf;
+	unsigned *tslots;
 };
 
 struct rl_call {

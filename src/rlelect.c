@@ -29,12 +29,18 @@ static struct rl_call *el_call(enum rl_kind kind, const char *key, size_t klen, 
 	return c;
 }
 
-/* Put the lock key of key (with suffix sfx) at position at. */
+/* Put the lock key of key (with suffix sfx) at position at. The first,
+ * the name's lock, names the call's key (keyp): a cluster entry sends
+ * the call to the name's slot, where all its keys are. */
 static char *key_arg(struct rl_call *c, int at, char *p, const char *key, size_t klen,
                      const char *sfx)
 {
 	c->dargv[at] = p;
 	c->dargvlen[at] = rl_key_at(p, key, klen, sfx);
+	if (!c->keyp) {
+		c->keyp = p + rl_prefix_len;
+		c->klen = klen;
+	}
 	return p + c->dargvlen[at] + 1;
 }
 

@@ -23,7 +23,10 @@
 #include <string.h>
 
 #include "cfg.h"
+#include "cluster.h"
+#include "ktag.h"
 #include "log.h"
+#include "master.h"
 #include "quorum.h"
 #include "redlock_int.h"
 
@@ -106,8 +109,9 @@ static void read_reply(struct master *m, redisReply *r, void *arg)
 		c->st[i] = MR_FAIL;
 	} else if (k + 1 == w->nchunks) {
 		c->st[i] = MR_YES;
-	} else if (master_call(m, SCR_WHO, WHA_ARGC, w->cargv + (size_t)(k + 1) * WHA_ARGC,
-	                       w->clen + (size_t)(k + 1) * WHA_ARGC, read_reply, c) == 0) {
+	} else if (master_call_at(m, &w->slot, 1, SCR_WHO, WHA_ARGC,
+	                          w->cargv + (size_t)(k + 1) * WHA_ARGC,
+	                          w->clen + (size_t)(k + 1) * WHA_ARGC, read_reply, c) == 0) {
 		c->pending++; /* the next permits, now that these are read */
 	} else {
 		c->st[i] = MR_FAIL;
@@ -187,6 +191,33 @@ static void name_reply(struct master *m, redisReply *r, void *arg)
 	rl_check(c);
 }
 
+/* The MGET's keys as a cluster entry keeps them (master.c, send_name):
+ * each in its own slot, tagged. 0, or -1 (out of memory). */
+static int tag_names(struct who_part *w, size_t klen)
+{
+	size_t tk = klen + KTAG_LEN_MAX + 3;
+	w->targv = malloc(sizeof(*w->targv) * ((size_t)w->ninst + 1));
+	w->tlen = malloc(sizeof(*w->tlen) * ((size_t)w->ninst + 1));
+	w->tbuf = malloc((size_t)w->ninst * tk + 1);
+	w->tslots = malloc(sizeof(*w->tslots) * (size_t)w->ninst);
+	if (!w->targv || !w->tlen || !w->tbuf || !w->tslots)
+		return -1;
+	w->targv[0] = "MGET";
+	w->tlen[0] = 4;
+	for (int k = 0; k < w->ninst; k++) {
+		unsigned s = csl_keyslot(w->nargv[k + 1], w->nlen[k + 1]);
+		char *key = w->tbuf + (size_t)k * tk;
+		int n = snprintf(key, tk, "{%s}%.*s", ktag_of_slot(s), (int)w->nlen[k + 1],
+		                 w->nargv[k + 1]);
+		if (n < 0 || (size_t)n >= tk)
+			return -1;
+		w->targv[k + 1] = key;
+		w->tlen[k + 1] = (size_t)n;
+		w->tslots[k] = s;
+	}
+	return 0;
+}
+
 /* The instances (not this lockd's) of the holds, and an MGET of their
  * names to every master that is up; 0 when there is nothing to ask. */
 static int ask_names(struct rl_call *c)
@@ -224,9 +255,14 @@ static int ask_names(struct rl_call *c)
 	w->nargv[0] = "MGET";
 	w->nlen[0] = 4;
 	w->late = c->expired;
+	int tagged = masters_any_cluster() && tag_names(w, klen) == 0;
 	for (int i = 0; i < c->n; i++) {
-		if (master_call(master_get(i), -1, w->ninst + 1, w->nargv, w->nlen, name_reply,
-		                c) == 0) {
+		struct master *m = master_get(i);
+		int sent =
+		    m->cl ? tagged && master_call_at(m, w->tslots, w->ninst, -1, w->ninst + 1,
+		                                     w->targv, w->tlen, name_reply, c) == 0
+		          : master_call(m, -1, w->ninst + 1, w->nargv, w->nlen, name_reply, c) == 0;
+		if (sent) {
 			w->names_out++;
 			c->pending++;
 		}
@@ -317,6 +353,7 @@ static int lay_out(struct rl_call *c, const char *key, size_t klen, uint32_t per
 	}
 	c->keyp = c->dargv[WHA_LOCK] + rl_prefix_len;
 	c->klen = klen;
+	c->u.who.slot = csl_keyslot(c->keyp, c->klen); /* a cluster entry's (master_call_at) */
 	for (int k = 0; k < w->nchunks; k++) {
 		const char **a = w->cargv + (size_t)k * WHA_ARGC;
 		size_t *l = w->clen + (size_t)k * WHA_ARGC;
