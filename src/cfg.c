@@ -700,6 +700,35 @@ static int listen_checks(struct loader *l)
 #define CFG_MIN_OUTPUT       65536
 #define CFG_MIN_OUTPUT_LINES 4
 
+/* The nodes entry j names: a standalone master's address, or a
+ * cluster's seeds (a Sentinel entry names Sentinels: none). */
+static int entry_nodes(const struct config *c, int j, const char *const **v)
+{
+	if (c->sentinel[j].cluster) {
+		*v = (const char *const *)c->sentinel[j].seeds;
+		return c->sentinel[j].nseeds;
+	}
+	*v = (const char *const *)&c->masters[j];
+	return c->sentinel[j].nseeds ? 0 : 1;
+}
+
+/* An earlier entry that names a node entry j names too (a cluster listed
+ * twice by different seeds, or one of its nodes listed as a standalone
+ * master), or -1. */
+static int shared_node(const struct config *c, int j)
+{
+	const char *const *a, *const *b;
+	int na = entry_nodes(c, j, &a);
+	for (int i = 0; i < j; i++) {
+		int nb = entry_nodes(c, i, &b);
+		for (int x = 0; x < na; x++)
+			for (int y = 0; y < nb; y++)
+				if (strcmp(a[x], b[y]) == 0)
+					return i;
+	}
+	return -1;
+}
+
 static int cross_checks(struct loader *l)
 {
 	struct config *c = l->c;
@@ -724,6 +753,13 @@ static int cross_checks(struct loader *l)
 		    "limits.max_output_bytes (%lld) must be 0 (no limit) or at least %lld "
 		    "(65536, and %d times limits.max_line)",
 		    (long long)c->max_output_bytes, (long long)least, CFG_MIN_OUTPUT_LINES);
+	for (int j = 0; j < c->nmasters; j++)
+		if (shared_node(c, j) >= 0)
+			return cfgy_fail(
+			    &l->y, l->entry_marks[j],
+			    "redis.masters: \"%s\" names a node of entry %d (\"%s\"): one "
+			    "deployment would count as two masters",
+			    c->masters[j], shared_node(c, j) + 1, c->masters[shared_node(c, j)]);
 	for (int j = 0; j < c->nmasters && !c->experimental_cluster; j++)
 		if (c->sentinel[j].cluster)
 			return cfgy_fail(
