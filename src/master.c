@@ -557,6 +557,11 @@ int master_cluster_nodes(struct master *m, unsigned *slots, int max)
 	return m->cl ? mcl_primaries(m->cl, slots, max) : 0;
 }
 
+int master_cluster_stats(struct master *m, struct master_node *out, int max)
+{
+	return m->cl ? mcl_stats(m->cl, out, max) : 0;
+}
+
 uint64_t master_cluster_moves(struct master *m)
 {
 	return m->cl ? mcl_slot_moves(m->cl) : 0;

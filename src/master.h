@@ -231,6 +231,18 @@ uint64_t master_cluster_moves(struct master *m);
 /* A cluster entry: ask its router for a new map now (rate-limited). */
 void master_cluster_refresh(struct master *m);
 
+/* One node of a cluster entry as STATS and /metrics show it. */
+struct master_node {
+	char addr[64];                /* HOST:PORT */
+	const char *role;             /* "primary", "replica", or "other" (not in the map) */
+	int connected;                /* lockd's connection to it is up (primaries only) */
+	uint64_t sent;                /* commands lockd sent it */
+	uint64_t redirects, tryagain; /* MOVED and ASK; TRYAGAIN and CLUSTERDOWN */
+};
+/* A cluster entry's nodes, primaries first: fills up to max, returns how
+ * many there are (0 for any other master). */
+int master_cluster_stats(struct master *m, struct master_node *out, int max);
+
 /* The connection epoch now, in decimal: every command connection takes the
  * next one at its connect, and its handshake raises master_opts.gen_key on
  * its master to it before any request goes out on it. A script argument

@@ -609,6 +609,25 @@ int mcl_primaries(struct mcl *cl, unsigned *slots, int max)
 	return csr_primaries(cl->rt, slots, max);
 }
 
+int mcl_stats(struct mcl *cl, struct master_node *out, int max)
+{
+	struct csr_node_stats st[CSL_MAX_NODES];
+	int n = csr_stats(cl->rt, st, CSL_MAX_NODES, NULL);
+	static const char *const roles[] = {"primary", "replica", "other"};
+	for (int k = 0; k < n && k < max && k < CSL_MAX_NODES; k++) {
+		struct master_node *o = &out[k];
+		int v6 = strchr(st[k].host, ':') != NULL;
+		snprintf(o->addr, sizeof(o->addr), v6 ? "[%s]:%d" : "%s:%d", st[k].host,
+		         st[k].port);
+		o->role = roles[st[k].role <= CSR_ROLE_UNKNOWN ? st[k].role : CSR_ROLE_UNKNOWN];
+		o->connected = st[k].connected;
+		o->sent = st[k].sent;
+		o->redirects = st[k].moved + st[k].ask;
+		o->tryagain = st[k].tryagain;
+	}
+	return n;
+}
+
 uint64_t mcl_slot_moves(struct mcl *cl)
 {
 	return csr_slot_moves(cl->rt);

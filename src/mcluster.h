@@ -75,6 +75,8 @@ int mcl_call(struct mcl *cl, const unsigned *slots, int nslots, int script, int 
  * changed primaries (csr_slot_moves): catch-up's walk over the nodes. */
 int mcl_primaries(struct mcl *cl, unsigned *slots, int max);
 uint64_t mcl_slot_moves(struct mcl *cl);
+/* The router's nodes as master_cluster_stats gives them (master.h). */
+int mcl_stats(struct mcl *cl, struct master_node *out, int max);
 void mcl_refresh(struct mcl *cl); /* csr_refresh */
 
 /* A primary's "HOST:PORT" for the subscriber (release notices: PUBLISH

@@ -95,8 +95,39 @@ static const struct field counters[] = {
 #define NCOUNTERS (sizeof(counters) / sizeof(counters[0]))
 
 static const char *const master_fields[] = {
-    "addr", "state",         "counts",   "latency_us",    "reconnects", "last_error", "node",
-    "role", "wait_failures", "replicas", "replica_nodes", "layout",     "layout_wait"};
+    "addr",        "state",         "counts",        "latency_us", "reconnects",    "last_error",
+    "node",        "role",          "wait_failures", "replicas",   "replica_nodes", "layout",
+    "layout_wait", "cluster_nodes", "redirects",     "tryagain"};
+
+#define NODES_SHOWN 64 /* a cluster entry's nodes STATS and /metrics list */
+
+/* A cluster entry's nodes as "HOST:PORT/role,...", "-" for none (any
+ * other entry); a list too long for out ends in ",...". Its MOVED and
+ * ASK, TRYAGAIN and CLUSTERDOWN summed into *redirects, *tryagain. */
+static void cluster_nodes(struct master *m, char *out, size_t len, uint64_t *redirects,
+                          uint64_t *tryagain)
+{
+	static struct master_node nodes[NODES_SHOWN];
+	int n = master_cluster_stats(m, nodes, NODES_SHOWN);
+	size_t at = 0;
+	*redirects = *tryagain = 0;
+	snprintf(out, len, "-");
+	for (int k = 0; k < n && k < NODES_SHOWN; k++) {
+		*redirects += nodes[k].redirects;
+		*tryagain += nodes[k].tryagain;
+		int w = snprintf(out + at, len - at, "%s%s/%s", k ? "," : "", nodes[k].addr,
+		                 nodes[k].role);
+		if (w < 0 || (size_t)w >= len - at - 4) { /* room left for ",..." */
+			snprintf(out + at, len - at, ",...");
+			for (k++; k < n && k < NODES_SHOWN; k++) {
+				*redirects += nodes[k].redirects;
+				*tryagain += nodes[k].tryagain;
+			}
+			break;
+		}
+		at += (size_t)w;
+	}
+}
 
 /* What the node is, as far as lockd knows: its handshake's ROLE said
  * master, and it is still used as one while it is up. */
@@ -169,6 +200,14 @@ void stats_write(struct evbuffer *out, uint64_t keys)
 		evbuffer_add_printf(out,
 		                    "STAT master.%d.layout %s\r\nSTAT master.%d.layout_wait %d\r\n",
 		                    i, m->layout, i, m->layout_wait);
+		char nodes[1024];
+		uint64_t redirects, tryagain;
+		cluster_nodes(m, nodes, sizeof(nodes), &redirects, &tryagain);
+		evbuffer_add_printf(
+		    out,
+		    "STAT master.%d.cluster_nodes %s\r\nSTAT master.%d.redirects %llu\r\n"
+		    "STAT master.%d.tryagain %llu\r\n",
+		    i, nodes, i, (unsigned long long)redirects, i, (unsigned long long)tryagain);
 	}
 }
 
@@ -185,6 +224,54 @@ static void le_seconds(char *buf, size_t len, int64_t us)
 	    snprintf(buf, len, "%lld.%06lld", (long long)(us / 1000000), (long long)(us % 1000000));
 	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
 		buf[--n] = '\0';
+}
+
+/* Each cluster entry's nodes (lockd_master_cluster_node{master,node,role}
+ * 1 while lockd's connection to it is up, lockd_master_cluster_commands_
+ * total{master,node}) and redirections (MOVED, ASK; TRYAGAIN,
+ * CLUSTERDOWN) per entry. Other entries have no such series. */
+static void write_cluster(struct evbuffer *out)
+{
+	static struct master_node nodes[NODES_SHOWN];
+	static const char *const head[] = {
+	    "# HELP lockd_master_cluster_node A cluster entry's node and its role (primary, "
+	    "replica, other: not in the map), 1 while lockd's connection to it is up\n"
+	    "# TYPE lockd_master_cluster_node gauge\n",
+	    "# HELP lockd_master_cluster_commands_total Commands lockd sent to a cluster entry's "
+	    "node\n# TYPE lockd_master_cluster_commands_total counter\n",
+	    "# HELP lockd_master_cluster_redirects_total MOVED and ASK a cluster entry's nodes "
+	    "answered\n# TYPE lockd_master_cluster_redirects_total counter\n",
+	    "# HELP lockd_master_cluster_tryagain_total TRYAGAIN and CLUSTERDOWN a cluster "
+	    "entry's nodes answered\n# TYPE lockd_master_cluster_tryagain_total counter\n"};
+	for (int what = 0; what < 4; what++) {
+		evbuffer_add_printf(out, "%s", head[what]);
+		for (int i = 0; i < masters_count(); i++) {
+			struct master *m = master_get(i);
+			int n = master_cluster_stats(m, nodes, NODES_SHOWN);
+			uint64_t sum = 0;
+			for (int k = 0; k < n && k < NODES_SHOWN; k++) {
+				const struct master_node *d = &nodes[k];
+				sum += what == 2 ? d->redirects : d->tryagain;
+				if (what == 0)
+					evbuffer_add_printf(
+					    out,
+					    "lockd_master_cluster_node{master=\"%s\",node=\"%s\","
+					    "role=\"%s\"} %d\n",
+					    m->name, d->addr, d->role, d->connected);
+				else if (what == 1)
+					evbuffer_add_printf(out,
+					                    "lockd_master_cluster_commands_total{"
+					                    "master=\"%s\",node=\"%s\"} %llu\n",
+					                    m->name, d->addr,
+					                    (unsigned long long)d->sent);
+			}
+			if (n > 0 && what >= 2)
+				evbuffer_add_printf(
+				    out, "lockd_master_cluster_%s_total{master=\"%s\"} %llu\n",
+				    what == 2 ? "redirects" : "tryagain", m->name,
+				    (unsigned long long)sum);
+		}
+	}
 }
 
 /* lockd_master_replica{master,node} 1 for each node of m's replica list
@@ -255,6 +342,7 @@ void stats_write_prometheus(struct evbuffer *out, uint64_t keys)
 		evbuffer_add_printf(
 		    out, "lockd_master_node{master=\"%s\",node=\"%s\",role=\"%s\"} 1\n",
 		    master_get(i)->name, master_get(i)->node, master_role(master_get(i)));
+	write_cluster(out);
 	evbuffer_add_printf(out, "# HELP lockd_master_replicas The replicas ROLE listed on the "
 	                         "master's connection that is (was last) up\n"
 	                         "# TYPE lockd_master_replicas gauge\n");

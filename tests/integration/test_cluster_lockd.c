@@ -116,6 +116,18 @@ START_TEST(cluster_lockd_locks)
 	unsigned long long f1 = cl_want_ok(b, 5000);
 	ck_assert_msg(f1 > f0, "fence %llu after %llu", f1, f0);
 
+	/* STATS: the entry's nodes as its map names them, primaries first */
+	char *nodes = cl_stat(a, "master.0.cluster_nodes");
+	int prim = 0, repl = 0;
+	for (char *t = strtok(nodes, ","); t; t = strtok(NULL, ",")) {
+		prim += strstr(t, "/primary") != NULL;
+		repl += strstr(t, "/replica") != NULL;
+		ck_assert_msg(!repl || strstr(t, "/replica"), "a primary after a replica: %s", t);
+	}
+	ck_assert_msg(prim == 3 && repl == 3, "cluster_nodes: %d primaries, %d replicas", prim,
+	              repl);
+	free(nodes);
+
 	/* WHO on the other lockd names the holder's lockd: each lockd's name
 	 * is in the slot of its own key on a cluster entry */
 	unsigned long long fw = cl_lock(a, "LOCK whokey");
@@ -192,6 +204,11 @@ START_TEST(cluster_lockd_reshard)
 	/* B's new lock of the slot: granted once it moved */
 	unsigned long long fb = cl_want_ok(b, 5000);
 	ck_assert(fb > 0);
+	char *ta = cl_stat(b, "master.0.tryagain"), *rd = cl_stat(b, "master.0.redirects");
+	ck_assert_msg(atoll(ta) + atoll(rd) > 0, "B's lock waited with no TRYAGAIN or ASK (%s, %s)",
+	              ta, rd);
+	free(ta);
+	free(rd);
 	ck_assert_int_eq(primary_of("{mig}a"), t);
 
 	/* A's lock, held past two leases on its new primary */
