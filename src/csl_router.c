@@ -74,8 +74,10 @@ struct csr_req {
 	int argc;
 	const char **argv;
 	size_t *argvlen;
-	int stamp_at;   /* csr_stamp's argument, 0: none */
-	char stamp[48]; /* its value at the last send */
+	int stamp_at;          /* csr_stamp's argument, 0: none */
+	char stamp[48];        /* its value at the last send */
+	struct csr_req *fnext; /* on rt->fifo: submitted, its first dispatch to come */
+	int in_fifo;
 };
 
 /* ---- pure helpers ---- */
@@ -125,8 +127,27 @@ static void unhold(struct csr_req *q)
 	q->held = NULL;
 }
 
+/* Off rt->fifo (a call detached or freed before its first dispatch). */
+static void fifo_remove(struct csr_req *q)
+{
+	struct csr_router *rt = q->rt;
+	struct csr_req **pp = &rt->fifo, *prev = NULL;
+	while (*pp && *pp != q) {
+		prev = *pp;
+		pp = &(*pp)->fnext;
+	}
+	if (*pp)
+		*pp = q->fnext;
+	if (rt->fifo_tail == q)
+		rt->fifo_tail = prev;
+	q->fnext = NULL;
+	q->in_fifo = 0;
+}
+
 static void req_free(struct csr_req *q)
 {
+	if (q->in_fifo)
+		fifo_remove(q);
 	unhold(q);
 	if (q->send)
 		q->send->q = NULL; /* its reply is dropped when it comes */
@@ -438,6 +459,25 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 	finish(q, NULL);
 }
 
+/* The first dispatch of every call, in the order they were made: a
+ * timer each would run in no set order (libevent's heap), and the calls
+ * a caller makes for one slot must reach its node in its order (lockd's
+ * record of a session ahead of the grant that checks it). */
+static void kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct csr_router *rt = arg;
+	struct csr_req *q;
+	while ((q = rt->fifo)) { /* popped before dispatch: a finish may free others */
+		rt->fifo = q->fnext;
+		if (!rt->fifo)
+			rt->fifo_tail = NULL;
+		q->fnext = NULL;
+		q->in_fifo = 0;
+		if (q->state == QS_WAIT)
+			dispatch(q);
+	}
+}
+
 static struct csr_req *submit(struct csr_router *rt, unsigned slot, int64_t deadline_us,
                               csr_reply_fn *fn, void *arg, int argc, const char **argv,
                               const size_t *argvlen, int write)
@@ -478,7 +518,13 @@ static struct csr_req *submit(struct csr_router *rt, unsigned slot, int64_t dead
 	if (rt->reqs)
 		rt->reqs->prev = q;
 	rt->reqs = q;
-	csr_timer_in(q->timer, 0);
+	q->in_fifo = 1;
+	if (rt->fifo_tail)
+		rt->fifo_tail->fnext = q;
+	else
+		rt->fifo = q;
+	rt->fifo_tail = q;
+	event_active(rt->kick, EV_TIMEOUT, 0);
 	return q;
 }
 
@@ -571,8 +617,9 @@ struct csr_router *csr_new(struct event_base *base, const struct csr_cfg *cfg, c
 	rt->maxrep = calloc(CSL_MAX_NODES, sizeof(*rt->maxrep));
 	rt->rtimer = evtimer_new(base, csr_refresh_timer, rt);
 	rt->ptimer = evtimer_new(base, periodic_cb, rt);
+	rt->kick = event_new(base, -1, 0, kick_cb, rt);
 	if (!rt->map || !rt->scratch || !rt->runids || !rt->changes || !rt->maxrep || !rt->rtimer ||
-	    !rt->ptimer || (cfg->password && cfg->password[0] && !rt->password)) {
+	    !rt->ptimer || !rt->kick || (cfg->password && cfg->password[0] && !rt->password)) {
 		snprintf(err, errlen, "out of memory");
 		csr_free(rt);
 		return NULL;
@@ -694,6 +741,8 @@ void csr_free(struct csr_router *rt)
 		event_free(rt->rtimer);
 	if (rt->ptimer)
 		event_free(rt->ptimer);
+	if (rt->kick)
+		event_free(rt->kick);
 	free(rt->map);
 	free(rt->scratch);
 	free(rt->runids);

@@ -106,6 +106,8 @@ struct csr_router {
 	struct csr_conn *node_conn[CSL_MAX_NODES]; /* per map node: its connection (primaries) */
 	struct csr_conn *conns;
 	struct csr_req *reqs; /* calls not over, detached ones not on the wire excepted */
+	struct csr_req *fifo, *fifo_tail; /* their first dispatch to come, in order (kick) */
+	struct event *kick;
 	/* refresh */
 	enum csr_rstate rstate;
 	redisAsyncContext *rc;

@@ -636,20 +636,44 @@ static void x_granted(struct rl_call *c, int i)
 	correct_late(c, i);
 }
 
-static void x_reply(struct master *m, redisReply *r, void *arg)
+static void acquire_reply(struct master *m, redisReply *r, void *arg);
+
+static void x_reply(struct master *m, redisReply *r, void *arg, int put)
 {
 	struct rl_call *c = arg;
 	struct acq_x *x = c->u.acq.x;
-	int i = m->idx;
+	int i = m->idx, ok = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 	c->pending--;
-	if (!(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1)) {
+	if (!ok) {
 		if (r && r->type == REDIS_REPLY_ERROR)
 			log_warn("master %s: a session's record: %s", m->name, r->str);
 		x->fail[i] = 1;
 	}
-	if (--x->out[i] == 0 && x->granted[i] && !c->expired)
+	x->out[i]--;
+	if (put)
+		x->put_out[i] = 0;
+	if (put && x->again[i] && !c->expired) { /* the ACQUIRE ran ahead of it */
+		x->again[i] = 0;
+		x->retried[i] = 1;
+		if (ok && master_call_at(m, &x->lock_slot, 1, SCR_ACQUIRE, c->argc, c->argv,
+		                         c->argvlen, acquire_reply, c) == 0)
+			c->pending++;
+		else
+			c->st[i] = MR_FAIL;
+	}
+	if (x->out[i] == 0 && x->granted[i] && !c->expired)
 		x_granted(c, i);
 	rl_check(c);
+}
+
+static void x_put_reply(struct master *m, redisReply *r, void *arg)
+{
+	x_reply(m, r, arg, 1);
+}
+
+static void x_index_reply(struct master *m, redisReply *r, void *arg)
+{
+	x_reply(m, r, arg, 0);
 }
 
 static void acquire_reply(struct master *m, redisReply *r, void *arg)
@@ -680,6 +704,9 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 				c->st[i] = MR_YES;
 				correct_late(c, i);
 			}
+		} else if (r->element[1]->integer == -3 && c->u.acq.x && c->u.acq.x->put_out[i] &&
+		           !c->u.acq.x->retried[i]) {
+			c->u.acq.x->again[i] = 1; /* ahead of its record's SESS_PUT: x_reply */
 		} else if (r->element[1]->integer == -3) {
 			c->st[i] = MR_FAIL; /* the session's record names another lockd (1.2) */
 		} else {
@@ -806,15 +833,17 @@ static void x_arg(const char **v, size_t *l, int at, const char *s)
 }
 
 /* The extra writes of session sid's grant of key on a cluster entry, or
- * NULL: not a resumable session here, a lock in the home record's own
- * slot (the record SESSION wrote there is the one ACQUIRE checks), out
- * of memory (the grant then fails on a cluster entry: no record). */
-static struct acq_x *x_new(const char *key, size_t klen, const char *sid)
+ * NULL: a lock in the home record's own slot (the record SESSION wrote
+ * there is the one ACQUIRE checks), or *none_ok 0: not a resumable
+ * session here, out of memory (the grant must then not count on a
+ * cluster entry: rl_acquire). */
+static struct acq_x *x_new(const char *key, size_t klen, const char *sid, int *none_ok)
 {
 	struct rl_sess_info in;
 	unsigned ls = csl_keyslot(key, klen), hs = csl_keyslot(sid, strlen(sid));
 	struct acq_x *x;
-	if (!sess_info || ls == hs || sess_info(sid, &in) != 0 || !(x = calloc(1, sizeof(*x))))
+	*none_ok = ls == hs;
+	if (*none_ok || !sess_info || sess_info(sid, &in) != 0 || !(x = calloc(1, sizeof(*x))))
 		return NULL;
 	x->lock_slot = ls;
 	x->home_slot = hs;
@@ -856,8 +885,10 @@ static void x_send(struct rl_call *c, struct acq_x *x, int script)
 		x->sent[i] = 1;
 		if (master_call_at(m, put ? &x->lock_slot : &x->home_slot, 1, script,
 		                   put ? SA_KEYS + 7 : SA_KEYS + 3, put ? x->pv : x->iv,
-		                   put ? x->pl : x->il, x_reply, c) == 0) {
+		                   put ? x->pl : x->il, put ? x_put_reply : x_index_reply,
+		                   c) == 0) {
 			x->out[i]++;
+			x->put_out[i] |= (unsigned char)put;
 			c->pending++;
 		} else {
 			x->fail[i] = 1;
@@ -923,11 +954,18 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->u.acq.wargvlen[WA_FIELD] = c->fargvlen[AA_RECORD] ? c->fargvlen[AA_RECORD] - 1 : 0;
 	c->u.acq.wargv[WA_TOKEN] = c->fargv[AA_TOKEN];
 	c->u.acq.wargvlen[WA_TOKEN] = c->fargvlen[AA_TOKEN];
+	int none_ok = 1;
 	struct acq_x *x =
-	    rec && rec->sid && masters_any_cluster() ? x_new(key, klen, rec->sid) : NULL;
+	    rec && rec->sid && masters_any_cluster() ? x_new(key, klen, rec->sid, &none_ok) : NULL;
 	c->u.acq.x = x;
 	if (x)
 		x_send(c, x, SCR_SESS_PUT); /* ahead of the ACQUIRE on the same node */
+	if (!x && !none_ok) /* no record of the session's in the lock's slot: no count there */
+		for (int i = 0; i < c->n; i++)
+			if (master_get(i)->cl) {
+				c->st[i] = MR_FAIL;
+				c->skip_cl = 1;
+			}
 	rl_fanout(c, SCR_ACQUIRE, acquire_reply);
 	if (x)
 		x_send(c, x, SCR_SESS_INDEX);

@@ -66,6 +66,11 @@ struct acq_x {
 	unsigned char out[CONFIG_MAX_MASTERS];     /* their replies still to come */
 	unsigned char fail[CONFIG_MAX_MASTERS];    /* one did not say 1 */
 	unsigned char granted[CONFIG_MAX_MASTERS]; /* the ACQUIRE granted there */
+	unsigned char put_out[CONFIG_MAX_MASTERS]; /* its SCR_SESS_PUT not answered yet */
+	/* the ACQUIRE found no record of ours (-3) while the SESS_PUT ahead of
+	 * it had not answered: it ran first (a retry of one of them, a
+	 * reconnect), and goes again once the SESS_PUT says 1; once only */
+	unsigned char again[CONFIG_MAX_MASTERS], retried[CONFIG_MAX_MASTERS];
 };
 
 struct acq_part {
@@ -121,22 +126,22 @@ struct sess_part {
 };
 
 /* A record written with holds (rl_sess_refill) on a cluster entry: a
- * SCR_SESS_PUT per slot of the holds (the home record's with the rest),
- * the slot's holds in its own record, and SCR_SESS_INDEX of each slot
- * but the home one; the entry wrote it once every one said 1. */
+ * SCR_SESS_PUT per slot of the holds, the slot's holds in its own record,
+ * the home record's with its index of the other slots (written with the
+ * record: no SCR_SESS_INDEX that could run before the record exists);
+ * the entry wrote it once every one said 1. */
 struct refill_part {
 	unsigned slot; /* the home slot's part is the first */
 	int argc;
 	const char **v; /* SESS_PUT's arguments: the record's, the holds of the slot */
 	size_t *l;
-	char num[8];       /* the slot in decimal */
-	const char *iv[6]; /* SESS_INDEX's (not for the home part) */
-	size_t il[6];
+	char ifield[12]; /* "i SLOT": its field in the home record's index */
 };
 struct refill_x {
 	int nparts;
 	struct refill_part *p;
-	unsigned char out[CONFIG_MAX_MASTERS], fail[CONFIG_MAX_MASTERS];
+	int out[CONFIG_MAX_MASTERS]; /* parts not answered yet (one per slot: many) */
+	unsigned char fail[CONFIG_MAX_MASTERS];
 };
 /* RK_ADOPT: one master's SCR_SESS_ADOPT, sent once its SCR_SESS_PEEK
  * answered: the call's arguments with that master's adoption count. */

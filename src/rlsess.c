@@ -98,7 +98,7 @@ static struct refill_part *part_of(struct refill_x *rx, unsigned s)
 			return &rx->p[k];
 	struct refill_part *p = &rx->p[rx->nparts++];
 	p->slot = s;
-	snprintf(p->num, sizeof(p->num), "%u", s);
+	snprintf(p->ifield, sizeof(p->ifield), "i %u", s);
 	return p;
 }
 
@@ -127,7 +127,8 @@ static int refill_parts(struct rl_call *c, const struct rl_sess_hold *holds, int
 	}
 	for (int j = 0; j < rx->nparts; j++) {
 		struct refill_part *p = &rx->p[j];
-		p->argc = head + 2 * cnt[j] + tail;
+		int index = j == 0 ? rx->nparts - 1 : 0; /* the home record's "i SLOT" fields */
+		p->argc = head + 2 * cnt[j] + 2 * index + tail;
 		if (!(p->v = calloc((size_t)p->argc, sizeof(*p->v))) ||
 		    !(p->l = calloc((size_t)p->argc, sizeof(*p->l))))
 			goto fail;
@@ -141,14 +142,15 @@ static int refill_parts(struct rl_call *c, const struct rl_sess_hold *holds, int
 				p->v[a] = c->dargv[head + 2 * k + f];
 				p->l[a] = c->dargvlen[head + 2 * k + f];
 			}
+		for (int k = 1; k <= index; k++, a += 2) {
+			p->v[a] = rx->p[k].ifield;
+			p->l[a] = strlen(rx->p[k].ifield);
+			p->v[a + 1] = "1";
+			p->l[a + 1] = 1;
+		}
 		for (int f = 0; f < tail; f++, a++) {
 			p->v[a] = c->dargv[head + 2 * n + f];
 			p->l[a] = c->dargvlen[head + 2 * n + f];
-		}
-		const char *iv[6] = {NULL, NULL, "1", c->dargv[SA_KEYS], rl_instance, p->num};
-		for (int f = SA_NKEYS; f < 6; f++) {
-			p->iv[f] = iv[f];
-			p->il[f] = strlen(iv[f]);
 		}
 	}
 	free(cnt);
@@ -172,11 +174,9 @@ static void refill_send(struct rl_call *c)
 			struct refill_part *p = &rx->p[j];
 			int put = master_call_at(m, &p->slot, 1, SCR_SESS_PUT, p->argc, p->v, p->l,
 			                         part_reply, c) == 0;
-			int idx = j == 0 || master_call_at(m, &c->home_slot, 1, SCR_SESS_INDEX, 6,
-			                                   p->iv, p->il, part_reply, c) == 0;
-			rx->out[i] += (unsigned char)(put + (j > 0 && idx));
-			c->pending += put + (j > 0 && idx);
-			rx->fail[i] |= !put || !idx;
+			rx->out[i] += put;
+			c->pending += put;
+			rx->fail[i] |= !put;
 		}
 		c->st[i] = rx->out[i] ? MR_WAIT : MR_FAIL;
 	}
@@ -494,8 +494,10 @@ static int index_field(const struct rl_call *c, struct adopt_m *am, const char *
 		if (am->slots[k] == v)
 			return 1;
 	unsigned *sl = realloc(am->slots, (size_t)(am->nslots + 1) * sizeof(*sl));
-	if (!sl)
-		return 1; /* that slot's holds are then not adopted: see master_done */
+	if (!sl) { /* that slot's holds would not be adopted: the master does not count */
+		am->stop = 1;
+		return 1;
+	}
 	am->slots = sl;
 	am->slots[am->nslots++] = (unsigned)v;
 	return 1;

@@ -475,6 +475,7 @@ TCase *tc_cluster_events(void);   /* test_cluster_events.c */
 TCase *tc_cluster_scripts(void);  /* test_cluster_scripts.c */
 TCase *tc_cluster_master(void);   /* test_cluster_master.c */
 TCase *tc_cluster_lockd(void);    /* test_cluster_lockd.c */
+TCase *tc_cluster_handoff(void);  /* test_cluster_handoff.c */
 TCase *tc_upgrade(void);          /* test_upgrade.c */
 TCase *tc_layout_switch(void);    /* test_layout_switch.c */
 

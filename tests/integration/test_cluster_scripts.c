@@ -727,7 +727,23 @@ START_TEST(cluster_scripts_sessions)
 	/* late or repeated slot adoptions change nothing: the same count, a
 	 * lower one, a wrong secret */
 	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, SECRET, "", "1")), -2);
-	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, SECRET, "", "0")), -2);
+	/* a count of 0, or a slot adoption without a grace, is refused
+	 * before anything is written (no record left without an owner) */
+	r = adopt(sa, INST_A, SECRET, "", "0");
+	ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+	freeReplyObject(r);
+	const char *nograce[] = {SECRET, INST_A, "20000", PFX, "", "9"};
+	r = run_rec(SCR_SESS_ADOPT, sc, 6, nograce);
+	ck_assert_int_eq(r->type, REDIS_REPLY_ERROR);
+	freeReplyObject(r);
+	char rk[96];
+	snprintf(rk, sizeof(rk), "{%s}" PFX "session " SID, ktag_of_slot(sc));
+	struct kept ke = {0};
+	ck_assert(csr_command(rt, sc, deadline_in(3000), keep_cb, &ke, 2,
+	                      (const char *[]){"EXISTS", rk}, NULL));
+	ck_assert(run_until(&ke.done, 5000) && ke.r && ke.r->type == REDIS_REPLY_INTEGER);
+	ck_assert_int_eq(ke.r->integer, 0);
+	freeReplyObject(ke.r);
 	ck_assert_int_eq(adopt_verdict(adopt(sa, INST_A, "wrong", "", "5")), -1);
 	v = get_tagged(k1, "");
 	ck_assert(v && strncmp(v, INST_B, 16) == 0);

@@ -55,6 +55,7 @@ int main(void)
 	suite_add_tcase(s, tc_cluster_scripts());
 	suite_add_tcase(s, tc_cluster_master());
 	suite_add_tcase(s, tc_cluster_lockd());
+	suite_add_tcase(s, tc_cluster_handoff());
 	suite_add_tcase(s, tc_upgrade());
 	suite_add_tcase(s, tc_layout_switch());
 
