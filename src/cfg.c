@@ -764,9 +764,8 @@ static int cross_checks(struct loader *l)
 		if (c->sentinel[j].cluster)
 			return cfgy_fail(
 			    &l->y, l->entry_marks[j],
-			    "redis.masters: \"%s\": cluster entries need "
-			    "redis.experimental_cluster: true (sessions, elections, WHO "
-			    "and LOCKALL do not count on them yet: doc/cluster.md)",
+			    "redis.masters: \"%s\": cluster entries are new: they need "
+			    "redis.experimental_cluster: true (doc/cluster.md)",
 			    c->masters[j]);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)

@@ -27,9 +27,8 @@ struct config {
 	struct cfg_sentinel sentinel[CONFIG_MAX_MASTERS]; /* of masters[i] */
 	char *sentinel_password;                          /* AUTH on every Sentinel; "" for none */
 	int64_t wait_replicas;    /* replicas that must acknowledge a batch of writes */
-	int experimental_cluster; /* take cluster entries (sentinel[i].cluster): their
-	                             sessions, elections, WHO and LOCKALL are not built
-	                             yet (doc/cluster.md) */
+	int experimental_cluster; /* take cluster entries (sentinel[i].cluster): new,
+	                             one test to go (doc/cluster.md) */
 	int64_t timeout_ms;
 	char *key_prefix;
 	char *redis_password;

@@ -540,8 +540,8 @@ static void event_cb(const struct csr_event *ev, void *arg)
  * body, so each part goes by EVALSHA. Each node connection loads every
  * script first (csr_cfg.scripts): a NOSCRIPT (the scripts flushed by
  * hand) is answered by sending the body, which runs that call after the
- * ones behind it on its connection, so a session's grant whose record
- * write came back NOSCRIPT fails there (-3) and is asked again. */
+ * ones behind it on its connection: a session's grant that ran ahead of
+ * its record's write (-3) goes again once the write said 1 (redlock.c). */
 static const char *bodies[SCR_COUNT]; /* the scripts every node connection loads */
 
 static void know_shas(void)

@@ -597,6 +597,61 @@ START_TEST(cluster_lockd_sessions_concurrent)
 }
 END_TEST
 
+/* A mixed deployment: the cluster and two standalone masters, three
+ * entries, a majority of two. Locks and a resumable session (records on
+ * both kinds) across the two lockd; a standalone master killed: the
+ * cluster and the other one carry every hold, and the session still
+ * resumes on the other lockd. */
+START_TEST(cluster_lockd_mixed)
+{
+	if (h_cluster_start(&C, 3, 1) < 0) {
+		fprintf(stderr, "%s: no redis-cli: skipped\n", tcase_name());
+		return;
+	}
+	ck_assert_int_eq(ktag_init(), 0);
+	int s1 = h_master_add(), s2 = h_master_add();
+	char entry[256];
+	snprintf(entry, sizeof(entry),
+	         "{cluster: [\"127.0.0.1:%d\"]}, \"127.0.0.1:%d\", \"127.0.0.1:%d\"", port_of(0),
+	         h_master(s1)->port, h_master(s2)->port);
+	struct h_opts o = {
+	    .lease_ms = LEASE, .masters = entry, .redis_extra = "  experimental_cluster: true\n"};
+	h_lockd_start(&o);
+	h_lockd_start(&o);
+	struct cl *a = cl_tcp(h_lockd(0)->port), *x = cl_tcp(h_lockd(1)->port);
+	struct sess ss;
+	session(a, "SESSION GRACE 5000", 5000, &ss);
+	char req[64], want[16];
+	enum { N = 12 };
+	for (int i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "LOCK mx-%d", i);
+		cl_lock(a, req);
+		snprintf(req, sizeof(req), "TRYLOCK mx-%d", i);
+		cl_expect(x, req, "BUSY");
+	}
+	h_master_kill(s2);
+	h_sleep_ms(2 * LEASE);
+	blip(a);
+	struct cl *b = cl_tcp(h_lockd(1)->port);
+	snprintf(want, sizeof(want), "OK %d", N);
+	resume(b, &ss, want);
+	for (int i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK mx-%d", i);
+		cl_expect(x, req, "BUSY");
+	}
+	cl_silence(b, 100);
+	ck_assert_msg(b->nlost == 0, "B was told %s", b->nlost ? b->lost[0] : "");
+	cl_expect(b, "QUIT", "OK");
+	cl_want_eof(b, 2000);
+	cl_close(b);
+	for (int i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK mx-%d", i);
+		cl_lock(x, req);
+	}
+	cl_close(x);
+}
+END_TEST
+
 TCase *tc_cluster_lockd(void)
 {
 	TCase *tc = tcase_create("cluster_lockd");
@@ -612,5 +667,6 @@ TCase *tc_cluster_lockd(void)
 	H_ADD(tc, cluster_lockd_session_refill);
 	H_ADD(tc, cluster_lockd_election);
 	H_ADD(tc, cluster_lockd_sessions_concurrent);
+	H_ADD(tc, cluster_lockd_mixed);
 	return tc;
 }

@@ -202,8 +202,8 @@ static const struct {
      "    - {sentinel: [\"b:1\"], name: locks}\n",
      "t.yml:4:7: redis.masters: \"sentinel:locks\" is listed twice"},
     {"redis:\n  masters:\n    - cluster: [\"a:1\"]\n",
-     "t.yml:3:7: redis.masters: \"cluster:a:1\": cluster entries need redis.experimental_cluster: "
-     "true (sessions, elections, WHO and LOCKALL do not count on them yet: doc/cluster.md)"},
+     "t.yml:3:7: redis.masters: \"cluster:a:1\": cluster entries are new: they need "
+     "redis.experimental_cluster: true (doc/cluster.md)"},
     /* cluster entries: read and checked (taken with experimental_cluster) */
     {"redis:\n  experimental_cluster: true\n  masters:\n    - cluster: [\"a:1\", \"b:1\"]\n"
      "    - cluster: [\"b:1\"]\n",
