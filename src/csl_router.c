@@ -642,6 +642,15 @@ int csr_covered(const struct csr_router *rt)
 	return 1;
 }
 
+int csr_any_live(const struct csr_router *rt)
+{
+	for (int n = 0; rt->have_map && n < rt->map->n_nodes; n++)
+		if (rt->map->nodes[n].role == CSL_PRIMARY && rt->node_conn[n] &&
+		    rt->node_conn[n]->state == CS_UP)
+			return 1;
+	return 0;
+}
+
 int csr_primaries(const struct csr_router *rt, unsigned *slots, int max)
 {
 	int k = 0;

@@ -155,6 +155,8 @@ void csr_stamp(struct csr_req *q, int at);
 
 /* 1 when every slot has a primary with a live connection. */
 int csr_covered(const struct csr_router *rt);
+/* 1 when some slot has one. */
+int csr_any_live(const struct csr_router *rt);
 
 /* One slot of each primary that serves one in the map (the first it
  * serves), up to max: a command without a key (SCAN) sent for that slot

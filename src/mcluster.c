@@ -470,7 +470,11 @@ void mcl_set_marker(struct mcl *cl)
 }
 
 /* The router's cover, looked at: up when every slot has a live primary
- * (once the markers are read), down when one has none. */
+ * (once the markers are read); down when none has, or on a loss of data
+ * (event_cb). A primary lost while others live takes only its own slots
+ * out: their calls fail at the router (no connection), the others' go
+ * on (a hold in another slot keeps its renewals), until a map names a
+ * new primary (a promotion is judged by its own event). */
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcl *cl = arg;
@@ -483,9 +487,9 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		cl->uncovered_refresh_us = now_us();
 		csr_refresh(cl->rt);
 	}
-	if (cl->up && !covered) {
+	if (cl->up && !covered && !csr_any_live(cl->rt)) {
 		cl->up = 0;
-		cl->ops.down(cl->m, "a slot has no live primary");
+		cl->ops.down(cl->m, "no slot has a live primary");
 	} else if (!cl->up && covered && !cl->closed && !cl->marking) {
 		check_markers(cl);
 	} else if (cl->up && cl->mk_wanted && cl->mk == MK_NONE) {

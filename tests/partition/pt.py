@@ -26,6 +26,8 @@ MASTER_IP = ["%s.%d" % (NET, i) for i in (1, 2, 3)]
 LOCKD_IP = ["%s.%d" % (NET, i) for i in (11, 12)]
 CLIENT_IP = "%s.100" % NET
 REPLICA_IP = "%s.21" % NET  # r1: m2's replica when m2 is a Sentinel-managed primary
+REPLICA_PORT = 6380  # a Redis Cluster's replicas of m1 and m3, in their namespaces
+EXTRA_IP = ["%s.%d" % (NET, i) for i in (4, 5)]  # m4, m5: standalone masters beside a cluster
 SENTINEL_IP = "%s.30" % NET  # sn: the three Sentinels, one port each
 SENTINEL_PORTS = (26379, 26380, 26381)
 SENTINEL_NAME = "pt"  # the name the Sentinels monitor
@@ -52,8 +54,9 @@ class Net:
 
     def __init__(self, prefix):
         self.prefix = prefix
-        self.roles = ["m1", "m2", "m3", "l1", "l2", "cl", "r1", "sn"]
-        self.ip = dict(zip(self.roles, MASTER_IP + LOCKD_IP + [CLIENT_IP, REPLICA_IP, SENTINEL_IP]))
+        self.roles = ["m1", "m2", "m3", "l1", "l2", "cl", "r1", "sn", "m4", "m5"]
+        self.ip = dict(zip(self.roles, MASTER_IP + LOCKD_IP + [CLIENT_IP, REPLICA_IP, SENTINEL_IP] +
+                           EXTRA_IP))
         self.made = []
 
     def ns(self, role):
@@ -295,6 +298,66 @@ class Cluster:
             return True
         # hello messages go out every 2 s
         self._until(ready, 15, "the Sentinels knowing each other and r1")
+
+    def start_redis_cluster(self):
+        """A Redis Cluster (issue 31): m1..m3 primaries (cluster-enabled,
+        node timeout 1000 ms, the bus on REDIS_PORT + 10000), r1 the
+        replica of m2, and a replica of m1 and of m3 in their own
+        namespaces on REPLICA_PORT (every primary has one: with
+        redis.wait_replicas 1 a primary without counts for no write).
+        Ready when every node says cluster_state:ok and every replica is
+        in sync."""
+        opts = ["--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+                "--cluster-config-file", "nodes.conf", "--repl-diskless-sync-delay", "0"]
+        nodes = [("m1", "m1", MASTER_IP[0], REDIS_PORT), ("m2", "m2", MASTER_IP[1], REDIS_PORT),
+                 ("m3", "m3", MASTER_IP[2], REDIS_PORT), ("r1", "r1", REPLICA_IP, REDIS_PORT),
+                 ("m1r", "m1", MASTER_IP[0], REPLICA_PORT), ("m3r", "m3", MASTER_IP[2], REPLICA_PORT)]
+        for name, role, ip, port in nodes:
+            d = os.path.join(self.tmp, name)
+            os.makedirs(d, exist_ok=True)
+            self._spawn(name, role,
+                        ["redis-server", "--port", str(port), "--bind", ip, "--save", "",
+                         "--appendonly", "no", "--dir", d, "--protected-mode", "no",
+                         "--daemonize", "no"] + opts, os.path.join(d, "redis.log"))
+        for _, _, ip, port in nodes:
+            self._until(lambda ip=ip, port=port: redis_cmd(ip, "PING", timeout=0.5, port=port) == "PONG",
+                        10, "redis %s:%d" % (ip, port))
+        sh("redis-cli", "--cluster", "create", *["%s:%d" % (ip, REDIS_PORT) for ip in MASTER_IP],
+           "--cluster-yes")
+        ids = {ip: redis_cmd(ip, "CLUSTER", "MYID") for ip in MASTER_IP}
+        for (ip, port), primary in (((REPLICA_IP, REDIS_PORT), MASTER_IP[1]),
+                                    ((MASTER_IP[0], REPLICA_PORT), MASTER_IP[0]),
+                                    ((MASTER_IP[2], REPLICA_PORT), MASTER_IP[2])):
+            redis_cmd(ip, "CLUSTER", "MEET", MASTER_IP[0], str(REDIS_PORT), port=port)
+            self._until(lambda ip=ip, port=port, primary=primary: ids[primary] in str(
+                redis_cmd(ip, "CLUSTER", "NODES", port=port)), 10, "%s:%d meeting the cluster" % (ip, port))
+            self._until(lambda ip=ip, port=port, primary=primary: redis_cmd(
+                ip, "CLUSTER", "REPLICATE", ids[primary], port=port) == "OK", 10,
+                "%s:%d replicating %s" % (ip, port, primary))
+
+        def ready():
+            for _, _, ip, port in nodes:
+                if "cluster_state:ok" not in str(redis_cmd(ip, "CLUSTER", "INFO", timeout=0.5, port=port)):
+                    return False
+            for ip, port in ((REPLICA_IP, REDIS_PORT), (MASTER_IP[0], REPLICA_PORT),
+                             (MASTER_IP[2], REPLICA_PORT)):
+                if "master_link_status:up" not in str(redis_cmd(ip, "INFO", "replication", port=port)):
+                    return False
+            return True
+        self._until(ready, 20, "the cluster ok and its replicas in sync")
+        for ip in MASTER_IP:  # a primary that does not list its replica yet ignores a failover
+            self._until(lambda ip=ip: "connected_slaves:1" in str(redis_cmd(ip, "INFO", "replication")),
+                        10, "%s listing its replica" % ip)
+
+    def start_extra_masters(self):
+        """m4 and m5: standalone masters, entries beside a cluster's."""
+        for k, ip in enumerate(EXTRA_IP):
+            self._redis("m%d" % (k + 4), ip)
+        for ip in EXTRA_IP:
+            self._until(lambda ip=ip: redis_cmd(ip, "PING", timeout=0.5) == "PONG", 10, "redis " + ip)
+
+    def cluster_entry(self):
+        return '{cluster: ["%s:%d", "%s:%d"]}' % (MASTER_IP[0], REDIS_PORT, MASTER_IP[2], REDIS_PORT)
 
     def sentinel_entry(self):
         return '{sentinel: [%s], name: %s}' % (

@@ -3,6 +3,9 @@
 # scenarios in network namespaces (tests/partition/scenarios.py). They need
 # root with CAP_NET_ADMIN, ip (iproute2) and nft; without them each scenario
 # is skipped with the reason printed. Exit status non-zero on any failure.
+# Scenarios 11 and 12 (issue 31) make m1..m3 a Redis Cluster (r1 m2's
+# replica, m1's and m3's in their own namespaces), lockd's only entry,
+# with redis.wait_replicas 1 (asserted) and 0 (a measurement).
 # Scenarios 9 and 10 (issue 31) make m2 a primary that three Sentinels
 # manage, with a replica r1 (redis-sentinel, else redis-server --sentinel),
 # under redis.wait_replicas 1 (asserted) and 0 (a measurement: it fails
@@ -34,6 +37,8 @@ titles=(
 	"8 3 with a lock-delay: the paused client's late write, a resource without fences"
 	"9 a Sentinel primary cut from its replica, lockd and Sentinels while its vote is needed; wait_replicas 1"
 	"10 9 with wait_replicas 0: a measurement of what WAIT buys"
+	"11 a cluster primary cut from its replica, then isolated while the cluster promotes it; wait_replicas 1"
+	"12 11 with wait_replicas 0: a measurement of what WAIT buys"
 )
 skip_all() {
 	for t in "${titles[@]}"; do

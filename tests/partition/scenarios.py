@@ -32,7 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from history import History, check, excerpt, fmt, holds  # noqa: E402
-from pt import (LOCKD_IP, MASTER_IP, NOFENCE, REDIS_PORT, REPLICA_IP, Cluster, Conn, Net,  # noqa: E402
+from pt import (EXTRA_IP, LOCKD_IP, MASTER_IP, NOFENCE, REDIS_PORT, REPLICA_IP, Cluster, Conn,  # noqa: E402
+                Net,
                 Reactor, Store, StoreConn, lockd_stats, redis_cmd, sentinel_primary)
 import client as clientmod  # noqa: E402
 
@@ -48,10 +49,12 @@ class Ctx:
     that Sentinels manage, with a replica r1 (the master entries m1,
     sentinel, m3), and lockd runs with redis.wait_replicas set to it."""
 
-    def __init__(self, net, tmp, lockd_bin, lease_ms=1500, timeout_ms=100, wait_replicas=None):
+    def __init__(self, net, tmp, lockd_bin, lease_ms=1500, timeout_ms=100, wait_replicas=None,
+                 cluster=False):
         self.net, self.tmp = net, tmp
         self.lease_ms, self.tmo = lease_ms, timeout_ms
         self.wait_replicas = wait_replicas
+        self.cluster = cluster
         self.hist = History()
         self.reactor = Reactor(self.hist)
         self.store = Store(self.hist)
@@ -62,8 +65,16 @@ class Ctx:
         self.subs = []
         try:
             masters, extra = None, ""
-            self.cl.start_masters(replica=wait_replicas is not None)
-            if wait_replicas is not None:
+            if cluster:  # 11: one Redis Cluster, lockd's only entry; 12: and m4, m5
+                self.cl.start_redis_cluster()
+                masters = [self.cl.cluster_entry()]
+                if cluster == "mixed":
+                    self.cl.start_extra_masters()
+                    masters += ['"%s:%d"' % (ip, REDIS_PORT) for ip in EXTRA_IP]
+                extra = "  experimental_cluster: true\n  wait_replicas: %d\n" % wait_replicas
+            else:
+                self.cl.start_masters(replica=wait_replicas is not None)
+            if wait_replicas is not None and not cluster:
                 self.cl.start_sentinels()
                 masters = ['"%s:%d"' % (MASTER_IP[0], REDIS_PORT), self.cl.sentinel_entry(),
                            '"%s:%d"' % (MASTER_IP[2], REDIS_PORT)]
@@ -811,6 +822,163 @@ def s9_sentinel(c):
     c.expect(late == 0, "%d grants while m3 was out and m2 cut from its replica (WAIT 1 answers 0 there)" % late)
 
 
+# ------------------------------------------------------------------ 11, 12
+
+def slot_owner(name):
+    """The address of the primary serving name's slot (lockd keeps every
+    key of a lock name in the name's slot), by CLUSTER SLOTS on m1."""
+    slot = int(redis_cmd(MASTER_IP[0], "CLUSTER", "KEYSLOT", name))
+    for rng in redis_cmd(MASTER_IP[0], "CLUSTER", "SLOTS"):
+        if int(rng[0]) <= slot <= int(rng[1]):
+            return rng[2][0]
+    return None
+
+
+def names_on(ip, n, prefix):
+    out, i = [], 0
+    while len(out) < n and i < 10000:
+        name = "%s%d" % (prefix, i)
+        if slot_owner(name) == ip:
+            out.append(name)
+        i += 1
+    return out
+
+
+def s11_cluster(c):
+    """lockd's only master a Redis Cluster; its primary m2 cut from its
+    replica r1, then from lockd and the other primaries, so that the
+    cluster promotes r1; then everything heals. Two long holds in m2's
+    slots and two in m1's, four clients handing off two keys of m2's
+    slots. Run with redis.wait_replicas 1 (scenario 11, asserted) and 0
+    (12, a measurement).
+
+    Phases: all up; m2 cut from r1 (WAIT on m2 answers 0: with
+    wait_replicas 1 nothing written on m2 counts); m2 isolated, r1
+    promoted (with 1, r1 had every write that counted: lockd keeps
+    counting the entry; with 0, lockd cannot know: a master that lost
+    its data); heal (m2 follows r1).
+
+    12 runs it with wait_replicas 0 and two standalone masters (m4, m5)
+    beside the cluster: the lossy promotion is one entry of three losing
+    its data, which PROTOCOL's guarantees cover: every hold is kept by
+    the other two, and fences keep growing (the cluster's counters are
+    caught up from them). With the cluster alone and wait_replicas 0, the
+    same faults are its only entry losing data, a majority: a run showed
+    no overlap, and 207 fences that did not grow (doc/cluster.md)."""
+    w = c.wait_replicas
+    P, R = MASTER_IP[1], REPLICA_IP
+    on_p, on_1 = names_on(P, 4, "cp"), names_on(MASTER_IP[0], 2, "c1")
+    if not c.expect(len(on_p) == 4 and len(on_1) == 2, "names on m2: %s, on m1: %s" % (on_p, on_1)):
+        return
+    longs = [(on_p[0], 0, "la1"), (on_p[1], 1, "lb2"), (on_1[0], 0, "la3"), (on_1[1], 1, "lb4")]
+    handoff = on_p[2:4]
+    holders = {}
+    for key, j, name in longs:
+        h = c.conn(name, (c.A, c.B)[j])
+        f, text = h.lock(key, wait=3000)
+        if not c.expect(f, "%s LOCK %s: %s" % (name, key, text)):
+            return
+        holders[key] = (h, f, j)
+    oks = []
+    stop = threading.Event()
+    ws = [bg(handoff_worker, c, n, addr, list(handoff), time.monotonic() + 120, oks, stop)
+          for n, addr in (("a1", c.A), ("a2", c.A), ("b1", c.B), ("b2", c.B))]
+    t0 = time.monotonic()
+    time.sleep(1.5)
+    p1 = time.monotonic()
+    c.net.cut_peer("m2", "r1")
+    c.nemesis("cut", "m2", "m2 x r1 (silent): the replica falls behind; WAIT on m2 answers 0")
+    time.sleep(c.lease_ms / 1000.0 + 1.0)
+    p2 = time.monotonic()
+    for x in ("l1", "l2", "m1", "m3"):
+        c.net.cut_peer("m2", x)
+    c.nemesis("cut", "m2", "m2 x l1, l2, m1, m3 (silent): the primary isolated")
+    t_prom = t_follow = None
+    end = time.monotonic() + 20
+    while time.monotonic() < end and t_prom is None:
+        role = redis_cmd(R, "ROLE", timeout=0.5)
+        if isinstance(role, list) and role and role[0] == "master":
+            t_prom = time.monotonic()
+        else:
+            time.sleep(0.05)
+    if not c.expect(t_prom, "the cluster did not promote r1 within 20 s of m2's isolation"):
+        stop.set()
+        return
+    c.nemesis("info", "r1", "r1 is a primary")
+    want = "%s:%d/primary" % (R, REDIS_PORT)
+    end = time.monotonic() + 10
+    while time.monotonic() < end and t_follow is None:
+        try:
+            st = [lockd_stats(a) for a in (c.A, c.B)]
+        except (OSError, ConnectionError):
+            st = []
+        if st and all(want in s.get("master.0.cluster_nodes", "") for s in st):
+            t_follow = time.monotonic()
+        else:
+            time.sleep(0.05)
+    c.expect(t_follow, "lockd's map without r1 as a primary 10 s after its promotion")
+    c.heal()
+    p3 = time.monotonic()
+    time.sleep(3.0)
+    stop.set()
+    for wt in ws:
+        c.expect(result(wt, 15) is None, "handoff worker: %r" % (wt.box.get("v"),))
+    p4 = time.monotonic()
+    kept, lost, kept_p, lost_1 = 0, 0, 0, 0
+    for key, (h, f, j) in holders.items():
+        probe = c.conn("p" + key, (c.B, c.A)[j])
+        pf, text = probe.lock(key, try_=True)
+        if (key, f) in h.lost:
+            lost += 1
+            lost_1 += key in on_1
+        elif c.expect(pf is None and text == "BUSY", "%s: TRYLOCK from the other lockd: %s, and its "
+                      "holder was told no LOST" % (key, text)):
+            kept += 1
+            kept_p += key in on_p
+        if pf:
+            probe.unlock(key)
+        if not h.dead and (key, f) not in h.lost:
+            h.unlock(key)
+    fresh = []
+    for j, addr in enumerate((c.A, c.B)):
+        conn = c.conn("f%d" % j, addr)
+        t = time.monotonic()
+        f, text = conn.lock(on_p[0], wait=10000)
+        if c.expect(f, "LOCK %s (m2's slots) on %s after the heal: %s" % (on_p[0], "AB"[j], text)):
+            fresh.append((time.monotonic() - t) * 1000)
+            conn.unlock(on_p[0])
+    recs = c.hist.sorted()
+    doubled = sum(1 for v in check(recs) if v["rule"] in ("overlap", "fence"))
+    judged = []
+    for name in ("l1", "l2"):
+        with open(c.cl.log_path(name), errors="replace") as f:
+            text = f.read()
+        judged.append("with the data" if re.search(r"%s:%d promoted \(\d+ slots, with the data\)" %
+                                                   (re.escape(R), REDIS_PORT), text) else
+                      "data may be lost" if "promoted" in text else "not judged")
+    phases = (("all up", t0, p1), ("m2 cut from r1", p1, p2), ("m2 isolated, r1 promoted", p2, p3),
+              ("healed", p3, p4))
+    c.note("wait_replicas %d: r1 promoted %.1f s after m2's isolation, both lockd's maps %.1f s after; "
+           "lockd judged it: %s" % (w, t_prom - p2, (t_follow or p4) - p2, ", ".join(judged)))
+    c.note("grants of m2's keys: " + ", ".join("%d %s" % (count_in(oks, a, b), what)
+                                               for what, a, b in phases))
+    c.note("long holds: %d kept (%d in m2's slots), %d told LOST (%d in m1's slots), %d overlaps or "
+           "fence regressions in the history" % (kept, kept_p, lost, lost_1, doubled))
+    c.note("a LOCK in m2's slots on each lockd after the heal: granted in %s ms" %
+           ", ".join("%.0f" % x for x in fresh))
+    c.expect(kept + lost == len(longs), "long holds: %d kept + %d lost of %d" % (kept, lost, len(longs)))
+    if w == 0:
+        c.expect(judged == ["data may be lost"] * 2, "lockd's judgement of the promotion: %s" % judged)
+        c.expect(lost == 0, "%d long holds lost: the cluster is one entry of three" % lost)
+        return
+    c.expect(judged == ["with the data"] * 2, "lockd's judgement of the promotion: %s" % judged)
+    c.expect(lost_1 == 0, "%d long holds in m1's slots lost (m1 never failed)" % lost_1)
+    c.expect(count_in(oks, t0, p1) >= 3, "fewer than 3 grants before the cut")
+    late = count_in(oks, p1 + 0.5, p2)
+    c.expect(late == 0, "%d grants of m2's keys while m2 was cut from r1 (WAIT 1 answers 0 there)" %
+             late)
+
+
 SCENARIOS = [
     (1, "lockd A loses two of three masters, B keeps all", s1_minority, {}),
     (2, "a master cut from every lockd, then healed, during handoffs", s2_master_cut, {}),
@@ -825,6 +993,11 @@ SCENARIOS = [
      "wait_replicas 1", s9_sentinel, dict(lease_ms=2000, wait_replicas=1)),
     (10, "9 with wait_replicas 0: a measurement of what WAIT buys", s9_sentinel,
      dict(lease_ms=2000, wait_replicas=0)),
+    (11, "a cluster primary cut from its replica, then isolated while the cluster promotes it; "
+     "wait_replicas 1", s11_cluster, dict(lease_ms=2000, wait_replicas=1, cluster=True)),
+    (12, "11 with wait_replicas 0 and two standalone masters beside the cluster: the lossy "
+     "promotion is one entry of three losing its data", s11_cluster,
+     dict(lease_ms=2000, wait_replicas=0, cluster="mixed")),
 ]
 
 
