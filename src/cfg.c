@@ -210,7 +210,6 @@ static const struct ckey keys[] = {
     {"redis.password_file", CT_STR, OFF(redis_password_file), 0, 0, 4096, NULL},
     {"redis.sentinel_password", CT_STR, OFF(sentinel_password), 0, 0, 256, v_password},
     {"redis.wait_replicas", CT_INT, OFF(wait_replicas), 0, 0, 16, NULL},
-    {"redis.experimental_cluster", CT_BOOL, OFF(experimental_cluster), 0, 0, 0, NULL},
     {"redis.restart_exclusion_ms", CT_INT, OFF(restart_exclusion_ms), 0, 0, 2147483647, NULL},
     {"redis.reconnect_max_ms", CT_INT, OFF(reconnect_max_ms), 0, 10, 60000, NULL},
     {"locks", CT_SECTION, 0, 0, 0, 0, NULL},
@@ -760,13 +759,6 @@ static int cross_checks(struct loader *l)
 			    "redis.masters: \"%s\" names a node of entry %d (\"%s\"): one "
 			    "deployment would count as two masters",
 			    c->masters[j], shared_node(c, j) + 1, c->masters[shared_node(c, j)]);
-	for (int j = 0; j < c->nmasters && !c->experimental_cluster; j++)
-		if (c->sentinel[j].cluster)
-			return cfgy_fail(
-			    &l->y, l->entry_marks[j],
-			    "redis.masters: \"%s\": cluster entries are new: they need "
-			    "redis.experimental_cluster: true (doc/cluster.md)",
-			    c->masters[j]);
 	i = lookup("sessions.grace_ms");
 	if (c->grace_ms > c->max_grace_ms)
 		return cfgy_fail(

@@ -26,9 +26,7 @@ struct config {
 	int nmasters;
 	struct cfg_sentinel sentinel[CONFIG_MAX_MASTERS]; /* of masters[i] */
 	char *sentinel_password;                          /* AUTH on every Sentinel; "" for none */
-	int64_t wait_replicas;    /* replicas that must acknowledge a batch of writes */
-	int experimental_cluster; /* take cluster entries (sentinel[i].cluster): new,
-	                             one test to go (doc/cluster.md) */
+	int64_t wait_replicas; /* replicas that must acknowledge a batch of writes */
 	int64_t timeout_ms;
 	char *key_prefix;
 	char *redis_password;

@@ -2,8 +2,7 @@
  * Sentinels manage: {sentinel: ["HOST:PORT", ...], name: NAME}. Every
  * mistake is named at its node (FILE:LINE:COLUMN), as in cfg.c. A Redis
  * Cluster entry ({cluster: ["HOST:PORT", ...]}) is read and checked the
- * same way; cfg.c takes it only with redis.experimental_cluster (doc/
- * cluster.md, the build plan). */
+ * same way (doc/cluster.md). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -141,7 +140,7 @@ char *cfg_master_entry(struct cfgy *y, struct cfg_sentinel *s, const yaml_mark_t
 		cfgy_fail(y, start, WHAT ": an entry needs sentinel, a list of \"HOST:PORT\"");
 		goto bad;
 	}
-	if (cluster) { /* cfg.c's cross checks want redis.experimental_cluster */
+	if (cluster) {
 		char *v = malloc(strlen(s->seeds[0]) + 9);
 		if (!v) {
 			cfgy_fail(y, start, "out of memory");

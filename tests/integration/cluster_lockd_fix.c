@@ -26,7 +26,7 @@ int start_two_with(int lease, const char *extra)
 	snprintf(entry, sizeof(entry), "{cluster: [\"127.0.0.1:%d\", \"127.0.0.1:%d\"]}",
 	         port_of(0), port_of(1));
 	char redis[256];
-	snprintf(redis, sizeof(redis), "  experimental_cluster: true\n%s", extra);
+	snprintf(redis, sizeof(redis), "%s", extra);
 	struct h_opts o = {.lease_ms = lease, .masters = entry, .redis_extra = redis};
 	h_lockd_start(&o);
 	h_lockd_start(&o);

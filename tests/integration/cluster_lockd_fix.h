@@ -6,9 +6,8 @@
 #include <stddef.h>
 
 /* A cluster of 3 primaries and 3 replicas (router_fix.h's C) and two
- * lockd whose only master it is, with lease ms and redis_extra lines
- * (redis.experimental_cluster is set); 0, or -1 (skip the test) without
- * redis-cli. */
+ * lockd whose only master it is, with lease ms and redis_extra lines;
+ * 0, or -1 (skip the test) without redis-cli. */
 int start_two_with(int lease, const char *extra);
 /* The cluster's name of lock name's key ("{T}lockd:NAME", doc/cluster.md). */
 void key_of(const char *name, char *out, size_t len);

@@ -1,5 +1,5 @@
 /* test_cluster_lockd: lockd with a Redis Cluster as its master (issue 31;
- * redis.experimental_cluster, doc/cluster.md): two lockd on one live
+ * doc/cluster.md): two lockd on one live
  * cluster of 3 primaries and 3 replicas, each with the cluster as its only
  * redis.masters entry (a majority of one). Locks spread over every
  * primary, each in its name's slot (a hash tag's, when the name has one),
@@ -614,8 +614,7 @@ START_TEST(cluster_lockd_mixed)
 	snprintf(entry, sizeof(entry),
 	         "{cluster: [\"127.0.0.1:%d\"]}, \"127.0.0.1:%d\", \"127.0.0.1:%d\"", port_of(0),
 	         h_master(s1)->port, h_master(s2)->port);
-	struct h_opts o = {
-	    .lease_ms = LEASE, .masters = entry, .redis_extra = "  experimental_cluster: true\n"};
+	struct h_opts o = {.lease_ms = LEASE, .masters = entry};
 	h_lockd_start(&o);
 	h_lockd_start(&o);
 	struct cl *a = cl_tcp(h_lockd(0)->port), *x = cl_tcp(h_lockd(1)->port);

@@ -585,9 +585,8 @@ START_TEST(sentinel_config_errors)
 	     ":3:19: redis.masters: sentinel: \"127.0.0.1\": expected HOST:PORT"},
 	    {"redis:\n  masters:\n    - {sentinel: [\"a:1\"], name: locks, port: 1}\n",
 	     ":3:40: redis.masters: unknown key \"port\" in an entry (sentinel, name; cluster)"},
-	    {"redis:\n  masters:\n    - cluster: [\"a:1\"]\n",
-	     ":3:7: redis.masters: \"cluster:a:1\": cluster entries are new: they need "
-	     "redis.experimental_cluster: true (doc/cluster.md)"},
+	    {"redis:\n  masters:\n    - cluster: [\"a\"]\n",
+	     ":3:17: redis.masters: cluster: \"a\": expected HOST:PORT"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512], want[1100];

@@ -71,7 +71,7 @@ class Ctx:
                 if cluster == "mixed":
                     self.cl.start_extra_masters()
                     masters += ['"%s:%d"' % (ip, REDIS_PORT) for ip in EXTRA_IP]
-                extra = "  experimental_cluster: true\n  wait_replicas: %d\n" % wait_replicas
+                extra = "  wait_replicas: %d\n" % wait_replicas
             else:
                 self.cl.start_masters(replica=wait_replicas is not None)
             if wait_replicas is not None and not cluster:

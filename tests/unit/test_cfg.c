@@ -159,15 +159,13 @@ START_TEST(default_name)
 	ck_assert_str_eq(c.sentinel[1].name, "locks");
 	ck_assert_int_eq(c.wait_replicas, 1);
 	ck_assert_str_eq(c.sentinel_password, "s3");
-	ck_assert_int_eq(c.experimental_cluster, 0);
 	cfg_free(&c);
-	/* a cluster entry, with redis.experimental_cluster (after the list:
-	 * the check is made once the whole file is read) */
+	/* a cluster entry beside a standalone master */
 	cfg_defaults(&c);
 	ck_assert_msg(
 	    load(&c,
 	         "redis:\n  masters:\n    - cluster: [\"10.0.0.1:7000\", \"10.0.0.2:7000\"]\n"
-	         "    - \"127.0.0.1:6379\"\n  experimental_cluster: true\n",
+	         "    - \"127.0.0.1:6379\"\n",
 	         err) == 0,
 	    "%s", err);
 	ck_assert_int_eq(c.nmasters, 2);
@@ -177,7 +175,6 @@ START_TEST(default_name)
 	ck_assert_str_eq(c.sentinel[0].seeds[1], "10.0.0.2:7000");
 	ck_assert_ptr_null(c.sentinel[0].name);
 	ck_assert_int_eq(c.sentinel[1].cluster, 0);
-	ck_assert_int_eq(c.experimental_cluster, 1);
 	cfg_free(&c);
 	/* a name given is kept as it is */
 	cfg_defaults(&c);

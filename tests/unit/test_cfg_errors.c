@@ -201,17 +201,14 @@ static const struct {
     {"redis:\n  masters:\n    - {sentinel: [\"a:1\"], name: locks}\n"
      "    - {sentinel: [\"b:1\"], name: locks}\n",
      "t.yml:4:7: redis.masters: \"sentinel:locks\" is listed twice"},
-    {"redis:\n  masters:\n    - cluster: [\"a:1\"]\n",
-     "t.yml:3:7: redis.masters: \"cluster:a:1\": cluster entries are new: they need "
-     "redis.experimental_cluster: true (doc/cluster.md)"},
-    /* cluster entries: read and checked (taken with experimental_cluster) */
-    {"redis:\n  experimental_cluster: true\n  masters:\n    - cluster: [\"a:1\", \"b:1\"]\n"
+    /* cluster entries: read and checked */
+    {"redis:\n  masters:\n    - cluster: [\"a:1\", \"b:1\"]\n"
      "    - cluster: [\"b:1\"]\n",
-     "t.yml:5:7: redis.masters: \"cluster:b:1\" names a node of entry 1 (\"cluster:a:1\"): "
+     "t.yml:4:7: redis.masters: \"cluster:b:1\" names a node of entry 1 (\"cluster:a:1\"): "
      "one deployment would count as two masters"},
-    {"redis:\n  experimental_cluster: true\n  masters:\n    - cluster: [\"a:1\", \"b:1\"]\n"
+    {"redis:\n  masters:\n    - cluster: [\"a:1\", \"b:1\"]\n"
      "    - \"b:1\"\n",
-     "t.yml:5:7: redis.masters: \"b:1\" names a node of entry 1 (\"cluster:a:1\"): one "
+     "t.yml:4:7: redis.masters: \"b:1\" names a node of entry 1 (\"cluster:a:1\"): one "
      "deployment would count as two masters"},
     {"redis:\n  masters:\n    - cluster: []\n",
      "t.yml:3:16: redis.masters: cluster: needs at least one \"HOST:PORT\""},
