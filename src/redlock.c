@@ -375,7 +375,7 @@ static int raised(const struct rl_call *c, enum mr s)
  * out: a resumable hold's record there holds that master's own counter.
  * Correct it (the record of a late master would otherwise tell a lockd
  * that adopts the session a fence other than the one granted). */
-static void correct_late(struct rl_call *c, int i)
+void rl_correct_late(struct rl_call *c, int i)
 {
 	if (!c->fargvlen[AA_RECORD] || c->st[i] != MR_YES || c->expired)
 		return;
@@ -623,60 +623,7 @@ void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 	after_fanout(c);
 }
 
-/* Master i granted a session's hold and both of its cluster entry's
- * extra writes answered (struct acq_x): the grant counts there only if
- * both said 1. */
-static void x_granted(struct rl_call *c, int i)
-{
-	if (c->u.acq.x->fail[i]) {
-		c->st[i] = MR_FAIL; /* released with the others if the call fails */
-		return;
-	}
-	c->st[i] = MR_YES;
-	correct_late(c, i);
-}
-
-static void acquire_reply(struct master *m, redisReply *r, void *arg);
-
-static void x_reply(struct master *m, redisReply *r, void *arg, int put)
-{
-	struct rl_call *c = arg;
-	struct acq_x *x = c->u.acq.x;
-	int i = m->idx, ok = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	c->pending--;
-	if (!ok) {
-		if (r && r->type == REDIS_REPLY_ERROR)
-			log_warn("master %s: a session's record: %s", m->name, r->str);
-		x->fail[i] = 1;
-	}
-	x->out[i]--;
-	if (put)
-		x->put_out[i] = 0;
-	if (put && x->again[i] && !c->expired) { /* the ACQUIRE ran ahead of it */
-		x->again[i] = 0;
-		x->retried[i] = 1;
-		if (ok && master_call_at(m, &x->lock_slot, 1, SCR_ACQUIRE, c->argc, c->argv,
-		                         c->argvlen, acquire_reply, c) == 0)
-			c->pending++;
-		else
-			c->st[i] = MR_FAIL;
-	}
-	if (x->out[i] == 0 && x->granted[i] && !c->expired)
-		x_granted(c, i);
-	rl_check(c);
-}
-
-static void x_put_reply(struct master *m, redisReply *r, void *arg)
-{
-	x_reply(m, r, arg, 1);
-}
-
-static void x_index_reply(struct master *m, redisReply *r, void *arg)
-{
-	x_reply(m, r, arg, 0);
-}
-
-static void acquire_reply(struct master *m, redisReply *r, void *arg)
+void rl_acquire_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
 	if (c->expired) { /* the verdict was given without this master */
@@ -699,10 +646,10 @@ static void acquire_reply(struct master *m, redisReply *r, void *arg)
 			if (x && x->sent[i]) {
 				x->granted[i] = 1;
 				if (x->out[i] == 0)
-					x_granted(c, i);
+					rl_x_granted(c, i);
 			} else {
 				c->st[i] = MR_YES;
-				correct_late(c, i);
+				rl_correct_late(c, i);
 			}
 		} else if (r->element[1]->integer == -3 && c->u.acq.x && c->u.acq.x->put_out[i] &&
 		           !c->u.acq.x->retried[i]) {
@@ -819,83 +766,6 @@ static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const s
 #define REC_MAX(klen) (rl_prefix_len + 48 + (klen) + 16) /* a record key and a field */
 _Static_assert(WA_VALUE - WA_FENCE == 2, "enum raise_arg: 2 keys");
 
-static rl_sess_info_fn *sess_info;
-
-void rl_set_sess_info(rl_sess_info_fn *fn)
-{
-	sess_info = fn;
-}
-
-static void x_arg(const char **v, size_t *l, int at, const char *s)
-{
-	v[at] = s;
-	l[at] = strlen(s);
-}
-
-/* The extra writes of session sid's grant of key on a cluster entry, or
- * NULL: a lock in the home record's own slot (the record SESSION wrote
- * there is the one ACQUIRE checks), or *none_ok 0: not a resumable
- * session here, out of memory (the grant must then not count on a
- * cluster entry: rl_acquire). */
-static struct acq_x *x_new(const char *key, size_t klen, const char *sid, int *none_ok)
-{
-	struct rl_sess_info in;
-	unsigned ls = csl_keyslot(key, klen), hs = csl_keyslot(sid, strlen(sid));
-	struct acq_x *x;
-	*none_ok = ls == hs;
-	if (*none_ok || !sess_info || sess_info(sid, &in) != 0 || !(x = calloc(1, sizeof(*x))))
-		return NULL;
-	x->lock_slot = ls;
-	x->home_slot = hs;
-	if (rl_prefix_len + strlen(sid) + 16 > sizeof(x->rec) ||
-	    strlen(in.digest) >= sizeof(x->digest)) {
-		free(x);
-		return NULL;
-	}
-	rl_record_at(x->rec, sid);
-	snprintf(x->digest, sizeof(x->digest), "%s", in.digest);
-	snprintf(x->grace, sizeof(x->grace), "%lld", (long long)in.grace_ms);
-	snprintf(x->expire, sizeof(x->expire), "%lld", (long long)in.expire_ms);
-	snprintf(x->count, sizeof(x->count), "%lld", in.count);
-	snprintf(x->slot, sizeof(x->slot), "%u", ls);
-	/* SESS_PUT record instance secret grace expiry "a" count */
-	x_arg(x->pv, x->pl, SA_NKEYS, "1");
-	x_arg(x->pv, x->pl, SA_KEYS, x->rec);
-	const char *pa[] = {rl_instance, x->digest, x->grace, x->expire, "a", x->count};
-	for (int k = 0; k < 6; k++)
-		x_arg(x->pv, x->pl, SA_KEYS + 1 + k, pa[k]);
-	/* SESS_INDEX record instance slot */
-	x_arg(x->iv, x->il, SA_NKEYS, "1");
-	x_arg(x->iv, x->il, SA_KEYS, x->rec);
-	x_arg(x->iv, x->il, SA_KEYS + 1, rl_instance);
-	x_arg(x->iv, x->il, SA_KEYS + 2, x->slot);
-	return x;
-}
-
-/* Send script (SCR_SESS_PUT in the lock's slot, SCR_SESS_INDEX in the
- * home slot) to every cluster entry; one that cannot take it will not
- * count the grant. */
-static void x_send(struct rl_call *c, struct acq_x *x, int script)
-{
-	int put = script == SCR_SESS_PUT;
-	for (int i = 0; i < c->n; i++) {
-		struct master *m = master_get(i);
-		if (!m->cl)
-			continue;
-		x->sent[i] = 1;
-		if (master_call_at(m, put ? &x->lock_slot : &x->home_slot, 1, script,
-		                   put ? SA_KEYS + 7 : SA_KEYS + 3, put ? x->pv : x->iv,
-		                   put ? x->pl : x->il, put ? x_put_reply : x_index_reply,
-		                   c) == 0) {
-			x->out[i]++;
-			x->put_out[i] |= (unsigned char)put;
-			c->pending++;
-		} else {
-			x->fail[i] = 1;
-		}
-	}
-}
-
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
                            const char *token, int64_t lease_ms, uint32_t delay_ms,
                            const char *old_token, enum rl_wait will_wait, const struct rl_rec *rec,
@@ -955,20 +825,21 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->u.acq.wargv[WA_TOKEN] = c->fargv[AA_TOKEN];
 	c->u.acq.wargvlen[WA_TOKEN] = c->fargvlen[AA_TOKEN];
 	int none_ok = 1;
-	struct acq_x *x =
-	    rec && rec->sid && masters_any_cluster() ? x_new(key, klen, rec->sid, &none_ok) : NULL;
+	struct acq_x *x = rec && rec->sid && masters_any_cluster()
+	                      ? rl_x_new(key, klen, rec->sid, &none_ok)
+	                      : NULL;
 	c->u.acq.x = x;
 	if (x)
-		x_send(c, x, SCR_SESS_PUT); /* ahead of the ACQUIRE on the same node */
+		rl_x_send(c, x, SCR_SESS_PUT); /* ahead of the ACQUIRE on the same node */
 	if (!x && !none_ok) /* no record of the session's in the lock's slot: no count there */
 		for (int i = 0; i < c->n; i++)
 			if (master_get(i)->cl) {
 				c->st[i] = MR_FAIL;
 				c->skip_cl = 1;
 			}
-	rl_fanout(c, SCR_ACQUIRE, acquire_reply);
+	rl_fanout(c, SCR_ACQUIRE, rl_acquire_reply);
 	if (x)
-		x_send(c, x, SCR_SESS_INDEX);
+		rl_x_send(c, x, SCR_SESS_INDEX);
 	return c;
 }
 
