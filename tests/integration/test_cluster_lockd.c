@@ -32,6 +32,57 @@ static int start_two(void)
 	return start_two_with(LEASE, "");
 }
 
+typedef char name_t[32];
+
+/* Name i of a test's NAMES ("PREFIX-i"), each LOCKed by a (WAIT 5000). */
+static void lock_names(struct cl *a, name_t *names, const char *prefix)
+{
+	char req[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(names[i], sizeof(names[i]), "%.20s-%d", prefix, i);
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
+		cl_lock(a, req);
+	}
+}
+
+/* Every name still a's: b is refused each, a was told no LOST; then a
+ * unlocks them. */
+static void all_kept_then_unlock(struct cl *a, struct cl *b, name_t *names)
+{
+	char req[64];
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
+		cl_expect(b, req, "BUSY");
+	}
+	cl_silence(a, 100);
+	ck_assert_msg(a->nlost == 0, "A was told %s", a->nlost ? a->lost[0] : "");
+	for (int i = 0; i < NAMES; i++) {
+		snprintf(req, sizeof(req), "UNLOCK %.31s", names[i]);
+		cl_expect(a, req, "OK 0");
+	}
+}
+
+/* Every name lost by a: b's LOCK of each (within wait_ms) is granted,
+ * and a was told LOST for it before (what lockd A sent before lockd B's
+ * grant is in a's socket by then: both write on loopback; read 1 ms
+ * after, nothing that comes later). */
+static void each_lost_first(struct cl *a, struct cl *b, name_t *names, int wait_ms)
+{
+	char req[64], want[64];
+	for (int i = 0; i < NAMES; i++) {
+		cl_silence(a, 20); /* LOSTs sent so far are recorded */
+		snprintf(req, sizeof(req), "LOCK %.31s WAIT %d", names[i], wait_ms);
+		const char *got = cl_cmd(b, req, wait_ms + H_SLOW_LIMIT);
+		ck_assert_msg(got && strncmp(got, "OK ", 3) == 0, "%s: '%s'", req, got ? got : "-");
+		cl_silence(a, 1);
+		snprintf(want, sizeof(want), "LOST %.31s ", names[i]);
+		int told = 0;
+		for (int j = 0; j < a->nlost && j < 32; j++)
+			told |= strncmp(a->lost[j], want, strlen(want)) == 0;
+		ck_assert_msg(told, "%s granted to B; A was not told LOST", names[i]);
+	}
+}
+
 START_TEST(cluster_lockd_locks)
 {
 	if (start_two() < 0)
@@ -189,12 +240,8 @@ START_TEST(cluster_lockd_failover)
 	if (start_two_with(FO_LEASE, "  wait_replicas: 1\n") < 0)
 		return;
 	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
-	char names[NAMES][32], req[64];
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(names[i], sizeof(names[i]), "fo-%d", i);
-		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
-		cl_lock(a, req);
-	}
+	name_t names[NAMES];
+	lock_names(a, names, "fo");
 	int p = primary_of(names[0]), rep = replica_of(p);
 	int on_p = 0;
 	for (int i = 0; i < NAMES; i++)
@@ -224,6 +271,7 @@ START_TEST(cluster_lockd_failover)
 	        tcase_name(), h_now_ms() - promoted);
 	ck_assert_int_eq(primary_of(names[0]), rep);
 	double end = h_now_ms() + 2 * FO_LEASE;
+	char req[64];
 	while (h_now_ms() < end) {
 		for (int i = 0; i < NAMES; i++) {
 			snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
@@ -231,12 +279,7 @@ START_TEST(cluster_lockd_failover)
 		}
 		h_sleep_ms(200);
 	}
-	cl_silence(a, 100);
-	ck_assert_msg(a->nlost == 0, "A was told %s", a->nlost ? a->lost[0] : "");
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(req, sizeof(req), "UNLOCK %.31s", names[i]);
-		cl_expect(a, req, "OK 0");
-	}
+	all_kept_then_unlock(a, b, names);
 	cl_close(a);
 	cl_close(b);
 }
@@ -252,12 +295,8 @@ START_TEST(cluster_lockd_failover_unacked)
 	if (start_two_with(FO_LEASE, "") < 0)
 		return;
 	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
-	char names[NAMES][32], req[64], want[64];
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(names[i], sizeof(names[i]), "fo-%d", i);
-		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
-		cl_lock(a, req);
-	}
+	name_t names[NAMES];
+	lock_names(a, names, "fo");
 	int p = primary_of(names[0]), rep = replica_of(p);
 	char *r = h_redis(C.first + rep, "CLUSTER", "FAILOVER", NULL);
 	ck_assert_str_eq(r, "OK");
@@ -267,21 +306,7 @@ START_TEST(cluster_lockd_failover_unacked)
 		ck_assert_msg(h_now_ms() - t0 < 10000, "the replica is not a master after 10 s");
 		h_sleep_ms(20);
 	}
-	for (int i = 0; i < NAMES; i++) {
-		cl_silence(a, 20); /* LOSTs sent so far are recorded */
-		snprintf(req, sizeof(req), "LOCK %.31s WAIT 10000", names[i]);
-		const char *rep_b = cl_cmd(b, req, 12000);
-		ck_assert_msg(rep_b && strncmp(rep_b, "OK ", 3) == 0, "%s: '%s'", req,
-		              rep_b ? rep_b : "-");
-		/* what A was sent before B's grant is in its socket by now (both
-		 * lockd write on loopback): read it, and nothing that comes later */
-		cl_silence(a, 1);
-		snprintf(want, sizeof(want), "LOST %.31s ", names[i]);
-		int told = 0;
-		for (int j = 0; j < a->nlost && j < 32; j++)
-			told |= strncmp(a->lost[j], want, strlen(want)) == 0;
-		ck_assert_msg(told, "%s granted to B; A was not told LOST", names[i]);
-	}
+	each_lost_first(a, b, names, 10000);
 	fprintf(stderr,
 	        "%s: without WAIT, %d of %d holds lost, each told LOST before B was granted it "
 	        "(the last %.0f ms after the promotion began)\n",
@@ -306,12 +331,8 @@ START_TEST(cluster_lockd_sigkill)
 	if (start_two_with(KILL_LEASE, "  wait_replicas: 1\n") < 0)
 		return;
 	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
-	char names[NAMES][32], req[64];
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(names[i], sizeof(names[i]), "kill-%d", i);
-		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
-		cl_lock(a, req);
-	}
+	name_t names[NAMES];
+	lock_names(a, names, "kill");
 	int p = primary_of(names[0]), rep = replica_of(p), on_p = 0;
 	for (int i = 0; i < NAMES; i++)
 		on_p += primary_of(names[i]) == p;
@@ -333,16 +354,7 @@ START_TEST(cluster_lockd_sigkill)
 	        "kill, a new lock of its slots granted %.0f ms after the kill\n",
 	        tcase_name(), on_p, NAMES, promoted - killed, h_now_ms() - killed);
 	ck_assert_int_gt(on_p, 0);
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(req, sizeof(req), "TRYLOCK %.31s", names[i]);
-		cl_expect(b, req, "BUSY");
-	}
-	cl_silence(a, 100);
-	ck_assert_msg(a->nlost == 0, "A was told %s", a->nlost ? a->lost[0] : "");
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(req, sizeof(req), "UNLOCK %.31s", names[i]);
-		cl_expect(a, req, "OK 0");
-	}
+	all_kept_then_unlock(a, b, names);
 	cl_close(a);
 	cl_close(b);
 }
@@ -361,12 +373,8 @@ START_TEST(cluster_lockd_restart_empty)
 	if (start_two_with(FO_LEASE, "") < 0)
 		return;
 	struct cl *a = cl_tcp(h_lockd(0)->port), *b = cl_tcp(h_lockd(1)->port);
-	char names[NAMES][32], req[64], want[64];
-	for (int i = 0; i < NAMES; i++) {
-		snprintf(names[i], sizeof(names[i]), "rs-%d", i);
-		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
-		cl_lock(a, req);
-	}
+	name_t names[NAMES];
+	lock_names(a, names, "rs");
 	int p = primary_of(names[0]), rep = replica_of(p);
 	char *r =
 	    h_redis(C.first + rep, "CONFIG", "SET", "cluster-replica-no-failover", "yes", NULL);
@@ -374,20 +382,7 @@ START_TEST(cluster_lockd_restart_empty)
 	free(r);
 	h_master_restart(C.first + p);
 	double t0 = h_now_ms();
-	for (int i = 0; i < NAMES; i++) {
-		cl_silence(a, 20); /* LOSTs sent so far are recorded */
-		snprintf(req, sizeof(req), "LOCK %.31s WAIT 15000", names[i]);
-		const char *got = cl_cmd(b, req, 17000);
-		ck_assert_msg(got && strncmp(got, "OK ", 3) == 0, "%s: '%s'", req, got ? got : "-");
-		/* what A was sent before B's grant is in its socket by now (both
-		 * lockd write on loopback): read it, and nothing that comes later */
-		cl_silence(a, 1);
-		snprintf(want, sizeof(want), "LOST %.31s ", names[i]);
-		int told = 0;
-		for (int j = 0; j < a->nlost && j < 32; j++)
-			told |= strncmp(a->lost[j], want, strlen(want)) == 0;
-		ck_assert_msg(told, "%s granted to B; A was not told LOST", names[i]);
-	}
+	each_lost_first(a, b, names, 15000);
 	ck_assert_int_eq(primary_of(names[0]), p);
 	fprintf(stderr,
 	        "%s: %d of %d holds lost, each told LOST first (the last %.0f ms after "

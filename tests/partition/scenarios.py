@@ -670,6 +670,57 @@ SN_LONG = (("L1", 0, "la1"), ("L2", 0, "la2"), ("L3", 1, "lb3"))  # key, lockd (
 SN_HANDOFF = ("h1", "h2")
 
 
+def take_long_holds(c, longs):
+    """Each (key, lockd 0/1, holder name) LOCKed: {key: (conn, fence,
+    lockd)}, or None (a failure recorded)."""
+    holders = {}
+    for key, j, name in longs:
+        h = c.conn(name, (c.A, c.B)[j])
+        f, text = h.lock(key, wait=3000)
+        if not c.expect(f, "%s LOCK %s: %s" % (name, key, text)):
+            return None
+        holders[key] = (h, f, j)
+    return holders
+
+
+def start_handoffs(c, keys, oks, stop):
+    """Four clients (two per lockd) handing off keys until stop."""
+    return [bg(handoff_worker, c, n, addr, list(keys), time.monotonic() + 120, oks, stop)
+            for n, addr in (("a1", c.A), ("a2", c.A), ("b1", c.B), ("b2", c.B))]
+
+
+def heal_and_stop(c, ws, stop):
+    """Heal everything, let the handoffs go on 3 s, stop them; the time
+    of the heal."""
+    c.heal()
+    t = time.monotonic()
+    time.sleep(3.0)
+    stop.set()
+    for wt in ws:
+        c.expect(result(wt, 15) is None, "handoff worker: %r" % (wt.box.get("v"),))
+    return t
+
+
+def probe_long_holds(c, holders):
+    """Each long hold kept (the other lockd is refused it) or its holder
+    told LOST (the checker: before anyone else had it); then released.
+    The keys kept and the keys lost."""
+    kept, lost = [], []
+    for key, (h, f, j) in holders.items():
+        probe = c.conn("p" + key, (c.B, c.A)[j])
+        pf, text = probe.lock(key, try_=True)
+        if (key, f) in h.lost:
+            lost.append(key)
+        elif c.expect(pf is None and text == "BUSY", "%s: TRYLOCK from the other lockd: %s, and its "
+                      "holder was told no LOST" % (key, text)):
+            kept.append(key)
+        if pf:
+            probe.unlock(key)
+        if not h.dead and (key, f) not in h.lost:
+            h.unlock(key)
+    return kept, lost
+
+
 def lock_values(ip, keys):
     """The value of each key's lock on one node (None: no live lock)."""
     return {k: redis_cmd(ip, "GET", "lockd:" + k, timeout=1.0) for k in keys}
@@ -693,17 +744,12 @@ def s9_sentinel(c):
     w = c.wait_replicas
     P, R = MASTER_IP[1], REPLICA_IP
     keys = [k for k, _, _ in SN_LONG] + list(SN_HANDOFF)
-    holders = {}
-    for key, j, name in SN_LONG:
-        h = c.conn(name, (c.A, c.B)[j])
-        f, text = h.lock(key, wait=3000)
-        if not c.expect(f, "%s LOCK %s: %s" % (name, key, text)):
-            return
-        holders[key] = (h, f, j)
+    holders = take_long_holds(c, SN_LONG)
+    if holders is None:
+        return
     oks = []
     stop = threading.Event()
-    ws = [bg(handoff_worker, c, n, addr, list(SN_HANDOFF), time.monotonic() + 120, oks, stop)
-          for n, addr in (("a1", c.A), ("a2", c.A), ("b1", c.B), ("b2", c.B))]
+    ws = start_handoffs(c, SN_HANDOFF, oks, stop)
     t0 = time.monotonic()
     time.sleep(1.5)
     p1 = time.monotonic()
@@ -747,28 +793,12 @@ def s9_sentinel(c):
         else:
             time.sleep(0.05)
     c.expect(t_follow, "lockd not up on the promoted r1 within 10 s of its promotion")
-    c.heal()
-    p4 = time.monotonic()
-    time.sleep(3.0)
-    stop.set()
-    for wt in ws:
-        c.expect(result(wt, 15) is None, "handoff worker: %r" % (wt.box.get("v"),))
+    p4 = heal_and_stop(c, ws, stop)
     p5 = time.monotonic()
     # each long hold: kept (another session is refused it) or its holder
     # told LOST (the checker: before anyone else had it)
-    kept = lost = 0
-    for key, (h, f, j) in holders.items():
-        probe = c.conn("p" + key, (c.B, c.A)[j])
-        pf, text = probe.lock(key, try_=True)
-        if (key, f) in h.lost:
-            lost += 1
-        elif c.expect(pf is None and text == "BUSY", "%s: TRYLOCK from the other lockd: %s, and its holder "
-                      "was told no LOST" % (key, text)):
-            kept += 1
-        if pf:
-            probe.unlock(key)
-        if not h.dead and (key, f) not in h.lost:
-            h.unlock(key)
+    kept_keys, lost_keys = probe_long_holds(c, holders)
+    kept, lost = len(kept_keys), len(lost_keys)
     # an uncontended lock on each lockd, now that m1 and m3 are back (the
     # entry counts for no write until r1 has a replica, or, with 0, until
     # its restart exclusion ends)
@@ -872,17 +902,12 @@ def s11_cluster(c):
         return
     longs = [(on_p[0], 0, "la1"), (on_p[1], 1, "lb2"), (on_1[0], 0, "la3"), (on_1[1], 1, "lb4")]
     handoff = on_p[2:4]
-    holders = {}
-    for key, j, name in longs:
-        h = c.conn(name, (c.A, c.B)[j])
-        f, text = h.lock(key, wait=3000)
-        if not c.expect(f, "%s LOCK %s: %s" % (name, key, text)):
-            return
-        holders[key] = (h, f, j)
+    holders = take_long_holds(c, longs)
+    if holders is None:
+        return
     oks = []
     stop = threading.Event()
-    ws = [bg(handoff_worker, c, n, addr, list(handoff), time.monotonic() + 120, oks, stop)
-          for n, addr in (("a1", c.A), ("a2", c.A), ("b1", c.B), ("b2", c.B))]
+    ws = start_handoffs(c, handoff, oks, stop)
     t0 = time.monotonic()
     time.sleep(1.5)
     p1 = time.monotonic()
@@ -917,28 +942,12 @@ def s11_cluster(c):
         else:
             time.sleep(0.05)
     c.expect(t_follow, "lockd's map without r1 as a primary 10 s after its promotion")
-    c.heal()
-    p3 = time.monotonic()
-    time.sleep(3.0)
-    stop.set()
-    for wt in ws:
-        c.expect(result(wt, 15) is None, "handoff worker: %r" % (wt.box.get("v"),))
+    p3 = heal_and_stop(c, ws, stop)
     p4 = time.monotonic()
-    kept, lost, kept_p, lost_1 = 0, 0, 0, 0
-    for key, (h, f, j) in holders.items():
-        probe = c.conn("p" + key, (c.B, c.A)[j])
-        pf, text = probe.lock(key, try_=True)
-        if (key, f) in h.lost:
-            lost += 1
-            lost_1 += key in on_1
-        elif c.expect(pf is None and text == "BUSY", "%s: TRYLOCK from the other lockd: %s, and its "
-                      "holder was told no LOST" % (key, text)):
-            kept += 1
-            kept_p += key in on_p
-        if pf:
-            probe.unlock(key)
-        if not h.dead and (key, f) not in h.lost:
-            h.unlock(key)
+    kept_keys, lost_keys = probe_long_holds(c, holders)
+    kept, lost = len(kept_keys), len(lost_keys)
+    kept_p = sum(1 for k in kept_keys if k in on_p)
+    lost_1 = sum(1 for k in lost_keys if k in on_1)
     fresh = []
     for j, addr in enumerate((c.A, c.B)):
         conn = c.conn("f%d" % j, addr)
