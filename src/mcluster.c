@@ -545,7 +545,7 @@ static void event_cb(const struct csr_event *ev, void *arg)
  * script first (csr_cfg.scripts): a NOSCRIPT (the scripts flushed by
  * hand) is answered by sending the body, which runs that call after the
  * ones behind it on its connection: a session's grant that ran ahead of
- * its record's write (-3) goes again once the write said 1 (rlslot.c). */
+ * its record's write (-3) goes again once the write said 1 (redlock.c). */
 static const char *bodies[SCR_COUNT]; /* the scripts every node connection loads */
 
 static void know_shas(void)

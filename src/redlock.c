@@ -28,8 +28,6 @@
 
 static struct event *defer_ev;
 static struct rl_call *defer_head;
-char rl_prefix[80];
-size_t rl_prefix_len;
 char rl_channel[128];
 char rl_elected[128];
 char rl_gen_key[160];  /* "P gen INSTANCE": master_epoch's key (scripts.c) */
@@ -87,8 +85,7 @@ void redlock_init(struct event_base *base, const char *p, double drift_factor, i
 	rl_instance[INSTANCE_LEN] = '\0';
 	snprintf(rl_reserve_ms, sizeof(rl_reserve_ms), "%lld",
 	         (long long)(timeout_ms * 2 > 100 ? timeout_ms * 2 : 100));
-	snprintf(rl_prefix, sizeof(rl_prefix), "%s", p);
-	rl_prefix_len = strlen(rl_prefix);
+	rl_key_init(p);
 	snprintf(prefix_len_s, sizeof(prefix_len_s), "%zu", rl_prefix_len);
 	snprintf(rl_channel, sizeof(rl_channel), "%s released", p);
 	snprintf(rl_elected, sizeof(rl_elected), "%s elected", p);
@@ -117,12 +114,6 @@ const char *rl_lockd_name_key(void)
 const char *rl_instance_id(void)
 {
 	return rl_instance;
-}
-
-size_t rl_name_key_at(char *p, size_t len, const char *inst)
-{
-	int n = snprintf(p, len, "%s name %.*s", rl_prefix, INSTANCE_LEN, inst);
-	return n > 0 ? (size_t)n : 0;
 }
 
 void rl_token_new(char *out)
@@ -375,7 +366,7 @@ static int raised(const struct rl_call *c, enum mr s)
  * out: a resumable hold's record there holds that master's own counter.
  * Correct it (the record of a late master would otherwise tell a lockd
  * that adopts the session a fence other than the one granted). */
-void rl_correct_late(struct rl_call *c, int i)
+static void correct_late(struct rl_call *c, int i)
 {
 	if (!c->fargvlen[AA_RECORD] || c->st[i] != MR_YES || c->expired)
 		return;
@@ -557,54 +548,10 @@ static void after_fanout(struct rl_call *c)
 	event_active(defer_ev, EV_TIMEOUT, 0);
 }
 
-/* The slots of c's lock names, for a cluster entry (master_call_at): its
- * key's, or each item's (a renewal; releases, whose keys are in the
- * call's arguments: enum batch_arg); 0 (a call a cluster entry refuses)
- * for a call without, or when no master is a cluster entry. many: NULL,
- * or a malloc'd array for the items. */
-static int call_slots(const struct rl_call *c, unsigned *one, unsigned **many)
-{
-	*many = NULL;
-	if (!masters_any_cluster())
-		return 0;
-	if (c->homed) { /* a session's record: its home slot */
-		*one = c->home_slot;
-		return 1;
-	}
-	int n = c->kind == RK_RENEW || c->kind == RK_RELEASE_MANY ? c->u.batch.nitems : 0;
-	if (c->kind == RK_RELEASE_MANY) /* the item count, from numkeys */
-		n = (int)(strtol(c->argv[SA_NKEYS], NULL, 10) / RMA_KEYS);
-	if (c->kind == RK_TOUCH) { /* each record: a session's home, or one of its slots */
-		n = c->u.sess.nitems;
-		if (n > 0 && (*many = malloc(sizeof(**many) * (size_t)n)))
-			for (int k = 0; k < n; k++) {
-				const struct rl_sess_item *it = &c->u.sess.items[k];
-				(*many)[k] =
-				    it->of_slot ? it->slot : csl_keyslot(it->sid, strlen(it->sid));
-			}
-		return *many ? n : 0;
-	}
-	if (n > 0 && (*many = malloc(sizeof(**many) * (size_t)n))) {
-		for (int k = 0; k < n; k++) {
-			int a =
-			    SA_KEYS + RMA_KEYS * n + RMA_FIXED + n + k; /* ARGV[3 + n + k + 1] */
-			(*many)[k] = c->kind == RK_RENEW ? csl_keyslot(c->u.batch.items[k].key,
-			                                               c->u.batch.items[k].klen)
-			                                 : csl_keyslot(c->argv[a], c->argvlen[a]);
-		}
-		return n;
-	}
-	if (n == 0 && c->keyp) {
-		*one = csl_keyslot(c->keyp, c->klen);
-		return 1;
-	}
-	return 0;
-}
-
 void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 {
 	unsigned one, *many;
-	int nslots = call_slots(c, &one, &many);
+	int nslots = rl_call_slots(c, &one, &many);
 	const unsigned *slots = many ? many : &one;
 	c->in_fanout = 1;
 	for (int i = 0; i < c->n; i++) {
@@ -623,7 +570,60 @@ void rl_fanout(struct rl_call *c, int script, master_reply_fn *fn)
 	after_fanout(c);
 }
 
-void rl_acquire_reply(struct master *m, redisReply *r, void *arg)
+static void acquire_reply(struct master *m, redisReply *r, void *arg);
+
+/* Master i granted a session's hold and both of its cluster entry's
+ * extra writes answered (struct acq_x): the grant counts there only if
+ * both said 1. */
+static void x_granted(struct rl_call *c, int i)
+{
+	if (c->u.acq.x->fail[i]) {
+		c->st[i] = MR_FAIL; /* released with the others if the call fails */
+		return;
+	}
+	c->st[i] = MR_YES;
+	correct_late(c, i);
+}
+
+static void x_reply(struct master *m, redisReply *r, void *arg, int put)
+{
+	struct rl_call *c = arg;
+	struct acq_x *x = c->u.acq.x;
+	int i = m->idx, ok = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	c->pending--;
+	if (!ok) {
+		if (r && r->type == REDIS_REPLY_ERROR)
+			log_warn("master %s: a session's record: %s", m->name, r->str);
+		x->fail[i] = 1;
+	}
+	x->out[i]--;
+	if (put)
+		x->put_out[i] = 0;
+	if (put && x->again[i] && !c->expired) { /* the ACQUIRE ran ahead of it */
+		x->again[i] = 0;
+		x->retried[i] = 1;
+		if (ok && master_call_at(m, &x->lock_slot, 1, SCR_ACQUIRE, c->argc, c->argv,
+		                         c->argvlen, acquire_reply, c) == 0)
+			c->pending++;
+		else
+			c->st[i] = MR_FAIL;
+	}
+	if (x->out[i] == 0 && x->granted[i] && !c->expired)
+		x_granted(c, i);
+	rl_check(c);
+}
+
+static void x_put_reply(struct master *m, redisReply *r, void *arg)
+{
+	x_reply(m, r, arg, 1);
+}
+
+static void x_index_reply(struct master *m, redisReply *r, void *arg)
+{
+	x_reply(m, r, arg, 0);
+}
+
+static void acquire_reply(struct master *m, redisReply *r, void *arg)
 {
 	struct rl_call *c = arg;
 	if (c->expired) { /* the verdict was given without this master */
@@ -646,10 +646,10 @@ void rl_acquire_reply(struct master *m, redisReply *r, void *arg)
 			if (x && x->sent[i]) {
 				x->granted[i] = 1;
 				if (x->out[i] == 0)
-					rl_x_granted(c, i);
+					x_granted(c, i);
 			} else {
 				c->st[i] = MR_YES;
-				rl_correct_late(c, i);
+				correct_late(c, i);
 			}
 		} else if (r->element[1]->integer == -3 && c->u.acq.x && c->u.acq.x->put_out[i] &&
 		           !c->u.acq.x->retried[i]) {
@@ -673,45 +673,6 @@ void rl_acquire_reply(struct master *m, redisReply *r, void *arg)
 		c->st[i] = MR_FAIL;
 	}
 	rl_check(c);
-}
-
-/* Write "prefix key suffix" at p, NUL-terminated; returns its length. */
-size_t rl_key_at(char *p, const char *key, size_t klen, const char *sfx)
-{
-	size_t sl = strlen(sfx);
-	memcpy(p, rl_prefix, rl_prefix_len);
-	memcpy(p + rl_prefix_len, key, klen);
-	memcpy(p + rl_prefix_len + klen, sfx, sl + 1);
-	return rl_prefix_len + klen + sl;
-}
-
-size_t rl_record_at(char *p, const char *sid)
-{
-	return (size_t)sprintf(p, "%s session %s", rl_prefix, sid);
-}
-
-size_t rl_field_at(char *p, char kind, uint32_t permit, const char *key, size_t klen)
-{
-	size_t n = (size_t)sprintf(p, "%c%u ", kind, kind == 's' ? 0 : permit);
-	memcpy(p + n, key, klen);
-	p[n + klen] = '\0';
-	return n + klen;
-}
-
-/* The suffix of a hold's lock: "" for the key's own, " permit I" for
- * permit I >= 1 (a space: never a lock key of its own). */
-const char *rl_lock_sfx(char *buf, size_t len, enum rl_hold hold, uint32_t permit)
-{
-	if (hold == RH_SHARED || permit == 0)
-		return "";
-	snprintf(buf, len, " permit %u", permit);
-	return buf;
-}
-
-/* The kind argument of the scripts. */
-const char *rl_kind_arg(enum rl_hold hold, uint32_t permit)
-{
-	return hold == RH_SHARED ? "s" : permit == 0 ? "x" : "p";
 }
 
 /* Lay out in c->buf the key of a call about one hold, "prefix key", at
@@ -765,6 +726,83 @@ static char *put_rec(struct rl_call *c, char *p, int key_at, int arg_at, const s
 }
 #define REC_MAX(klen) (rl_prefix_len + 48 + (klen) + 16) /* a record key and a field */
 _Static_assert(WA_VALUE - WA_FENCE == 2, "enum raise_arg: 2 keys");
+
+static rl_sess_info_fn *sess_info;
+
+void rl_set_sess_info(rl_sess_info_fn *fn)
+{
+	sess_info = fn;
+}
+
+static void x_arg(const char **v, size_t *l, int at, const char *s)
+{
+	v[at] = s;
+	l[at] = strlen(s);
+}
+
+/* The extra writes of session sid's grant of key on a cluster entry, or
+ * NULL: a lock in the home record's own slot (the record SESSION wrote
+ * there is the one ACQUIRE checks), or *none_ok 0: not a resumable
+ * session here, out of memory (the grant must then not count on a
+ * cluster entry: rl_acquire). */
+static struct acq_x *x_new(const char *key, size_t klen, const char *sid, int *none_ok)
+{
+	struct rl_sess_info in;
+	unsigned ls = csl_keyslot(key, klen), hs = csl_keyslot(sid, strlen(sid));
+	struct acq_x *x;
+	*none_ok = ls == hs;
+	if (*none_ok || !sess_info || sess_info(sid, &in) != 0 || !(x = calloc(1, sizeof(*x))))
+		return NULL;
+	x->lock_slot = ls;
+	x->home_slot = hs;
+	if (rl_prefix_len + strlen(sid) + 16 > sizeof(x->rec) ||
+	    strlen(in.digest) >= sizeof(x->digest)) {
+		free(x);
+		return NULL;
+	}
+	rl_record_at(x->rec, sid);
+	snprintf(x->digest, sizeof(x->digest), "%s", in.digest);
+	snprintf(x->grace, sizeof(x->grace), "%lld", (long long)in.grace_ms);
+	snprintf(x->expire, sizeof(x->expire), "%lld", (long long)in.expire_ms);
+	snprintf(x->count, sizeof(x->count), "%lld", in.count);
+	snprintf(x->slot, sizeof(x->slot), "%u", ls);
+	/* SESS_PUT record instance secret grace expiry "a" count */
+	x_arg(x->pv, x->pl, SA_NKEYS, "1");
+	x_arg(x->pv, x->pl, SA_KEYS, x->rec);
+	const char *pa[] = {rl_instance, x->digest, x->grace, x->expire, "a", x->count};
+	for (int k = 0; k < 6; k++)
+		x_arg(x->pv, x->pl, SA_KEYS + 1 + k, pa[k]);
+	/* SESS_INDEX record instance slot */
+	x_arg(x->iv, x->il, SA_NKEYS, "1");
+	x_arg(x->iv, x->il, SA_KEYS, x->rec);
+	x_arg(x->iv, x->il, SA_KEYS + 1, rl_instance);
+	x_arg(x->iv, x->il, SA_KEYS + 2, x->slot);
+	return x;
+}
+
+/* Send script (SCR_SESS_PUT in the lock's slot, SCR_SESS_INDEX in the
+ * home slot) to every cluster entry; one that cannot take it will not
+ * count the grant. */
+static void x_send(struct rl_call *c, struct acq_x *x, int script)
+{
+	int put = script == SCR_SESS_PUT;
+	for (int i = 0; i < c->n; i++) {
+		struct master *m = master_get(i);
+		if (!m->cl)
+			continue;
+		x->sent[i] = 1;
+		if (master_call_at(m, put ? &x->lock_slot : &x->home_slot, 1, script,
+		                   put ? SA_KEYS + 7 : SA_KEYS + 3, put ? x->pv : x->iv,
+		                   put ? x->pl : x->il, put ? x_put_reply : x_index_reply,
+		                   c) == 0) {
+			x->out[i]++;
+			x->put_out[i] |= (unsigned char)put;
+			c->pending++;
+		} else {
+			x->fail[i] = 1;
+		}
+	}
+}
 
 struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint32_t permit,
                            const char *token, int64_t lease_ms, uint32_t delay_ms,
@@ -825,21 +863,20 @@ struct rl_call *rl_acquire(const char *key, size_t klen, enum rl_hold hold, uint
 	c->u.acq.wargv[WA_TOKEN] = c->fargv[AA_TOKEN];
 	c->u.acq.wargvlen[WA_TOKEN] = c->fargvlen[AA_TOKEN];
 	int none_ok = 1;
-	struct acq_x *x = rec && rec->sid && masters_any_cluster()
-	                      ? rl_x_new(key, klen, rec->sid, &none_ok)
-	                      : NULL;
+	struct acq_x *x =
+	    rec && rec->sid && masters_any_cluster() ? x_new(key, klen, rec->sid, &none_ok) : NULL;
 	c->u.acq.x = x;
 	if (x)
-		rl_x_send(c, x, SCR_SESS_PUT); /* ahead of the ACQUIRE on the same node */
+		x_send(c, x, SCR_SESS_PUT); /* ahead of the ACQUIRE on the same node */
 	if (!x && !none_ok) /* no record of the session's in the lock's slot: no count there */
 		for (int i = 0; i < c->n; i++)
 			if (master_get(i)->cl) {
 				c->st[i] = MR_FAIL;
 				c->skip_cl = 1;
 			}
-	rl_fanout(c, SCR_ACQUIRE, rl_acquire_reply);
+	rl_fanout(c, SCR_ACQUIRE, acquire_reply);
 	if (x)
-		rl_x_send(c, x, SCR_SESS_INDEX);
+		x_send(c, x, SCR_SESS_INDEX);
 	return c;
 }
 
@@ -909,34 +946,6 @@ void rl_undo(const struct rl_call *c)
 		rec.kind = c->fargv[AA_RECORD][1];
 	}
 	rl_release(c->keyp, c->klen, c->hold, c->permit, c->fargv[AA_TOKEN], &rec, 0, NULL, NULL);
-}
-
-/* Allocate the arguments of a call of variable shape: argc of them and
- * bytes of text. EVALSHA and the SHA are master.c's (empty here). */
-int rl_dyn_args(struct rl_call *c, int argc, size_t bytes)
-{
-	c->dargv = malloc(sizeof(*c->dargv) * (size_t)argc);
-	c->dargvlen = malloc(sizeof(*c->dargvlen) * (size_t)argc);
-	c->dbuf = malloc(bytes);
-	if (!c->dargv || !c->dargvlen || !c->dbuf)
-		return -1;
-	c->argc = argc;
-	c->argv = c->dargv;
-	c->argvlen = c->dargvlen;
-	c->dargv[SA_CMD] = c->dargv[SA_SHA] = "";
-	c->dargvlen[SA_CMD] = c->dargvlen[SA_SHA] = 0;
-	return 0;
-}
-
-/* Copy n bytes of v to p (NUL-terminated) as argument at of a batch call;
- * returns where the next copy goes. */
-char *rl_put_copy(struct rl_call *c, int at, char *p, const char *v, size_t n)
-{
-	memcpy(p, v, n);
-	p[n] = '\0';
-	c->dargv[at] = p;
-	c->dargvlen[at] = n;
-	return p + n + 1;
 }
 
 const char *rl_key_of(const struct rl_call *c, size_t *klen)

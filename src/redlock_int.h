@@ -294,20 +294,13 @@ extern char rl_instance[TOKEN_LEN + 1];
 extern char rl_reserve_ms[24];
 extern int rl_adopts; /* RK_ADOPT calls not freed yet (rl_adopting) */
 
-/* redlock.c's acquire, for rlslot.c: a master's reply to SCR_ACQUIRE,
- * and the correction of a late grant's record (its fence). */
-void rl_acquire_reply(struct master *m, redisReply *r, void *arg);
-void rl_correct_late(struct rl_call *c, int i);
-/* rlslot.c: a resumable session's grant on a cluster entry (struct
- * acq_x). rl_x_new: its writes beside the grant, or NULL (*none_ok 1: a
- * lock in the home record's slot needs none; 0: the grant cannot count
- * on a cluster entry); rl_x_send: one of them (SCR_SESS_PUT ahead of the
- * ACQUIRE, SCR_SESS_INDEX after) to every cluster entry; rl_x_granted:
- * master i granted, and both answered. */
-struct acq_x *rl_x_new(const char *key, size_t klen, const char *sid, int *none_ok);
-void rl_x_send(struct rl_call *c, struct acq_x *x, int script);
-void rl_x_granted(struct rl_call *c, int i);
-
+/* rlkey.c: the key prefix (set once, redlock_init), and the slots of a
+ * call's lock names for a cluster entry (master_call_at): its key's, or
+ * each item's (a renewal; releases; a touch's records); 0 (a call a
+ * cluster entry refuses) for a call without, or when no master is one.
+ * *many: NULL, or a malloc'd array for the items. */
+void rl_key_init(const char *prefix);
+int rl_call_slots(const struct rl_call *c, unsigned *one, unsigned **many);
 struct rl_call *rl_call_new(enum rl_kind kind, size_t extra);
 void rl_call_free(struct rl_call *c);
 /* A master answered one of c's rounds (an adoption's): the masters'
