@@ -1,8 +1,11 @@
 /* csl_router: calls routed by slot over one Redis Cluster (issue 31);
  * the connections and map refreshes are csl_router_conn.c's.
  *
- * A call is dispatched from its own timer, never inside csr_command, so
- * its callback never runs inside the caller's own call. It goes to the
+ * A call is first dispatched from the router's FIFO of new calls, in the
+ * order they were made (kick_cb), then from its own timer for a retry;
+ * never inside csr_command, so its callback never runs inside the
+ * caller's own call. Writes held for their WAIT are answered in the
+ * order they ran. It goes to the
  * primary the map names for its slot (or to a redirection's target):
  * - MOVED: a refresh is asked for; when the map knows the target as a
  *   primary, the slot's owner in the map is set to it and the call is
@@ -46,7 +49,7 @@
 
 /* A call's state. */
 enum csr_qstate {
-	QS_WAIT, /* its timer dispatches it: new, or waiting for a retry */
+	QS_WAIT, /* new (on rt->fifo), or waiting for a retry (its timer) */
 	QS_SENT, /* on the wire (q->send); its timer is the deadline */
 	QS_HELD, /* a write answered, on held_on->held until its WAIT answers; timer: deadline */
 };
@@ -120,6 +123,8 @@ static void unhold(struct csr_req *q)
 		c->held = q->hnext;
 	if (q->hnext)
 		q->hnext->hprev = q->hprev;
+	else
+		c->held_tail = q->hprev;
 	q->hprev = q->hnext = NULL;
 	q->held_on = NULL;
 	if (q->held)
@@ -256,11 +261,13 @@ static int hold(struct csr_req *q, struct csr_conn *c, const redisAsyncContext *
 		return -1;
 	q->held_on = c;
 	q->held_ac = ac;
-	q->hprev = NULL;
-	q->hnext = c->held;
-	if (c->held)
-		c->held->hprev = q;
-	c->held = q;
+	q->hnext = NULL; /* at the tail: their callers hear them in the order they ran */
+	q->hprev = c->held_tail;
+	if (c->held_tail)
+		c->held_tail->hnext = q;
+	else
+		c->held = q;
+	c->held_tail = q;
 	q->state = QS_HELD;
 	int64_t left = q->deadline_us - now_us();
 	csr_timer_in(q->timer, left > 0 ? left : 0);
@@ -466,15 +473,21 @@ static void req_timer_cb(evutil_socket_t fd, short what, void *arg)
 static void kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct csr_router *rt = arg;
-	struct csr_req *q;
+	struct csr_req *q, *last = rt->fifo_tail; /* calls made meanwhile: the next turn's */
 	while ((q = rt->fifo)) { /* popped before dispatch: a finish may free others */
 		rt->fifo = q->fnext;
 		if (!rt->fifo)
 			rt->fifo_tail = NULL;
 		q->fnext = NULL;
 		q->in_fifo = 0;
+		int end = q == last;
 		if (q->state == QS_WAIT)
 			dispatch(q);
+		if (end) {
+			if (rt->fifo)
+				event_active(rt->kick, EV_TIMEOUT, 0);
+			break;
+		}
 	}
 }
 

@@ -43,10 +43,11 @@ struct csr_conn {
 	 * for the next WAIT reply, which covers exactly the writes answered
 	 * before it (replies come in send order). */
 	struct event *wait_ev; /* made at the first write (csl_router.c); freed here */
-	struct csr_req *held;  /* answered writes waiting for their WAIT */
-	int wait_out;          /* a WAIT is on the wire: one at a time (a replica short
-	                          makes each take its timeout: no queue of them) */
-	int wait_due;          /* writes were sent since the last WAIT was */
+	struct csr_req *held;  /* answered writes waiting for their WAIT, oldest first */
+	struct csr_req *held_tail;
+	int wait_out; /* a WAIT is on the wire: one at a time (a replica short
+	                 makes each take its timeout: no queue of them) */
+	int wait_due; /* writes were sent since the last WAIT was */
 	struct csr_node_stats st;
 };
 

@@ -552,27 +552,6 @@ int masters_any_cluster(void)
 	return any_cluster;
 }
 
-int master_cluster_nodes(struct master *m, unsigned *slots, int max)
-{
-	return m->cl ? mcl_primaries(m->cl, slots, max) : 0;
-}
-
-int master_cluster_stats(struct master *m, struct master_node *out, int max)
-{
-	return m->cl ? mcl_stats(m->cl, out, max) : 0;
-}
-
-uint64_t master_cluster_moves(struct master *m)
-{
-	return m->cl ? mcl_slot_moves(m->cl) : 0;
-}
-
-void master_cluster_refresh(struct master *m)
-{
-	if (m->cl)
-		mcl_refresh(m->cl);
-}
-
 /* --- the name, the connection epoch, the marker, going up --- */
 
 /* A name that did not reach the master: WHO elsewhere says "-" for this
@@ -773,11 +752,18 @@ static void start_connect(struct master *m)
  * markers were read: up. Its restarts while lockd runs are the router's
  * (a node's run_id, a promotion without every counted write); at startup,
  * the markers' (one in every slot, mcluster.c). */
-static void cl_up(struct master *m, int restarted, int has_marker)
+/* A cluster entry's subscriber goes to a live primary (master.h,
+ * sub_where): PUBLISH reaches every node of a cluster. */
+static void cl_sub_where(struct master *m)
 {
 	char node[sizeof(m->node)];
 	if (mcl_any_node(m->cl, node, sizeof(node)) && addr_parse(node, 0, 0, &m->addr) == 0)
-		snprintf(m->node, sizeof(m->node), "%s", node); /* the subscriber's node */
+		snprintf(m->node, sizeof(m->node), "%s", node);
+}
+
+static void cl_up(struct master *m, int restarted, int has_marker)
+{
+	cl_sub_where(m); /* the subscriber's node, before it starts below */
 	set_state(m, MS_UP);
 	m->last_error[0] = '\0';
 	m->has_marker = has_marker;
@@ -906,6 +892,7 @@ int masters_init(struct event_base *b, char **names, int n, const struct master_
 			char err[256];
 			struct mcl_cfg cc = {k->seeds,      marker_key,    k->nseeds,
 			                     opts.password, o->timeout_ms, (int)o->wait_replicas};
+			m->sub_where = cl_sub_where;
 			if (!(m->cl = mcl_new(m, base, &cc, &cl_ops, err, sizeof(err)))) {
 				log_error("master %s: %s", m->name, err);
 				return -1;

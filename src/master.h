@@ -192,6 +192,10 @@ struct master {
 	int64_t sub_heard_us; /* bytes last read from it */
 	int64_t sub_ping_us;  /* a PING out since then and not answered yet; 0: none */
 	uint64_t sub_reconnects;
+	/* A cluster entry's: the node its subscriber goes to next, into addr
+	 * and node (a live primary: the one it was on may have died while the
+	 * entry stays up); NULL for any other entry (mastersub.c). */
+	void (*sub_where)(struct master *m);
 };
 
 int masters_init(struct event_base *base, char **names, int n, const struct master_opts *o);

@@ -239,6 +239,8 @@ static void sub_connect_cb(const redisAsyncContext *ac, int status)
 
 void sub_start(struct master *m)
 {
+	if (m->sub_where)
+		m->sub_where(m);
 	redisAsyncContext *s = redisAsyncConnect(m->addr.host, m->addr.port);
 	if (!s || s->err) {
 		char why[160];

@@ -70,7 +70,7 @@ enum mk_state {
 };
 
 #define MCL_RESTARTS         16     /* restarted nodes judged at the next up; more: lost at once */
-#define UNCOVERED_REFRESH_US 250000 /* map refreshes while a slot has no live primary */
+#define UNCOVERED_REFRESH_US 250000 /* map refreshes while a slot has no live primary, or down */
 
 struct mcl {
 	struct master *m;
@@ -90,7 +90,7 @@ struct mcl {
 		int port;
 	} restarted[MCL_RESTARTS];
 	int nrestarted;
-	int64_t uncovered_refresh_us; /* the last refresh asked for while not covered */
+	int64_t uncovered_refresh_us; /* the last refresh asked for while not covered or down */
 	int closed;                   /* mcl_close: no new calls */
 	uint64_t gen;                 /* raised at each possible loss of data */
 	char marker[160];
@@ -479,11 +479,13 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct mcl *cl = arg;
 	int covered = csr_covered(cl->rt);
-	if (!covered && !cl->closed &&
+	if ((!covered || !cl->up) && !cl->closed &&
 	    now_us() - cl->uncovered_refresh_us >= UNCOVERED_REFRESH_US) {
-		/* a failover may have named a new primary: the entry counts
-		 * again once a map says so, not at the next periodic refresh
-		 * (nothing asks one while the entry is down: no calls) */
+		/* a failover may have named a new primary, or a node that
+		 * restarted may be a replica now: the entry counts again once a
+		 * map says so, not at the next periodic refresh (nothing asks
+		 * one while the entry is down: no calls; and a map read before
+		 * the change still covers every slot, with the old primary) */
 		cl->uncovered_refresh_us = now_us();
 		csr_refresh(cl->rt);
 	}
@@ -492,7 +494,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		cl->ops.down(cl->m, "no slot has a live primary");
 	} else if (!cl->up && covered && !cl->closed && !cl->marking) {
 		check_markers(cl);
-	} else if (cl->up && cl->mk_wanted && cl->mk == MK_NONE) {
+	} else if (cl->up && covered && cl->mk_wanted && cl->mk == MK_NONE) {
 		mcl_set_marker(cl); /* a write that failed, or lost to a node's loss of data */
 	}
 }
@@ -521,8 +523,12 @@ static void event_cb(const struct csr_event *ev, void *arg)
 	if (ev->with_data)
 		return;
 	cl->gen++;
+	/* its markers may be gone: written again once it counts again, when
+	 * membership asks (mcl_set_marker), not as soon as it is up: a
+	 * lockd started meanwhile must not take it for one that kept its data */
+	cl->mk_wanted = 0;
 	if (cl->mk == MK_DONE)
-		cl->mk = MK_NONE; /* its markers may be gone: written again once it counts */
+		cl->mk = MK_NONE;
 	if (!cl->ever_up)
 		return; /* nothing counted there yet */
 	if (ev->kind == CSR_EV_RESTARTED && cl->nrestarted < MCL_RESTARTS) {
@@ -646,6 +652,14 @@ const char *mcl_any_node(struct mcl *cl, char *buf, size_t len)
 {
 	char host[CSL_HOST_MAX + 1];
 	int port;
+	static struct csr_node_stats st[CSL_MAX_NODES];
+	int n = csr_stats(cl->rt, st, CSL_MAX_NODES, NULL);
+	for (int k = 0; k < n && k < CSL_MAX_NODES; k++) /* a live primary first */
+		if (st[k].role == CSR_ROLE_PRIMARY && st[k].connected) {
+			snprintf(buf, len, strchr(st[k].host, ':') ? "[%s]:%d" : "%s:%d",
+			         st[k].host, st[k].port);
+			return buf;
+		}
 	for (unsigned s = 0; s < CSL_SLOTS; s += 1024)
 		if (csr_slot_owner(cl->rt, s, host, sizeof(host), &port) == 0) {
 			snprintf(buf, len, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
@@ -678,4 +692,26 @@ void mcl_free(struct mcl *cl)
 	event_free(cl->poll);
 	csr_free(cl->rt);
 	free(cl);
+}
+
+/* master.h's view of a cluster entry (0 or nothing for any other). */
+int master_cluster_nodes(struct master *m, unsigned *slots, int max)
+{
+	return m->cl ? mcl_primaries(m->cl, slots, max) : 0;
+}
+
+int master_cluster_stats(struct master *m, struct master_node *out, int max)
+{
+	return m->cl ? mcl_stats(m->cl, out, max) : 0;
+}
+
+uint64_t master_cluster_moves(struct master *m)
+{
+	return m->cl ? mcl_slot_moves(m->cl) : 0;
+}
+
+void master_cluster_refresh(struct master *m)
+{
+	if (m->cl)
+		mcl_refresh(m->cl);
 }

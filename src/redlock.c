@@ -599,11 +599,14 @@ static void x_reply(struct master *m, redisReply *r, void *arg, int put)
 	x->out[i]--;
 	if (put)
 		x->put_out[i] = 0;
-	if (put && x->again[i] && !c->expired) { /* the ACQUIRE ran ahead of it */
+	if (put && x->again[i]) { /* the ACQUIRE ran ahead of the PUT */
 		x->again[i] = 0;
 		x->retried[i] = 1;
-		if (ok && master_call_at(m, &x->lock_slot, 1, SCR_ACQUIRE, c->argc, c->argv,
-		                         c->argvlen, acquire_reply, c) == 0)
+		/* again only before the verdict: after one that failed, the
+		 * release (rl_undo) went ahead of it and would not undo it */
+		if (ok && !c->expired && !c->done_fired &&
+		    master_call_at(m, &x->lock_slot, 1, SCR_ACQUIRE, c->argc, c->argv, c->argvlen,
+		                   acquire_reply, c) == 0)
 			c->pending++;
 		else
 			c->st[i] = MR_FAIL;

@@ -55,6 +55,9 @@ struct rl_renew_item {
 	uint32_t delay_ms;   /* its lock-delay (1.4): written with its lease, in its value */
 	int yes;             /* counting masters that hold it for us now */
 	int rewrote;         /* a leader's lock: a master holds it without its value (3) */
+	int unrecorded;      /* a resumable session's hold written back (2) on some master:
+	                        its record there may lack the hold (a grant that missed it,
+	                        a race with another lockd's try); renewals do not write it */
 	int ok;              /* the verdict: a majority holds it for us, within validity */
 	int64_t validity_us; /* ok: deadline (monotonic) before which it is ours */
 };

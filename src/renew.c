@@ -49,7 +49,8 @@
 #define RELEASE_BATCH         256
 #define RELEASE_INFLIGHT      2
 
-static void (*lead_rewritten)(void); /* rn_on_lead_rewritten */
+static void (*lead_rewritten)(void);                /* rn_on_lead_rewritten */
+static void (*sess_rewritten)(struct lt_client *c); /* rn_on_sess_rewritten */
 
 static struct event_base *base;
 static const struct config *cfg;
@@ -381,6 +382,8 @@ static void renewed(struct rl_call *c, void *owner)
 		struct hold *h = it[i].owner;
 		if (it[i].lead && it[i].rewrote && lead_rewritten)
 			lead_rewritten(); /* its value goes back beside it (PROTOCOL 1.3) */
+		if (it[i].unrecorded && sess_rewritten && h->holder)
+			sess_rewritten(h->holder); /* and the hold into its session's record */
 		h->refs--;
 		if (h->state == HS_RENEWING) {
 			/* A verdict after the validity ended is a loss, whatever it
@@ -631,4 +634,9 @@ void rn_shutdown(void)
 void rn_on_lead_rewritten(void (*fn)(void))
 {
 	lead_rewritten = fn;
+}
+
+void rn_on_sess_rewritten(void (*fn)(struct lt_client *c))
+{
+	sess_rewritten = fn;
 }

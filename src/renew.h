@@ -37,6 +37,11 @@ int rn_init(struct event_base *base, const struct config *cfg, const struct rn_o
  * master that lacks its value (lead.c writes the leaders' values back
  * then: the renewal carries the lock's value only). NULL: nothing runs. */
 void rn_on_lead_rewritten(void (*fn)(void));
+/* fn(session) when a renewal wrote a resumable session's hold back on a
+ * master (it lacked it): the session's record there may lack the hold
+ * too, which an adoption elsewhere needs on a majority (resume.c writes
+ * the record again). */
+void rn_on_sess_rewritten(void (*fn)(struct lt_client *c));
 /* A reload: the next renewal of every hold writes the new lease, now. */
 void rn_set_cfg(const struct config *cfg);
 void rn_shutdown(void);

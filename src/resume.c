@@ -78,6 +78,7 @@ struct rsess {
 	char peer[64];
 	struct addr_sessions *as; /* its address's count, while resumable (NULL: unix) */
 	int failures;             /* RESUMEs answered ERR NOSESSION on this connection */
+	int64_t rewritten_us;     /* its record last written again for a hold written back */
 };
 
 static struct event_base *base;
@@ -676,6 +677,25 @@ static void touch_cb(evutil_socket_t fd, short what, void *arg)
 
 /* --- setup --- */
 
+/* A renewal wrote a hold of c's session back on a master that lacked it
+ * (renew.h, rn_on_sess_rewritten): that master may lack the hold in the
+ * session's record too (its grant missed it: a master late, another
+ * lockd's TRYLOCK there first), and an adoption elsewhere takes a hold
+ * only where a majority of the records have it. The record is written
+ * again with every hold, where it is ours, at most once a third of a
+ * lease per session. */
+static void sess_rewritten(struct lt_client *c)
+{
+	struct rsess *r = ilist_entry(c, struct rsess, lt);
+	int64_t now = now_us();
+	struct rl_call *p;
+	if (r->state == RS_PLAIN || r->call || now - r->rewritten_us < cfg->lease_ms * 1000 / 3)
+		return;
+	r->rewritten_us = now;
+	if (put_holds(r, r->digest, r->grace_ms, r->count, fire_and_forget, FORGET, &p) == 0)
+		calls++;
+}
+
 /* For a cluster entry's grant (redlock.h, rl_sess_info): the record it
  * writes in the lock's slot is the one SESSION wrote, with the expiry
  * put_holds gives. */
@@ -694,6 +714,7 @@ static int sess_info_of(const char *sid, struct rl_sess_info *out)
 int rs_init(struct event_base *b, const struct config *c, const struct lt_ops *o)
 {
 	rl_set_sess_info(sess_info_of);
+	rn_on_sess_rewritten(sess_rewritten);
 	base = b;
 	cfg = c;
 	ops = o;
@@ -738,6 +759,7 @@ int rs_busy(void)
 void rs_shutdown(void)
 {
 	struct ilink *l;
+	rn_on_sess_rewritten(NULL);
 	while ((l = ilist_pop(&all))) {
 		struct rsess *r = ilist_entry(l, struct rsess, link);
 		keytab_remove(&table, &r->node);

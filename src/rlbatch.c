@@ -98,6 +98,8 @@ static void renew_reply(struct master *m, redisReply *r, void *arg)
 				continue;
 			c->u.batch.items[k].yes += c->counts[i];
 			c->u.batch.items[k].rewrote |= e->integer == 3; /* counting or not */
+			c->u.batch.items[k].unrecorded |=
+			    e->integer == 2 && c->u.batch.items[k].sid;
 		}
 	} else {
 		if (r && r->type == REDIS_REPLY_ERROR)
@@ -137,6 +139,7 @@ struct rl_call *rl_renew(struct rl_renew_item *items, int n, int64_t lease_ms, r
 	for (int k = 0; k < n; k++) {
 		items[k].yes = 0;
 		items[k].rewrote = 0;
+		items[k].unrecorded = 0;
 		c->dargv[a] = p;
 		c->dargvlen[a] =
 		    rl_key_at(p, items[k].key, items[k].klen,

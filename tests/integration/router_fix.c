@@ -16,7 +16,9 @@ void call_cb(const redisReply *r, void *arg)
 {
 	struct call *c = arg;
 	ck_assert_msg(!c->done, "a second callback for one call");
+	static long seq;
 	c->done = 1;
+	c->seq = ++seq;
 	c->at_ms = h_now_ms();
 	c->null = r == NULL;
 	if (r) {

@@ -25,6 +25,7 @@ struct call {
 	long long integer;
 	char str[128];
 	double at_ms;       /* when the callback came */
+	long seq;           /* the how-manieth callback of the process it was */
 	double deadline_ms; /* the call's deadline, h_now_ms() time */
 };
 

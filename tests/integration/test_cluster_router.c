@@ -535,6 +535,13 @@ START_TEST(cluster_router_wait)
 		              key[i], v, val[i]);
 		free(v);
 	}
+	/* the writes of one primary answered in the order they were made
+	 * (a WAIT answers them all at once: callers hear them in order) */
+	for (int i = 0; i < N; i++)
+		for (int j = i + 1; j < N; j++)
+			ck_assert_msg(owner_of(key[i]) != owner_of(key[j]) || c[i].seq < c[j].seq,
+			              "SET %s answered after SET %s, on one primary", key[i],
+			              key[j]);
 	uint64_t waits = 0;
 	for (int i = 0; i < C.n; i++)
 		if (is_master(i))

@@ -315,6 +315,8 @@ class Cluster:
         for name, role, ip, port in nodes:
             d = os.path.join(self.tmp, name)
             os.makedirs(d, exist_ok=True)
+            if os.path.exists(os.path.join(d, "nodes.conf")):  # an earlier run's (same PT_OUT)
+                os.remove(os.path.join(d, "nodes.conf"))
             self._spawn(name, role,
                         ["redis-server", "--port", str(port), "--bind", ip, "--save", "",
                          "--appendonly", "no", "--dir", d, "--protected-mode", "no",
