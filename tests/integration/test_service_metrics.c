@@ -100,7 +100,7 @@ static char *http_header(const char *hdrs, const char *name)
 	return NULL;
 }
 
-#define MAXFAM 128 /* families in one exposition (lockd writes about 70) */
+#define MAXFAM  128 /* families in one exposition (lockd writes about 70) */
 #define MAXSAMP 512
 struct fam {
 	char name[128];
