@@ -39,7 +39,7 @@ static void lock_names(struct cl *a, name_t *names, const char *prefix)
 {
 	char req[64];
 	for (int i = 0; i < NAMES; i++) {
-		snprintf(names[i], sizeof(names[i]), "%.20s-%d", prefix, i);
+		snprintf(names[i], sizeof(names[i]), "%.16s-%d", prefix, i);
 		snprintf(req, sizeof(req), "LOCK %.31s WAIT 5000", names[i]);
 		cl_lock(a, req);
 	}
